@@ -1,0 +1,45 @@
+"""Ratings from pairwise votes: Bradley-Terry with intervals, online Elo, style and length control.
+
+Pure numpy/scipy. Votes come in as :class:`Battles` (columnar) or :class:`PairCounts` (aggregated);
+results come out as frozen dataclasses (:class:`RatingResult` and friends). See ``docs/ratings.md``.
+"""
+
+from evalcore.ratings.battles import (
+    OUTCOME_NAMES,
+    STYLE_FEATURES,
+    Battles,
+    battles_from_arrays,
+    battles_from_records,
+)
+from evalcore.ratings.bootstrap import bootstrap_bradley_terry
+from evalcore.ratings.bt import fit_bradley_terry
+from evalcore.ratings.counts import TIES_POLICIES, PairCounts, aggregate, pair_counts_from_arrays
+from evalcore.ratings.elo import elo_permutation_study, elo_ratings, online_elo
+from evalcore.ratings.io import read_battles, read_pair_counts, write_battles_csv, write_pair_counts
+from evalcore.ratings.result import BASE_RATING, ELO_PER_LOGIT, RatingResult
+from evalcore.ratings.simulate import simulate_battles
+
+__all__ = [
+    "BASE_RATING",
+    "Battles",
+    "ELO_PER_LOGIT",
+    "OUTCOME_NAMES",
+    "PairCounts",
+    "RatingResult",
+    "STYLE_FEATURES",
+    "TIES_POLICIES",
+    "aggregate",
+    "battles_from_arrays",
+    "battles_from_records",
+    "bootstrap_bradley_terry",
+    "elo_permutation_study",
+    "elo_ratings",
+    "fit_bradley_terry",
+    "online_elo",
+    "pair_counts_from_arrays",
+    "read_battles",
+    "read_pair_counts",
+    "simulate_battles",
+    "write_battles_csv",
+    "write_pair_counts",
+]
