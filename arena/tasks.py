@@ -1,0 +1,1 @@
+"""Arena tasks (generation for battles, rating refits) run on the worker runtime."""

@@ -1,0 +1,1 @@
+"""Podium's Django project: settings, URLs, ASGI entry point."""

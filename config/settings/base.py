@@ -1,0 +1,161 @@
+"""Settings shared by every environment.
+
+Everything a deployment changes comes from the environment (see ``config.env``). With no
+environment at all Podium runs on one machine: SQLite in ``var/``, the in-memory Channels layer,
+and Celery over kombu's filesystem transport in ``var/broker`` with results in the database
+(docs/operations.md explains the choice).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from config import env as config_env
+from config.env import ConfigError, fail
+
+BASE_DIR = Path(__file__).resolve().parents[2]
+
+try:
+    VAR_DIR = Path(config_env.env.str("PODIUM_VAR_DIR", default=str(BASE_DIR / "var"))).resolve()
+    DEBUG = config_env.boolean("DEBUG", default=False)
+    SECRET_KEY = config_env.env.str("SECRET_KEY", default="")
+    ALLOWED_HOSTS = config_env.string_list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
+    DATABASES = {"default": config_env.database("DATABASE_URL", VAR_DIR / "podium.sqlite3")}
+    REDIS_URL = config_env.url("REDIS_URL", schemes={"redis", "rediss"})
+    CELERY_BROKER_URL = config_env.url(
+        "CELERY_BROKER_URL", schemes=config_env.SUPPORTED_BROKER_SCHEMES, default=REDIS_URL
+    )
+    CELERY_RESULT_BACKEND = config_env.env.str("CELERY_RESULT_BACKEND", default="django-db")
+    CELERY_TASK_ALWAYS_EAGER = config_env.boolean("CELERY_TASK_ALWAYS_EAGER", default=False)
+    PODIUM_DATA_DIR = Path(
+        config_env.env.str("PODIUM_DATA_DIR", default=str(BASE_DIR.parent / "shared" / "data"))
+    )
+    PODIUM_MODELS_DIR = Path(config_env.env.str("PODIUM_MODELS_DIR", default=str(VAR_DIR / "models")))
+except ConfigError as error:
+    fail(error)
+
+DATABASES["default"].setdefault("ATOMIC_REQUESTS", False)
+DATABASES["default"].setdefault("CONN_MAX_AGE", 0)
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+    # Several processes (web, worker) share the file: wait for locks rather than fail at once.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("timeout", 20)
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "channels",
+    "django_celery_results",
+    "arena",
+    "leaderboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+ASGI_APPLICATION = "config.asgi.application"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns about a missing folder
+MEDIA_ROOT = VAR_DIR / "media"
+# WhiteNoise serves static files from the ASGI server itself; in DEBUG it reads the finders directly.
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Channels: Redis when REDIS_URL is set, else the in-memory layer (one process only).
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# Celery (read by workers.celery with namespace CELERY_). Without a broker URL, kombu's filesystem
+# transport under var/broker: no server, survives restarts, visible as plain files.
+CELERY_BROKER_DIR = VAR_DIR / "broker"
+if not CELERY_BROKER_URL:
+    CELERY_BROKER_URL = "filesystem://"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(CELERY_BROKER_DIR / "queue"),
+        "data_folder_out": str(CELERY_BROKER_DIR / "queue"),
+        "control_folder": str(CELERY_BROKER_DIR / "control"),
+        "processed_folder": str(CELERY_BROKER_DIR / "processed"),
+        "store_processed": False,
+    }
+CELERY_RESULT_EXTENDED = True
+CELERY_TASK_TRACK_STARTED = True
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_TIMEZONE = "UTC"
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "PAGE_SIZE": 100,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Podium API",
+    "DESCRIPTION": "Votes, ratings, benchmark scores and per-sample records, with intervals and protocols.",
+    "VERSION": "0.1.0",
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": "INFO"},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

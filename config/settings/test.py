@@ -1,0 +1,22 @@
+"""Test settings: the suite runs against PostgreSQL and Redis named by TEST_DATABASE_URL and
+TEST_REDIS_URL (``make test`` finds or starts them). Without them it falls back to the
+environment's DATABASE_URL or SQLite, so a single evalcore test runs anywhere."""
+
+from config import env as config_env
+from config.env import ConfigError, fail
+from config.settings.base import *  # noqa: F403
+
+try:
+    _test_db = config_env.env.str("TEST_DATABASE_URL", default="").strip()
+    if _test_db:
+        DATABASES = {"default": config_env.database("TEST_DATABASE_URL", VAR_DIR / "test.sqlite3")}  # noqa: F405
+    TEST_REDIS_URL = config_env.url("TEST_REDIS_URL", schemes={"redis", "rediss"})
+except ConfigError as error:
+    fail(error)
+
+DEBUG = False
+SECRET_KEY = "test-only-podium-key"
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+# Tests that need a broker or a channel layer start their own processes with explicit URLs;
+# in-process code uses the in-memory layer unless a test overrides it.
+CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}

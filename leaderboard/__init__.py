@@ -1,0 +1,1 @@
+"""The leaderboard: submissions and their review, benchmark runs and scores, exports."""

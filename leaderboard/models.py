@@ -1,0 +1,1 @@
+"""Leaderboard data (submissions, runs, scores) arrives with the leaderboard issue."""

@@ -1,0 +1,1 @@
+"""Leaderboard tasks (benchmark runs, judge runs) run on the worker runtime."""

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# `make demo`: migrate, load demo data, then serve the site on http://127.0.0.1:8000 (daphne, ASGI)
+# with a Celery worker beside it. Ctrl-C stops both. Safe to run again.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export DJANGO_SETTINGS_MODULE="${DJANGO_SETTINGS_MODULE:-config.settings.dev}"
+export PODIUM_DATA_DIR="${PODIUM_DATA_DIR:-$(cd .. && pwd)/shared/data}"
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" TOKENIZERS_PARALLELISM=false
+HOST="${PODIUM_HOST:-127.0.0.1}"
+PORT="${PODIUM_PORT:-8000}"
+PY=.venv/bin/python
+
+$PY manage.py migrate --no-input || exit 1
+$PY manage.py demo_seed || exit 1
+$PY manage.py check_services || exit 1
+
+if (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null; then
+  echo "podium: port $PORT on $HOST is already in use; stop what runs there or set PODIUM_PORT" >&2
+  exit 1
+fi
+
+mkdir -p var/log
+pids=()
+stop() {
+  trap - INT TERM EXIT
+  echo; echo "stopping the web server and the worker"
+  kill "${pids[@]}" 2>/dev/null
+  wait "${pids[@]}" 2>/dev/null
+}
+trap stop INT TERM EXIT
+
+.venv/bin/celery -A workers worker --loglevel INFO --concurrency 2 \
+  -Q default,generate,evaluate,judge --hostname "demo@%h" >var/log/worker.log 2>&1 &
+pids+=($!)
+.venv/bin/daphne -b "$HOST" -p "$PORT" config.asgi:application &
+pids+=($!)
+
+echo
+echo "Podium is starting on http://$HOST:$PORT/  (arena: /arena/, leaderboard: /leaderboard/, health: /healthz)"
+echo "Worker log: var/log/worker.log. Press Ctrl-C to stop."
+wait -n "${pids[@]}"
+echo "podium: a process exited; see the output above and var/log/worker.log" >&2
+exit 1

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# `make test`: find or start PostgreSQL and Redis, then ruff, the import-linter contracts, pytest.
+# Private servers started here are stopped on exit, also when a step fails. Extra arguments go to pytest.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/services.sh
+trap stop_own_services EXIT
+trap 'exit 130' INT TERM
+
+find_or_start_services || exit 1
+
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+export PODIUM_DATA_DIR="${PODIUM_DATA_DIR:-$(cd .. && pwd)/shared/data}"
+
+echo "== ruff"
+.venv/bin/ruff check . || exit 1
+echo "== import-linter"
+.venv/bin/lint-imports || exit 1
+echo "== pytest"
+.venv/bin/pytest "$@"
+status=$?
+if [ "$status" = 5 ]; then
+  echo "pytest collected no tests: failing" >&2
+fi
+exit "$status"

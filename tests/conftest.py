@@ -1,0 +1,167 @@
+"""Shared fixtures: paths, the real services' URLs, and real server/worker processes."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+VENV_BIN = Path(sys.executable).parent
+
+
+def data_dir() -> Path:
+    """Real public data sets: PODIUM_DATA_DIR, else ../shared/data beside the repository."""
+    configured = os.environ.get("PODIUM_DATA_DIR")
+    return Path(configured) if configured else (REPO_ROOT.parent / "shared" / "data").resolve()
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    path = data_dir()
+    if not path.is_dir():
+        pytest.fail(f"public data sets not found at {path}: set PODIUM_DATA_DIR or put shared/ beside the repo")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, *, process: subprocess.Popen | None = None, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"process exited with {process.returncode} before port {port} opened")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"nothing listened on 127.0.0.1:{port} within {timeout:.0f} s")
+
+
+def clean_env(**overrides: str) -> dict[str, str]:
+    """The process environment without Podium's service variables, plus ``overrides``."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key
+        not in {"DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND", "DJANGO_SETTINGS_MODULE"}
+    }
+    env.update({"OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"})
+    env.update(overrides)
+    return env
+
+
+def run_manage(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def database_url_of(connection) -> str:
+    """A DATABASE_URL for the database this test process uses (the test database)."""
+    settings = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{settings['NAME']}"
+    user = settings.get("USER") or ""
+    password = f":{settings['PASSWORD']}" if settings.get("PASSWORD") else ""
+    auth = f"{user}{password}@" if user else ""
+    return f"postgres://{auth}{settings.get('HOST') or '127.0.0.1'}:{settings.get('PORT') or 5432}/{settings['NAME']}"
+
+
+class ProcessGroup:
+    """Processes started by a test, stopped (and their output kept) at teardown."""
+
+    def __init__(self, log_dir: Path):
+        self.log_dir = log_dir
+        self.processes: list[tuple[subprocess.Popen, Path]] = []
+
+    def start(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+        log_path = self.log_dir / f"{name}.log"
+        log = open(log_path, "w")  # noqa: SIM115 - closed with the process
+        process = subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        self.processes.append((process, log_path))
+        return process
+
+    def log_of(self, process: subprocess.Popen) -> str:
+        for candidate, path in self.processes:
+            if candidate is process:
+                return path.read_text(errors="replace")[-4000:]
+        return ""
+
+    def stop_all(self) -> None:
+        for process, _ in reversed(self.processes):
+            if process.poll() is None:
+                process.terminate()
+        for process, _ in reversed(self.processes):
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=5)
+
+
+@pytest.fixture
+def processes(tmp_path) -> Iterator[ProcessGroup]:
+    group = ProcessGroup(tmp_path)
+    yield group
+    group.stop_all()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    from django.conf import settings
+
+    url = getattr(settings, "TEST_REDIS_URL", "")
+    if not url:
+        pytest.fail("TEST_REDIS_URL is not set: run the suite with `make test`, which finds or starts Redis")
+    return url
+
+
+@pytest.fixture
+def start_worker(processes) -> Callable[..., subprocess.Popen]:
+    """Start a real Celery worker process: ``start_worker(env=..., queues="default")``."""
+
+    def start(*, env: dict[str, str], queues: str = "default", name: str = "worker") -> subprocess.Popen:
+        argv = [
+            str(VENV_BIN / "celery"), "-A", "workers", "worker", "--pool", "solo", "--loglevel", "INFO",
+            "-Q", queues, "--hostname", f"{name}-{os.getpid()}@%h", "--without-gossip", "--without-mingle",
+        ]
+        return processes.start(name, argv, env)
+
+    return start
+
+
+@pytest.fixture
+def start_asgi_server(processes) -> Callable[..., int]:
+    """Start daphne serving config.asgi on a free loopback port; returns the port."""
+
+    def start(*, env: dict[str, str]) -> int:
+        port = free_port()
+        process = processes.start(
+            "daphne",
+            [str(VENV_BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"],
+            env,
+        )
+        try:
+            wait_for_port(port, process=process)
+        except (RuntimeError, TimeoutError) as exc:
+            raise AssertionError(f"{exc}\n{processes.log_of(process)}") from None
+        return port
+
+    return start

@@ -1,0 +1,87 @@
+"""Settings from the environment: bad values give one clear line naming the variable, no traceback;
+with no environment at all, the embedded defaults (SQLite, filesystem broker) work."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import clean_env, run_manage
+
+BAD_ENVIRONMENTS = [
+    ({"DATABASE_URL": "not a url"}, "DATABASE_URL"),
+    ({"DATABASE_URL": "postgres://db:notaport/podium"}, "DATABASE_URL"),
+    ({"DATABASE_URL": "mysql://root@localhost/podium"}, "DATABASE_URL"),
+    ({"DATABASE_URL": "postgres://localhost:5432"}, "DATABASE_URL"),
+    ({"REDIS_URL": "http://localhost:6379"}, "REDIS_URL"),
+    ({"CELERY_BROKER_URL": "redis://host:port/0"}, "CELERY_BROKER_URL"),
+    ({"DEBUG": "maybe"}, "DEBUG"),
+    ({"DJANGO_SETTINGS_MODULE": "config.settings.prod"}, "SECRET_KEY"),
+    (
+        {"DJANGO_SETTINGS_MODULE": "config.settings.prod", "SECRET_KEY": "x" * 50, "DEBUG": "true"},
+        "DEBUG",
+    ),
+    ({"DJANGO_SETTINGS_MODULE": "config.settings.prod", "SECRET_KEY": "short"}, "SECRET_KEY"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "variable"), BAD_ENVIRONMENTS)
+def test_bad_environment_gives_one_line_naming_the_variable(tmp_path, overrides, variable):
+    env = clean_env(PODIUM_VAR_DIR=str(tmp_path), **overrides)
+    result = run_manage("check", env=env)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("podium: configuration error: " + variable), lines[0]
+
+
+def test_unreachable_broker_is_named_at_startup(tmp_path):
+    env = clean_env(PODIUM_VAR_DIR=str(tmp_path), CELERY_BROKER_URL="redis://127.0.0.1:1/0")
+    assert run_manage("migrate", "--no-input", env=env).returncode == 0
+    result = run_manage("check_services", env=env)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "broker is not answering: check CELERY_BROKER_URL" in result.stderr
+
+
+def test_password_never_printed(tmp_path):
+    env = clean_env(PODIUM_VAR_DIR=str(tmp_path), DATABASE_URL="postgres://u:s3cret@127.0.0.1:notaport/x")
+    result = run_manage("check", env=env)
+    assert result.returncode == 2
+    assert "s3cret" not in result.stderr
+
+
+HEALTH_PROBE = (
+    "import json; from django.test import Client; "
+    "r = Client(HTTP_HOST='127.0.0.1').get('/healthz'); print(json.dumps({'status': r.status_code, 'body': r.json()}))"
+)
+
+
+def test_sqlite_default_smoke(tmp_path):
+    """No environment at all: SQLite under PODIUM_VAR_DIR, filesystem broker; /healthz is 200."""
+    env = clean_env(PODIUM_VAR_DIR=str(tmp_path))
+    migrate = run_manage("migrate", "--no-input", env=env)
+    assert migrate.returncode == 0, migrate.stderr
+    assert (tmp_path / "podium.sqlite3").exists()
+    seeded = run_manage("demo_seed", env=env)
+    assert seeded.returncode == 0 and "password" in seeded.stdout
+    assert run_manage("demo_seed", env=env).returncode == 0, "demo_seed must be idempotent"
+    probe = run_manage("shell", "-c", HEALTH_PROBE, env=env)
+    assert probe.returncode == 0, probe.stderr
+    health = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert health["status"] == 200, health
+    assert health["body"]["database"] == {"ok": True, "vendor": "sqlite"}
+    assert health["body"]["broker"]["transport"] == "filesystem"
+    assert (tmp_path / "broker" / "queue").is_dir()
+
+
+def test_healthz_503_names_the_broker(tmp_path):
+    env = clean_env(PODIUM_VAR_DIR=str(tmp_path), CELERY_BROKER_URL="redis://127.0.0.1:1/0")
+    assert run_manage("migrate", "--no-input", env=env).returncode == 0
+    probe = run_manage("shell", "-c", HEALTH_PROBE, env=env)
+    health = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert health["status"] == 503
+    assert health["body"]["failing"] == ["broker"]
+    assert health["body"]["database"]["ok"] is True

@@ -1,0 +1,46 @@
+"""The Celery app. Configuration comes from Django settings (``CELERY_*``), tasks from each app's
+``tasks.py`` (autodiscovered) and from :mod:`workers.diagnostics`."""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+from workers import queues
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
+
+app = Celery("podium")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.update(
+    task_queues=queues.task_queues(),
+    task_default_queue=queues.DEFAULT,
+    task_default_exchange=queues.DEFAULT,
+    task_default_routing_key=queues.DEFAULT,
+    task_routes=queues.ROUTES,
+    imports=("workers.diagnostics",),
+    # One task at a time per process: generation and evaluation hold a model in memory.
+    worker_prefetch_multiplier=1,
+    broker_connection_retry_on_startup=True,
+    beat_schedule={
+        # Slot for periodic rating refits; the interval comes from settings when present.
+        "ratings-refit": {
+            "task": "arena.tasks.ratings_refit",
+            "schedule": float(os.environ.get("PODIUM_REFIT_INTERVAL_S", "600")),
+        },
+    },
+)
+app.autodiscover_tasks()
+
+
+def ensure_broker_folders() -> None:
+    """Create the filesystem transport's folders (the embedded broker) if it is in use."""
+    options = app.conf.broker_transport_options or {}
+    if (app.conf.broker_url or "").startswith("filesystem://"):
+        for key in ("data_folder_in", "data_folder_out", "control_folder", "processed_folder"):
+            if options.get(key):
+                os.makedirs(options[key], exist_ok=True)
+
+
+ensure_broker_folders()

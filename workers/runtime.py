@@ -1,0 +1,65 @@
+"""The worker runtime: a per-process pool of loaded models and progress reporting.
+
+Loading a model takes seconds to minutes, so each worker process keeps the models it has loaded,
+keyed by their spec, and evicts the least recently used beyond ``max_models``. The pool does not
+know about Django: apps' tasks hand it a spec (a hashable description) and a loader.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any
+
+
+class ModelPool:
+    """Least-recently-used cache of loaded models for one worker process.
+
+    Parameters
+    ----------
+    max_models : int
+        How many models stay loaded at once; the least recently used is dropped first.
+    """
+
+    def __init__(self, *, max_models: int = 3):
+        if max_models < 1:
+            raise ValueError("max_models must be at least 1")
+        self.max_models = max_models
+        self._models: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self.loads = 0
+
+    def get(self, spec: Hashable, loader: Callable[[], Any]) -> Any:
+        """Return the model for ``spec``, calling ``loader()`` only the first time."""
+        with self._lock:
+            if spec in self._models:
+                self._models.move_to_end(spec)
+                return self._models[spec]
+            model = loader()
+            self.loads += 1
+            self._models[spec] = model
+            while len(self._models) > self.max_models:
+                _, evicted = self._models.popitem(last=False)
+                close = getattr(evicted, "close", None)
+                if callable(close):
+                    close()
+            return model
+
+    def __contains__(self, spec: Hashable) -> bool:
+        return spec in self._models
+
+    def clear(self) -> None:
+        with self._lock:
+            self._models.clear()
+
+
+# One pool per worker process (Celery's prefork children each get their own after fork).
+pool = ModelPool()
+
+
+def report_progress(task, *, done: int, total: int, **extra) -> None:
+    """Publish progress of a running task as Celery state ``PROGRESS`` (read by status pages)."""
+    if task is None or getattr(task.request, "id", None) is None:
+        return
+    task.update_state(state="PROGRESS", meta={"done": done, "total": total, **extra})
