@@ -16,8 +16,10 @@ from evalcore.ratings.bt import fit_bradley_terry
 from evalcore.ratings.counts import TIES_POLICIES, PairCounts, aggregate, pair_counts_from_arrays
 from evalcore.ratings.elo import elo_permutation_study, elo_ratings, online_elo
 from evalcore.ratings.io import read_battles, read_pair_counts, write_battles_csv, write_pair_counts
+from evalcore.ratings.markdown import count_tokens, markdown_style_counts, style_vector
 from evalcore.ratings.result import BASE_RATING, ELO_PER_LOGIT, RatingResult
 from evalcore.ratings.simulate import simulate_battles
+from evalcore.ratings.style import StyleControlledResult, fit_style_controlled, style_differences
 
 __all__ = [
     "BASE_RATING",
@@ -27,19 +29,25 @@ __all__ = [
     "PairCounts",
     "RatingResult",
     "STYLE_FEATURES",
+    "StyleControlledResult",
     "TIES_POLICIES",
     "aggregate",
     "battles_from_arrays",
     "battles_from_records",
     "bootstrap_bradley_terry",
+    "count_tokens",
     "elo_permutation_study",
     "elo_ratings",
     "fit_bradley_terry",
+    "fit_style_controlled",
+    "markdown_style_counts",
     "online_elo",
     "pair_counts_from_arrays",
     "read_battles",
     "read_pair_counts",
     "simulate_battles",
+    "style_differences",
+    "style_vector",
     "write_battles_csv",
     "write_pair_counts",
 ]
