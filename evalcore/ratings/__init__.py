@@ -16,6 +16,14 @@ from evalcore.ratings.bt import fit_bradley_terry
 from evalcore.ratings.counts import TIES_POLICIES, PairCounts, aggregate, pair_counts_from_arrays
 from evalcore.ratings.elo import elo_permutation_study, elo_ratings, online_elo
 from evalcore.ratings.io import read_battles, read_pair_counts, write_battles_csv, write_pair_counts
+from evalcore.ratings.lc import (
+    LCAnnotations,
+    LengthControlledResult,
+    annotations_from_arrays,
+    length_controlled_win_rate,
+    read_difficulty,
+    read_lc_annotations,
+)
 from evalcore.ratings.markdown import count_tokens, markdown_style_counts, style_vector
 from evalcore.ratings.result import BASE_RATING, ELO_PER_LOGIT, RatingResult
 from evalcore.ratings.simulate import simulate_battles
@@ -25,6 +33,8 @@ __all__ = [
     "BASE_RATING",
     "Battles",
     "ELO_PER_LOGIT",
+    "LCAnnotations",
+    "LengthControlledResult",
     "OUTCOME_NAMES",
     "PairCounts",
     "RatingResult",
@@ -32,6 +42,7 @@ __all__ = [
     "StyleControlledResult",
     "TIES_POLICIES",
     "aggregate",
+    "annotations_from_arrays",
     "battles_from_arrays",
     "battles_from_records",
     "bootstrap_bradley_terry",
@@ -40,10 +51,13 @@ __all__ = [
     "elo_ratings",
     "fit_bradley_terry",
     "fit_style_controlled",
+    "length_controlled_win_rate",
     "markdown_style_counts",
     "online_elo",
     "pair_counts_from_arrays",
     "read_battles",
+    "read_difficulty",
+    "read_lc_annotations",
     "read_pair_counts",
     "simulate_battles",
     "style_differences",

@@ -1,0 +1,382 @@
+"""Length-controlled win rate against a baseline (AlpacaEval 2.0 style).
+
+For each model, a logistic GLM predicts the judge's preference for the model's answer over the baseline's
+on instruction i:
+
+    P_i = sigmoid(theta_m + beta_m * tanh(delta_len_i / sd(delta_len)) + gamma_m * difficulty_i)
+
+with ``delta_len = len(baseline) - len(model)`` and ``sd`` over that model's annotations. Preferences
+come in [1, 2] (2: the model's answer preferred; 0 means a draw, read as 1.5) and are used as fractional
+targets ``preference - 1``. The length-controlled win rate is the mean prediction with the length term set
+to zero, ``mean_i sigmoid(theta_m + gamma_m * difficulty_i)``, in percent. Its standard error is the delta
+influence-function (delta-method) error over instructions: each instruction's own prediction plus its
+pull on the fitted coefficients.
+
+AlpacaEval fits its difficulty term once across many models and regularises each fit towards "gamed"
+versions of the baseline; we accept a difficulty file when the user has one, and otherwise estimate it
+from the models at hand: a joint GLM ``sigmoid(theta_m + beta_m * tanh(...) + d_i)`` over all non-baseline
+models with an L2 penalty on ``d``, leaving out the model being scored so its own votes do not leak into
+its difficulty covariate.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg
+from scipy.special import expit
+
+LC_COLUMNS = ("model", "instruction_id", "len_output_1", "len_output_2", "preference")
+
+
+@dataclass(frozen=True)
+class LCAnnotations:
+    """Judge annotations against one baseline, column-wise (N rows).
+
+    Attributes
+    ----------
+    models : tuple of str, shape (p,)
+    instructions : tuple of str, shape (q,)
+    model : ndarray of int, shape (N,)
+    instruction : ndarray of int, shape (N,)
+    len_baseline, len_model : ndarray, shape (N,)
+        Answer lengths (``len_output_1`` is the baseline's, ``len_output_2`` the model's).
+    preference : ndarray, shape (N,)
+        In [1, 2]; 0 (a draw) is stored as 1.5.
+    declared_baselines : tuple of str
+        Distinct ``generator_1`` values when the file has that column (used to catch a mistyped baseline).
+    """
+
+    models: tuple[str, ...]
+    instructions: tuple[str, ...]
+    model: np.ndarray
+    instruction: np.ndarray
+    len_baseline: np.ndarray
+    len_model: np.ndarray
+    preference: np.ndarray
+    declared_baselines: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LengthControlledResult:
+    """Raw, discrete and length-controlled win rates against the baseline, in percent, shape (p,).
+
+    Attributes
+    ----------
+    models : tuple of str, shape (p,)
+    baseline : str
+    win_rate, standard_error : ndarray, shape (p,)
+        Mean of ``preference - 1`` (x100) and its standard error of the mean.
+    discrete_win_rate : ndarray, shape (p,)
+        ``(wins + draws / 2) / n`` (x100), a win being a preference above 1.5.
+    lc_win_rate, lc_standard_error : ndarray, shape (p,)
+    n : ndarray of int, shape (p,)
+    length_coef, difficulty_coef, intercept : ndarray, shape (p,)
+        The per-model GLM (logit scale); zero for the baseline itself.
+    difficulty_source : str
+        ``"file"`` or ``"estimated"``.
+    """
+
+    models: tuple[str, ...]
+    baseline: str
+    win_rate: np.ndarray
+    standard_error: np.ndarray
+    discrete_win_rate: np.ndarray
+    lc_win_rate: np.ndarray
+    lc_standard_error: np.ndarray
+    n: np.ndarray
+    length_coef: np.ndarray
+    difficulty_coef: np.ndarray
+    intercept: np.ndarray
+    difficulty_source: str
+
+    def to_rows(self) -> list[dict]:
+        """One dict per model, best LC win rate first, with the ``lc`` command's columns."""
+        order = np.lexsort((np.asarray(self.models, dtype=object), -self.lc_win_rate))
+        return [
+            {
+                "model": self.models[k],
+                "win_rate": float(self.win_rate[k]),
+                "discrete_win_rate": float(self.discrete_win_rate[k]),
+                "lc_win_rate": float(self.lc_win_rate[k]),
+                "lc_standard_error": float(self.lc_standard_error[k]),
+                "n": int(self.n[k]),
+            }
+            for k in order
+        ]
+
+
+def _intern(values: list[str], column: str) -> tuple[tuple[str, ...], np.ndarray]:
+    for row, v in enumerate(values, start=1):
+        if not v:
+            raise ValueError(f"row {row}, column {column!r}: missing value")
+    names, inv = np.unique(np.asarray(values, dtype=object).astype(str), return_inverse=True)
+    return tuple(str(n) for n in names), inv.astype(np.int64)
+
+
+def read_lc_annotations(source) -> LCAnnotations:
+    """Read a CSV with columns ``model, instruction_id, len_output_1, len_output_2, preference``."""
+    with open(source, newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        header = [h.strip() for h in next(reader, [])]
+        if not header:
+            raise ValueError(f"{source}: no annotations: the file is empty")
+        pos = {h: k for k, h in enumerate(header)}
+        for col in LC_COLUMNS:
+            if col not in pos:
+                raise ValueError(f"{source}: row 0 (header), column {col!r}: missing column")
+        rows = [r for r in reader if r]
+    if not rows:
+        raise ValueError(f"{source}: no annotations: the file has a header but no rows")
+    for k, r in enumerate(rows, start=1):
+        if len(r) != len(header):
+            raise ValueError(f"row {k}: has {len(r)} fields, the header has {len(header)}")
+    cols = {c: [r[pos[c]] for r in rows] for c in LC_COLUMNS}
+    nums = {}
+    for c in ("len_output_1", "len_output_2", "preference"):
+        try:
+            nums[c] = np.asarray(cols[c], dtype=np.float64)
+        except ValueError:
+            for k, v in enumerate(cols[c], start=1):
+                try:
+                    float(v)
+                except ValueError:
+                    raise ValueError(f"row {k}, column {c!r}: not a number: {v!r}") from None
+    ann = annotations_from_arrays(
+        cols["model"], cols["instruction_id"], nums["len_output_1"], nums["len_output_2"], nums["preference"]
+    )
+    if "generator_1" in pos:
+        declared = tuple(sorted({r[pos["generator_1"]] for r in rows}))
+        ann = dataclasses.replace(ann, declared_baselines=declared)
+    return ann
+
+
+def annotations_from_arrays(model, instruction_id, len_output_1, len_output_2, preference) -> LCAnnotations:
+    """Validate parallel columns (shape (N,)) into :class:`LCAnnotations`."""
+    pref = np.asarray(preference, dtype=np.float64).copy()
+    len1 = np.asarray(len_output_1, dtype=np.float64)
+    len2 = np.asarray(len_output_2, dtype=np.float64)
+    n = pref.shape[0]
+    if n == 0:
+        raise ValueError("no annotations")
+    for name, col in (
+        ("model", model),
+        ("instruction_id", instruction_id),
+        ("len_output_1", len1),
+        ("len_output_2", len2),
+    ):
+        if len(col) != n:
+            raise ValueError(f"column {name!r} has {len(col)} rows, preference has {n}")
+    pref[pref == 0] = 1.5
+    bad = np.flatnonzero(~np.isfinite(pref) | (pref < 1) | (pref > 2))
+    if bad.size:
+        raise ValueError(
+            f"row {bad[0] + 1}, column 'preference': {preference[bad[0]]!r} is not in [1, 2] (or 0)"
+        )
+    for name, col in (("len_output_1", len1), ("len_output_2", len2)):
+        bad = np.flatnonzero(~np.isfinite(col) | (col < 0))
+        if bad.size:
+            raise ValueError(f"row {bad[0] + 1}, column {name!r}: lengths must be non-negative numbers")
+    models, m_idx = _intern([str(v) for v in model], "model")
+    instructions, i_idx = _intern([str(v) for v in instruction_id], "instruction_id")
+    return LCAnnotations(models, instructions, m_idx, i_idx, len1, len2, pref)
+
+
+def _length_feature(ann: LCAnnotations) -> np.ndarray:
+    """``tanh(delta_len / sd(delta_len))`` with the sd per model (ddof=1), shape (N,)."""
+    delta = ann.len_baseline - ann.len_model
+    out = np.zeros_like(delta)
+    for m in range(len(ann.models)):
+        rows = ann.model == m
+        sd = delta[rows].std(ddof=1) if rows.sum() > 1 else 0.0
+        out[rows] = np.tanh(delta[rows] / sd) if sd > 0 else 0.0
+    return out
+
+
+def _logistic_newton(x, y, *, ridge, tol=1e-10, max_iter=100):
+    """Fractional-target logistic regression, ``x`` (N, d), ``ridge`` (d,) L2 weights. Returns (w, p, H)."""
+    w = np.zeros(x.shape[1])
+    for _ in range(max_iter):
+        p = expit(x @ w)
+        g = x.T @ (y - p) - ridge * w
+        h = (x * (p * (1 - p))[:, None]).T @ x + np.diag(ridge)
+        step = linalg.solve(h, g, assume_a="pos")
+        w = w + step
+        if np.linalg.norm(g) < tol or np.max(np.abs(step)) < 1e-12:
+            break
+    p = expit(x @ w)
+    h = (x * (p * (1 - p))[:, None]).T @ x + np.diag(ridge)
+    return w, p, h
+
+
+def estimate_difficulty(
+    ann: LCAnnotations, *, include: np.ndarray, length: np.ndarray, penalty: float = 1.0, tol: float = 1e-8
+) -> np.ndarray:
+    """Instruction difficulty from a joint GLM over the models flagged in ``include`` (bool, shape (p,)).
+
+    ``sigmoid(theta_m + beta_m * length_feature + d_i)`` with ``penalty / 2 * |d|^2``; returns ``d``
+    (shape (q,), mean-centred; higher means the models do better against the baseline on it).
+    """
+    rows = include[ann.model]
+    mi = ann.model[rows]
+    ii = ann.instruction[rows]
+    y = ann.preference[rows] - 1.0
+    t = length[rows]
+    used, m_loc = np.unique(mi, return_inverse=True)
+    p_count, q = used.size, len(ann.instructions)
+    theta, beta, d = np.zeros(p_count), np.zeros(p_count), np.zeros(q)
+    for _ in range(200):
+        eta = theta[m_loc] + beta[m_loc] * t + d[ii]
+        pr = expit(eta)
+        r = y - pr
+        v = pr * (1 - pr)
+        g = np.concatenate(
+            [
+                np.bincount(m_loc, r, p_count),
+                np.bincount(m_loc, r * t, p_count),
+                np.bincount(ii, r, q) - penalty * d,
+            ]
+        )
+        if np.linalg.norm(g) < tol:
+            break
+        # Hessian blocks: models (2p x 2p, block-diagonal by model), instructions (diagonal), cross terms.
+        h_tt = np.bincount(m_loc, v, p_count)
+        h_tb = np.bincount(m_loc, v * t, p_count)
+        h_bb = np.bincount(m_loc, v * t * t, p_count)
+        h_dd = np.bincount(ii, v, q) + penalty
+        cell = m_loc * q + ii
+        cross_t = np.bincount(cell, v, p_count * q).reshape(p_count, q)
+        cross_b = np.bincount(cell, v * t, p_count * q).reshape(p_count, q)
+        # Eliminate the diagonal instruction block (Schur complement): a 2p x 2p solve per step.
+        a = np.zeros((2 * p_count, 2 * p_count))
+        ar = np.arange(p_count)
+        a[ar, ar] = h_tt
+        a[ar, ar + p_count] = h_tb
+        a[ar + p_count, ar] = h_tb
+        a[ar + p_count, ar + p_count] = h_bb
+        b = np.vstack([cross_t, cross_b])  # (2p, q)
+        g_m, g_d = g[: 2 * p_count], g[2 * p_count :]
+        schur = a - (b / h_dd) @ b.T
+        step_m = linalg.solve(schur + 1e-12 * np.eye(2 * p_count), g_m - b @ (g_d / h_dd), assume_a="pos")
+        step = np.concatenate([step_m, (g_d - b.T @ step_m) / h_dd])
+        theta += step[:p_count]
+        beta += step[p_count : 2 * p_count]
+        d += step[2 * p_count :]
+        if np.max(np.abs(step)) < 1e-12:
+            break
+    return d - d.mean()
+
+
+def length_controlled_win_rate(
+    ann: LCAnnotations,
+    *,
+    baseline: str,
+    difficulty: dict[str, float] | None = None,
+    difficulty_penalty: float = 1.0,
+    ridge: float = 1e-4,
+) -> LengthControlledResult:
+    """Raw, discrete and length-controlled win rates of every model against ``baseline``.
+
+    Parameters
+    ----------
+    ann : LCAnnotations
+    baseline : str
+        The model whose answers are ``output_1``; its own rows (if any) get 50% by construction.
+    difficulty : dict instruction_id -> float, optional
+        A per-instruction difficulty (e.g. AlpacaEval's ``instruction_difficulty.csv``); estimated from
+        the models at hand when omitted (leave-one-model-out, see module docs).
+    difficulty_penalty : float
+        L2 penalty on the estimated difficulty (logit scale).
+    ridge : float
+        Tiny L2 penalty on the GLM coefficients, so a model that always wins or always loses stays finite.
+    """
+    if ann.declared_baselines and baseline not in ann.declared_baselines:
+        raise ValueError(
+            f"baseline {baseline!r} is not the annotations' output_1 generator "
+            f"({', '.join(ann.declared_baselines)})"
+        )
+    p_count = len(ann.models)
+    length = _length_feature(ann)
+    is_base = np.array([m == baseline for m in ann.models])
+    if difficulty is not None:
+        missing = [s for s in ann.instructions if s not in difficulty]
+        if missing:
+            raise ValueError(
+                f"difficulty has no value for instruction {missing[0]!r} ({len(missing)} missing)"
+            )
+        d_fixed = np.array([difficulty[s] for s in ann.instructions], dtype=np.float64)
+        source = "file"
+    else:
+        d_fixed = None
+        source = "estimated"
+        if (~is_base).sum() < 2:
+            raise ValueError(
+                "estimating instruction difficulty needs at least two models besides the baseline"
+            )
+    out = {key: np.zeros(p_count) for key in ("wr", "se", "dwr", "lc", "lcse", "b", "g", "t")}
+    n = np.zeros(p_count, dtype=np.int64)
+    for m in range(p_count):
+        rows = ann.model == m
+        y = ann.preference[rows] - 1.0
+        n[m] = rows.sum()
+        out["wr"][m] = 100 * y.mean()
+        out["se"][m] = 100 * y.std(ddof=1) / np.sqrt(n[m]) if n[m] > 1 else np.nan
+        wins, draws = (y > 0.5).sum(), (y == 0.5).sum()
+        out["dwr"][m] = 100 * (wins + draws / 2) / n[m]
+        if is_base[m]:
+            out["lc"][m] = 50.0
+            continue
+        if d_fixed is None:
+            include = ~is_base
+            include[m] = False
+            d_all = estimate_difficulty(ann, include=include, length=length, penalty=difficulty_penalty)
+        else:
+            d_all = d_fixed
+        d = d_all[ann.instruction[rows]]
+        x = np.column_stack([np.ones(n[m]), length[rows], d])
+        w, p, h = _logistic_newton(x, y, ridge=np.full(3, ridge))
+        x0 = x.copy()
+        x0[:, 1] = 0.0
+        pred = expit(x0 @ w)
+        out["lc"][m] = 100 * pred.mean()
+        # Influence function of mean_i pred_i(w_hat): the instruction's own term plus its pull on w_hat
+        # through the GLM's estimating equations; SE = sqrt(sum psi_i^2) / n (resampling instructions).
+        grad = (x0 * (pred * (1 - pred))[:, None]).sum(axis=0)
+        pull = (x * (y - p)[:, None]) @ np.linalg.solve(h, grad)
+        psi = pred - pred.mean() + pull
+        out["lcse"][m] = 100 * np.sqrt(np.sum(psi**2)) / n[m]
+        out["t"][m], out["b"][m], out["g"][m] = w
+    return LengthControlledResult(
+        models=ann.models,
+        baseline=baseline,
+        win_rate=out["wr"],
+        standard_error=out["se"],
+        discrete_win_rate=out["dwr"],
+        lc_win_rate=out["lc"],
+        lc_standard_error=out["lcse"],
+        n=n,
+        length_coef=out["b"],
+        difficulty_coef=out["g"],
+        intercept=out["t"],
+        difficulty_source=source,
+    )
+
+
+def read_difficulty(source) -> dict[str, float]:
+    """Read a per-instruction difficulty CSV: first column the instruction id, second the value."""
+    with open(source, newline="", encoding="utf-8") as fh:
+        rows = [r for r in csv.reader(fh) if r]
+    if len(rows) < 2:
+        raise ValueError(f"{source}: no difficulty rows")
+    out = {}
+    for k, r in enumerate(rows[1:], start=1):
+        if len(r) < 2:
+            raise ValueError(f"row {k}: expected instruction id and difficulty")
+        try:
+            out[r[0]] = float(r[1])
+        except ValueError:
+            raise ValueError(f"row {k}, column {rows[0][1]!r}: not a number: {r[1]!r}") from None
+    return out

@@ -1,0 +1,141 @@
+"""Length-controlled win rate: AlpacaEval 2.0 published numbers, a verbosity simulation, the ``lc`` command.
+
+Published values: ``leaderboard_published.csv`` (tatsu-lab/alpaca_eval, AlpacaEval 2.0 leaderboard rows
+for the 19 models in ``annotations_compact.csv``). Raw win rates must match to 1e-6; LC win rates use
+a difficulty estimated from these 19 models instead of AlpacaEval's own file and regularisation rows,
+so we require Spearman >= 0.95 and a mean absolute difference under 3 points (measured: 0.986 and 1.5).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from evalcore.cli import main
+from evalcore.ratings.lc import annotations_from_arrays, length_controlled_win_rate, read_lc_annotations
+
+BASELINE = "gpt4_1106_preview"
+
+
+@pytest.fixture(scope="module")
+def alpaca(data_dir):
+    ann = read_lc_annotations(data_dir / "alpacaeval" / "annotations_compact.csv")
+    with open(data_dir / "alpacaeval" / "leaderboard_published.csv", newline="") as fh:
+        published = {row["model"]: row for row in csv.DictReader(fh)}
+    return ann, published, length_controlled_win_rate(ann, baseline=BASELINE)
+
+
+def test_raw_win_rates_match_published(alpaca):
+    ann, published, result = alpaca
+    assert len(result.models) == 19
+    for k, model in enumerate(result.models):
+        row = published[model]
+        assert result.win_rate[k] == pytest.approx(float(row["win_rate"]), abs=1e-6)
+        assert result.discrete_win_rate[k] == pytest.approx(float(row["discrete_win_rate"]), abs=1e-6)
+        assert result.standard_error[k] == pytest.approx(float(row["standard_error"]), abs=1e-6)
+        assert result.n[k] == int(row["n_total"])
+
+
+def test_lc_win_rates_agree_with_published(alpaca):
+    _, published, result = alpaca
+    ours = result.lc_win_rate
+    theirs = np.array([float(published[m]["length_controlled_winrate"]) for m in result.models])
+    assert spearmanr(ours, theirs).statistic >= 0.95
+    assert np.mean(np.abs(ours - theirs)) < 3.0
+    base = result.models.index(BASELINE)
+    assert result.lc_win_rate[base] == 50.0 and result.win_rate[base] == 50.0
+    assert result.difficulty_source == "estimated"
+    assert np.all(result.lc_standard_error[np.arange(19) != base] > 0)
+
+
+def test_difficulty_file_is_used(alpaca, tmp_path):
+    ann, _, estimated = alpaca
+    # A constant difficulty removes the instruction term; the fit must still run and differ.
+    flat = {s: 0.0 for s in ann.instructions}
+    result = length_controlled_win_rate(ann, baseline=BASELINE, difficulty=flat)
+    assert result.difficulty_source == "file"
+    assert not np.allclose(result.lc_win_rate, estimated.lc_win_rate)
+    with pytest.raises(ValueError, match="no value for instruction"):
+        length_controlled_win_rate(ann, baseline=BASELINE, difficulty={"x": 1.0})
+
+
+def _verbose_judge_annotations(seed: int = 0):
+    """Equal-quality 'verbose' model (2.2x longer answers) judged with a length weight phi = 1.2."""
+    rng = np.random.default_rng(seed)
+    q = 805
+    difficulty = rng.normal(0.0, 1.0, q)
+    quality = {"verbose": 0.0, "plain": 0.0, "weak": -1.0, "strong": 0.7}
+    length_ratio = {"verbose": 2.2, "plain": 1.0, "weak": 0.8, "strong": 1.1}
+    cols = {k: [] for k in ("model", "instruction_id", "len_output_1", "len_output_2", "preference")}
+    for name, theta in quality.items():
+        len_base = rng.lognormal(np.log(1000), 0.4, q)
+        len_model = rng.lognormal(np.log(1000 * length_ratio[name]), 0.4, q)
+        delta = len_base - len_model
+        eta = theta + difficulty - 1.2 * np.tanh(delta / delta.std(ddof=1))
+        won = rng.random(q) < 1 / (1 + np.exp(-eta))
+        cols["model"] += [name] * q
+        cols["instruction_id"] += [f"i{k}" for k in range(q)]
+        cols["len_output_1"] += list(len_base)
+        cols["len_output_2"] += list(len_model)
+        cols["preference"] += list(1.0 + won)
+    return annotations_from_arrays(*cols.values())
+
+
+def test_verbose_model_of_equal_quality():
+    """Issue 3: raw win rate about 65%, LC about 50%."""
+    result = length_controlled_win_rate(_verbose_judge_annotations(), baseline="baseline")
+    k = result.models.index("verbose")
+    assert 60 < result.win_rate[k] < 70
+    assert abs(result.lc_win_rate[k] - 50) < max(2.5 * result.lc_standard_error[k], 3.0)
+    assert abs(result.lc_win_rate[k] - 50) < 8
+    plain = result.models.index("plain")
+    assert abs(result.lc_win_rate[plain] - result.win_rate[plain]) < 3  # no length gap, little change
+
+
+def test_lc_command(data_dir, capsys):
+    path = data_dir / "alpacaeval" / "annotations_compact.csv"
+    assert main(["lc", str(path), "--baseline", BASELINE]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert list(rows[0]) == [
+        "model",
+        "win_rate",
+        "discrete_win_rate",
+        "lc_win_rate",
+        "lc_standard_error",
+        "n",
+    ]
+    assert rows[0]["model"] == "FuseChat-Llama-3.1-8B-Instruct" and len(rows) == 19
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("model,instruction_id,len_output_1,len_output_2\n", "column 'preference': missing column"),
+        ("model,instruction_id,len_output_1,len_output_2,preference\n", "header but no rows"),
+        ("", "the file is empty"),
+        (
+            "model,instruction_id,len_output_1,len_output_2,preference\na,i1,10,20,2.5\n",
+            "row 1, column 'preference'",
+        ),
+        (
+            "model,instruction_id,len_output_1,len_output_2,preference\na,i1,ten,20,2\n",
+            "row 1, column 'len_output_1'",
+        ),
+        ("model,instruction_id,len_output_1,len_output_2,preference\n,i1,10,20,2\n", "row 1, column 'model'"),
+        (
+            "model,instruction_id,generator_1,len_output_1,len_output_2,preference\na,i1,gpt4,10,20,2\n",
+            "baseline 'base' is not the annotations' output_1 generator",
+        ),
+        ("model,instruction_id,len_output_1,len_output_2,preference\na,i1,10,20,2\n", "at least two models"),
+    ],
+)
+def test_lc_command_hostile_input(tmp_path, capsys, content, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    assert main(["lc", str(path), "--baseline", "base"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err
