@@ -25,6 +25,7 @@ from evalcore.ratings.lc import (
     read_lc_annotations,
 )
 from evalcore.ratings.markdown import count_tokens, markdown_style_counts, style_vector
+from evalcore.ratings.matrices import WinMatrix, predicted_win_matrix, win_matrix
 from evalcore.ratings.result import BASE_RATING, ELO_PER_LOGIT, RatingResult
 from evalcore.ratings.simulate import simulate_battles
 from evalcore.ratings.style import StyleControlledResult, fit_style_controlled, style_differences
@@ -41,6 +42,7 @@ __all__ = [
     "STYLE_FEATURES",
     "StyleControlledResult",
     "TIES_POLICIES",
+    "WinMatrix",
     "aggregate",
     "annotations_from_arrays",
     "battles_from_arrays",
@@ -55,6 +57,7 @@ __all__ = [
     "markdown_style_counts",
     "online_elo",
     "pair_counts_from_arrays",
+    "predicted_win_matrix",
     "read_battles",
     "read_difficulty",
     "read_lc_annotations",
@@ -62,6 +65,7 @@ __all__ = [
     "simulate_battles",
     "style_differences",
     "style_vector",
+    "win_matrix",
     "write_battles_csv",
     "write_pair_counts",
 ]
