@@ -109,7 +109,8 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Channels: Redis when REDIS_URL is set, else the in-memory layer (one process only).
+# Channels: Redis when REDIS_URL is set, else a SQLite file shared by the web and worker processes
+# (config.channel_layer; the in-memory layer cannot carry answers from a worker to a browser).
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
@@ -118,7 +119,12 @@ if REDIS_URL:
         }
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "config.channel_layer.SQLiteChannelLayer",
+            "CONFIG": {"path": str(VAR_DIR / "channels.sqlite3")},
+        }
+    }
 
 # Celery (read by workers.celery with namespace CELERY_). Without a broker URL, kombu's filesystem
 # transport under var/broker: no server, survives restarts, visible as plain files.
