@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import io
-import itertools
 import json
 import os
 from collections.abc import Iterator
@@ -28,6 +27,7 @@ from evalcore.ratings.counts import PairCounts, pair_counts_from_arrays
 
 PAIR_COUNT_COLUMNS = ("model_i", "model_j", "wins_i", "wins_j", "ties", "bothbad")
 _CHUNK = 200_000
+_BLOCK_CHARS = 16 << 20  # characters per block of the CSV fast path
 
 
 def _open_text(source) -> tuple[IO[str], bool, str]:
@@ -131,21 +131,77 @@ def _winner_codes(values: tuple[str, ...], first_row: int) -> np.ndarray:
     return np.fromiter(map(WINNER_CODES.__getitem__, values), dtype=np.int8, count=len(values))
 
 
-def _floats(values: tuple[str, ...], column: str, first_row: int) -> np.ndarray:
+def _floats(values, column: str, first_row: int) -> np.ndarray:
     try:
-        return np.asarray(values, dtype=np.float64)
+        out = np.fromiter(map(float, values), dtype=np.float64, count=len(values))
     except ValueError:
-        for pos, v in enumerate(values):
-            try:
-                float(v)
-            except ValueError:
-                raise ValueError(f"row {first_row + pos}, column {column!r}: not a number: {v!r}") from None
-        raise
+        out = None
+    bad = [] if out is not None else [pos for pos, v in enumerate(values) if not _is_float(v)]
+    if out is not None:
+        bad = np.flatnonzero(~np.isfinite(out)).tolist()
+    if bad:
+        pos = bad[0]
+        raise ValueError(f"row {first_row + pos}, column {column!r}: not a finite number: {values[pos]!r}")
+    return out
+
+
+def _is_float(value: str) -> bool:
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _column_blocks(fh: IO[str], width: int, first_row: int) -> Iterator[tuple[int, list]]:
+    """Yield ``(first_row, columns)`` per block of complete lines; ``columns`` holds ``width`` lists.
+
+    Fast path: a block with no quotes, carriage returns or blank lines is split in C (newlines become
+    commas, one ``str.split``, then strided slices); anything else goes through the csv module.
+    """
+    carry = ""
+    while True:
+        block = fh.read(_BLOCK_CHARS)
+        text = carry + block
+        if not block:
+            if text.strip():
+                text += "\n"
+            else:
+                return
+        cut = text.rfind("\n") + 1
+        if cut == 0:
+            carry = text
+            continue
+        part, carry = text[:cut], text[cut:]
+        if "\r\n" in part and '"' not in part:
+            part = part.replace("\r\n", "\n")
+        n_lines = part.count("\n")
+        flat = None
+        if '"' not in part and "\r" not in part and "\n\n" not in part and not part.startswith("\n"):
+            flat = part.replace("\n", ",").split(",")
+            if len(flat) != n_lines * width + 1:
+                flat = None  # a row with the wrong field count: let the csv path name it
+        if flat is not None:
+            del part
+            columns = [flat[k : n_lines * width : width] for k in range(width)]
+            del flat
+            yield first_row, columns
+            first_row += n_lines
+        else:
+            rows = [r for r in csv.reader(io.StringIO(part)) if r]
+            for k, r in enumerate(rows):
+                if len(r) != width:
+                    raise ValueError(f"row {first_row + k}: has {len(r)} fields, the header has {width}")
+            if rows:
+                yield first_row, [list(c) for c in zip(*rows)]
+                first_row += len(rows)
+        if not block:
+            return
 
 
 def _read_csv(fh: IO[str], name: str) -> Battles:
-    reader = csv.reader(fh)
-    header = next(reader, None)
+    header_line = fh.readline()
+    header = next(csv.reader([header_line]), None) if header_line.strip() else None
     if header is None or not any(h.strip() for h in header):
         raise ValueError(f"{name}: no battles: the file is empty")
     header = [h.strip() for h in header]
@@ -163,26 +219,12 @@ def _read_csv(fh: IO[str], name: str) -> Battles:
     has_style = all(c in pos for c in style_cols)
     has_ts = "tstamp" in pos
     wanted = [a_col, b_col, "winner"] + (["tstamp"] if has_ts else []) + (style_cols if has_style else [])
-    idx = [pos[c] for c in wanted]
-    width = len(header)
     table: dict[str, int] = {}
     parts: dict[str, list[np.ndarray]] = {c: [] for c in wanted}
-    first_row = 1
-    while True:
-        chunk = list(itertools.islice(reader, _CHUNK))
-        if not chunk:
-            break
-        chunk = [r for r in chunk if r]  # blank lines
-        if not chunk:
-            continue
-        short = [k for k, r in enumerate(chunk) if len(r) != width]
-        if short:
-            k = short[0]
-            raise ValueError(f"row {first_row + k}: has {len(chunk[k])} fields, the header has {width}")
-        cols = list(zip(*chunk))
-        del chunk
-        for col, k in zip(wanted, idx):
-            values = cols[k]
+    n_rows = 0
+    for first_row, columns in _column_blocks(fh, len(header), 1):
+        for col in wanted:
+            values = columns[pos[col]]
             if col in (a_col, b_col):
                 arr = _codes(values, table, col, first_row)
             elif col == "winner":
@@ -190,9 +232,9 @@ def _read_csv(fh: IO[str], name: str) -> Battles:
             else:
                 arr = _floats(values, col, first_row)
             parts[col].append(arr)
-        first_row += len(cols[0])
-        del cols
-    if first_row == 1:
+        n_rows += len(columns[0])
+        del columns
+    if n_rows == 0:
         raise ValueError(f"{name}: no battles: the file has a header but no rows")
     # Sort models by name so results do not depend on file order.
     names = sorted(table, key=table.__getitem__)

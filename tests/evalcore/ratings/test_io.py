@@ -52,6 +52,33 @@ def test_evalica_layout_and_stream_input():
     assert b.tstamp is None
 
 
+def test_csv_quotes_crlf_and_block_boundaries(tmp_path, monkeypatch):
+    import evalcore.ratings.io as vote_io
+
+    quoted = 'model_a,model_b,winner\r\n"Acme, Inc. 7B",b,model_a\r\nb,"Acme, Inc. 7B",tie\r\n'
+    (tmp_path / "q.csv").write_bytes(quoted.encode())
+    b = read_battles(tmp_path / "q.csv")
+    assert b.models == ("Acme, Inc. 7B", "b")
+    np.testing.assert_array_equal(b.outcome, [0, 2])
+    crlf = "model_a,model_b,winner\r\na,b,model_a\r\nb,a,model_b\r\n"
+    (tmp_path / "crlf.csv").write_bytes(crlf.encode())
+    np.testing.assert_array_equal(read_battles(tmp_path / "crlf.csv").outcome, [0, 1])
+    # Tiny blocks: rows straddle block boundaries and errors still name the right row.
+    monkeypatch.setattr(vote_io, "_BLOCK_CHARS", 7)
+    lines = ["model_a,model_b,winner"] + [f"m{k % 3},m{(k + 1) % 3},model_a" for k in range(50)]
+    (tmp_path / "many.csv").write_text("\n".join(lines))  # no final newline
+    many = read_battles(tmp_path / "many.csv")
+    assert len(many) == 50 and many.models == ("m0", "m1", "m2")
+    lines[38] = "m0,m1,nobody"
+    (tmp_path / "bad.csv").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"row 38, column 'winner': unknown winner 'nobody'"):
+        read_battles(tmp_path / "bad.csv")
+    lines[38] = "m0,m1,tie,extra"
+    (tmp_path / "wide.csv").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"row 38: has 4 fields"):
+        read_battles(tmp_path / "wide.csv")
+
+
 def test_aggregate_orients_pairs_and_counts_outcomes():
     counts = aggregate(battles_from_records(RECORDS))
     table = {
@@ -116,7 +143,8 @@ def test_style_columns_flat_and_fastchat_metadata():
         ("model_a,winner\na,model_a\n", r"column 'model_b': missing column"),
         ("model_a,model_b,winner\na,,model_a\n", r"row 1, column 'model_b': missing model name"),
         ("model_a,model_b,winner\na,b\n", r"row 1: has 2 fields"),
-        ("model_a,model_b,winner,tstamp\na,b,tie,x1\n", r"row 1, column 'tstamp': not a number"),
+        ("model_a,model_b,winner,tstamp\na,b,tie,x1\n", r"row 1, column 'tstamp': not a finite number"),
+        ("model_a,model_b,winner,tstamp\na,b,tie,1\na,b,tie,nan\n", r"row 2, column 'tstamp': not a finite"),
     ],
 )
 def test_hostile_csv(tmp_path, text, message):
