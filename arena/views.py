@@ -1,5 +1,114 @@
+"""Arena pages and endpoints: thin views over arena.services and arena.selectors_battles."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import JsonResponse
 from django.shortcuts import render
+from django.views.decorators.csrf import ensure_csrf_cookie
+from django.views.decorators.http import require_GET, require_POST
+
+from arena import services
+from arena.forms import PromptForm, VoteForm
+from arena.identity import session_key, voter_hashes
+from arena.ratelimit import RateLimited, hit
+from arena.selectors_battles import battle_state
 
 
+def error_response(message: str, status: int, **headers) -> JsonResponse:
+    response = JsonResponse({"error": message}, status=status)
+    for key, value in headers.items():
+        response[key.replace("_", "-")] = value
+    return response
+
+
+def form_error(form) -> JsonResponse:
+    first = next(iter(form.errors.values()))[0]
+    return error_response(str(first), 400)
+
+
+def limited(action: str, request, per_window: int) -> JsonResponse | None:
+    session_hash, ip_hash = voter_hashes(request)
+    try:
+        hit(action, session_hash=session_hash, ip_hash=ip_hash, per_window=per_window)
+    except RateLimited as exc:
+        return error_response(str(exc), 429, Retry_After=str(exc.retry_after))
+    return None
+
+
+@require_GET
+@ensure_csrf_cookie
 def arena_index(request):
-    return render(request, "arena/index.html")
+    session_key(request)  # the voter's session exists before the first battle
+    return render(
+        request,
+        "arena/index.html",
+        {"max_prompt_chars": settings.ARENA_MAX_PROMPT_CHARS, "max_turns": settings.ARENA_MAX_TURNS},
+    )
+
+
+@require_POST
+def battle_start(request):
+    form = PromptForm(request.POST)
+    if not form.is_valid():
+        return form_error(form)
+    if refusal := limited("battles", request, settings.ARENA_BATTLES_PER_MINUTE):
+        return refusal
+    session_hash, ip_hash = voter_hashes(request)
+    try:
+        battle = services.battle_create(prompt=form.cleaned_data["prompt"], session_hash=session_hash, ip_hash=ip_hash)
+    except services.ArenaError as exc:
+        return error_response(str(exc), exc.status)
+    return JsonResponse(
+        {"battle": str(battle.public_id), "turn": 0, "socket": f"/ws/arena/battles/{battle.public_id}/"}, status=201
+    )
+
+
+@require_POST
+def turn_create(request, public_id):
+    form = PromptForm(request.POST)
+    if not form.is_valid():
+        return form_error(form)
+    if refusal := limited("battles", request, settings.ARENA_BATTLES_PER_MINUTE):
+        return refusal
+    session_hash, _ = voter_hashes(request)
+    try:
+        turn = services.turn_add(public_id=public_id, prompt=form.cleaned_data["prompt"], session_hash=session_hash)
+    except services.ArenaError as exc:
+        return error_response(str(exc), exc.status)
+    return JsonResponse({"battle": str(public_id), "turn": turn.index}, status=201)
+
+
+@require_POST
+def vote_create(request, public_id):
+    form = VoteForm(request.POST)
+    if not form.is_valid():
+        return form_error(form)
+    if refusal := limited("votes", request, settings.ARENA_VOTES_PER_MINUTE):
+        return refusal
+    session_hash, ip_hash = voter_hashes(request)
+    try:
+        vote = services.vote_cast(
+            public_id=public_id, winner=form.cleaned_data["winner"], session_hash=session_hash, ip_hash=ip_hash
+        )
+    except services.ArenaError as exc:
+        return error_response(str(exc), exc.status)
+    return JsonResponse(
+        {
+            "battle": str(public_id),
+            "winner": vote.winner,
+            "model_a": vote.model_a.name,
+            "model_b": vote.model_b.name,
+            "counted": vote.counted,
+            "excluded_reason": vote.excluded_reason,
+        },
+        status=201,
+    )
+
+
+@require_GET
+def battle_detail(request, public_id):
+    state = battle_state(public_id=public_id, session_key=session_key(request))
+    if state is None:
+        return error_response("No such battle.", 404)
+    return JsonResponse(state)

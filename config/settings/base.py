@@ -30,6 +30,11 @@ try:
     PODIUM_DATA_DIR = Path(
         config_env.env.str("PODIUM_DATA_DIR", default=str(BASE_DIR.parent / "shared" / "data"))
     )
+    ARENA_HASH_SALT = config_env.env.str("ARENA_HASH_SALT", default="")
+    ARENA_MODELS_FILE = config_env.env.str("ARENA_MODELS_FILE", default="")
+    ARENA_BATTLES_PER_MINUTE = config_env.integer("ARENA_BATTLES_PER_MINUTE", default=12, minimum=1)
+    ARENA_VOTES_PER_MINUTE = config_env.integer("ARENA_VOTES_PER_MINUTE", default=30, minimum=1)
+    ARENA_IP_MULTIPLIER = config_env.integer("ARENA_IP_MULTIPLIER", default=5, minimum=1)
     PODIUM_MODELS_DIR = Path(config_env.env.str("PODIUM_MODELS_DIR", default=str(VAR_DIR / "models")))
 except ConfigError as error:
     fail(error)
@@ -145,6 +150,26 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_TIMEZONE = "UTC"
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# The arena. Limits are per voter session; an IP address (hashed, never stored raw) gets
+# ARENA_IP_MULTIPLIER times as many, since several voters can share one address.
+ARENA_MAX_PROMPT_CHARS = 4000
+ARENA_MAX_TURNS = 4
+ARENA_NEW_MODEL_VOTES = 300  # a model with fewer votes than this is sampled more often...
+ARENA_NEW_MODEL_BOOST = 3.0  # ...by this factor
+ARENA_GENERATION_TIMEOUT_S = 180
+ARENA_RATE_WINDOW_S = 60
+
+# Caches hold rate-limit counters and the refit debounce: Redis when configured, else per process.
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache"),
+        }
+    }
 
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -1,0 +1,316 @@
+"""Rating snapshots from counted votes: Bradley-Terry, online Elo and style-controlled BT per category.
+
+:func:`snapshots_refit` reads every counted vote once, fits each category and method with
+:mod:`evalcore.ratings`, and writes all the :class:`~arena.models.RatingSnapshot` rows of one refit in a
+single transaction, so a page never sees half a refit.
+
+Categories
+    ``overall``; ``language:<code>`` for each language with at least ``min_category_votes`` votes;
+    ``multi_turn`` (the voter continued the conversation: ``turn_count > 1``); ``long_prompt`` (first
+    prompt of at least :data:`LONG_PROMPT_TOKENS` tokens, LMArena's "longer query" threshold).
+    ``overall``, ``multi_turn`` and ``long_prompt`` are always written, empty with a note while they have
+    too few votes; a language appears once it has enough.
+
+Methods
+    ``bt``: Bradley-Terry MLE, ties count half, percentile bootstrap intervals (``rounds``, default
+    1,000) and LMArena's conservative rank ``rank_ub``. ``elo``: online Elo (K=4) replayed in vote-time
+    order, with the spread over ``elo_orders`` random vote orders as its interval (it measures order
+    dependence, not sampling error). ``style``: BT with style covariates (answer length, headers, list
+    items, bold), bootstrap intervals, and the coefficient table in ``extra["coefficients"]``.
+
+When the plain MLE is not finite (the comparison graph is not connected, or a model won or lost every
+game), or bootstrap rounds had to be dropped for that reason, the fit is redone with a small L2 prior
+(:data:`FALLBACK_PRIOR` on the logit scale) and ``extra["notes"]`` says so. Every fit of one refit uses
+``np.random.default_rng(seed)`` afresh, so ``python -m evalcore rate VOTES --method M --seed S
+--bootstrap R`` on the exported votes of a category reproduces its snapshot.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import numpy as np
+from django.db import transaction
+
+from arena import selectors
+from arena.models import RatingSnapshot
+from evalcore.ratings import (
+    Battles,
+    RatingResult,
+    aggregate,
+    battles_from_arrays,
+    bootstrap_bradley_terry,
+    fit_style_controlled,
+    online_elo,
+    predicted_win_matrix,
+    win_matrix,
+)
+
+LONG_PROMPT_TOKENS = 500
+FALLBACK_PRIOR = 0.01
+TIES = "half"
+ELO_K = 4.0
+LEVEL = 0.95
+KEEP_PER_KEY = 200  # snapshots kept per (method, category); older ones are pruned by each refit
+DROPPED_ROUNDS_TOLERANCE = 0.01  # more dropped bootstrap rounds than this share: refit with the prior
+
+
+@dataclass
+class _Draft:
+    method: str
+    category: str
+    vote_count: int
+    first: float | None
+    last: float | None
+    rows: list[dict] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)
+
+
+def _clean(value):
+    """JSON-safe copy: numpy scalars to Python, non-finite floats to None (PostgreSQL jsonb has no NaN)."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _clean(value.tolist())
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    return value
+
+
+def _rows(result: RatingResult) -> list[dict]:
+    """The CLI's rows plus rank intervals and which models are statistically tied (intervals overlap)."""
+    rows = result.to_rows()
+    index = {name: k for k, name in enumerate(result.models)}
+    lo, hi = result.ci_low, result.ci_high
+    for pos, row in enumerate(rows):
+        k = index[row["model"]]
+        overlap = (lo <= hi[k]) & (lo[k] <= hi)
+        overlap[k] = False
+        row["tied_with"] = [result.models[j] for j in np.flatnonzero(overlap)]
+        above = rows[pos - 1]["model"] if pos else None
+        row["tied_with_above"] = above is not None and above in row["tied_with"]
+        if result.rank_ci_low is not None and result.rank_ci_high is not None:
+            row["rank_ci"] = [int(result.rank_ci_low[k]), int(result.rank_ci_high[k])]
+    return rows
+
+
+def _matrices(battles: Battles, result: RatingResult) -> dict:
+    """Observed win rates and counts, and predicted win probabilities, best-first model order."""
+    order = result.order()
+    observed = win_matrix(aggregate(battles), ties=TIES)
+    pick = np.ix_(order, order)
+    return {
+        "models": [result.models[k] for k in order],
+        "win_rate": np.round(observed.win_rate[pick], 4),
+        "battles": np.round(observed.battles[pick], 2),
+        "predicted": np.round(predicted_win_matrix(result)[pick], 4),
+    }
+
+
+def _needs_prior(result: RatingResult, rounds: int) -> bool:
+    return result.interval == "bootstrap" and result.bootstrap_rounds < rounds * (1 - DROPPED_ROUNDS_TOLERANCE)
+
+
+def _with_fallback(fit, rounds: int) -> tuple[object, list[str]]:
+    """Run ``fit(prior)`` without a prior; on a non-finite MLE (or many dropped rounds) use the fallback."""
+    try:
+        out = fit(None)
+        result = out if isinstance(out, RatingResult) else out.ratings
+        if not _needs_prior(result, rounds):
+            return out, []
+        reason = f"{rounds - result.bootstrap_rounds} of {rounds} bootstrap rounds had no finite MLE"
+    except ValueError as exc:
+        reason = str(exc)
+    note = f"{reason}; refitted with an L2 prior of {FALLBACK_PRIOR:g} (logit scale)"
+    return fit(FALLBACK_PRIOR), [note]
+
+
+def _fit_bt(battles: Battles, draft: _Draft, *, rounds: int, seed: int) -> None:
+    counts = aggregate(battles)
+
+    def fit(prior):
+        return bootstrap_bradley_terry(
+            counts, rounds=rounds, rng=np.random.default_rng(seed), ties=TIES, prior=prior, level=LEVEL,
+            keep_samples=False,
+        )  # fmt: skip
+
+    result, notes = _with_fallback(fit, rounds)
+    _fill(draft, battles, result, notes)
+
+
+def _fit_style(battles: Battles, draft: _Draft, *, rounds: int, seed: int) -> None:
+    def fit(prior):
+        return fit_style_controlled(
+            battles, ties=TIES, prior=prior, rounds=rounds, rng=np.random.default_rng(seed), level=LEVEL
+        )
+
+    style, notes = _with_fallback(fit, rounds)
+    _fill(draft, battles, style.ratings, notes)
+    draft.extra["coefficients"] = style.coefficient_rows()
+    draft.extra["feature_mean"] = style.feature_mean
+    draft.extra["feature_std"] = style.feature_std
+
+
+def _fit_elo(battles: Battles, draft: _Draft, *, orders: int, seed: int) -> None:
+    result = online_elo(
+        battles, k=ELO_K, ties=TIES, permutations=orders, rng=np.random.default_rng(seed), level=LEVEL
+    )
+    _fill(draft, battles, result, [])
+    draft.settings["k"] = ELO_K
+    draft.settings["orders"] = orders
+
+
+def _fill(draft: _Draft, battles: Battles, result: RatingResult, notes: list[str]) -> None:
+    draft.rows = _rows(result)
+    draft.extra.update(_matrices(battles, result))
+    draft.extra["notes"] = notes + list(result.notes)
+    draft.settings.update(
+        ties=result.ties, prior=result.prior, interval=result.interval, level=result.level,
+        bootstrap_rounds=result.bootstrap_rounds,
+    )  # fmt: skip
+
+
+def _categories(votes: selectors.VoteColumns, min_category_votes: int) -> dict[str, np.ndarray]:
+    n = len(votes)
+    masks = {
+        "overall": np.ones(n, dtype=bool),
+        "multi_turn": votes.turn_count > 1,
+        "long_prompt": votes.prompt_tokens >= LONG_PROMPT_TOKENS,
+    }
+    if n:
+        languages, counts = np.unique(votes.language.astype(str), return_counts=True)
+        for lang, count in zip(languages, counts):
+            if lang and count >= min_category_votes:
+                masks[f"language:{lang}"] = votes.language == lang
+    return masks
+
+
+def _battles(votes: selectors.VoteColumns, mask: np.ndarray) -> Battles:
+    idx = np.flatnonzero(mask)
+    return battles_from_arrays(
+        [votes.model_a[k] for k in idx],
+        [votes.model_b[k] for k in idx],
+        [votes.winner[k] for k in idx],
+        tstamp=votes.tstamp[idx],
+        style_a=votes.style_a[idx],
+        style_b=votes.style_b[idx],
+    )
+
+
+def snapshots_draft(
+    votes: selectors.VoteColumns,
+    *,
+    rounds: int = 1000,
+    seed: int = 0,
+    elo_orders: int = 100,
+    min_votes: int = 10,
+    min_category_votes: int = 50,
+) -> list[_Draft]:
+    """Fit every category and method; nothing is written. See the module docstring."""
+    drafts = []
+    for category, mask in _categories(votes, min_category_votes).items():
+        n = int(mask.sum())
+        ts = votes.tstamp[mask]
+        first, last = (float(ts.min()), float(ts.max())) if n else (None, None)
+        needed = min_votes if category == "overall" else min_category_votes
+        for method in RatingSnapshot.Method.values:
+            draft = _Draft(method, category, n, first, last)
+            draft.settings.update(seed=seed, rounds=rounds, min_votes=needed)
+            if category == "long_prompt":
+                draft.settings["long_prompt_tokens"] = LONG_PROMPT_TOKENS
+            drafts.append(draft)
+        if n < needed:
+            for draft in drafts[-3:]:
+                draft.extra["notes"] = [f"too few votes: {n} counted, ratings appear from {needed}"]
+            continue
+        battles = _battles(votes, mask)
+        for draft in drafts[-3:]:
+            if draft.method == "bt":
+                _fit_bt(battles, draft, rounds=rounds, seed=seed)
+            elif draft.method == "style":
+                _fit_style(battles, draft, rounds=rounds, seed=seed)
+            else:
+                _fit_elo(battles, draft, orders=elo_orders, seed=seed)
+    return drafts
+
+
+def _when(ts: float | None) -> datetime | None:
+    return None if ts is None else datetime.fromtimestamp(ts, tz=UTC)
+
+
+def snapshots_refit(
+    *,
+    rounds: int = 1000,
+    seed: int = 0,
+    elo_orders: int = 100,
+    min_votes: int = 10,
+    min_category_votes: int = 50,
+    force: bool = False,
+) -> dict:
+    """Refit every rating snapshot from the counted votes and write them in one transaction.
+
+    Parameters
+    ----------
+    rounds : int
+        Bootstrap rounds for ``bt`` and ``style`` (production: 1,000; tests pass fewer).
+    seed : int
+        Seed of every fit (recorded in ``settings``).
+    elo_orders : int
+        Random vote orders for Elo's order-dependence interval (0: none).
+    min_votes, min_category_votes : int
+        Votes needed before ``overall`` (resp. any other category) gets ratings.
+    force : bool
+        Refit even when the counted votes have not changed since the last refit.
+
+    Returns
+    -------
+    dict
+        ``written`` (snapshots), ``votes``, ``seconds``, ``skipped`` (True when nothing changed).
+    """
+    if rounds < 1:
+        raise ValueError("rounds must be at least 1")
+    started = time.monotonic()
+    fingerprint = f"{selectors.votes_counted_fingerprint()}:{rounds}:{seed}:{elo_orders}"
+    latest = selectors.snapshot_latest("bt", "overall")
+    if not force and latest is not None and latest.settings.get("fingerprint") == fingerprint:
+        return {"written": 0, "votes": latest.vote_count, "seconds": 0.0, "skipped": True}
+    votes = selectors.votes_counted_columns()
+    drafts = snapshots_draft(
+        votes, rounds=rounds, seed=seed, elo_orders=elo_orders, min_votes=min_votes,
+        min_category_votes=min_category_votes,
+    )  # fmt: skip
+    objects = []
+    for d in drafts:
+        d.settings["fingerprint"] = fingerprint
+        d.settings["fit_seconds"] = round(time.monotonic() - started, 3)
+        objects.append(
+            RatingSnapshot(
+                method=d.method, category=d.category, vote_count=d.vote_count,
+                first_vote_at=_when(d.first), last_vote_at=_when(d.last),
+                settings=_clean(d.settings), rows=_clean(d.rows), extra=_clean(d.extra),
+            )  # fmt: skip
+        )
+    with transaction.atomic():
+        RatingSnapshot.objects.bulk_create(objects)
+        for d in drafts:
+            old = RatingSnapshot.objects.filter(method=d.method, category=d.category).order_by(
+                "-created_at", "-id"
+            )[KEEP_PER_KEY:]
+            stale = list(old.values_list("id", flat=True))
+            if stale:
+                RatingSnapshot.objects.filter(id__in=stale).delete()
+    return {
+        "written": len(objects),
+        "votes": len(votes),
+        "seconds": round(time.monotonic() - started, 3),
+        "skipped": False,
+    }

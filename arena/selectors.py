@@ -1,0 +1,174 @@
+"""Reads for ratings: counted votes as columns for the fit, vote exports, rating snapshots.
+
+Battle and vote reads for the battle flow live in :mod:`arena.selectors_battles`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from django.db.models import Count, Max, Sum
+
+from arena.models import LanguageModel, RatingSnapshot, Vote
+
+# Vote.style_a / style_b keys, in the order of evalcore's STYLE_FEATURES. The vote service writes
+# evalcore's names (markdown_style_counts); "lists" is accepted as another spelling of "list_items".
+VOTE_STYLE_KEYS = ("tokens", "headers", "list_items", "bold")
+_STYLE_ALIASES = {"list_items": "lists"}
+EXPORT_STYLE_COLUMNS = ("tokens", "headers", "list_items", "bold")
+EXPORT_COLUMNS = (
+    "question_id", "model_a", "model_b", "winner", "tstamp", "turn", "language", "anony",
+    "prompt_tokens",
+    *(f"{name}_{side}" for name in EXPORT_STYLE_COLUMNS for side in ("a", "b")),
+)  # fmt: skip
+_CHUNK = 2000
+
+
+@dataclass(frozen=True)
+class VoteColumns:
+    """Counted votes in vote-time order, one entry per vote (n votes).
+
+    Attributes
+    ----------
+    model_a, model_b, winner : list of str, length n
+    tstamp : ndarray of float64, shape (n,)
+        Vote time, seconds since the epoch.
+    turn_count, prompt_tokens : ndarray of int64, shape (n,)
+    language : ndarray of str (object), shape (n,)
+    style_a, style_b : ndarray of float64, shape (n, 4)
+        tokens, headers, list items, bold spans of each side's answers.
+    first_vote_at, last_vote_at : datetime or None
+    """
+
+    model_a: list[str]
+    model_b: list[str]
+    winner: list[str]
+    tstamp: np.ndarray
+    turn_count: np.ndarray
+    prompt_tokens: np.ndarray
+    language: np.ndarray
+    style_a: np.ndarray
+    style_b: np.ndarray
+    first_vote_at: datetime | None
+    last_vote_at: datetime | None
+
+    def __len__(self) -> int:
+        return len(self.winner)
+
+
+def _style_row(style) -> list[float]:
+    style = style if isinstance(style, dict) else {}
+    return [float(style.get(key, style.get(_STYLE_ALIASES.get(key, key))) or 0) for key in VOTE_STYLE_KEYS]
+
+
+def votes_counted_fingerprint() -> str:
+    """A cheap summary that changes whenever the set of counted votes changes."""
+    agg = Vote.objects.filter(counted=True).aggregate(n=Count("id"), top=Max("id"), total=Sum("id"))
+    return f"{agg['n']}:{agg['top'] or 0}:{agg['total'] or 0}"
+
+
+def votes_counted_columns() -> VoteColumns:
+    """Every counted vote, ordered by (created_at, id), as columns (one query, streamed in chunks)."""
+    names = dict(LanguageModel.objects.values_list("id", "name"))
+    rows = (
+        Vote.objects.filter(counted=True)
+        .order_by("created_at", "id")
+        .values_list(
+            "model_a_id", "model_b_id", "winner", "created_at", "turn_count", "prompt_tokens", "language",
+            "style_a", "style_b",
+        )  # fmt: skip
+        .iterator(chunk_size=_CHUNK)
+    )
+    model_a, model_b, winner, tstamp, turns, tokens, language, style_a, style_b = ([] for _ in range(9))
+    first = last = None
+    for a, b, w, created, turn_count, prompt_tokens, lang, sa, sb in rows:
+        if first is None:
+            first = created
+        last = created
+        model_a.append(names[a])
+        model_b.append(names[b])
+        winner.append(w)
+        tstamp.append(created.timestamp())
+        turns.append(turn_count)
+        tokens.append(prompt_tokens)
+        language.append(lang or "")
+        style_a.append(_style_row(sa))
+        style_b.append(_style_row(sb))
+    return VoteColumns(
+        model_a=model_a,
+        model_b=model_b,
+        winner=winner,
+        tstamp=np.asarray(tstamp, dtype=np.float64),
+        turn_count=np.asarray(turns, dtype=np.int64),
+        prompt_tokens=np.asarray(tokens, dtype=np.int64),
+        language=np.asarray(language, dtype=object),
+        style_a=np.asarray(style_a, dtype=np.float64).reshape(-1, 4),
+        style_b=np.asarray(style_b, dtype=np.float64).reshape(-1, 4),
+        first_vote_at=first,
+        last_vote_at=last,
+    )
+
+
+def votes_for_export() -> Iterator[dict]:
+    """Counted votes, oldest first, as FastChat battle records with flat style columns.
+
+    Keys are :data:`EXPORT_COLUMNS`: ``model_a, model_b, winner, tstamp, turn, language, anony`` as in
+    FastChat's ``clean_battle`` output, and the style counts as ``tokens_a, tokens_b, headers_a, ...,
+    list_items_a, ..., bold_a, bold_b`` (the columns ``python -m evalcore rate --method style`` reads).
+    Streams from a server-side cursor: never the whole table in memory.
+    """
+    names = dict(LanguageModel.objects.values_list("id", "name"))
+    rows = (
+        Vote.objects.filter(counted=True)
+        .order_by("created_at", "id")
+        .values_list(
+            "battle__public_id", "model_a_id", "model_b_id", "winner", "created_at", "turn_count",
+            "language", "prompt_tokens", "style_a", "style_b",
+        )  # fmt: skip
+        .iterator(chunk_size=_CHUNK)
+    )
+    for public_id, a, b, winner, created, turns, language, prompt_tokens, sa, sb in rows:
+        record = {
+            "question_id": public_id.hex,
+            "model_a": names[a],
+            "model_b": names[b],
+            "winner": winner,
+            "tstamp": created.timestamp(),
+            "turn": turns,
+            "language": language or "",
+            "anony": True,
+            "prompt_tokens": prompt_tokens,
+        }
+        style_a, style_b = _style_row(sa), _style_row(sb)
+        for k, column in enumerate(EXPORT_STYLE_COLUMNS):
+            record[f"{column}_a"] = int(style_a[k])
+            record[f"{column}_b"] = int(style_b[k])
+        yield record
+
+
+def snapshot_latest(method: str, category: str = "overall") -> RatingSnapshot | None:
+    """The newest snapshot for a method and category, or None."""
+    return RatingSnapshot.objects.filter(method=method, category=category).order_by("-created_at", "-id").first()
+
+
+def snapshot_categories() -> list[str]:
+    """Categories that have at least one snapshot: ``overall`` first, then by name."""
+    found = set(RatingSnapshot.objects.values_list("category", flat=True).distinct())
+    return sorted(found, key=lambda c: (c != "overall", c))
+
+
+def snapshot_list(*, method: str | None = None, category: str | None = None):
+    """Snapshots, newest first, optionally filtered (a queryset for the API to paginate)."""
+    qs = RatingSnapshot.objects.order_by("-created_at", "-id")
+    if method:
+        qs = qs.filter(method=method)
+    if category:
+        qs = qs.filter(category=category)
+    return qs
+
+
+def snapshot_by_id(snapshot_id: int) -> RatingSnapshot | None:
+    return RatingSnapshot.objects.filter(pk=snapshot_id).first()
