@@ -26,6 +26,7 @@ from evalcore.ratings import (
 )
 from evalcore.ratings.io import is_pair_counts_file
 
+DEFAULT_ROUNDS = {"bt": 1000, "style": 100, "elo": 0}
 RATING_COLUMNS = ("model", "rating", "ci_low", "ci_high", "rank", "rank_ub", "battles")
 
 
@@ -45,9 +46,10 @@ def register(subparsers) -> None:
     p.add_argument(
         "--bootstrap",
         type=int,
-        default=1000,
+        default=None,
         metavar="N",
-        help="bootstrap rounds for bt/style (0: sandwich intervals for bt); for elo: random vote orders",
+        help="bootstrap rounds (bt: default 1000, 0 gives sandwich intervals; style: default 100); "
+        "for elo: random vote orders for the order-spread interval (default 0)",
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--level", type=float, default=0.95, help="interval coverage (default 0.95)")
@@ -86,6 +88,8 @@ def _fmt(value) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.bootstrap is None:
+        args.bootstrap = DEFAULT_ROUNDS[args.method]
     if args.bootstrap < 0:
         raise ValueError("--bootstrap must be zero or positive")
     if not 0 < args.level < 1:

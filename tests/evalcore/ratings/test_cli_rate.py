@@ -92,6 +92,8 @@ def test_rate_elo_with_order_permutations(votes_csv, capsys):
     rows = _rows(capsys.readouterr().out)
     assert [r["model"] for r in rows][0] == "m0"
     assert float(rows[0]["ci_low"]) < float(rows[0]["ci_high"])
+    assert main(["rate", str(votes_csv), "--method", "elo", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["interval"] == "none"  # no vote-order study unless asked
 
 
 def test_rate_style_prints_coefficients(tmp_path, capsys):
