@@ -1,0 +1,206 @@
+"""Rating snapshots from counted votes: methods, categories, fallbacks, one transaction, the task."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from django.core.cache import cache
+
+from arena import selectors
+from arena.models import RatingSnapshot, Vote
+from arena.ratings import FALLBACK_PRIOR, LONG_PROMPT_TOKENS, snapshots_refit
+from evalcore.ratings import aggregate, battles_from_arrays, bootstrap_bradley_terry
+from tests.arena.vote_data import votes_create
+
+pytestmark = pytest.mark.django_db
+
+STRENGTHS = {"alpha": 1.0, "beta": 0.0, "gamma": -1.0}
+ROUNDS = 40
+
+
+def latest(method, category="overall"):
+    snap = selectors.snapshot_latest(method, category)
+    assert snap is not None, f"no {method} snapshot for {category}"
+    return snap
+
+
+def test_refit_writes_bt_elo_and_style_with_intervals():
+    votes_create(STRENGTHS, 600, seed=1)
+    summary = snapshots_refit(rounds=ROUNDS, seed=3)
+    assert summary["skipped"] is False and summary["votes"] == 600
+    for method in ("bt", "elo", "style"):
+        snap = latest(method)
+        assert snap.vote_count == 600
+        assert snap.first_vote_at < snap.last_vote_at
+        assert [r["model"] for r in snap.rows] == ["alpha", "beta", "gamma"], method
+        for row in snap.rows:
+            assert row["ci_low"] <= row["rating"] <= row["ci_high"]
+            assert row["battles"] > 300
+            assert set(row) >= {"model", "rating", "ci_low", "ci_high", "rank", "rank_ub", "battles", "tied_with"}
+        extra = snap.extra
+        assert extra["models"] == ["alpha", "beta", "gamma"]
+        assert np.asarray(extra["predicted"]).shape == (3, 3)
+        assert extra["win_rate"][0][0] is None  # the diagonal has no games
+        assert extra["battles"][0][1] == extra["battles"][1][0] > 0
+        assert snap.settings["seed"] == 3 and snap.settings["rounds"] == ROUNDS
+    bt = latest("bt")
+    assert bt.settings["interval"] == "bootstrap" and bt.settings["bootstrap_rounds"] == ROUNDS
+    assert [r["rank_ub"] for r in bt.rows] == [1, 2, 3]  # a logit apart: clearly separated
+    assert "rank_ci" in bt.rows[0]
+    assert latest("elo").settings["interval"] == "permutation"
+    coefficients = {c["coefficient"] for c in latest("style").extra["coefficients"]}
+    assert coefficients == {"tokens", "headers", "list_items", "bold"}
+
+
+def test_bt_snapshot_equals_evalcore_on_the_same_votes():
+    votes = votes_create(STRENGTHS, 300, seed=2)
+    snapshots_refit(rounds=ROUNDS, seed=5)
+    battles = battles_from_arrays(
+        [v.model_a.name for v in votes], [v.model_b.name for v in votes], [v.winner for v in votes]
+    )
+    expected = bootstrap_bradley_terry(aggregate(battles), rounds=ROUNDS, rng=np.random.default_rng(5))
+    rows = {r["model"]: r for r in latest("bt").rows}
+    for want in expected.to_rows():
+        got = rows[want["model"]]
+        for key in ("rating", "ci_low", "ci_high"):
+            assert got[key] == pytest.approx(want[key], abs=1e-9)
+        assert got["rank_ub"] == want["rank_ub"]
+
+
+def test_close_models_are_marked_statistically_tied():
+    votes_create({"one": 0.0, "two": 0.02, "far": -3.0}, 200, seed=4)
+    snapshots_refit(rounds=ROUNDS)
+    rows = {r["model"]: r for r in latest("bt").rows}
+    assert "one" in rows["two"]["tied_with"] and "two" in rows["one"]["tied_with"]
+    assert rows["far"]["tied_with"] == []
+    assert latest("bt").rows[1]["tied_with_above"] is True
+
+
+def test_categories_language_multi_turn_and_long_prompts():
+    votes_create(
+        STRENGTHS, 300, seed=5, language=["en", "en", "de"], turn_count=[1, 1, 1, 3],
+        prompt_tokens=[20, LONG_PROMPT_TOKENS + 10],
+    )  # fmt: skip
+    votes_create(STRENGTHS, 5, seed=6, language="fr", start=selectors_later())
+    snapshots_refit(rounds=ROUNDS, min_category_votes=60)
+    categories = selectors.snapshot_categories()
+    assert categories[0] == "overall"
+    assert set(categories) == {"overall", "language:en", "language:de", "multi_turn", "long_prompt"}
+    assert latest("bt", "language:en").vote_count == 200
+    assert latest("bt", "language:de").vote_count == 100
+    assert latest("style", "multi_turn").vote_count == 75
+    long_prompt = latest("elo", "long_prompt")
+    assert long_prompt.vote_count == 150 and long_prompt.settings["long_prompt_tokens"] == LONG_PROMPT_TOKENS
+    assert latest("bt", "overall").vote_count == 305
+    assert RatingSnapshot.objects.count() == 5 * 3
+
+
+def selectors_later():
+    from tests.arena.vote_data import T0
+
+    return T0.replace(year=2027)
+
+
+def test_too_few_votes_give_empty_snapshots_with_a_note():
+    votes_create(STRENGTHS, 4, seed=7)
+    snapshots_refit(rounds=ROUNDS, min_votes=10)
+    snap = latest("bt")
+    assert snap.rows == [] and snap.vote_count == 4
+    assert "too few votes" in snap.extra["notes"][0]
+    assert latest("bt", "multi_turn").vote_count == 0
+
+
+def test_no_votes_at_all_still_writes_an_empty_overall():
+    snapshots_refit(rounds=ROUNDS)
+    snap = latest("bt")
+    assert snap.rows == [] and snap.vote_count == 0 and snap.first_vote_at is None
+
+
+def test_uncounted_votes_are_left_out():
+    votes_create(STRENGTHS, 100, seed=8)
+    votes_create(STRENGTHS, 50, seed=9, counted=False, start=selectors_later())
+    snapshots_refit(rounds=ROUNDS)
+    assert latest("bt").vote_count == 100
+
+
+def test_a_model_that_won_every_game_gets_the_prior_and_a_note():
+    pairs = [("champ", "b"), ("champ", "c"), ("b", "c"), ("c", "b")]
+    votes = votes_create({"champ": 0.0, "b": 0.0, "c": 0.0}, 80, seed=10, pairs=pairs, tie_rate=0)
+    for vote in votes:  # champ wins every game it plays
+        if "champ" in (vote.model_a.name, vote.model_b.name):
+            vote.winner = "model_a" if vote.model_a.name == "champ" else "model_b"
+    Vote.objects.bulk_update(votes, ["winner"])
+    snapshots_refit(rounds=ROUNDS)
+    for method in ("bt", "style"):
+        snap = latest(method)
+        assert snap.settings["prior"] == FALLBACK_PRIOR, method
+        assert any("prior" in note and "never lost" in note for note in snap.extra["notes"]), snap.extra["notes"]
+        assert snap.rows[0]["model"] == "champ"
+        assert all(np.isfinite(r["rating"]) for r in snap.rows)
+
+
+def test_a_disconnected_graph_gets_the_prior_and_a_note():
+    votes_create(
+        {"a1": 0.0, "a2": 0.5, "b1": 0.0, "b2": 0.5}, 120, seed=11, pairs=[("a1", "a2"), ("b1", "b2")]
+    )
+    snapshots_refit(rounds=ROUNDS)
+    notes = latest("bt").extra["notes"]
+    assert any("not connected" in n and "prior" in n for n in notes), notes
+
+
+def test_style_control_discounts_a_verbose_model():
+    votes_create({"plain": 0.0, "wordy": 0.0, "third": 0.0}, 900, seed=12, verbose={"wordy": 1.0})
+    snapshots_refit(rounds=ROUNDS)
+    bt = {r["model"]: r["rating"] for r in latest("bt").rows}
+    style = latest("style")
+    controlled = {r["model"]: r["rating"] for r in style.rows}
+    assert bt["wordy"] > bt["plain"] + 50  # voters rewarded length
+    assert controlled["wordy"] < bt["wordy"] - 30
+    tokens = next(c for c in style.extra["coefficients"] if c["coefficient"] == "tokens")
+    assert tokens["ci_low"] > 0
+
+
+def test_refit_is_skipped_when_no_vote_changed_and_forced_on_request():
+    votes_create(STRENGTHS, 50, seed=13)
+    assert snapshots_refit(rounds=ROUNDS)["skipped"] is False
+    before = RatingSnapshot.objects.count()
+    assert snapshots_refit(rounds=ROUNDS)["skipped"] is True
+    assert RatingSnapshot.objects.count() == before
+    assert snapshots_refit(rounds=ROUNDS, force=True)["skipped"] is False
+    assert RatingSnapshot.objects.count() == 2 * before
+    Vote.objects.filter(pk=Vote.objects.first().pk).update(counted=False)
+    assert snapshots_refit(rounds=ROUNDS)["votes"] == 49
+
+
+def test_bad_rounds_are_refused():
+    with pytest.raises(ValueError, match="rounds"):
+        snapshots_refit(rounds=0)
+
+
+@pytest.fixture
+def eager_celery(settings):
+    from workers.celery import app
+
+    settings.ARENA_REFIT_ROUNDS = ROUNDS
+    previous = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    cache.delete("arena:ratings_refit:pending")
+    yield app
+    app.conf.task_always_eager = previous
+    cache.delete("arena:ratings_refit:pending")
+
+
+def test_task_refits_and_the_scheduler_debounces(eager_celery):
+    from arena.tasks import ratings_refit, ratings_refit_schedule
+
+    votes_create(STRENGTHS, 60, seed=14)
+    assert ratings_refit.name == "arena.tasks.ratings_refit"
+    assert ratings_refit_schedule() is True  # runs at once in eager mode
+    assert latest("bt").vote_count == 60
+    assert latest("bt").settings["rounds"] == ROUNDS
+    votes_create(STRENGTHS, 10, seed=15, start=selectors_later())
+    assert ratings_refit_schedule() is False  # one pending refit per window: this vote waits for it
+    assert latest("bt").vote_count == 60
+    cache.delete("arena:ratings_refit:pending")  # the window ends
+    assert ratings_refit_schedule() is True
+    assert latest("bt").vote_count == 70
