@@ -198,25 +198,83 @@ def _style_from_record(record: Mapping, side: str, row: int) -> list[float] | No
     return None
 
 
+class _RecordColumns:
+    """Accumulates records chunk by chunk into numpy columns, interning model names once."""
+
+    chunk = 100_000
+
+    def __init__(self) -> None:
+        self.table: dict[str, int] = {}
+        self.parts: dict[str, list[np.ndarray]] = {
+            "a": [],
+            "b": [],
+            "winner": [],
+            "ts": [],
+            "sa": [],
+            "sb": [],
+        }
+        self.pending: dict[str, list] = {key: [] for key in self.parts}
+        self.first_row = 1
+        self.has_ts = self.has_style = True
+
+    def _codes(self, names: list[str]) -> np.ndarray:
+        for name in set(names).difference(self.table):
+            self.table[name] = len(self.table)
+        return np.fromiter(map(self.table.__getitem__, names), dtype=np.int32, count=len(names))
+
+    def flush(self) -> None:
+        pend = self.pending
+        if not pend["winner"]:
+            return
+        self.parts["a"].append(self._codes(pend["a"]))
+        self.parts["b"].append(self._codes(pend["b"]))
+        self.parts["winner"].append(encode_winners(pend["winner"], first_row=self.first_row))
+        if self.has_ts:
+            self.parts["ts"].append(np.asarray(pend["ts"], dtype=np.float64))
+        if self.has_style:
+            self.parts["sa"].append(np.asarray(pend["sa"], dtype=np.float64).reshape(-1, len(STYLE_FEATURES)))
+            self.parts["sb"].append(np.asarray(pend["sb"], dtype=np.float64).reshape(-1, len(STYLE_FEATURES)))
+        self.first_row += len(pend["winner"])
+        self.pending = {key: [] for key in self.parts}
+
+    def finish(self) -> Battles:
+        self.flush()
+        if not self.parts["winner"]:
+            raise ValueError("no battles: the input is empty")
+        names = sorted(self.table, key=self.table.__getitem__)
+        order = np.argsort(np.asarray(names, dtype=object), kind="stable")
+        remap = np.empty(len(names), dtype=np.int32)
+        remap[order] = np.arange(len(names), dtype=np.int32)
+        models = tuple(names[k] for k in order)
+        model_a = remap[np.concatenate(self.parts["a"])]
+        model_b = remap[np.concatenate(self.parts["b"])]
+        check_no_self_play(model_a, model_b, models)
+        return Battles(
+            models,
+            model_a,
+            model_b,
+            np.concatenate(self.parts["winner"]),
+            np.concatenate(self.parts["ts"]) if self.has_ts else None,
+            np.concatenate(self.parts["sa"]) if self.has_style else None,
+            np.concatenate(self.parts["sb"]) if self.has_style else None,
+        )
+
+
 def battles_from_records(records: Iterable[Mapping]) -> Battles:
     """Build :class:`Battles` from dicts in the FastChat (``model_a, model_b, winner``) or evalica
     (``left, right, winner``) layout.
 
     Optional keys: ``tstamp``; style counts either flat (``tokens_a, tokens_b, headers_a, ...``) or
-    FastChat's ``conv_metadata`` (``sum_assistant_a_tokens``, ``header_count_a``, ...). Style arrays are
-    kept only when every record has them.
+    FastChat's ``conv_metadata`` (``sum_assistant_a_tokens``, ``header_count_a``, ...). Timestamps and
+    style arrays are kept only when every record has them. Records are consumed as a stream and turned
+    into numpy columns every 100,000 rows, so a JSON Lines file of millions of votes never holds one
+    Python object per vote.
 
     Parameters
     ----------
     records : iterable of mapping, length n
     """
-    model_a: list[str] = []
-    model_b: list[str] = []
-    winner: list[str] = []
-    tstamps: list[float] = []
-    style_a: list[list[float]] = []
-    style_b: list[list[float]] = []
-    has_ts = has_style = True
+    cols = _RecordColumns()
     for row, record in enumerate(records, start=1):
         if not isinstance(record, Mapping):
             raise ValueError(
@@ -228,34 +286,29 @@ def battles_from_records(records: Iterable[Mapping]) -> Battles:
         for key in (a_key, b_key, "winner"):
             if key not in record or record[key] is None or record[key] == "":
                 raise ValueError(f"row {row}, column {key!r}: missing value")
-        model_a.append(str(record[a_key]))
-        model_b.append(str(record[b_key]))
-        winner.append(str(record["winner"]))
-        if has_ts:
+        pend = cols.pending
+        pend["a"].append(str(record[a_key]))
+        pend["b"].append(str(record[b_key]))
+        pend["winner"].append(str(record["winner"]))
+        if cols.has_ts:
             ts = record.get("tstamp")
             if ts is None or ts == "":
-                has_ts = False
+                cols.has_ts = False
+                cols.parts["ts"] = []
             else:
                 try:
-                    tstamps.append(float(ts))
+                    pend["ts"].append(float(ts))
                 except (TypeError, ValueError):
                     raise ValueError(f"row {row}, column 'tstamp': not a number: {ts!r}") from None
-        if has_style:
+        if cols.has_style:
             sa = _style_from_record(record, "a", row)
             sb = _style_from_record(record, "b", row)
             if sa is None or sb is None:
-                has_style = False
+                cols.has_style = False
+                cols.parts["sa"], cols.parts["sb"] = [], []
             else:
-                style_a.append(sa)
-                style_b.append(sb)
-    n = len(winner)
-    if n == 0:
-        raise ValueError("no battles: the input is empty")
-    return battles_from_arrays(
-        model_a,
-        model_b,
-        winner,
-        tstamp=tstamps if has_ts else None,
-        style_a=np.asarray(style_a) if has_style else None,
-        style_b=np.asarray(style_b) if has_style else None,
-    )
+                pend["sa"].append(sa)
+                pend["sb"].append(sb)
+        if len(pend["winner"]) >= cols.chunk:
+            cols.flush()
+    return cols.finish()

@@ -195,3 +195,24 @@ def test_hostile_pair_counts(tmp_path):
     path.write_text("model_i,wins_i,wins_j\na,3,1\n")
     with pytest.raises(ValueError, match=r"column 'model_j': missing column"):
         read_pair_counts(path)
+
+
+def test_records_stream_in_chunks(monkeypatch, tmp_path):
+    from evalcore.ratings import battles as battles_module
+
+    monkeypatch.setattr(battles_module._RecordColumns, "chunk", 2)
+    records = RECORDS * 3
+    b = battles_from_records(iter(records))
+    assert len(b) == 15 and b.models == ("alpha", "beta", "gamma")
+    np.testing.assert_array_equal(b.tstamp[:5], [3, 1, 2, 4, 5])
+    # A record without tstamp after the first chunks: timestamps are dropped for all.
+    partial = records[:4] + [{k: v for k, v in RECORDS[0].items() if k != "tstamp"}]
+    assert battles_from_records(partial).tstamp is None
+    bad = records[:7] + [{"model_a": "x", "model_b": "x", "winner": "tie"}]
+    with pytest.raises(ValueError, match="row 8, columns 'model_a'/'model_b': model 'x' plays itself"):
+        battles_from_records(bad)
+    bad = records[:5] + [{"model_a": "x", "model_b": "y", "winner": "nobody"}]
+    with pytest.raises(ValueError, match="row 6, column 'winner'"):
+        battles_from_records(bad)
+    (tmp_path / "v.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    np.testing.assert_array_equal(read_battles(tmp_path / "v.jsonl").outcome, b.outcome)
