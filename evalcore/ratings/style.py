@@ -101,7 +101,8 @@ class _Problem:
     def loglik(self, params, w):
         theta, beta = params[: self.m], params[self.m :]
         eta = theta[self.a] - theta[self.b] + self.x @ beta
-        ll = -(w * (self.y * np.logaddexp(0, -eta) + (1 - self.y) * np.logaddexp(0, eta))).sum()
+        # y log p + (1 - y) log(1 - p) = y * eta - softplus(eta): one logaddexp per battle.
+        ll = float(w @ (self.y * eta - np.logaddexp(0.0, eta)))
         return float(ll - 0.5 * self.prior * theta @ theta - 0.5 * self.penalty * beta @ beta)
 
     def grad_and_p(self, params, w):
@@ -164,6 +165,15 @@ class _Problem:
                 break
             params, ll = cand, new
         return params, it
+
+
+def _identifiable(battles: Battles, weights: np.ndarray) -> bool:
+    counts = aggregate(battles, weights=weights)
+    try:
+        check_identifiable(battles.models, counts.i, counts.j, *win_weights(counts.cells(), "half"))
+    except ValueError:
+        return False
+    return True
 
 
 def fit_style_controlled(
@@ -256,12 +266,19 @@ def fit_style_controlled(
         if rng is None:
             rng = np.random.default_rng(seed)
         draws = []
+        dropped = 0
         for r in range(rounds):
             wr = w * rng.multinomial(n, np.full(n, 1.0 / n))
-            pr, _ = problem.newton(wr, params)
-            draws.append(pr)
+            if prior == 0.0 and not _identifiable(battles, wr):
+                dropped += 1  # a resample where some model never lost (or never won): no finite MLE
+            else:
+                draws.append(problem.newton(wr, params)[0])
             if progress is not None:
                 progress(r + 1, rounds)
+        if not draws:
+            raise ValueError("every bootstrap round was degenerate (no finite MLE); pass a prior (--prior)")
+        if dropped:
+            notes.append(f"{dropped} of {rounds} bootstrap rounds had no finite MLE and were left out")
         draws = np.asarray(draws)
         samples = to_elo_scale(draws[:, :m], battles.models, anchor)
         lo, hi = percentile_interval(samples, level)
@@ -292,7 +309,7 @@ def fit_style_controlled(
         prior=prior,
         interval=interval,
         level=level,
-        bootstrap_rounds=rounds,
+        bootstrap_rounds=len(samples) if samples is not None else 0,
         rank_ci_low=rank_lo,
         rank_ci_high=rank_hi,
         samples=samples,

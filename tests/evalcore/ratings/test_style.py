@@ -95,3 +95,23 @@ def test_style_control_needs_style_columns():
     battles = simulate_battles(np.zeros(3), 100, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="needs style counts"):
         fit_style_controlled(battles)
+
+
+def test_style_bootstrap_drops_degenerate_rounds():
+    """Model c played twice (one win, one loss): many resamples leave it unbeaten or winless."""
+    zero = {f"{f}_{s}": 0 for f in ("headers", "list_items", "bold") for s in ("a", "b")}
+    records = [
+        dict(zero, model_a="a", model_b="b", winner=("model_a", "model_b")[k % 2], tokens_a=k, tokens_b=3)
+        for k in range(60)
+    ]
+    records += [
+        dict(zero, model_a="c", model_b="a", winner="model_b", tokens_a=1, tokens_b=3),
+        dict(zero, model_a="c", model_b="b", winner="model_a", tokens_a=1, tokens_b=3),
+    ]
+    from evalcore.ratings import battles_from_records
+
+    result = fit_style_controlled(battles_from_records(records), rounds=100, seed=0).ratings
+    dropped = 100 - result.bootstrap_rounds
+    assert 0 < dropped < 100
+    assert any(f"{dropped} of 100 bootstrap rounds" in note for note in result.notes)
+    assert np.all(np.isfinite(result.ci_low)) and np.all(np.isfinite(result.ci_high))
