@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 import numpy as np
 import pytest
@@ -139,3 +140,23 @@ def test_lc_command_hostile_input(tmp_path, capsys, content, message):
     assert main(["lc", str(path), "--baseline", "base"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err
+
+
+def test_lc_command_with_difficulty_file(data_dir, tmp_path, capsys):
+    ann = read_lc_annotations(data_dir / "alpacaeval" / "annotations_compact.csv")
+    path = tmp_path / "difficulty.csv"
+    rng = np.random.default_rng(0)
+    path.write_text(
+        "instruction_id,difficulty\n" + "".join(f"{s},{rng.normal():.6f}\n" for s in ann.instructions)
+    )
+    annotations = data_dir / "alpacaeval" / "annotations_compact.csv"
+    assert (
+        main(["lc", str(annotations), "--baseline", BASELINE, "--difficulty", str(path), "--format", "json"])
+        == 0
+    )
+    out, err = capsys.readouterr()
+    assert "difficulty file" in err
+    assert len(json.loads(out)["models"]) == 19
+    path.write_text("instruction_id,difficulty\nabc,hard\n")
+    assert main(["lc", str(annotations), "--baseline", BASELINE, "--difficulty", str(path)]) == 2
+    assert "row 1, column 'difficulty': not a number" in capsys.readouterr().err
