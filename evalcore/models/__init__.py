@@ -1,0 +1,84 @@
+"""Model backends behind one interface, found by name.
+
+``BACKENDS`` maps a name to ``"module:Class"``; the module is imported only when that backend is
+asked for, so ``vllm`` is imported only on machines that use it::
+
+    from evalcore.models import load_backend
+    model = load_backend("hf", path="var/models/SmolLM2-135M-Instruct", dtype="float32")
+    for delta in model.stream_chat([{"role": "user", "content": "Hi"}], {"max_new_tokens": 64}):
+        print(delta, end="")
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from evalcore.models.base import (
+    Backend,
+    ChatParams,
+    GenerationRequest,
+    GenerationResult,
+    LoglikelihoodRequest,
+    LoglikelihoodResult,
+    ModelIdentity,
+    RollingRequest,
+    RollingResult,
+)
+
+BACKENDS: dict[str, str] = {
+    "hf": "evalcore.models.hf:HFBackend",
+    "vllm": "evalcore.models.vllm_backend:VLLMBackend",
+    "openai": "evalcore.models.openai_backend:OpenAIBackend",
+}
+
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "ChatParams",
+    "GenerationRequest",
+    "GenerationResult",
+    "LoglikelihoodRequest",
+    "LoglikelihoodResult",
+    "ModelIdentity",
+    "RollingRequest",
+    "RollingResult",
+    "backend_class",
+    "load_backend",
+    "parse_model_args",
+]
+
+
+def backend_class(name: str) -> type[Backend]:
+    """The backend class registered under ``name`` (imports its module now)."""
+    if name not in BACKENDS:
+        raise ValueError(f"unknown model backend {name!r}; choose one of {sorted(BACKENDS)}")
+    module_name, class_name = BACKENDS[name].split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ValueError(f"backend {name!r} needs the package {exc.name!r}, which is not installed") from exc
+    return getattr(module, class_name)
+
+
+def load_backend(name: str, **kwargs) -> Backend:
+    """Construct the backend ``name`` with keyword arguments (e.g. ``path=``, ``dtype=``)."""
+    return backend_class(name)(**kwargs)
+
+
+def parse_model_args(text: str | None) -> dict[str, str]:
+    """Parse ``"path=DIR,dtype=float32"`` into a dict of strings (the harness's --model_args form)."""
+    args: dict[str, str] = {}
+    if not text:
+        return args
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "=" not in part:
+            raise ValueError(f"model argument {part!r} is not of the form key=value")
+        key, value = part.split("=", 1)
+        key = key.strip()
+        if key in args:
+            raise ValueError(f"model argument {key!r} given twice")
+        args[key] = value.strip()
+    return args

@@ -1,0 +1,211 @@
+"""Batched generation with a KV cache for the transformers backend, and chat streaming.
+
+Rows of a batch may share a leading prefix (few-shot examples): it runs once and its cache is
+copied to every row. The per-row remainders are left-padded *after* the prefix, with an
+attention mask and explicit position ids, so every row sees exactly its own tokens at their own
+positions. Finished rows (stop string, EOS or ``max_gen_toks``) leave the batch at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from evalcore.models.base import ChatParams, GenerationResult, cut_at_stop
+from evalcore.models.scoring import MIN_SHARED_PREFIX, _common_prefix, run_base
+
+MAX_GEN_ROWS_CPU = 16
+
+
+def _pick_tokens(logits, rows, generators):
+    """Next token per row: argmax, or a seeded sample with temperature and top-p."""
+    import torch
+
+    chosen = logits.argmax(dim=-1)
+    for b, request in enumerate(rows):
+        if not (request.do_sample and request.temperature > 0):
+            continue
+        probs = torch.softmax(logits[b].float() / request.temperature, dim=-1)
+        if request.top_p < 1.0:
+            sorted_probs, order = probs.sort(descending=True)
+            keep = sorted_probs.cumsum(0) - sorted_probs < request.top_p
+            probs = torch.zeros_like(probs).scatter(0, order[keep], sorted_probs[keep])
+        chosen[b] = torch.multinomial(probs.cpu(), 1, generator=generators[b]).item()
+    return chosen
+
+
+def generate_batch(backend, rows, *, progress=None) -> list[GenerationResult]:
+    """Generate for ``rows`` of (context ids, stop strings, GenerationRequest); results in order."""
+    order = sorted(range(len(rows)), key=lambda i: rows[i][0])
+    max_rows = backend.batch_size if backend.batch_size != "auto" else MAX_GEN_ROWS_CPU
+    if backend.device.type != "cpu" and backend.batch_size == "auto":
+        max_rows = 64
+    batches, current = [], []
+    for index in order:
+        ids, _, request = rows[index]
+        longest = max(
+            [len(rows[i][0]) + rows[i][2].max_gen_toks for i in current] + [len(ids) + request.max_gen_toks]
+        )
+        if current and (len(current) >= max_rows or longest * (len(current) + 1) > 2 * backend.token_budget):
+            batches.append(current)
+            current = []
+        current.append(index)
+    if current:
+        batches.append(current)
+    results: list[GenerationResult | None] = [None] * len(rows)
+    for batch in batches:
+        for index, result in zip(batch, _generate_one_batch(backend, [rows[i] for i in batch])):
+            results[index] = result
+        if progress is not None:
+            progress(len(batch))
+    return results  # type: ignore[return-value]
+
+
+def _generate_one_batch(backend, rows) -> list[GenerationResult]:
+    import torch
+
+    model = backend.model
+    base = getattr(model, model.base_model_prefix)
+    head = model.get_output_embeddings()
+    device = backend.device
+    contexts = [ids for ids, _, _ in rows]
+    size = len(rows)
+    prefix = 0
+    if size > 1:
+        shared = min(_common_prefix(contexts[0], c) for c in contexts)
+        if shared >= MIN_SHARED_PREFIX:
+            prefix = min(shared, min(len(c) for c in contexts) - 1)
+    generators = [torch.Generator().manual_seed(int(r.seed)) for _, _, r in rows]
+    requests = [r for _, _, r in rows]
+    with torch.inference_mode():
+        cache = None
+        if prefix:
+            shared = torch.tensor([contexts[0][:prefix]], device=device)
+            _, cache = run_base(base, input_ids=shared, use_cache=True)
+            cache.batch_repeat_interleave(size)
+        tails = [c[prefix:] for c in contexts]
+        width = max(len(t) for t in tails)
+        input_ids = torch.full((size, width), backend.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((size, prefix + width), dtype=torch.long)
+        mask[:, :prefix] = 1
+        positions = torch.zeros((size, width), dtype=torch.long)
+        for b, tail in enumerate(tails):
+            pad = width - len(tail)
+            input_ids[b, pad:] = torch.tensor(tail)
+            mask[b, prefix + pad :] = 1
+            positions[b, pad:] = torch.arange(prefix, prefix + len(tail))
+        next_position = torch.tensor([prefix + len(t) for t in tails])
+        hidden, cache = run_base(
+            base,
+            input_ids=input_ids.to(device),
+            attention_mask=mask.to(device),
+            position_ids=positions.to(device),
+            cache=cache,
+            use_cache=True,
+        )
+        last_hidden = hidden[:, -1]
+        active = list(range(size))
+        generated: list[list[int]] = [[] for _ in range(size)]
+        finished: list[GenerationResult | None] = [None] * size
+        while active:
+            logits = head(last_hidden).float()
+            tokens = _pick_tokens(logits, [requests[i] for i in active], [generators[i] for i in active])
+            keep = []
+            for slot, row in enumerate(active):
+                token = int(tokens[slot])
+                _, until, request = rows[row]
+                generated[row].append(token)
+                text = backend.tok_decode(generated[row])
+                cut, stopped = cut_at_stop(text, until)
+                if stopped or token == backend.eos_token_id:
+                    finished[row] = GenerationResult(cut, len(generated[row]), "stop")
+                elif len(generated[row]) >= request.max_gen_toks:
+                    finished[row] = GenerationResult(cut, len(generated[row]), "length")
+                else:
+                    keep.append(slot)
+            if not keep:
+                break
+            if len(keep) < len(active):
+                index = torch.tensor(keep, device=device)
+                cache.batch_select_indices(index)
+                mask = mask[keep]
+                next_position = next_position[keep]
+                tokens = tokens[keep]
+                active = [active[s] for s in keep]
+            mask = torch.cat([mask, torch.ones((len(active), 1), dtype=torch.long)], dim=1)
+            hidden, cache = run_base(
+                base,
+                input_ids=tokens.view(-1, 1).to(device),
+                attention_mask=mask.to(device),
+                position_ids=next_position.view(-1, 1).to(device),
+                cache=cache,
+                use_cache=True,
+            )
+            next_position = next_position + 1
+            last_hidden = hidden[:, -1]
+    return finished  # type: ignore[return-value]
+
+
+def _held_back(text: str, stops) -> int:
+    """How many trailing characters might start a stop string (or an unfinished character)."""
+    hold = 0
+    for stop in stops:
+        for k in range(min(len(stop) - 1, len(text)), 0, -1):
+            if text.endswith(stop[:k]):
+                hold = max(hold, k)
+                break
+    if text.endswith("\ufffd"):
+        hold = max(hold, 1)
+    return hold
+
+
+def stream_tokens(backend, ids: list[int], params: ChatParams) -> Iterator[str]:
+    """Yield text deltas generated after the prompt ``ids`` (one row, KV cache)."""
+    import torch
+
+    from evalcore.models.base import GenerationRequest
+
+    if params.max_new_tokens < 1:
+        raise ValueError("max_new_tokens must be at least 1")
+    if len(ids) + params.max_new_tokens > backend.max_length:
+        raise ValueError(
+            f"the conversation is {len(ids)} tokens; with max_new_tokens={params.max_new_tokens} it exceeds "
+            f"the model's {backend.max_length}-token window: shorten it or lower max_new_tokens"
+        )
+    model = backend.model
+    base = getattr(model, model.base_model_prefix)
+    head = model.get_output_embeddings()
+    request = GenerationRequest(
+        context="",
+        do_sample=params.temperature > 0,
+        temperature=params.temperature,
+        top_p=params.top_p,
+        seed=params.seed if params.seed is not None else int(torch.seed() % (2**31)),
+    )
+    generator = torch.Generator().manual_seed(int(request.seed))
+    stops = tuple(params.stop)
+    generated: list[int] = []
+    emitted = 0
+    with torch.inference_mode():
+        cache = None
+        step_input = torch.tensor([ids], device=backend.device)
+        for _ in range(params.max_new_tokens):
+            hidden, cache = run_base(base, input_ids=step_input, cache=cache, use_cache=True)
+            logits = head(hidden[:, -1]).float()
+            token = int(_pick_tokens(logits, [request], [generator])[0])
+            if token == backend.eos_token_id:
+                break
+            generated.append(token)
+            text = backend.tok_decode(generated)
+            cut, stopped = cut_at_stop(text, stops)
+            if stopped:
+                if len(cut) > emitted:
+                    yield cut[emitted:]
+                return
+            safe = len(text) - _held_back(text, stops)
+            if safe > emitted:
+                yield text[emitted:safe]
+                emitted = safe
+            step_input = torch.tensor([[token]], device=backend.device)
+    text = backend.tok_decode(generated).rstrip("\ufffd")
+    if len(text) > emitted:
+        yield text[emitted:]

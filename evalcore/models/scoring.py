@@ -1,0 +1,197 @@
+"""Batched log-likelihood scoring for the transformers backend.
+
+A *pair* is (context ids, continuation ids). The model input is ``(context + continuation)[:-1]``
+truncated on the left to the window, and the continuation's log-probability is read from the
+last ``len(continuation)`` positions, as in the harness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+# A batch whose rows share at least this many leading tokens runs the shared part once.
+MIN_SHARED_PREFIX = 32
+# Positions pushed through the output layer at once (bounds the (positions, vocab) logits).
+LOGIT_CHUNK = 1024
+MAX_ROWS_CPU = 64
+
+
+def rolling_windows(tokens: Sequence[int], *, window: int, stride: int) -> list[tuple[list[int], list[int]]]:
+    """Split ``tokens`` (prefix token first) into (context, targets) pairs scoring each token once.
+
+    Targets come in chunks of ``stride`` tokens; each chunk gets as much preceding context as
+    fits in ``window`` model inputs. ``stride == window`` reproduces the harness's disjoint
+    windows (the first window starts at the prefix token; the last one is filled with context).
+
+    Returns
+    -------
+    list of (context ids, target ids)
+        Concatenated targets are ``tokens[1:]``; ``len(context) + len(targets) - 1 <= window``.
+    """
+    n = len(tokens)
+    pairs = []
+    start = 1
+    while start < n:
+        end = min(start + stride, n)
+        first = max(0, end - 1 - window)
+        pairs.append((list(tokens[first:start]), list(tokens[start:end])))
+        start = end
+    return pairs
+
+
+def run_base(base, *, input_ids, cache=None, **kwargs):
+    """Run the decoder stack; return (last hidden states, KV cache or None).
+
+    transformers renamed ``past_key_values`` to ``cache`` (5.x); both spellings are handled.
+    """
+    name = _cache_argument(type(base))
+    out = base(input_ids=input_ids, **{name: cache}, **kwargs)
+    new_cache = getattr(out, "cache", None)
+    if new_cache is None:
+        new_cache = getattr(out, "past_key_values", None)
+    return out.last_hidden_state, new_cache
+
+
+_CACHE_ARGUMENT: dict[type, str] = {}
+
+
+def _cache_argument(cls) -> str:
+    if cls not in _CACHE_ARGUMENT:
+        import inspect
+
+        parameters = inspect.signature(cls.forward).parameters
+        _CACHE_ARGUMENT[cls] = "cache" if "cache" in parameters else "past_key_values"
+    return _CACHE_ARGUMENT[cls]
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    limit = min(len(a), len(b))
+    i = 0
+    while i < limit and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _plan_batches(
+    rows: list[tuple[int, ...]], need: list[int], *, budget: int, max_rows: int
+) -> list[list[int]]:
+    """Group sorted row indices into batches whose estimated token cost fits ``budget``."""
+    batches: list[list[int]] = []
+    current: list[int] = []
+    shared = 0
+    longest = 0
+    for index in range(len(rows)):
+        row = rows[index]
+        if current:
+            new_shared = min(shared, _common_prefix(rows[current[0]], row))
+            new_longest = max(longest, len(row))
+            prefix = new_shared if new_shared >= MIN_SHARED_PREFIX else 0
+            cost = prefix + (len(current) + 1) * (new_longest - prefix)
+            memory = (len(current) + 1) * new_longest
+            if len(current) < max_rows and cost <= budget and memory <= 2 * budget:
+                current.append(index)
+                shared, longest = new_shared, new_longest
+                continue
+            batches.append(current)
+        current, shared, longest = [index], len(row), len(row)
+    if current:
+        batches.append(current)
+    return batches
+
+
+def score_pairs(backend, pairs, *, progress=None) -> list[tuple[float, bool, int]]:
+    """(sum log-prob, is greedy, n tokens) for each (context ids, continuation ids) pair, in order."""
+    import torch
+
+    window = backend.max_length
+    results: list[tuple[float, bool, int] | None] = [None] * len(pairs)
+    by_input: dict[tuple[int, ...], list[tuple[int, tuple[int, ...]]]] = {}
+    for index, (context, continuation) in enumerate(pairs):
+        if not continuation:
+            results[index] = (0.0, True, 0)
+            continue
+        if len(continuation) > window:
+            raise ValueError(
+                f"a continuation of {len(continuation)} tokens does not fit the {window}-token window"
+            )
+        whole = (list(context) + list(continuation))[-(window + 1) :]
+        by_input.setdefault(tuple(whole[:-1]), []).append((index, tuple(continuation)))
+    rows = sorted(by_input)
+    need = [max(len(c) for _, c in by_input[row]) for row in rows]
+    max_rows = backend.batch_size if backend.batch_size != "auto" else MAX_ROWS_CPU
+    batches = _plan_batches(rows, need, budget=backend.token_budget, max_rows=max_rows)
+    batches.sort(key=lambda batch: -max(len(rows[i]) for i in batch))  # longest first
+    model = backend.model
+    base = getattr(model, model.base_model_prefix)
+    head = model.get_output_embeddings()
+    softcap = getattr(model.config, "final_logit_softcapping", None)
+    with torch.inference_mode():
+        for batch in batches:
+            batch_rows = [rows[i] for i in batch]
+            shared = min(_common_prefix(batch_rows[0], r) for r in batch_rows)
+            prefix = 0
+            if len(batch_rows) > 1 and shared >= MIN_SHARED_PREFIX:
+                prefix = min(shared - 1, min(len(rows[i]) - need[i] for i in batch))
+            hidden = _hidden_states(base, batch_rows, prefix, backend)
+            positions, targets, owners = [], [], []
+            for b, row_index in enumerate(batch):
+                length = len(rows[row_index])
+                for request_index, continuation in by_input[rows[row_index]]:
+                    n = len(continuation)
+                    for k in range(n):
+                        positions.append((b, length - n + k - prefix))
+                    targets.extend(continuation)
+                    owners.append((request_index, n))
+            logprobs, greedy = _target_logprobs(hidden, positions, targets, head, softcap)
+            offset = 0
+            for request_index, n in owners:
+                results[request_index] = (
+                    float(logprobs[offset : offset + n].sum()),
+                    bool(greedy[offset : offset + n].all()),
+                    n,
+                )
+                offset += n
+            if progress is not None:
+                progress(sum(len(by_input[rows[i]]) for i in batch))
+    return results  # type: ignore[return-value]
+
+
+def _hidden_states(base, batch_rows, prefix: int, backend):
+    """Final hidden states of the rows after ``prefix`` shared tokens: (rows, longest - prefix, hidden)."""
+    import torch
+
+    device = backend.device
+    cache = None
+    if prefix:
+        shared = torch.tensor([batch_rows[0][:prefix]], device=device)
+        _, cache = run_base(base, input_ids=shared, use_cache=True)
+        cache.batch_repeat_interleave(len(batch_rows))
+    longest = max(len(r) for r in batch_rows) - prefix
+    padded = torch.full((len(batch_rows), longest), backend.pad_token_id, dtype=torch.long)
+    for b, row in enumerate(batch_rows):
+        tail = row[prefix:]
+        padded[b, : len(tail)] = torch.tensor(tail, dtype=torch.long)
+    # Right padding needs no attention mask in a causal model: padded positions come after every
+    # scored position and are never attended to by them.
+    hidden, _ = run_base(base, input_ids=padded.to(device), cache=cache, use_cache=cache is not None)
+    return hidden
+
+
+def _target_logprobs(hidden, positions, targets, head, softcap):
+    """Log-probabilities of ``targets`` at ``positions`` and whether each is the argmax."""
+    import torch
+
+    rows = torch.tensor([p[0] for p in positions], device=hidden.device)
+    cols = torch.tensor([p[1] for p in positions], device=hidden.device)
+    target_ids = torch.tensor(targets, device=hidden.device)
+    picked = hidden[rows, cols]
+    logprobs, greedy = [], []
+    for start in range(0, len(positions), LOGIT_CHUNK):
+        logits = head(picked[start : start + LOGIT_CHUNK]).float()
+        if softcap:
+            logits = torch.tanh(logits / softcap) * softcap
+        logsm = torch.log_softmax(logits, dim=-1)
+        chunk_targets = target_ids[start : start + LOGIT_CHUNK]
+        logprobs.append(logsm.gather(1, chunk_targets[:, None])[:, 0])
+        greedy.append(logsm.argmax(dim=-1) == chunk_targets)
+    return torch.cat(logprobs).cpu().numpy(), torch.cat(greedy).cpu().numpy()

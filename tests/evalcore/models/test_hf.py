@@ -1,0 +1,208 @@
+"""The hf backend: harness tokenisation, batched scoring equal to a plain forward pass, generation
+with stop sequences, chat streaming, and refusals of unsafe checkpoints."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+
+from evalcore.models import (
+    ChatParams,
+    GenerationRequest,
+    LoglikelihoodRequest,
+    RollingRequest,
+    backend_class,
+    load_backend,
+    parse_model_args,
+)
+from evalcore.models.scoring import rolling_windows
+
+
+def reference_logprob(backend, context: str, continuation: str) -> tuple[float, bool]:
+    """Sum of log-probabilities from one unbatched forward pass over context + continuation."""
+    ctx, cont = backend.encode_pair(context, continuation)
+    ids = torch.tensor([ctx + cont])
+    with torch.inference_mode():
+        logits = backend.model(ids).logits[0].float()
+    logprobs = torch.log_softmax(logits, -1)
+    positions = range(len(ctx) - 1, len(ctx) + len(cont) - 1)
+    total = sum(logprobs[p, t].item() for p, t in zip(positions, cont))
+    greedy = all(logprobs[p].argmax().item() == t for p, t in zip(positions, cont))
+    return total, greedy
+
+
+def test_trailing_whitespace_of_the_context_moves_to_the_continuation(tiny_dir):
+    backend = load_backend("hf", path=str(tiny_dir))
+    moved = backend.encode_pair("Question: 2+2?\nAnswer: ", "4")
+    plain = backend.encode_pair("Question: 2+2?\nAnswer:", " 4")
+    assert moved == plain
+    # The continuation is what follows the context's own tokens inside the joint encoding.
+    whole = backend.tok_encode("Question: 2+2?\nAnswer: 4")
+    assert plain[0] + plain[1] == whole
+
+
+def test_empty_context_is_replaced_by_the_prefix_token(tiny_dir):
+    backend = load_backend("hf", path=str(tiny_dir))
+    context, continuation = backend.encode_pair("", "Hello")
+    assert context == [backend.prefix_token_id]
+    assert continuation == backend.tok_encode("Hello")
+
+
+def test_batched_scoring_with_shared_prefix_equals_single_forward_passes(tiny_dir):
+    backend = load_backend("hf", path=str(tiny_dir), batch_size="auto")
+    shots = "Q: what is one plus one?\nA: two\n\n" * 6  # a long shared few-shot prefix
+    requests = [
+        LoglikelihoodRequest(shots + "Q: capital of France?\nA:", " Paris"),
+        LoglikelihoodRequest(shots + "Q: capital of France?\nA:", " London"),
+        LoglikelihoodRequest(shots + "Q: colour of the sky?\nA:", " blue sky today"),
+        LoglikelihoodRequest(shots + "Q: letter?\nA:", " A"),
+        LoglikelihoodRequest(shots + "Q: letter?\nA:", " B"),
+        LoglikelihoodRequest("", "Hello world"),
+        LoglikelihoodRequest("short", " one"),
+    ]
+    results = backend.loglikelihood(requests)
+    for request, result in zip(requests, results):
+        expected, greedy = reference_logprob(backend, request.context, request.continuation)
+        assert result.logprob == pytest.approx(expected, abs=1e-4)
+        assert result.is_greedy == greedy
+    # Order is preserved whatever the batch plan: single-row batches give the same numbers.
+    one_by_one = load_backend("hf", path=str(tiny_dir), batch_size=1).loglikelihood(requests)
+    assert [r.logprob for r in one_by_one] == pytest.approx([r.logprob for r in results], abs=1e-4)
+
+
+def test_rolling_windows_score_every_token_once():
+    tokens = list(range(100, 123))  # prefix token + 22 tokens
+    for window, stride in [(5, 5), (5, 2), (8, 3), (64, 64)]:
+        pairs = rolling_windows(tokens, window=window, stride=stride)
+        targets = [t for _, chunk in pairs for t in chunk]
+        assert targets == tokens[1:]
+        for context, chunk in pairs:
+            assert len(context) + len(chunk) - 1 <= window
+            assert context  # every target has at least one token of context
+
+
+def test_rolling_loglikelihood_equals_full_pass_when_the_window_fits(tiny_dir):
+    backend = load_backend("hf", path=str(tiny_dir))
+    text = "The quick brown fox jumps over the lazy dog. " * 3
+    whole = backend.loglikelihood_rolling([RollingRequest(text)])[0]
+    tokens = backend.tok_encode(text)
+    expected, _ = reference_logprob(backend, "", text)
+    assert whole.num_tokens == len(tokens)
+    assert whole.logprob == pytest.approx(expected, abs=1e-4)
+    windowed = backend.loglikelihood_rolling([RollingRequest(text, max_length=8, stride=8)])[0]
+    assert windowed.num_tokens == len(tokens)
+
+
+def test_generation_stops_at_stop_sequences_and_is_bounded(tiny_dir):
+    backend = load_backend("hf", path=str(tiny_dir))
+    never = GenerationRequest("Once upon a time", until=("\u2603never\u2603",), max_gen_toks=7)
+    result = backend.generate_until([never])[0]
+    assert result.num_tokens <= 7
+    if result.finish_reason == "length":
+        assert result.num_tokens == 7
+    free = backend.generate_until([GenerationRequest("Once upon a time", max_gen_toks=12)])[0]
+    stop = free.text[3:5]
+    if stop.strip():
+        cut = backend.generate_until([GenerationRequest("Once upon a time", until=(stop,), max_gen_toks=12)])[0]
+        assert cut.text == free.text[: free.text.find(stop)]
+        assert cut.finish_reason == "stop"
+
+
+def test_batched_greedy_generation_equals_one_by_one(tiny_dir):
+    backend = load_backend("hf", path=str(tiny_dir))
+    shots = "Question: 1+1?\nAnswer: 2\n\n" * 8
+    requests = [
+        GenerationRequest(shots + "Question: 2+2?\nAnswer:", until=("\n\n",), max_gen_toks=10),
+        GenerationRequest(shots + "Question: what is the largest planet in our solar system?\nAnswer:", max_gen_toks=6),
+        GenerationRequest("Hello", max_gen_toks=4),
+        GenerationRequest(shots + "Question: 3?\nAnswer:", until=("Question:",), max_gen_toks=9),
+    ]
+    batched = backend.generate_until(requests)
+    singles = [backend.generate_until([r])[0] for r in requests]
+    assert [r.text for r in batched] == [r.text for r in singles]
+    assert all(r.num_tokens <= q.max_gen_toks for r, q in zip(batched, requests))
+
+
+def test_seeded_sampling_is_reproducible_whatever_the_batch(tiny_dir):
+    backend = load_backend("hf", path=str(tiny_dir))
+    request = GenerationRequest("Once", max_gen_toks=8, do_sample=True, temperature=1.0, seed=7)
+    other = GenerationRequest("Twice upon", max_gen_toks=8, do_sample=True, temperature=1.0, seed=8)
+    alone = backend.generate_until([request])[0].text
+    together = backend.generate_until([other, request])[1].text
+    assert alone == together
+
+
+def test_refuses_pickle_weights_missing_weights_and_remote_code(tmp_path, tiny_dir):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="no \\*.safetensors"):
+        load_backend("hf", path=str(empty))
+    pickled = tmp_path / "pickled"
+    pickled.mkdir()
+    (pickled / "pytorch_model.bin").write_bytes(b"not really")
+    (pickled / "config.json").write_text("{}")
+    with pytest.raises(ValueError, match="pickle"):
+        load_backend("hf", path=str(pickled))
+    with pytest.raises(ValueError, match="not a folder"):
+        load_backend("hf", path=str(tmp_path / "missing"))
+    with pytest.raises(ValueError, match="trust_remote_code"):
+        load_backend("hf", path=str(tiny_dir), trust_remote_code="true")
+    with pytest.raises(ValueError, match="dtype"):
+        load_backend("hf", path=str(tiny_dir), dtype="float8")
+
+
+def test_identity_hashes_weights_and_changes_with_run_settings(tmp_path, tiny_dir):
+    a = load_backend("hf", path=str(tiny_dir), batch_size=4).identity
+    b = load_backend("hf", path=str(tiny_dir), batch_size=8).identity
+    assert a.weights_sha256 == b.weights_sha256 and len(a.weights_sha256) == 64
+    assert a.key != b.key
+    copy = tmp_path / "copy"
+    shutil.copytree(tiny_dir, copy)
+    with open(copy / "model.safetensors", "r+b") as handle:
+        handle.seek(-1, 2)
+        last = handle.read(1)
+        handle.seek(-1, 2)
+        handle.write(bytes([last[0] ^ 1]))
+    assert load_backend("hf", path=str(copy), batch_size=4).identity.weights_sha256 != a.weights_sha256
+
+
+def test_registry_and_model_args():
+    assert parse_model_args("path=/m,dtype=float32") == {"path": "/m", "dtype": "float32"}
+    with pytest.raises(ValueError, match="key=value"):
+        parse_model_args("path")
+    with pytest.raises(ValueError, match="unknown model backend"):
+        backend_class("nope")
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        with pytest.raises(ValueError, match="vllm"):
+            backend_class("vllm")
+
+
+def test_chat_params_validation():
+    assert ChatParams.from_mapping({"max_tokens": 5, "system_prompt": None}).max_new_tokens == 5
+    with pytest.raises(ValueError, match="unknown chat parameter"):
+        ChatParams.from_mapping({"temprature": 0.5})
+
+
+@pytest.mark.slow
+def test_smollm2_greedy_answers_paris(smollm2):
+    result = smollm2.generate_until([GenerationRequest("The capital of France is", until=("\n",), max_gen_toks=8)])[0]
+    assert result.text == " Paris."
+    scored = smollm2.loglikelihood([LoglikelihoodRequest("The capital of France is", " Paris")])[0]
+    assert scored.is_greedy
+
+
+@pytest.mark.slow
+def test_smollm2_stream_chat_yields_deltas_of_the_whole_answer(smollm2):
+    messages = [{"role": "user", "content": "What is the capital of France?"}]
+    deltas = list(smollm2.stream_chat(messages, {"max_new_tokens": 24, "temperature": 0}))
+    assert len(deltas) > 3
+    assert "Paris" in "".join(deltas)
+    assert "".join(deltas) == smollm2.chat(messages, ChatParams(max_new_tokens=24))
+    stopped = "".join(smollm2.stream_chat(messages, {"max_new_tokens": 24, "stop": ["Paris"]}))
+    assert "Paris" not in stopped
+    with pytest.raises(ValueError, match="role"):
+        list(smollm2.stream_chat([{"role": "robot", "content": "hi"}]))
