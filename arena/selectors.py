@@ -172,3 +172,43 @@ def snapshot_list(*, method: str | None = None, category: str | None = None):
 
 def snapshot_by_id(snapshot_id: int) -> RatingSnapshot | None:
     return RatingSnapshot.objects.filter(pk=snapshot_id).first()
+
+
+def battles_voted(
+    *,
+    model: str | None = None,
+    winner: str | None = None,
+    language: str | None = None,
+    counted: bool | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+):
+    """Battles that have a vote (names may be shown), newest vote first, with their turns prefetched."""
+    from django.db.models import Prefetch, Q
+
+    from arena.models import Battle, Turn
+
+    qs = (
+        Battle.objects.filter(vote__isnull=False)
+        .select_related("model_a", "model_b", "vote")
+        .prefetch_related(Prefetch("turns", queryset=Turn.objects.order_by("index")))
+        .order_by("-vote__created_at", "-id")
+    )
+    if model:
+        qs = qs.filter(Q(model_a__name=model) | Q(model_b__name=model))
+    if winner:
+        qs = qs.filter(vote__winner=winner)
+    if language is not None:
+        qs = qs.filter(vote__language=language)
+    if counted is not None:
+        qs = qs.filter(vote__counted=counted)
+    if since:
+        qs = qs.filter(vote__created_at__gte=since)
+    if until:
+        qs = qs.filter(vote__created_at__lt=until)
+    return qs
+
+
+def battle_voted(public_id) -> object | None:
+    """One battle by its public id, only once it has a vote (before that it does not exist here)."""
+    return battles_voted().filter(public_id=public_id).first()

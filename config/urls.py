@@ -1,6 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import TemplateView
+from drf_spectacular.views import SpectacularAPIView
 
 from config.health import healthz
 
@@ -10,4 +11,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("arena/", include("arena.urls")),
     path("leaderboard/", include("leaderboard.urls")),
+    path("api/", include("arena.api_urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]

@@ -1,0 +1,251 @@
+"""The arena's read API: voted battles, rating snapshots, latest ratings, and streamed vote exports.
+
+Every query parameter is validated: an unknown parameter, a bad filter value, or a page size past
+:data:`MAX_LIMIT` is a 400 that says what is allowed. Battles appear only once voted (before the vote
+they would reveal which models are playing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from asgiref.sync import sync_to_async
+from django.core.handlers.asgi import ASGIRequest
+from django.http import Http404, StreamingHttpResponse
+from django.views.decorators.http import require_GET
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from arena import exports, selectors
+from arena.models import Battle, RatingSnapshot, Vote
+
+MAX_LIMIT = 1000
+MAX_OFFSET = 10**9
+PAGING_PARAMS = {"limit", "offset", "format"}
+
+
+def _int_param(request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError({name: f"must be an integer, got {raw[:40]!r}"}) from None
+    if not low <= value <= high:
+        raise ValidationError({name: f"must be between {low} and {high}"})
+    return value
+
+
+class StrictLimitOffsetPagination(LimitOffsetPagination):
+    """Limit/offset paging that refuses bad or oversized values instead of silently clamping them."""
+
+    default_limit = 100
+    max_limit = MAX_LIMIT
+
+    def get_limit(self, request):
+        return _int_param(request, "limit", self.default_limit, 1, self.max_limit)
+
+    def get_offset(self, request):
+        return _int_param(request, "offset", 0, 0, MAX_OFFSET)
+
+
+def _filters(request, serializer_class) -> dict:
+    """Validate query parameters with ``serializer_class``; unknown names are refused."""
+    allowed = set(serializer_class().fields) | PAGING_PARAMS
+    unknown = sorted(set(request.query_params) - allowed)
+    if unknown:
+        raise ValidationError({"detail": f"unknown parameter(s): {', '.join(unknown)}; allowed: {sorted(allowed)}"})
+    many = [k for k in request.query_params if len(request.query_params.getlist(k)) > 1]
+    if many:
+        raise ValidationError({"detail": f"parameter(s) given more than once: {', '.join(sorted(many))}"})
+    params = serializer_class(data=request.query_params.dict())
+    params.is_valid(raise_exception=True)
+    return {k: v for k, v in params.validated_data.items() if v is not None}
+
+
+class BattleFilters(serializers.Serializer):
+    model = serializers.CharField(required=False, max_length=200)
+    winner = serializers.ChoiceField(choices=Vote.Winner.values, required=False)
+    language = serializers.CharField(required=False, allow_blank=True, max_length=16)
+    counted = serializers.BooleanField(required=False, allow_null=True, default=None)
+    since = serializers.DateTimeField(required=False)
+    until = serializers.DateTimeField(required=False)
+
+
+class SnapshotFilters(serializers.Serializer):
+    method = serializers.ChoiceField(choices=RatingSnapshot.Method.values, required=False)
+    category = serializers.CharField(required=False, max_length=64)
+
+
+class RatingsFilters(serializers.Serializer):
+    method = serializers.ChoiceField(choices=RatingSnapshot.Method.values, default="bt")
+    category = serializers.CharField(default="overall", max_length=64)
+
+
+class TurnSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    prompt = serializers.CharField()
+    answer_a = serializers.CharField()
+    answer_b = serializers.CharField()
+
+
+class BattleSerializer(serializers.ModelSerializer):
+    model_a = serializers.CharField(source="model_a.name")
+    model_b = serializers.CharField(source="model_b.name")
+    winner = serializers.CharField(source="vote.winner")
+    model_a_position = serializers.CharField(source="vote.model_a_position")
+    turn_count = serializers.IntegerField(source="vote.turn_count")
+    language = serializers.CharField(source="vote.language")
+    prompt_tokens = serializers.IntegerField(source="vote.prompt_tokens")
+    style_a = serializers.JSONField(source="vote.style_a")
+    style_b = serializers.JSONField(source="vote.style_b")
+    counted = serializers.BooleanField(source="vote.counted")
+    excluded_reason = serializers.CharField(source="vote.excluded_reason")
+    voted_at = serializers.DateTimeField(source="vote.created_at")
+    turns = TurnSerializer(many=True)
+
+    class Meta:
+        model = Battle
+        fields = [
+            "public_id", "model_a", "model_b", "winner", "model_a_position", "turn_count", "language",
+            "prompt_tokens", "style_a", "style_b", "counted", "excluded_reason", "created_at", "voted_at",
+            "turns",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+
+class SnapshotSummarySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = RatingSnapshot
+        fields = ["id", "method", "category", "created_at", "vote_count", "first_vote_at", "last_vote_at"]
+        read_only_fields = fields
+
+
+class SnapshotSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = RatingSnapshot
+        fields = SnapshotSummarySerializer.Meta.fields + ["settings", "rows", "extra"]
+        read_only_fields = fields
+
+
+class RatingsSerializer(serializers.ModelSerializer):
+    snapshot_id = serializers.IntegerField(source="id")
+    notes = serializers.SerializerMethodField()
+
+    class Meta:
+        model = RatingSnapshot
+        fields = [
+            "snapshot_id", "method", "category", "created_at", "vote_count", "first_vote_at",
+            "last_vote_at", "rows", "notes",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    def get_notes(self, obj) -> list[str]:
+        return list(obj.extra.get("notes", []))
+
+
+def _params_doc(serializer_class) -> list[OpenApiParameter]:
+    return [
+        OpenApiParameter(name, OpenApiTypes.STR, required=False, description=str(field.help_text or ""))
+        for name, field in serializer_class().fields.items()
+    ]
+
+
+@extend_schema(parameters=_params_doc(BattleFilters), summary="Voted battles, newest vote first")
+class BattleList(generics.ListAPIView):
+    serializer_class = BattleSerializer
+    pagination_class = StrictLimitOffsetPagination
+
+    def get_queryset(self):
+        return selectors.battles_voted(**_filters(self.request, BattleFilters))
+
+
+@extend_schema(summary="One voted battle with its turns")
+class BattleDetail(generics.RetrieveAPIView):
+    serializer_class = BattleSerializer
+
+    def get_object(self):
+        _filters(self.request, serializers.Serializer)
+        battle = selectors.battle_voted(self.kwargs["public_id"])
+        if battle is None:
+            raise Http404("no voted battle with this id")
+        return battle
+
+
+@extend_schema(parameters=_params_doc(SnapshotFilters), summary="Rating snapshots, newest first")
+class SnapshotList(generics.ListAPIView):
+    serializer_class = SnapshotSummarySerializer
+    pagination_class = StrictLimitOffsetPagination
+
+    def get_queryset(self):
+        return selectors.snapshot_list(**_filters(self.request, SnapshotFilters))
+
+
+@extend_schema(summary="One rating snapshot with its rows, matrices and notes")
+class SnapshotDetail(generics.RetrieveAPIView):
+    serializer_class = SnapshotSerializer
+
+    def get_object(self):
+        _filters(self.request, serializers.Serializer)
+        snapshot = selectors.snapshot_by_id(self.kwargs["pk"])
+        if snapshot is None:
+            raise Http404("no such snapshot")
+        return snapshot
+
+
+class RatingsView(APIView):
+    """The latest ratings for a method (bt, elo, style) and category (default: bt, overall)."""
+
+    @extend_schema(parameters=_params_doc(RatingsFilters), responses=RatingsSerializer)
+    def get(self, request):
+        params = _filters(request, RatingsFilters)
+        snapshot = selectors.snapshot_latest(params["method"], params["category"])
+        if snapshot is None:
+            raise Http404(
+                f"no {params['method']} snapshot for category {params['category']!r}; "
+                f"categories with snapshots: {selectors.snapshot_categories()}"
+            )
+        return Response(RatingsSerializer(snapshot).data)
+
+
+async def _async_chunks(make: Callable[[], Iterator[bytes]]):
+    """Pull a sync generator chunk by chunk on the request's DB thread (ASGI must not buffer it all)."""
+    iterator = make()
+    done = object()
+    pull = sync_to_async(next, thread_sensitive=True)
+    while (chunk := await pull(iterator, done)) is not done:
+        yield chunk
+
+
+def _stream(request, make: Callable[[], Iterator[bytes]], content_type: str, filename: str):
+    if request.GET:
+        return _bad_request(f"this export takes no parameters (got: {', '.join(sorted(request.GET))})")
+    content = _async_chunks(make) if isinstance(request, ASGIRequest) else make()
+    response = StreamingHttpResponse(content, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _bad_request(message: str):
+    from django.http import JsonResponse
+
+    return JsonResponse({"detail": message}, status=400)
+
+
+@require_GET
+def votes_csv(request):
+    """All counted votes in the FastChat battle format, as CSV (streamed)."""
+    return _stream(request, exports.votes_csv_chunks, "text/csv; charset=utf-8", "podium_votes.csv")
+
+
+@require_GET
+def votes_jsonl(request):
+    """All counted votes in the FastChat battle format, as JSON Lines (streamed)."""
+    return _stream(request, exports.votes_jsonl_chunks, "application/x-ndjson", "podium_votes.jsonl")
