@@ -9,6 +9,11 @@ trap 'exit 130' INT TERM
 
 find_or_start_services || exit 1
 
+# Browser tests drive Debian's Chromium with Playwright (never `playwright install`).
+if ! command -v chromium >/dev/null; then
+  apt_install chromium || { echo "chromium is needed for the browser tests" >&2; exit 1; }
+fi
+
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 export PODIUM_DATA_DIR="${PODIUM_DATA_DIR:-$(cd .. && pwd)/shared/data}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -94,7 +95,10 @@ class ProcessGroup:
     def start(self, name: str, argv: list[str], env: dict[str, str]) -> subprocess.Popen:
         log_path = self.log_dir / f"{name}.log"
         log = open(log_path, "w")  # noqa: SIM115 - closed with the process
-        process = subprocess.Popen(argv, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        # A session of its own, so teardown can stop the process and its children (worker pools).
+        process = subprocess.Popen(
+            argv, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         self.processes.append((process, log_path))
         return process
 
@@ -114,6 +118,10 @@ class ProcessGroup:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=5)
+            try:
+                os.killpg(process.pid, signal.SIGKILL)  # whatever the process left behind
+            except ProcessLookupError:
+                pass
 
 
 @pytest.fixture
@@ -137,9 +145,12 @@ def redis_url() -> str:
 def start_worker(processes) -> Callable[..., subprocess.Popen]:
     """Start a real Celery worker process: ``start_worker(env=..., queues="default")``."""
 
-    def start(*, env: dict[str, str], queues: str = "default", name: str = "worker") -> subprocess.Popen:
+    def start(
+        *, env: dict[str, str], queues: str = "default", name: str = "worker", concurrency: int = 1
+    ) -> subprocess.Popen:
+        pool = ["--pool", "solo"] if concurrency == 1 else ["--pool", "prefork", "--concurrency", str(concurrency)]
         argv = [
-            str(VENV_BIN / "celery"), "-A", "workers", "worker", "--pool", "solo", "--loglevel", "INFO",
+            str(VENV_BIN / "celery"), "-A", "workers", "worker", *pool, "--loglevel", "INFO",
             "-Q", queues, "--hostname", f"{name}-{os.getpid()}@%h", "--without-gossip", "--without-mingle",
         ]
         return processes.start(name, argv, env)

@@ -1,0 +1,104 @@
+"""A whole battle in headless Chromium: real ASGI server (daphne), real Celery worker, Redis for the
+broker and the channel layer, PostgreSQL, and the demo's real SmolLM2 models."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.db import connection
+
+from arena.catalogue import catalogue_parse, catalogue_sync
+from arena.models import Vote
+from tests.conftest import REPO_ROOT, clean_env, database_url_of
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+# The demo's three models, with shorter answers so the test stays quick on two cores.
+MAX_NEW_TOKENS = 40
+
+
+@pytest.fixture
+def arena_site(transactional_db, redis_url, smollm2_dir, start_worker, start_asgi_server, processes):
+    entries = catalogue_parse(REPO_ROOT / "config" / "arena_models.demo.yaml")
+    for entry in entries:
+        entry["generation"]["max_new_tokens"] = MAX_NEW_TOKENS
+    catalogue_sync(entries)
+    env = clean_env(
+        DJANGO_SETTINGS_MODULE="config.settings.dev",
+        DATABASE_URL=database_url_of(connection),
+        REDIS_URL=redis_url,
+        PODIUM_MODELS_DIR=str(smollm2_dir.parent),
+        DEBUG="false",
+        SECRET_KEY="e2e-test-secret-key",
+    )
+    worker = start_worker(env=env, queues="generate,default", concurrency=2)
+    port = start_asgi_server(env=env)
+    yield {"base": f"http://127.0.0.1:{port}", "names": [e["name"] for e in entries], "worker": worker}
+
+
+def test_a_voter_plays_a_whole_battle(arena_site, browser, processes):
+    base, names = arena_site["base"], arena_site["names"]
+    page = browser.new_page()
+    responses, frames, dialogs = [], [], []
+    page.on("response", lambda response: responses.append(response))
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
+
+    page.goto(f"{base}/arena/")
+    page.fill("#prompt", "Give me three tips for learning to cook.")
+    page.click("#send")
+    try:
+        page.wait_for_function(
+            "Array.from(document.querySelectorAll('button.vote')).every(b => !b.disabled)", timeout=240_000
+        )
+    except Exception:
+        raise AssertionError(processes.log_of(arena_site["worker"])) from None
+    answers = [page.inner_text(f"#pane-{side} .answer") for side in ("a", "b")]
+    assert all(answer.strip() for answer in answers), answers
+    assert page.inner_text("#pane-a h2") == "Model A" and page.inner_text("#pane-b h2") == "Model B"
+
+    # Anonymity: every byte the browser received before the vote, scanned for every model name.
+    received = [page.content()]
+    for response in responses:
+        try:
+            received.append(response.body().decode("utf-8", "replace"))
+        except Exception:  # a response without a body (redirects)
+            continue
+    received += [frame if isinstance(frame, str) else frame.decode("utf-8", "replace") for frame in frames]
+    assert len(frames) > 4, "the answers should have streamed in several messages"
+    everything = "\n".join(received).lower()
+    for name in names:
+        assert name.lower() not in everything, f"{name} was sent to the browser before the vote"
+    assert "smollm2" not in everything and "hf" not in json.dumps([f for f in frames if isinstance(f, str)][:3])
+
+    page.click("button.vote[data-winner='model_a']")
+    page.wait_for_selector("#reveal:not([hidden])")
+    reveal = page.inner_text("#reveal")
+    shown = [name for name in names if name in reveal]
+    assert len(shown) == 2, reveal
+    assert page.inner_text("#pane-a h2").startswith("Model A: ")
+    vote = Vote.objects.get()
+    assert vote.winner == "model_a" and vote.model_a.name in page.inner_text("#pane-a h2")
+
+    # Voting again is refused; the buttons stay disabled after the vote.
+    assert page.locator("button.vote:enabled").count() == 0
+    assert not dialogs
+
+
+def test_model_output_is_rendered_as_text_not_markup(arena_site, browser):
+    page = browser.new_page()
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(f"{arena_site['base']}/arena/")
+    hostile = "# Hi\n<script>alert(1)</script>\n<img src=x onerror=alert(2)>\n**bold** [x](javascript:alert(3))"
+    page.evaluate(
+        "(text) => { const d = document.createElement('div'); d.id = 'probe';"
+        " d.innerHTML = window.podiumArena.renderMarkdown(text); document.body.appendChild(d); }",
+        hostile,
+    )
+    page.wait_for_timeout(300)
+    assert page.locator("#probe script, #probe img, #probe a").count() == 0
+    assert page.locator("#probe strong").inner_text() == "bold"
+    assert "<script>alert(1)</script>" in page.inner_text("#probe")
+    assert not dialogs
