@@ -1,0 +1,109 @@
+"""The arena leaderboard page: reads snapshots only, marks ties, charts from the local plotly.js."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import plotly
+import pytest
+
+from arena.models import RatingSnapshot
+from arena.ratings import snapshots_refit
+from tests.arena.vote_data import votes_create
+
+pytestmark = pytest.mark.django_db
+
+ROUNDS = 30
+
+
+def figures_of(html: str) -> dict:
+    match = re.search(r'<script id="arena-figures" type="application/json">(.*?)</script>', html, re.S)
+    assert match, "no figure data in the page"
+    return json.loads(match.group(1))
+
+
+def test_empty_state_before_any_refit(client):
+    response = client.get("/leaderboard/arena/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'id="arena-empty"' in html and "No ratings yet" in html
+    assert "plotly-" not in html  # no charts, no script
+
+
+def test_too_few_votes_says_how_many_are_needed(client):
+    votes_create({"a": 0.0, "b": 0.0}, 3)
+    snapshots_refit(rounds=ROUNDS, min_votes=10)
+    html = client.get("/leaderboard/arena/").content.decode()
+    assert "3 votes" in html and "ratings appear from 10" in html
+
+
+@pytest.fixture
+def rated(db):
+    votes_create({"top": 1.5, "twin-a": 0.0, "twin-b": 0.01, "low": -1.5}, 500, seed=2)
+    snapshots_refit(rounds=ROUNDS)
+
+
+def test_table_intervals_elo_and_statistical_ties(client, rated, django_assert_max_num_queries):
+    before = RatingSnapshot.objects.count()
+    with django_assert_max_num_queries(6):  # snapshots only: no vote is read, nothing is fitted
+        response = client.get("/leaderboard/arena/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    bt = RatingSnapshot.objects.get(method="bt", category="overall")
+    models_in_order = re.findall(r'<tr class="[^"]*" data-model="([^"]+)"', html)
+    assert models_in_order == [r["model"] for r in bt.rows]
+    assert models_in_order[0] == "top" and models_in_order[-1] == "low"
+    twin_rows = [r for r in bt.rows if r["model"].startswith("twin")]
+    assert twin_rows[1]["tied_with_above"]
+    assert html.count('class="tied"') >= 1 and "statistically tied" in html
+    low, high = round(bt.rows[0]["ci_low"]), round(bt.rows[0]["ci_high"])
+    assert f"{low} – {high}" in html
+    assert "Online Elo" in html and "Why Elo differs from Bradley-Terry" in html
+    assert RatingSnapshot.objects.count() == before  # nothing written by a page view
+
+
+def test_charts_come_from_the_server_and_plotly_js_from_the_package(client, rated):
+    html = client.get("/leaderboard/arena/").content.decode()
+    figures = figures_of(html)
+    assert set(figures) == {"ratings", "predicted", "battles"}
+    bt = RatingSnapshot.objects.get(method="bt", category="overall")
+    whiskers = figures["ratings"]["data"][0]["error_x"]
+    best = bt.rows[0]
+    assert whiskers["array"][-1] == pytest.approx(best["ci_high"] - best["rating"])  # best plotted on top
+    assert figures["predicted"]["data"][0]["type"] == "heatmap"
+    assert figures["battles"]["data"][0]["z"][0][1] == bt.extra["battles"][0][1]
+    src = re.search(r'<script src="([^"]+plotly[^"]+)"', html).group(1)
+    assert src == f"/leaderboard/plotly-{plotly.__version__}.min.js"
+    assert not re.search(r'src="https?://', html)  # the site runs offline: no CDN
+    script = client.get(src, HTTP_ACCEPT_ENCODING="gzip")
+    assert script.status_code == 200 and script["Content-Encoding"] == "gzip"
+    assert "immutable" in script["Cache-Control"]
+    package_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    assert gzip.decompress(script.content) == package_js.read_bytes()
+    assert client.get("/leaderboard/plotly-0.0.1.min.js").status_code == 404
+
+
+def test_style_toggle_and_category_select(client, rated):
+    html = client.get("/leaderboard/arena/?method=style").content.decode()
+    assert "Style-controlled Bradley-Terry" in html and "Style coefficients" in html
+    assert re.search(r'value="style" checked', html)
+    style = RatingSnapshot.objects.get(method="style", category="overall")
+    assert figures_of(html)["ratings"]["data"][0]["x"][-1] == pytest.approx(style.rows[0]["rating"])
+    html = client.get("/leaderboard/arena/?category=language:en").content.decode()
+    assert '<option value="language:en" selected>' in html
+    assert client.get("/leaderboard/arena/?category=language:xx").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["method=elo", "method=%3Cscript%3E", "category=%3Cscript%3Ealert(1)%3C/script%3E", "sort=rating",
+     "category=" + "a" * 100],
+)  # fmt: skip
+def test_bad_parameters_get_a_400_page(client, query):
+    response = client.get(f"/leaderboard/arena/?{query}")
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "cannot show that selection" in html and "<script>alert" not in html
