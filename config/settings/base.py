@@ -31,7 +31,6 @@ try:
         config_env.env.str("PODIUM_DATA_DIR", default=str(BASE_DIR.parent / "shared" / "data"))
     )
     ARENA_HASH_SALT = config_env.env.str("ARENA_HASH_SALT", default="")
-    ARENA_MODELS_FILE = config_env.env.str("ARENA_MODELS_FILE", default="")
     ARENA_BATTLES_PER_MINUTE = config_env.integer("ARENA_BATTLES_PER_MINUTE", default=12, minimum=1)
     ARENA_VOTES_PER_MINUTE = config_env.integer("ARENA_VOTES_PER_MINUTE", default=30, minimum=1)
     ARENA_IP_MULTIPLIER = config_env.integer("ARENA_IP_MULTIPLIER", default=5, minimum=1)
@@ -190,3 +189,29 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": "INFO"},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# Leaderboard submissions (leaderboard/checkpoints.py validates uploads before anything is queued).
+# LEADERBOARD_MODEL_STORE: a folder of checkpoints owners may name instead of uploading ("" = off).
+try:
+    LEADERBOARD_MODEL_STORE = config_env.env.str("LEADERBOARD_MODEL_STORE", default="")
+    LEADERBOARD_MAX_PARAMETERS = config_env.integer("LEADERBOARD_MAX_PARAMETERS", default=15_000_000_000, minimum=1)
+    LEADERBOARD_MAX_UPLOAD_BYTES = config_env.integer("LEADERBOARD_MAX_UPLOAD_BYTES", default=64 << 30, minimum=1)
+    LEADERBOARD_MAX_FILES = config_env.integer("LEADERBOARD_MAX_FILES", default=64, minimum=2)
+    LEADERBOARD_SUBMISSIONS_PER_WEEK = config_env.integer("LEADERBOARD_SUBMISSIONS_PER_WEEK", default=5, minimum=1)
+except ConfigError as error:
+    fail(error)
+LEADERBOARD_ARCHITECTURES = [
+    "LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
+    "GPT2LMHeadModel", "GPTNeoXForCausalLM", "Phi3ForCausalLM", "PhiForCausalLM", "GemmaForCausalLM",
+    "Gemma2ForCausalLM", "OLMoForCausalLM", "Olmo2ForCausalLM", "StableLmForCausalLM", "FalconForCausalLM",
+]  # fmt: skip
+# The frozen suite every submission runs; changing the list makes a new version of the suite.
+LEADERBOARD_SUITE_NAME = "podium"
+LEADERBOARD_SUITE_TASKS = [{"task": "gsm8k", "num_fewshot": 5, "limit": 200}]
+LEADERBOARD_TASK_PATHS: list[str] = []  # extra task folders (evalcore include paths)
+LEADERBOARD_SUBMISSIONS_DIR = MEDIA_ROOT / "submissions"
+DATA_UPLOAD_MAX_NUMBER_FILES = LEADERBOARD_MAX_FILES
+FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024  # anything larger goes to a temporary file, never to memory
+LOGIN_URL = "leaderboard:login"
+LOGIN_REDIRECT_URL = "leaderboard:submissions"
+LOGOUT_REDIRECT_URL = "home"
