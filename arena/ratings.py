@@ -15,8 +15,16 @@ Methods
     ``bt``: Bradley-Terry MLE, ties count half, percentile bootstrap intervals (``rounds``, default
     1,000) and LMArena's conservative rank ``rank_ub``. ``elo``: online Elo (K=4) replayed in vote-time
     order, with the spread over ``elo_orders`` random vote orders as its interval (it measures order
-    dependence, not sampling error). ``style``: BT with style covariates (answer length, headers, list
-    items, bold), bootstrap intervals, and the coefficient table in ``extra["coefficients"]``.
+    dependence, not sampling error; skipped above :data:`ELO_ORDERS_MAX_VOTES` votes, where it would cost
+    about a minute per million votes). ``style``: BT with style covariates (answer length, headers,
+    list items, bold), bootstrap intervals, and the coefficient table in ``extra["coefficients"]``.
+
+Cost
+    BT's bootstrap resamples pair counts, so 1,000 rounds cost well under a second at any vote count.
+    The style bootstrap refits over every battle each round (about 4 microseconds per battle-round on
+    one core), so its rounds are capped by ``style_budget`` battle-rounds per category (default
+    :data:`STYLE_BUDGET`, about 6 s): ``rounds`` when it fits, else as many as fit (at least
+    :data:`STYLE_MIN_ROUNDS`), else sandwich (robust) intervals. ``settings`` and ``notes`` record which.
 
 When the plain MLE is not finite (the comparison graph is not connected, or a model won or lost every
 game), or bootstrap rounds had to be dropped for that reason, the fit is redone with a small L2 prior
@@ -56,6 +64,9 @@ ELO_K = 4.0
 LEVEL = 0.95
 KEEP_PER_KEY = 200  # snapshots kept per (method, category); older ones are pruned by each refit
 DROPPED_ROUNDS_TOLERANCE = 0.01  # more dropped bootstrap rounds than this share: refit with the prior
+STYLE_BUDGET = 1_500_000  # battle-rounds per category for the style bootstrap
+STYLE_MIN_ROUNDS = 100
+ELO_ORDERS_MAX_VOTES = 100_000
 
 
 @dataclass
@@ -147,13 +158,28 @@ def _fit_bt(battles: Battles, draft: _Draft, *, rounds: int, seed: int) -> None:
     _fill(draft, battles, result, notes)
 
 
-def _fit_style(battles: Battles, draft: _Draft, *, rounds: int, seed: int) -> None:
+def style_rounds(n: int, rounds: int, budget: int) -> int:
+    """Bootstrap rounds for a style fit over ``n`` battles within ``budget`` battle-rounds (0: sandwich)."""
+    if n * rounds <= budget:
+        return rounds
+    affordable = budget // max(n, 1)
+    return affordable if affordable >= STYLE_MIN_ROUNDS else 0
+
+
+def _fit_style(battles: Battles, draft: _Draft, *, rounds: int, seed: int, budget: int) -> None:
+    used = style_rounds(len(battles), rounds, budget)
+
     def fit(prior):
         return fit_style_controlled(
-            battles, ties=TIES, prior=prior, rounds=rounds, rng=np.random.default_rng(seed), level=LEVEL
+            battles, ties=TIES, prior=prior, rounds=used, rng=np.random.default_rng(seed), level=LEVEL
         )
 
-    style, notes = _with_fallback(fit, rounds)
+    style, notes = _with_fallback(fit, used)
+    if used != rounds:
+        notes.append(
+            f"style intervals: {f'{used} bootstrap rounds' if used else 'sandwich (robust) standard errors'} "
+            f"instead of {rounds}, to keep the refit within {budget:,} battle-rounds"
+        )
     _fill(draft, battles, style.ratings, notes)
     draft.extra["coefficients"] = style.coefficient_rows()
     draft.extra["feature_mean"] = style.feature_mean
@@ -161,6 +187,7 @@ def _fit_style(battles: Battles, draft: _Draft, *, rounds: int, seed: int) -> No
 
 
 def _fit_elo(battles: Battles, draft: _Draft, *, orders: int, seed: int) -> None:
+    orders = orders if len(battles) <= ELO_ORDERS_MAX_VOTES else 0
     result = online_elo(
         battles, k=ELO_K, ties=TIES, permutations=orders, rng=np.random.default_rng(seed), level=LEVEL
     )
@@ -214,6 +241,7 @@ def snapshots_draft(
     elo_orders: int = 100,
     min_votes: int = 10,
     min_category_votes: int = 50,
+    style_budget: int = STYLE_BUDGET,
 ) -> list[_Draft]:
     """Fit every category and method; nothing is written. See the module docstring."""
     drafts = []
@@ -237,7 +265,7 @@ def snapshots_draft(
             if draft.method == "bt":
                 _fit_bt(battles, draft, rounds=rounds, seed=seed)
             elif draft.method == "style":
-                _fit_style(battles, draft, rounds=rounds, seed=seed)
+                _fit_style(battles, draft, rounds=rounds, seed=seed, budget=style_budget)
             else:
                 _fit_elo(battles, draft, orders=elo_orders, seed=seed)
     return drafts
@@ -254,6 +282,7 @@ def snapshots_refit(
     elo_orders: int = 100,
     min_votes: int = 10,
     min_category_votes: int = 50,
+    style_budget: int = STYLE_BUDGET,
     force: bool = False,
 ) -> dict:
     """Refit every rating snapshot from the counted votes and write them in one transaction.
@@ -268,6 +297,8 @@ def snapshots_refit(
         Random vote orders for Elo's order-dependence interval (0: none).
     min_votes, min_category_votes : int
         Votes needed before ``overall`` (resp. any other category) gets ratings.
+    style_budget : int
+        Battle-rounds allowed per category for the style bootstrap (see "Cost" above).
     force : bool
         Refit even when the counted votes have not changed since the last refit.
 
@@ -279,14 +310,14 @@ def snapshots_refit(
     if rounds < 1:
         raise ValueError("rounds must be at least 1")
     started = time.monotonic()
-    fingerprint = f"{selectors.votes_counted_fingerprint()}:{rounds}:{seed}:{elo_orders}"
+    fingerprint = f"{selectors.votes_counted_fingerprint()}:{rounds}:{seed}:{elo_orders}:{style_budget}"
     latest = selectors.snapshot_latest("bt", "overall")
     if not force and latest is not None and latest.settings.get("fingerprint") == fingerprint:
         return {"written": 0, "votes": latest.vote_count, "seconds": 0.0, "skipped": True}
     votes = selectors.votes_counted_columns()
     drafts = snapshots_draft(
         votes, rounds=rounds, seed=seed, elo_orders=elo_orders, min_votes=min_votes,
-        min_category_votes=min_category_votes,
+        min_category_votes=min_category_votes, style_budget=style_budget,
     )  # fmt: skip
     objects = []
     for d in drafts:

@@ -94,3 +94,51 @@ def battle_generate(turn_id: int, side: str) -> str:
     services.turn_side_finish(turn_id, side, text)
     send(group, {"type": "battle.done", "text": text, **event})
     return "done"
+
+
+# --- Rating refits -------------------------------------------------------------------------------
+# Debounce: a vote commit calls ratings_refit_schedule(); the first call of a window adds a cache key
+# living ARENA_REFIT_DEBOUNCE_S - 1 seconds and enqueues ratings_refit with a countdown of
+# ARENA_REFIT_DEBOUNCE_S. Later calls in the window find the key and do nothing: at most one refit
+# per window, and every vote they stand for committed before the key expired, so before the pending
+# refit starts (one second later) and reads the votes. The beat schedule (workers.celery) refits
+# periodically as well; a refit with no changed votes writes nothing.
+REFIT_PENDING_KEY = "arena:ratings_refit:pending"
+REFIT_RUNNING_KEY = "arena:ratings_refit:running"
+
+
+def ratings_refit_schedule() -> bool:
+    """Enqueue a debounced ratings refit; call inside ``transaction.on_commit``. True when enqueued."""
+    from django.core.cache import cache
+
+    debounce = int(getattr(settings, "ARENA_REFIT_DEBOUNCE_S", 30))
+    if not cache.add(REFIT_PENDING_KEY, 1, timeout=max(debounce - 1, 1)):
+        return False
+    ratings_refit.apply_async(countdown=debounce)
+    return True
+
+
+@shared_task(name="arena.tasks.ratings_refit")
+def ratings_refit(force: bool = False) -> dict:
+    """Refit every rating snapshot from the counted votes (:func:`arena.ratings.snapshots_refit`).
+
+    One refit at a time: while another runs (a beat refit meeting a debounced one), this one steps
+    aside and schedules a debounced follow-up, so no older fit lands after a newer one.
+    """
+    from django.core.cache import cache
+
+    from arena.ratings import snapshots_refit
+
+    if not cache.add(REFIT_RUNNING_KEY, 1, timeout=30 * 60):
+        ratings_refit_schedule()
+        return {"skipped": "another refit is running"}
+    try:
+        summary = snapshots_refit(
+            rounds=int(getattr(settings, "ARENA_REFIT_ROUNDS", 1000)),
+            min_votes=int(getattr(settings, "ARENA_REFIT_MIN_VOTES", 10)),
+            force=force,
+        )
+    finally:
+        cache.delete(REFIT_RUNNING_KEY)
+    log.info("ratings refit: %s", summary)
+    return summary

@@ -80,6 +80,7 @@ def arena_board(*, method: str, category: str) -> dict:
             "first_vote_at": snapshot.first_vote_at,
             "last_vote_at": snapshot.last_vote_at,
             "rounds": settings.get("bootstrap_rounds") or settings.get("rounds"),
+            "interval": settings.get("interval", "bootstrap"),
             "level_percent": round(100 * settings.get("level", 0.95)),
             "ties": settings.get("ties", "half"),
             "prior": settings.get("prior", 0.0),

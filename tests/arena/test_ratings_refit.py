@@ -8,7 +8,7 @@ from django.core.cache import cache
 
 from arena import selectors
 from arena.models import RatingSnapshot, Vote
-from arena.ratings import FALLBACK_PRIOR, LONG_PROMPT_TOKENS, snapshots_refit
+from arena.ratings import FALLBACK_PRIOR, LONG_PROMPT_TOKENS, snapshots_refit, style_rounds
 from evalcore.ratings import aggregate, battles_from_arrays, bootstrap_bradley_terry
 from tests.arena.vote_data import votes_create
 
@@ -170,6 +170,19 @@ def test_refit_is_skipped_when_no_vote_changed_and_forced_on_request():
     assert RatingSnapshot.objects.count() == 2 * before
     Vote.objects.filter(pk=Vote.objects.first().pk).update(counted=False)
     assert snapshots_refit(rounds=ROUNDS)["votes"] == 49
+
+
+def test_style_bootstrap_rounds_stay_within_the_budget():
+    assert style_rounds(1000, 1000, 2_000_000) == 1000
+    assert style_rounds(10_000, 1000, 2_000_000) == 200
+    assert style_rounds(100_000, 1000, 2_000_000) == 0  # fewer than 100 rounds would fit: sandwich
+    votes_create(STRENGTHS, 200, seed=16)
+    snapshots_refit(rounds=ROUNDS, style_budget=200 * ROUNDS - 1)
+    style = latest("style")
+    assert style.settings["interval"] == "sandwich" and style.settings["bootstrap_rounds"] == 0
+    assert any("sandwich" in note for note in style.extra["notes"])
+    assert all(r["ci_low"] < r["rating"] < r["ci_high"] for r in style.rows)
+    assert latest("bt").settings["bootstrap_rounds"] == ROUNDS  # BT is not capped
 
 
 def test_bad_rounds_are_refused():
