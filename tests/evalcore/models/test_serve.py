@@ -1,0 +1,232 @@
+"""``python -m evalcore serve``: the real server on loopback with the real SmolLM2, its OpenAI wire
+format, and hostile requests (each must get a 4xx JSON error in OpenAI's shape, never a crash)."""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import http.client
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+MODEL_NAME = "SmolLM2-135M-Instruct"
+
+
+@functools.cache
+def launch_serve(model_dir: str) -> tuple[subprocess.Popen, str]:
+    """Start ``python -m evalcore serve`` once per test process (not waiting); return (process, log)."""
+    log = tempfile.NamedTemporaryFile("w+", prefix="serve-", suffix=".log", delete=False)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    command = [
+        sys.executable, "-m", "evalcore", "serve", "--model", "hf",
+        "--model-args", f"path={model_dir},dtype=float32,device=cpu,threads=1",
+        "--port", "0", "--max-tokens-limit", "256", "--max-body-bytes", "65536",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=log)
+    atexit.register(_stop, process)
+    return process, log.name
+
+
+@functools.cache
+def serve_process(model_dir: str) -> tuple[str, int]:
+    """The started server's (host, port), once it listens."""
+    process, log = launch_serve(model_dir)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        match = re.search(r"at http://127\.0\.0\.1:(\d+)/v1", Path(log).read_text())
+        if match:
+            return "127.0.0.1", int(match.group(1))
+        if process.poll() is not None:
+            break
+        time.sleep(0.1)
+    _stop(process)
+    raise RuntimeError(f"serve did not start:\n{Path(log).read_text()[-3000:]}")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture(scope="session")
+def served(smollm2_dir) -> tuple[str, int]:
+    return serve_process(str(smollm2_dir))
+
+
+def request(served, method: str, path: str, body=None, *, headers=None, timeout: float = 60):
+    """(status, parsed JSON or raw text) of one request."""
+    connection = http.client.HTTPConnection(*served, timeout=timeout)
+    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    connection.request(method, path, body=data, headers=headers or {})
+    response = connection.getresponse()
+    raw = response.read().decode()
+    connection.close()
+    try:
+        return response.status, json.loads(raw)
+    except json.JSONDecodeError:
+        return response.status, raw
+
+
+def raw_exchange(served, payload: bytes, *, timeout: float = 30) -> tuple[int, dict]:
+    """Send raw bytes on a socket, read the whole answer; return (status, JSON body)."""
+    with socket.create_connection(served, timeout=timeout) as sock:
+        sock.sendall(payload)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+def assert_openai_error(status, body, expected_status, *, param=None):
+    assert status == expected_status, body
+    assert set(body) == {"error"} and isinstance(body["error"]["message"], str) and body["error"]["message"]
+    assert body["error"]["type"] == "invalid_request_error"
+    if param is not None:
+        assert body["error"]["param"] == param
+
+
+CHAT = {"model": MODEL_NAME, "messages": [{"role": "user", "content": "What is the capital of France?"}]}
+
+
+def test_models_and_plain_chat_answer(served):
+    status, body = request(served, "GET", "/v1/models")
+    assert status == 200 and [m["id"] for m in body["data"]] == [MODEL_NAME]
+    status, body = request(
+        served, "POST", "/v1/chat/completions", {**CHAT, "max_tokens": 8, "temperature": 0}
+    )
+    assert status == 200 and body["object"] == "chat.completion"
+    choice = body["choices"][0]
+    assert choice["message"]["role"] == "assistant" and "Paris" in choice["message"]["content"]
+    assert choice["finish_reason"] in ("stop", "length")
+
+
+def test_streamed_chat_is_server_sent_events_ending_in_done(served):
+    connection = http.client.HTTPConnection(*served, timeout=60)
+    body = json.dumps({**CHAT, "max_tokens": 8, "temperature": 0, "stream": True})
+    connection.request("POST", "/v1/chat/completions", body=body)
+    response = connection.getresponse()
+    assert response.status == 200 and response.getheader("Content-Type") == "text/event-stream"
+    events = [line[6:] for line in response.read().decode().split("\n\n") if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks)
+    assert "Paris" in text and chunks[-1]["choices"][0]["finish_reason"] in ("stop", "length")
+
+
+def test_completion_with_echo_returns_prompt_token_logprobs(served):
+    prompt = "The capital of France is"
+    payload = {"model": MODEL_NAME, "prompt": prompt, "max_tokens": 0, "echo": True, "logprobs": 2}
+    status, body = request(served, "POST", "/v1/completions", payload)
+    assert status == 200, body
+    choice = body["choices"][0]
+    logprobs = choice["logprobs"]
+    assert choice["text"] == prompt and "".join(logprobs["tokens"]) == prompt
+    assert logprobs["token_logprobs"][0] is None and all(v < 0 for v in logprobs["token_logprobs"][1:])
+    assert logprobs["text_offset"][0] == 0 and all(len(top) == 2 for top in logprobs["top_logprobs"][1:])
+    streamed = request(served, "POST", "/v1/completions", {**payload, "max_tokens": 3, "stream": True})[1]
+    assert streamed.strip().endswith("data: [DONE]")
+
+
+def test_concurrent_requests_are_served_one_after_the_other(served):
+    # A client that connects and sends nothing must not block the others.
+    with socket.create_connection(served, timeout=5):
+        results = []
+
+        def ask():
+            results.append(request(served, "POST", "/v1/chat/completions", {**CHAT, "max_tokens": 3}))
+
+        threads = [threading.Thread(target=ask) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    assert [status for status, _ in results] == [200, 200, 200]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "param"),
+    [
+        (b"{not json", 400, None),
+        (b"\xff\xfe\x00", 400, None),
+        (b"[" * 20_000 + b"]" * 20_000, 400, None),
+        ([1, 2], 400, None),
+        ({"messages": CHAT["messages"]}, 400, "model"),
+        ({**CHAT, "model": "gpt-4"}, 404, "model"),
+        ({"model": MODEL_NAME}, 400, "messages"),
+        ({"model": MODEL_NAME, "messages": "hi"}, 400, "messages"),
+        ({"model": MODEL_NAME, "messages": [{"role": "robot", "content": "hi"}]}, 400, "messages"),
+        ({"model": MODEL_NAME, "messages": [{"role": "user", "content": 5}]}, 400, "messages"),
+        ({**CHAT, "max_tokens": 10**12}, 400, "max_tokens"),
+        ({**CHAT, "max_tokens": "ten"}, 400, "max_tokens"),
+        ({**CHAT, "max_tokens": True}, 400, "max_tokens"),
+        ({**CHAT, "max_tokens": 0}, 400, "max_tokens"),
+        ({**CHAT, "temperature": 7}, 400, "temperature"),
+        ({**CHAT, "temperature": "hot"}, 400, "temperature"),
+        ({**CHAT, "top_p": 0}, 400, "top_p"),
+        ({**CHAT, "seed": -1}, 400, "seed"),
+        ({**CHAT, "stop": [1, 2]}, 400, "stop"),
+        ({**CHAT, "stop": ["x"] * 100}, 400, "stop"),
+        ({**CHAT, "stream": "yes"}, 400, "stream"),
+        ({**CHAT, "n": 3}, 400, "n"),
+    ],
+)
+def test_hostile_chat_requests_get_openai_errors(served, body, status, param):
+    answer_status, answer = request(served, "POST", "/v1/chat/completions", body)
+    assert_openai_error(answer_status, answer, status, param=param)
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"model": MODEL_NAME}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": [1, 2, 3]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": "hi", "logprobs": 99}, "logprobs"),
+        ({"model": MODEL_NAME, "prompt": "hi", "echo": "yes"}, "echo"),
+        ({"model": MODEL_NAME, "prompt": "hi", "max_tokens": 0}, "max_tokens"),
+        ({"model": MODEL_NAME, "prompt": "hi", "max_tokens": 100_000}, "max_tokens"),
+    ],
+)
+def test_hostile_completion_requests_get_openai_errors(served, body, param):
+    status, answer = request(served, "POST", "/v1/completions", body)
+    assert_openai_error(status, answer, 400, param=param)
+
+
+def test_oversized_missing_length_and_unknown_routes(served):
+    huge = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 50000000\r\n\r\n{"
+    assert_openai_error(*raw_exchange(served, huge), 413)
+    no_length = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n\r\n"
+    assert_openai_error(*raw_exchange(served, no_length), 411)
+    chunked = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    assert_openai_error(*raw_exchange(served, chunked), 411)
+    assert_openai_error(*request(served, "POST", "/v1/embeddings", {"model": MODEL_NAME}), 404)
+    assert_openai_error(*request(served, "GET", "/etc/passwd"), 404)
+    assert_openai_error(*request(served, "DELETE", "/v1/models"), 405)
+    # Still serving after all of that.
+    assert request(served, "GET", "/v1/models")[0] == 200
+
+
+def test_refuses_a_non_loopback_host_without_allow_remote(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "evalcore", "serve", "--model", "hf", "--model-args", f"path={tmp_path}",
+         "--port", "0", "--host", "0.0.0.0"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "not a loopback address" in result.stderr and "--allow-remote" in result.stderr
