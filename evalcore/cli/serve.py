@@ -376,8 +376,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._completion(payload)
         except RequestError as exc:
             self._error(exc)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client went away
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):
+            self.close_connection = True  # the client went away or stopped reading
         except Exception as exc:  # a bug or a model failure: answer 500, keep serving
             traceback.print_exc(file=sys.stderr)
             self._error(RequestError(500, f"internal error: {type(exc).__name__}: {str(exc)[:200]}"))
@@ -471,8 +471,8 @@ class Handler(BaseHTTPRequestHandler):
             except ValueError as exc:
                 self._event(RequestError(400, str(exc)).body())
                 return
-            except (BrokenPipeError, ConnectionResetError):
-                raise
+            except OSError:
+                raise  # the client went away or stopped reading: nothing more to send
             except Exception as exc:  # headers are sent: report in the stream, keep serving
                 traceback.print_exc(file=sys.stderr)
                 self._event(RequestError(500, f"internal error: {type(exc).__name__}").body())
