@@ -103,8 +103,6 @@ class HFBackend(Backend):
         trust_remote_code: bool | str = False,
         token_budget: int | str | None = None,
     ) -> None:
-        import torch
-
         if str(trust_remote_code).lower() in ("1", "true", "yes"):
             raise ValueError(
                 "trust_remote_code is never enabled: Podium runs no code shipped with a checkpoint"
@@ -115,6 +113,8 @@ class HFBackend(Backend):
         self.weight_files = find_weight_files(self.path)
         if not (self.path / "config.json").is_file():
             raise ValueError(f"model path {str(self.path)!r} has no config.json")
+        import torch
+
         if threads is not None:
             torch.set_num_threads(int(threads))
         if device == "auto":

@@ -88,7 +88,10 @@ def _plan_batches(
             prefix = new_shared if new_shared >= MIN_SHARED_PREFIX else 0
             cost = prefix + (len(current) + 1) * (new_longest - prefix)
             memory = (len(current) + 1) * new_longest
-            if len(current) < max_rows and cost <= budget and memory <= 2 * budget:
+            # Keep a batch whose rows share a long prefix (the few-shot examples, or one question's
+            # choices) together: a row that would break the sharing starts a new batch.
+            sharing_lost = shared >= MIN_SHARED_PREFIX and new_shared < MIN_SHARED_PREFIX
+            if len(current) < max_rows and cost <= budget and memory <= 2 * budget and not sharing_lost:
                 current.append(index)
                 shared, longest = new_shared, new_longest
                 continue

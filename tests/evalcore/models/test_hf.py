@@ -174,11 +174,6 @@ def test_registry_and_model_args():
         parse_model_args("path")
     with pytest.raises(ValueError, match="unknown model backend"):
         backend_class("nope")
-    try:
-        import vllm  # noqa: F401
-    except ImportError:
-        with pytest.raises(ValueError, match="vllm"):
-            backend_class("vllm")
 
 
 def test_chat_params_validation():

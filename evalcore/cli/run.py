@@ -1,0 +1,75 @@
+"""``python -m evalcore run``: evaluate a model on benchmark tasks, harness style.
+
+    python -m evalcore run --model hf --model-args path=DIR,dtype=float32 --tasks mmlu,gsm8k \
+        [--include-path DIR] [--num-fewshot N] [--limit N] [--batch-size auto|N] [--seed S] \
+        [--output-dir DIR] [--log-samples] [--cache FILE]
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("run", help="run benchmark tasks on a model")
+    parser.add_argument("--model", required=True, help="backend name: hf, vllm or openai")
+    parser.add_argument("--model-args", default="", help="comma-separated key=value, e.g. path=DIR,dtype=float32")
+    parser.add_argument("--tasks", required=True, help="comma-separated task, group or tag names")
+    parser.add_argument("--include-path", action="append", default=[], metavar="DIR", help="folder of extra task YAML files")
+    parser.add_argument("--num-fewshot", type=int, default=None, help="override every task's num_fewshot")
+    parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N documents of each task")
+    parser.add_argument("--batch-size", default=None, help="'auto' or a number of rows per forward pass")
+    parser.add_argument("--seed", type=int, default=0, help="seed for sampling and bootstrap intervals")
+    parser.add_argument("--fewshot-seed", type=int, default=1234, help="seed of the random few-shot sampler (harness default 1234)")
+    parser.add_argument("--output-dir", default=None, help="write results.json (and samples) here")
+    parser.add_argument("--log-samples", action="store_true", help="write samples_<task>.jsonl, one line per document")
+    parser.add_argument("--cache", default=None, metavar="FILE", help="SQLite request cache; an interrupted run resumes from it")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    parser.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from evalcore.cli import CliError
+    from evalcore.engine import TaskIndex, evaluate, write_run
+    from evalcore.engine.results import run_to_dict
+    from evalcore.models import load_backend, parse_model_args
+
+    if args.log_samples and not args.output_dir:
+        raise CliError("--log-samples needs --output-dir")
+    if args.num_fewshot is not None and args.num_fewshot < 0:
+        raise CliError("--num-fewshot must be 0 or more")
+    index = TaskIndex(args.include_path)
+    tasks, groups = index.resolve([t for t in args.tasks.split(",") if t.strip()])
+    model_args = parse_model_args(args.model_args)
+    if args.batch_size is not None:
+        model_args["batch_size"] = args.batch_size
+    backend = load_backend(args.model, **model_args)
+    if args.cache:
+        from evalcore.engine.cache import CachedBackend, RequestCache
+
+        backend = CachedBackend(backend, RequestCache(args.cache))
+    result = evaluate(
+        backend,
+        tasks,
+        groups=groups,
+        index=index,
+        num_fewshot=args.num_fewshot,
+        limit=args.limit,
+        seed=args.seed,
+        fewshot_seed=args.fewshot_seed,
+        progress=not args.no_progress,
+    )
+    if args.output_dir:
+        path = write_run(result, args.output_dir, log_samples=args.log_samples)
+        print(f"results written to {path}", file=sys.stderr)
+    print_table(run_to_dict(result)["results"])
+    return 0
+
+
+def print_table(results: dict) -> None:
+    print(f"{'task':<40} {'metric':<32} {'value':>8} {'stderr':>8} {'95% interval':>20} {'n':>6}")
+    for task, metrics in results.items():
+        for name, v in metrics.items():
+            interval = f"[{v['ci_low']:.4f}, {v['ci_high']:.4f}]" if v["ci_low"] is not None else "-"
+            stderr = f"{v['stderr']:.4f}" if v["stderr"] is not None else "-"
+            print(f"{task:<40} {name:<32} {v['value']:>8.4f} {stderr:>8} {interval:>20} {v['n']:>6}")

@@ -1,0 +1,222 @@
+"""Task and group configs from YAML, in lm-evaluation-harness's schema (the supported part).
+
+A task file is a mapping with ``task: NAME``; ``include: OTHER.yaml`` loads another file first
+(relative to the including file) and the including file's keys override it. A group file has
+``group: NAME`` and ``task: [names]`` and optionally ``aggregate_metric_list``. Unknown keys are
+an error naming the key and the file; keys that need Python code (``!function``) are refused.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+TASK_KEYS = {
+    "task", "task_alias", "tag", "include", "dataset_path", "dataset_name", "dataset_kwargs",
+    "test_split", "validation_split", "training_split", "fewshot_split", "description",
+    "doc_to_text", "doc_to_target", "doc_to_choice", "target_delimiter", "fewshot_delimiter",
+    "num_fewshot", "fewshot_config", "output_type", "generation_kwargs", "filter_list",
+    "metric_list", "metadata", "repeats", "should_decontaminate", "doc_to_decontamination_query",
+    "rolling_window",
+}  # fmt: skip
+GROUP_KEYS = {"group", "group_alias", "task", "aggregate_metric_list", "metadata", "include"}
+OUTPUT_TYPES = ("multiple_choice", "loglikelihood", "loglikelihood_rolling", "generate_until")
+FEWSHOT_KEYS = {"sampler", "samples", "doc_to_text", "doc_to_target", "doc_to_choice",
+                "target_delimiter", "fewshot_delimiter", "split"}  # fmt: skip
+GENERATION_KEYS = {"until", "max_gen_toks", "do_sample", "temperature", "top_p"}
+SAMPLERS = ("first_n", "default", "random")
+
+
+class PythonFunction:
+    """Stands for a ``!function module.name`` tag, which Podium does not execute."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def __repr__(self) -> str:
+        return f"!function {self.target}"
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+_Loader.add_constructor("!function", lambda loader, node: PythonFunction(loader.construct_scalar(node)))
+
+
+def read_yaml(path: Path) -> dict:
+    """Parse one YAML file into a mapping, with errors that name the file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ValueError(f"task file {str(path)!r} does not exist") from None
+    try:
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise ValueError(f"task file {str(path)!r} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"task file {str(path)!r} must hold a mapping of keys, got {type(data).__name__}")
+    return data
+
+
+def resolve_includes(path: Path, _seen: tuple = ()) -> dict:
+    """The file's mapping with its ``include`` chain merged in (the including file wins)."""
+    path = Path(path).resolve()
+    if path in _seen:
+        raise ValueError(f"include cycle: {' -> '.join(str(p) for p in (*_seen, path))}")
+    data = read_yaml(path)
+    include = data.pop("include", None)
+    if include is None:
+        return data
+    if not isinstance(include, str):
+        raise ValueError(f"{path}: include must be a file name, got {include!r}")
+    base = resolve_includes(path.parent / include, (*_seen, path))
+    base.update(data)
+    return base
+
+
+def _check_functions(data: dict, source: str) -> None:
+    for key, value in data.items():
+        if isinstance(value, PythonFunction):
+            raise ValueError(
+                f"{source}: key {key!r} is {value!r}, Python code that Podium does not run; "
+                "write it as a Jinja2 template or a field name"
+            )
+        if isinstance(value, dict):
+            _check_functions(value, source)
+        if isinstance(value, list):
+            for item in value:
+                if isinstance(item, dict):
+                    _check_functions(item, source)
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """One resolved task config. ``raw`` holds the merged YAML mapping (what the hash covers)."""
+
+    task: str
+    output_type: str
+    raw: dict
+    source: str = ""
+    base_dir: str = ""
+    tags: tuple[str, ...] = ()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.raw.get(key, default)
+
+    @property
+    def version(self) -> Any:
+        return (self.raw.get("metadata") or {}).get("version")
+
+    @property
+    def sha256(self) -> str:
+        payload = json.dumps(self.raw, sort_keys=True, default=str)
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+    @property
+    def fewshot_config(self) -> dict:
+        return self.raw.get("fewshot_config") or {}
+
+    @property
+    def generation_kwargs(self) -> dict:
+        return self.raw.get("generation_kwargs") or {}
+
+    def with_overrides(self, **overrides: Any) -> TaskConfig:
+        raw = copy.deepcopy(self.raw)
+        raw.update({k: v for k, v in overrides.items() if v is not None})
+        return task_config_from_mapping(raw, source=self.source, base_dir=self.base_dir)
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """A named set of tasks whose metrics are aggregated (micro when ``weight_by_size``)."""
+
+    group: str
+    tasks: tuple[str, ...]
+    aggregate: tuple[dict, ...] = ()
+    source: str = ""
+    raw: dict = field(default_factory=dict)
+
+
+def task_config_from_mapping(data: dict, *, source: str = "<mapping>", base_dir: str = "") -> TaskConfig:
+    """Validate a merged task mapping; raise ValueError naming the first problem."""
+    _check_functions(data, source)
+    unknown = sorted(set(data) - TASK_KEYS)
+    if unknown:
+        raise ValueError(f"{source}: unsupported key(s) {unknown}; supported keys are {sorted(TASK_KEYS)}")
+    name = data.get("task")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"{source}: 'task' must be a task name (a string)")
+    output_type = data.get("output_type", "generate_until")
+    if output_type not in OUTPUT_TYPES:
+        raise ValueError(f"{source}: output_type {output_type!r} is not one of {OUTPUT_TYPES}")
+    if not data.get("dataset_path"):
+        raise ValueError(f"{source}: task {name!r} needs dataset_path")
+    if "doc_to_text" not in data and output_type != "loglikelihood_rolling":
+        raise ValueError(f"{source}: task {name!r} needs doc_to_text")
+    if output_type == "multiple_choice" and "doc_to_choice" not in data:
+        raise ValueError(f"{source}: multiple_choice task {name!r} needs doc_to_choice")
+    fewshot = data.get("fewshot_config") or {}
+    if not isinstance(fewshot, dict):
+        raise ValueError(f"{source}: fewshot_config must be a mapping")
+    bad = sorted(set(fewshot) - FEWSHOT_KEYS)
+    if bad:
+        raise ValueError(f"{source}: unsupported fewshot_config key(s) {bad}; supported: {sorted(FEWSHOT_KEYS)}")
+    if fewshot.get("sampler", "default") not in SAMPLERS:
+        raise ValueError(f"{source}: fewshot sampler {fewshot['sampler']!r} is not one of {SAMPLERS}")
+    generation = data.get("generation_kwargs") or {}
+    bad = sorted(set(generation) - GENERATION_KEYS)
+    if bad:
+        raise ValueError(f"{source}: unsupported generation_kwargs {bad}; supported: {sorted(GENERATION_KEYS)}")
+    num_fewshot = data.get("num_fewshot", 0)
+    if not isinstance(num_fewshot, int) or num_fewshot < 0:
+        raise ValueError(f"{source}: num_fewshot must be a non-negative integer")
+    repeats = data.get("repeats", 1)
+    if not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"{source}: repeats must be a positive integer")
+    from evalcore.engine.filters import validate_filter_list
+    from evalcore.engine.metrics import validate_metric_list
+
+    validate_filter_list(data.get("filter_list"), source)
+    validate_metric_list(data.get("metric_list"), output_type, source)
+    tags = data.get("tag") or ()
+    tags = (tags,) if isinstance(tags, str) else tuple(tags)
+    return TaskConfig(task=name, output_type=output_type, raw=data, source=source, base_dir=base_dir, tags=tags)
+
+
+def group_config_from_mapping(data: dict, *, source: str = "<mapping>") -> GroupConfig:
+    unknown = sorted(set(data) - GROUP_KEYS)
+    if unknown:
+        raise ValueError(f"{source}: unsupported group key(s) {unknown}; supported keys are {sorted(GROUP_KEYS)}")
+    tasks = data.get("task")
+    if isinstance(tasks, str):
+        tasks = [tasks]
+    if not isinstance(tasks, list) or not tasks or not all(isinstance(t, str) for t in tasks):
+        raise ValueError(f"{source}: group {data.get('group')!r} needs 'task' as a list of task names")
+    aggregate = data.get("aggregate_metric_list") or []
+    if isinstance(aggregate, dict):
+        aggregate = [aggregate]
+    for item in aggregate:
+        if not isinstance(item, dict) or "metric" not in item:
+            raise ValueError(f"{source}: each aggregate_metric_list entry needs 'metric'")
+        bad = sorted(set(item) - {"metric", "aggregation", "weight_by_size", "filter_list"})
+        if bad:
+            raise ValueError(f"{source}: unsupported aggregate_metric_list key(s) {bad}")
+        if item.get("aggregation", "mean") != "mean":
+            raise ValueError(f"{source}: group aggregation {item['aggregation']!r} is not supported (use mean)")
+    return GroupConfig(group=data["group"], tasks=tuple(tasks), aggregate=tuple(aggregate), source=source, raw=data)
+
+
+def load_config_file(path: str | Path) -> TaskConfig | GroupConfig:
+    """Load one YAML file as a task or a group config."""
+    path = Path(path).resolve()
+    data = resolve_includes(path)
+    if "group" in data and isinstance(data.get("task"), list | str) and "dataset_path" not in data:
+        return group_config_from_mapping(data, source=str(path))
+    return task_config_from_mapping(data, source=str(path), base_dir=str(path.parent))

@@ -1,0 +1,142 @@
+"""Prompt rendering, few-shot sampling, filters and metrics: small checkable facts."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import numpy as np
+import pytest
+
+from evalcore.engine import task_config_from_mapping
+from evalcore.engine.filters import pipelines
+from evalcore.engine.metrics import (
+    exact_match,
+    group_value,
+    mean_value,
+    multiple_choice_scores,
+    pass_at_k,
+    ratio_value,
+)
+from evalcore.engine.prompts import FewshotSampler, Prompter, TemplateError
+from evalcore.engine.textnorm import f1_score
+
+
+def config(**overrides):
+    raw = {"task": "t", "dataset_path": "json", "output_type": "multiple_choice", "doc_to_text": "{{question}}\nAnswer:",
+           "doc_to_choice": ["A", "B"], "doc_to_target": "answer"}  # fmt: skip
+    raw.update(overrides)
+    return task_config_from_mapping(raw)
+
+
+def test_doc_to_fields_follow_the_harness_rules():
+    prompter = Prompter(config(doc_to_target="{{answer}}"))
+    doc = {"question": "Q?", "answer": 1}
+    assert prompter.text(doc) == "Q?\nAnswer:"
+    assert prompter.target(doc) == 1  # digits become an index when the task has choices
+    assert Prompter(config(doc_to_text="question")).text(doc) == "Q?"  # a field name returns the field
+    listed = Prompter(config(doc_to_choice="{{[a, b]}}"))
+    assert listed.choices({"a": "x", "b": "y"}) == ["x", "y"]
+
+
+def test_missing_template_field_names_the_field_and_the_document_fields():
+    with pytest.raises(TemplateError, match="'question' is undefined.*\\['answer', 'prompt'\\]"):
+        Prompter(config()).text({"prompt": "?", "answer": 0})
+
+
+def test_fewshot_context_layout():
+    prompter = Prompter(config(description="About maths.\n\n", target_delimiter=" ", fewshot_delimiter="\n\n"))
+    shots = [{"question": "1?", "answer": 0}, {"question": "2?", "answer": 1}]
+    context = prompter.context({"question": "3?", "answer": 0}, shots)
+    assert context == "About maths.\n\n1?\nAnswer: A\n\n2?\nAnswer: B\n\n3?\nAnswer:"
+
+
+def test_seeded_sampler_draws_like_the_harness_and_first_n_skips_the_document():
+    pool = [{"i": i} for i in range(50)]
+    sampler = FewshotSampler(pool, sampler="default", seed=1234, same_split=False)
+    reference = random.Random(1234)
+    for _ in range(3):  # successive documents consume one generator, in document order
+        assert [pool[i] for i in sampler.sample(5, {"i": -1})] == reference.sample(pool, 5)
+    first = FewshotSampler(pool, sampler="first_n", seed=0, same_split=True)
+    assert first.sample(3, pool[1]) == [0, 2, 3]
+    same = FewshotSampler(pool, sampler="default", seed=1, same_split=True)
+    assert all(pool[i] != pool[7] for i in same.sample(10, pool[7]))
+
+
+def test_gsm8k_filters_and_exact_match_options():
+    filter_list = [
+        {"name": "strict-match", "filter": [{"function": "regex", "regex_pattern": "#### (\\-?[0-9\\.\\,]+)"}, {"function": "take_first"}]},
+        {"name": "flexible-extract", "filter": [
+            {"function": "regex", "group_select": -1, "regex_pattern": "(-?[$0-9.,]{2,})|(-?[0-9]+)"},
+            {"function": "take_first"}]},
+    ]  # fmt: skip
+    named = dict(pipelines(filter_list))
+    response = " She pays 3 * $4 = $12.\nThen 12 + 6 = 1,018.\n#### 1,018"
+    assert named["strict-match"]([response]) == ["1,018"]
+    assert named["flexible-extract"]([response]) == ["1,018"]
+    assert named["strict-match"](["no answer"]) == ["[invalid]"]
+    options = {"ignore_case": True, "regexes_to_ignore": [",", "\\$", "(?s).*#### ", "\\.$"]}
+    assert exact_match("1,018", "Janet sells... #### 1018", **options) == 1.0
+    assert exact_match("$18.", "18", **options) == 1.0
+    assert exact_match("Yes", "yes") == 0.0 and exact_match("Yes", "yes", ignore_case=True) == 1.0
+    assert exact_match("yes!", "yes", ignore_punctuation=True) == 1.0
+    votes = dict(pipelines([{"name": "maj", "filter": [{"function": "majority_vote"}]}]))["maj"]
+    assert votes(["7", "8", "8", "7", "8"]) == ["8"]
+
+
+def test_drop_f1_number_normalisation_survives_newlines_and_punctuation():
+    # The DROP leaderboard split on spaces only: "10\n\npassage..." was one token and scored 0.
+    assert f1_score("10\n\nPassage: the next drive", "10") > 0.0
+    assert f1_score("10\n\n", "10") == 1.0
+    assert f1_score("10.", "10") == 1.0
+    assert f1_score("1,000 yards", "1000 yards") == 1.0
+    assert f1_score("11", "10") == 0.0  # wrong number, no partial credit
+    assert f1_score("the Denver Broncos", "Broncos, Denver") == 1.0
+
+
+def brute_force_pass_at_k(n, c, k):
+    """Probability that a random k-subset of n samples (c correct) contains a correct one."""
+    outcomes = [1] * c + [0] * (n - c)
+    subsets = list(itertools.combinations(outcomes, k))
+    return sum(any(s) for s in subsets) / len(subsets)
+
+
+@pytest.mark.parametrize("n, c, k", [(5, 0, 1), (5, 2, 1), (5, 2, 3), (10, 3, 5), (6, 6, 2), (8, 1, 8)])
+def test_pass_at_k_is_the_unbiased_estimator(n, c, k):
+    assert pass_at_k(n, c, k) == pytest.approx(brute_force_pass_at_k(n, c, k), abs=1e-12)
+    assert pass_at_k(n, c, k) == pytest.approx(1 - math.comb(n - c, k) / math.comb(n, k), abs=1e-12)
+
+
+def test_multiple_choice_metrics():
+    choices = ["a", "a much longer answer"]
+    lls = [-2.0, -3.0]
+    scores = multiple_choice_scores(lls, choices, 1, greedy=[False, False], unconditional=[-1.0, -4.0])
+    assert scores["acc"] == 0.0  # raw log-likelihood prefers the short choice
+    assert scores["acc_norm"] == 1.0  # per byte, the long one wins
+    assert scores["acc_mutual_info"] == 1.0  # -3 - (-4) > -2 - (-1)
+    p = np.exp(lls) / np.exp(lls).sum()
+    assert scores["brier_score"] == pytest.approx((p[0] - 0) ** 2 + (p[1] - 1) ** 2)
+    assert scores["exact_match"] == 0.0
+
+
+def test_mean_interval_and_micro_versus_macro():
+    value = mean_value([1, 0, 1, 1])
+    assert value.value == 0.75 and value.n == 4
+    assert value.stderr == pytest.approx(np.std([1, 0, 1, 1], ddof=1) / 2)
+    assert value.ci_low == pytest.approx(0.75 - 1.959964 * value.stderr, abs=1e-6)
+    big, small = mean_value([1] * 90 + [0] * 10), mean_value([0] * 9 + [1])
+    micro = group_value([big, small], weight_by_size=True)
+    macro = group_value([big, small], weight_by_size=False)
+    assert micro.value == pytest.approx((90 + 1) / 110)
+    assert macro.value == pytest.approx((0.9 + 0.1) / 2)
+    assert micro.value != pytest.approx(macro.value)
+
+
+def test_ratio_metrics_use_sums_and_a_bootstrap_interval():
+    lls, units = [-10.0, -30.0, -20.0], [10, 20, 10]
+    value = ratio_value("word_perplexity", lls, units, seed=0)
+    assert value.value == pytest.approx(math.exp(60 / 40))
+    assert value.ci_low <= value.value <= value.ci_high and value.interval == "bootstrap"
+    bpb = ratio_value("bits_per_byte", lls, units, seed=0)
+    assert bpb.value == pytest.approx(60 / 40 / math.log(2))

@@ -1,0 +1,164 @@
+"""The runner end to end with a scripted backend: results JSON, samples, re-scoring, cache, CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import textwrap
+
+import pytest
+
+from evalcore.cli import main
+from evalcore.engine import TaskIndex, evaluate, load_config_file, read_samples, rescore, write_run
+from evalcore.engine.cache import CachedBackend, RequestCache
+from evalcore.models.base import Backend, GenerationResult, LoglikelihoodResult, ModelIdentity, RollingResult
+
+
+class ScriptedBackend(Backend):
+    """Deterministic answers: log-likelihoods from a hash, generations from a table."""
+
+    name = "scripted"
+
+    def __init__(self, answers=None):
+        self.answers = answers or {}
+        self.calls = 0
+
+    @property
+    def identity(self):
+        return ModelIdentity("scripted", "scripted", "0" * 64, "float32", "1")
+
+    def loglikelihood(self, requests, *, progress=None):
+        self.calls += len(requests)
+        out = []
+        for r in requests:
+            digest = hashlib.sha256((r.context + "|" + r.continuation).encode()).digest()
+            out.append(LoglikelihoodResult(-digest[0] / 10.0, digest[1] % 2 == 0, 1))
+        return out
+
+    def loglikelihood_rolling(self, requests, *, progress=None):
+        return [RollingResult(-float(len(r.text)), len(r.text.split())) for r in requests]
+
+    def generate_until(self, requests, *, progress=None):
+        self.calls += len(requests)
+        return [GenerationResult(self.answers.get(r.context.rsplit("Question: ", 1)[-1], " no idea"), 3, "stop") for r in requests]
+
+    def stream_chat(self, messages, params=None):
+        yield "hi"
+
+
+@pytest.fixture
+def arithmetic(tmp_path):
+    rows = [{"question": f"{a} + {a}?", "answer": f"Adding: {a}+{a}={2 * a}\n#### {2 * a}"} for a in range(1, 8)]
+    (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:3]))
+    (tmp_path / "arith.yaml").write_text(textwrap.dedent(f"""
+        task: arith
+        dataset_path: json
+        dataset_kwargs:
+          data_files:
+            train: {tmp_path / 'train.jsonl'}
+            test: {tmp_path / 'test.jsonl'}
+        test_split: test
+        fewshot_split: train
+        num_fewshot: 2
+        fewshot_config: {{sampler: first_n}}
+        output_type: generate_until
+        doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
+        doc_to_target: "{{{{answer}}}}"
+        generation_kwargs: {{until: ["Question:"], max_gen_toks: 32}}
+        filter_list:
+          - name: strict-match
+            filter: [{{function: regex, regex_pattern: "#### (\\\\-?[0-9\\\\.\\\\,]+)"}}, {{function: take_first}}]
+        metric_list:
+          - metric: exact_match
+            regexes_to_ignore: ["(?s).*#### "]
+        metadata: {{version: 2}}
+    """))
+    answers = {"4 + 4?\nAnswer:": " 4+4=8\n#### 8", "5 + 5?\nAnswer:": " #### 11", "1 + 1?\nAnswer:": " #### 2"}
+    return tmp_path, answers
+
+
+def test_run_writes_results_with_protocol_and_samples(arithmetic, tmp_path):
+    folder, answers = arithmetic
+    index = TaskIndex([folder], bundled=False)
+    tasks, groups = index.resolve(["arith"])
+    run = evaluate(ScriptedBackend(answers), tasks, groups=groups, index=index, limit=5, seed=3)
+    value = run.results["arith"]["exact_match,strict-match"]
+    assert value.value == pytest.approx(2 / 5) and value.n == 5  # "1 + 1" and "4 + 4" right, "5 + 5" wrong
+    assert value.stderr is not None and value.ci_low < value.value < value.ci_high
+    out = write_run(run, tmp_path / "out", log_samples=True)
+    data = json.loads(out.read_text())
+    protocol = data["protocol"]["arith"]
+    assert protocol["first_prompt"].startswith("Question: 1 + 1?\nAnswer: Adding: 1+1=2\n#### 2\n\nQuestion: 2 + 2?")
+    assert protocol["fewshot_doc_ids_first_doc"] == [0, 1]  # first_n from the train split, in order
+    assert protocol["config_sha256"] == load_config_file(folder / "arith.yaml").sha256
+    assert protocol["decoding"]["until"] == ["Question:"]
+    assert data["model"]["backend"] == "scripted" and data["complete"] is True
+    assert data["results"]["arith"]["exact_match,strict-match"]["n"] == 5
+    samples = read_samples(tmp_path / "out" / "samples_arith.jsonl")
+    assert [s["doc_id"] for s in samples] == [0, 1, 2, 3, 4]
+    assert samples[3]["responses"] == [" 4+4=8\n#### 8"] and samples[3]["filtered"]["strict-match"] == ["8"]
+
+
+def test_rescore_with_a_changed_filter_needs_no_model(arithmetic, tmp_path):
+    folder, answers = arithmetic
+    index = TaskIndex([folder], bundled=False)
+    run = evaluate(ScriptedBackend(answers), index.resolve(["arith"])[0], limit=5)
+    write_run(run, tmp_path / "out", log_samples=True)
+    changed = folder / "arith_lenient.yaml"
+    changed.write_text((folder / "arith.yaml").read_text().replace("strict-match", "last-number").replace(
+        'regex_pattern: "#### (\\\\-?[0-9\\\\.\\\\,]+)"', 'regex_pattern: "(-?[0-9]+)", group_select: -1'))  # fmt: skip
+    records = read_samples(tmp_path / "out" / "samples_arith.jsonl")
+    numbers = rescore(records, load_config_file(changed))
+    assert numbers["exact_match,last-number"].value == pytest.approx(2 / 5)
+    code = main(["rescore", str(tmp_path / "out" / "samples_arith.jsonl"), "--task", str(changed), "--output", str(tmp_path / "r.json")])
+    assert code == 0
+    assert json.loads((tmp_path / "r.json").read_text())["results"]["arith"]["exact_match,last-number"]["n"] == 5
+
+
+def test_request_cache_lets_a_second_run_skip_the_model(arithmetic, tmp_path):
+    folder, answers = arithmetic
+    tasks = TaskIndex([folder], bundled=False).resolve(["arith"])[0]
+    first = CachedBackend(ScriptedBackend(answers), RequestCache(tmp_path / "cache.sqlite"))
+    evaluate(first, tasks, limit=4)
+    assert first.misses == 4 and first.hits == 0
+    inner = ScriptedBackend(answers)
+    second = CachedBackend(inner, RequestCache(tmp_path / "cache.sqlite"))
+    again = evaluate(second, tasks, limit=6)
+    assert second.hits == 4 and second.misses == 2 and inner.calls == 2
+    assert again.results["arith"]["exact_match,strict-match"].n == 6
+
+
+def test_multiple_choice_samples_have_one_logprob_per_choice(tmp_path):
+    (tmp_path / "d.jsonl").write_text('{"q": "sky?", "c": ["blue", "green", "red"], "a": 0}\n{"q": "grass?", "c": ["blue", "green", "red"], "a": 1}\n')
+    (tmp_path / "mc.yaml").write_text(textwrap.dedent(f"""
+        task: mc
+        dataset_path: {tmp_path / 'd.jsonl'}
+        test_split: train
+        output_type: multiple_choice
+        doc_to_text: "{{{{q}}}}"
+        doc_to_choice: c
+        doc_to_target: a
+        metric_list: [{{metric: acc}}, {{metric: acc_norm}}, {{metric: acc_mutual_info}}, {{metric: brier_score}}]
+    """))
+    run = evaluate(ScriptedBackend(), TaskIndex([tmp_path], bundled=False).resolve(["mc"])[0])
+    records = run.tasks["mc"].records
+    assert all(len(r["choice_logprobs"]) == 3 and len(r["unconditional_logprobs"]) == 3 for r in records)
+    assert set(run.results["mc"]) == {"acc", "acc_norm", "acc_mutual_info", "brier_score"}
+    assert run.results["mc"]["brier_score"].higher_is_better is False
+
+
+def test_cli_errors_are_one_line_and_exit_2(tmp_path, capsys):
+    assert main(["run", "--model", "hf", "--model-args", f"path={tmp_path}", "--tasks", "gsm8k", "--log-samples"]) == 2
+    assert "--log-samples needs --output-dir" in capsys.readouterr().err
+    assert main(["run", "--model", "nope", "--tasks", "gsm8k"]) == 2
+    assert main(["run", "--model", "hf", "--model-args", f"path={tmp_path}", "--tasks", "not_a_task"]) == 2
+    assert "unknown task" in capsys.readouterr().err
+    assert main(["run", "--model", "hf", "--model-args", f"path={tmp_path}", "--tasks", "gsm8k", "--limit", "1"]) == 2
+    assert "safetensors" in capsys.readouterr().err
+
+
+def test_tasks_command_lists_bundled_tasks(capsys):
+    assert main(["tasks"]) == 0
+    out = capsys.readouterr().out
+    assert "mmlu\tgroup\t57 tasks" in out and "gsm8k\tgenerate_until" in out and "bbh\tgroup\t27 tasks" in out
