@@ -1,1 +1,66 @@
-"""Leaderboard tasks (benchmark runs, judge runs) run on the worker runtime."""
+"""Leaderboard tasks (benchmark runs, judge runs) run on the worker runtime.
+
+A GPU host serves them with ``celery -A workers worker -Q evaluate`` against the same database and
+broker as the web server; the checkpoint folders (``LEADERBOARD_SUBMISSIONS_DIR`` and the model
+store) must be visible at the same paths on that host.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections import deque
+
+from celery import shared_task
+
+from leaderboard import services
+from leaderboard.evaluation import submission_run_suite
+from workers.queues import LONG_TASK_OPTIONS
+
+log = logging.getLogger(__name__)
+LOG_TAIL_LINES = 200
+
+
+class LogTail(logging.Handler):
+    """Keeps the last lines logged while a submission runs (shown to its owner when it fails)."""
+
+    def __init__(self, lines: int = LOG_TAIL_LINES):
+        super().__init__(level=logging.INFO)
+        self.lines: deque[str] = deque(maxlen=lines)
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.lines.append(self.format(record))
+        except Exception:  # noqa: BLE001 - a log line must never fail the run
+            pass
+
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+@shared_task(name="leaderboard.tasks.submission_evaluate", **LONG_TASK_OPTIONS)
+def submission_evaluate(submission_id: int) -> str:
+    """PENDING → RUNNING → FINISHED | FAILED (with the reason and the log tail); safe to run twice."""
+    if services.submission_start(submission_id) is None:
+        return "nothing to do"
+    tail = LogTail()
+    root = logging.getLogger()
+    root.addHandler(tail)
+    previous_level = root.level
+    if root.level > logging.INFO:
+        root.setLevel(logging.INFO)
+    try:
+        submission_run_suite(submission_id)
+    except Exception as exc:  # noqa: BLE001 - every failure becomes the submission's reason
+        lines = tail.text()
+        log.exception("submission %s failed", submission_id)
+        reason = f"{type(exc).__name__}: {exc}"
+        trace = "".join(traceback.format_exception(exc))[-3000:]
+        services.submission_fail(submission_id, reason=reason, log_tail=f"{lines}\n{trace}".strip())
+        return "failed"
+    finally:
+        root.removeHandler(tail)
+        root.setLevel(previous_level)
+    services.submission_finish(submission_id, log_tail=tail.text())
+    return "finished"

@@ -1,10 +1,18 @@
+from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from leaderboard import views, views_arena
+from leaderboard import views, views_accounts, views_arena, views_submissions
 
 app_name = "leaderboard"
 urlpatterns = [
     path("", views.leaderboard_index, name="index"),
     path("arena/", views_arena.arena_leaderboard, name="arena"),
     path("plotly-<str:version>.min.js", views_arena.plotly_js, name="plotly-js"),
+    path("accounts/signup/", views_accounts.signup, name="signup"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("submit/", views_submissions.submit, name="submit"),
+    path("submissions/", views_submissions.submissions, name="submissions"),
+    path("submissions/<int:submission_id>/", views_submissions.submission_detail, name="submission"),
+    path("submissions/<int:submission_id>/status.json", views_submissions.submission_status, name="submission-status"),
 ]

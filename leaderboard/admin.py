@@ -1,0 +1,109 @@
+"""Django admin for the leaderboard. Reviews are added as ReviewActions (comment required), which
+go through ``submission_review`` so the submission's state and the audit log always agree."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+
+from leaderboard import services
+from leaderboard.models import (
+    BenchmarkSuite,
+    EvaluationRun,
+    ReviewAction,
+    SampleRecord,
+    Score,
+    ScoreHistory,
+    Submission,
+)
+
+
+class ReviewActionInline(admin.TabularInline):
+    model = ReviewAction
+    extra = 0
+    can_delete = False
+    readonly_fields = ("admin", "action", "comment", "created_at")
+
+    def has_add_permission(self, request, obj=None):
+        return False  # add reviews on the Review actions page, where the service records them
+
+
+@admin.register(Submission)
+class SubmissionAdmin(admin.ModelAdmin):
+    list_display = ("id", "model_name", "owner", "model_type", "parameter_count", "precision", "status",
+                    "review_state", "private", "created_at")  # fmt: skip
+    list_filter = ("status", "review_state", "model_type", "precision", "private", "source")
+    search_fields = ("model_name", "owner__username", "weight_sha256", "base_model")
+    readonly_fields = ("owner", "language_model", "weight_sha256", "parameter_count", "total_bytes", "storage_path",
+                       "source", "architecture", "status", "failure_reason", "log_tail", "progress", "attempts",
+                       "created_at", "started_at", "finished_at", "review_state")  # fmt: skip
+    inlines = [ReviewActionInline]
+    actions = ["requeue"]
+
+    @admin.action(description="Requeue the selected failed submissions")
+    def requeue(self, request, queryset):
+        for submission in queryset:
+            try:
+                services.submission_requeue(submission)
+            except ValidationError as exc:
+                self.message_user(request, f"{submission}: {' '.join(exc.messages)}", messages.WARNING)
+
+
+@admin.register(ReviewAction)
+class ReviewActionAdmin(admin.ModelAdmin):
+    list_display = ("submission", "action", "admin", "created_at")
+    list_filter = ("action",)
+    readonly_fields = ("admin", "created_at")
+    autocomplete_fields = ("submission",)
+
+    def has_change_permission(self, request, obj=None):
+        return obj is None  # the audit log is append-only
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def save_model(self, request, obj, form, change):
+        entry = services.submission_review(
+            submission=obj.submission, admin=request.user, action=obj.action, comment=obj.comment
+        )
+        obj.pk = entry.pk
+
+
+@admin.register(BenchmarkSuite)
+class BenchmarkSuiteAdmin(admin.ModelAdmin):
+    list_display = ("name", "version", "created_at")
+    readonly_fields = ("name", "version", "tasks", "tasks_sha256", "created_at")
+
+    def has_add_permission(self, request):
+        return False  # suites are frozen from settings by suite_freeze, never edited
+
+
+class ScoreInline(admin.TabularInline):
+    model = Score
+    extra = 0
+    readonly_fields = ("metric", "value", "stderr", "ci_low", "ci_high", "n", "higher_is_better", "interval")
+
+
+@admin.register(EvaluationRun)
+class EvaluationRunAdmin(admin.ModelAdmin):
+    list_display = ("submission", "suite", "task", "status", "wall_time_s", "finished_at")
+    list_filter = ("status", "suite", "task")
+    readonly_fields = ("submission", "suite", "task", "config_sha256", "code_version", "protocol", "results")
+    inlines = [ScoreInline]
+
+
+@admin.register(Score)
+class ScoreAdmin(admin.ModelAdmin):
+    list_display = ("run", "metric", "value", "ci_low", "ci_high", "n")
+    search_fields = ("metric", "run__task", "run__submission__model_name")
+
+
+@admin.register(SampleRecord)
+class SampleRecordAdmin(admin.ModelAdmin):
+    list_display = ("run", "doc_id")
+    raw_id_fields = ("run",)
+
+
+@admin.register(ScoreHistory)
+class ScoreHistoryAdmin(admin.ModelAdmin):
+    list_display = ("run", "metric", "value", "reason", "replaced_at")

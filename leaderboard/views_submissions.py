@@ -1,0 +1,84 @@
+"""Submitting a checkpoint, an owner's submissions with live status, and a submission's results."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import TooManyFilesSent, ValidationError
+from django.http import Http404, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET
+
+from leaderboard import selectors, services
+from leaderboard.forms import SubmissionForm
+from leaderboard.uploads import SizeLimitHandler
+
+
+def _render_form(request, form, status=200, upload_error=""):
+    context = {"form": form, "upload_error": upload_error}
+    return render(request, "leaderboard/submit.html", context, status=status)
+
+
+@csrf_exempt  # CSRF is checked in _submit: the upload handler must be installed before the body is read
+@login_required
+def submit(request):
+    """``/leaderboard/submit/``: every check runs before anything is stored or queued."""
+    handler = SizeLimitHandler(request)
+    request.upload_handlers.insert(0, handler)
+    try:
+        return _submit(request, handler)
+    except TooManyFilesSent:
+        message = "Too many files in one upload."
+        return _render_form(request, SubmissionForm(), status=400, upload_error=message)
+
+
+@csrf_protect
+def _submit(request, handler: SizeLimitHandler):
+    if request.method != "POST":
+        return _render_form(request, SubmissionForm())
+    form = SubmissionForm(request.POST, request.FILES)
+    if handler.too_large:
+        message = f"The upload is larger than the limit of {handler.limit} bytes; nothing was stored."
+        form = SubmissionForm(initial=request.POST.dict())
+        return _render_form(request, form, status=413, upload_error=message)
+    if not form.is_valid():
+        return _render_form(request, form, status=400)
+    try:
+        services.submission_create(
+            owner=request.user, data=form.cleaned_data, files=form.checkpoint_files, report=form.report,
+            store_folder=form.store_folder,
+        )  # fmt: skip
+    except ValidationError as exc:
+        for message in exc.messages:
+            form.add_error(None, message)
+        return _render_form(request, form, status=400)
+    return redirect("leaderboard:submissions")
+
+
+@login_required
+@require_GET
+def submissions(request):
+    """``/leaderboard/submissions/``: the owner's submissions, polled while any is active."""
+    rows = [(s, selectors.submission_status(s)) for s in selectors.submissions_for_owner(request.user)]
+    return render(request, "leaderboard/submissions.html", {"rows": rows})
+
+
+@never_cache
+@login_required
+@require_GET
+def submission_status(request, submission_id: int):
+    submission = selectors.submission_for_owner(request.user, submission_id)
+    if submission is None:
+        raise Http404("no such submission")
+    return JsonResponse(selectors.submission_status(submission))
+
+
+@require_GET
+def submission_detail(request, submission_id: int):
+    """A submission's results: scores with their 95% intervals, per task."""
+    submission = selectors.submission_visible(request.user, submission_id)
+    if submission is None:
+        raise Http404("no such submission")
+    context = {"submission": submission, "results": selectors.submission_results(submission)}
+    return render(request, "leaderboard/submission.html", context)

@@ -1,0 +1,161 @@
+"""submission_evaluate with the real engine: an upload runs a small frozen suite on a tiny real model,
+stores scores with intervals, protocol and per-document records, and a retry never duplicates rows."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from evalcore.engine import evaluate_task
+from leaderboard import services
+from leaderboard.models import (
+    BenchmarkSuite,
+    EvaluationRun,
+    ReviewAction,
+    SampleRecord,
+    Score,
+    ScoreHistory,
+    Submission,
+)
+from leaderboard.tasks import submission_evaluate
+
+pytestmark = pytest.mark.django_db
+SUITE = [
+    {"task": "mmlu_cloze_abstract_algebra", "num_fewshot": 0, "limit": 4},
+    {"task": "mmlu_cloze_anatomy", "num_fewshot": 1, "limit": 3},
+]
+
+
+@pytest.fixture
+def eager(settings):
+    from workers.celery import app
+
+    settings.LEADERBOARD_SUITE_TASKS = SUITE
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False
+
+
+@pytest.fixture
+def owner(client):
+    user = get_user_model().objects.create_user("owner@example.org", "owner@example.org", "a-long-passphrase-42")
+    client.force_login(user)
+    return user
+
+
+def submit(client, folder, captured, **fields) -> Submission:
+    files = [SimpleUploadedFile(p.name, p.read_bytes()) for p in sorted(folder.iterdir())]
+    data = {"model_name": "acme/tiny", "files": files, "precision": "float32", "model_type": "pretrained",
+            "licence": "mit", **fields}  # fmt: skip
+    with captured(execute=True):
+        response = client.post("/leaderboard/submit/", data)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    return Submission.objects.latest("id")
+
+
+def test_upload_runs_the_suite_and_a_retry_overwrites(client, owner, tiny_dir, submissions_dir, eager,
+                                                      django_capture_on_commit_callbacks):  # fmt: skip
+    submission = submit(client, tiny_dir, django_capture_on_commit_callbacks)
+    submission.refresh_from_db()
+    assert submission.status == "FINISHED", (submission.failure_reason, submission.log_tail)
+    assert submission.attempts == 1 and submission.started_at <= submission.finished_at
+    assert submission.progress["tasks_done"] == 2 and submission.progress["tasks_total"] == 2
+    suite = BenchmarkSuite.objects.get()
+    assert (suite.name, suite.version, suite.tasks[1]["num_fewshot"]) == ("podium", 1, 1)
+    runs = {r.task: r for r in EvaluationRun.objects.filter(submission=submission)}
+    assert set(runs) == {"mmlu_cloze_abstract_algebra", "mmlu_cloze_anatomy"}
+    anatomy = runs["mmlu_cloze_anatomy"]
+    assert anatomy.status == "FINISHED" and anatomy.protocol["num_fewshot"] == 1 and anatomy.protocol["n_docs"] == 3
+    assert anatomy.protocol["model"]["weights_sha256"] == submission.weight_sha256
+    assert anatomy.protocol["suite"] == {"name": "podium", "version": 1} and anatomy.config_sha256
+    assert "evalcore" in anatomy.code_version
+    assert SampleRecord.objects.filter(run=anatomy).count() == 3
+    record = SampleRecord.objects.get(run=anatomy, doc_id=0).payload
+    assert len(record["choice_logprobs"]) == 4 and len(record["fewshot_ids"]) == 1 and record["prompt"]
+    scores = {s.metric: s for s in Score.objects.filter(run=runs["mmlu_cloze_abstract_algebra"])}
+    assert set(scores) == {"acc", "acc_norm"}
+    for score in scores.values():
+        assert score.n == 4 and score.ci_low <= score.value <= score.ci_high and score.stderr is not None
+    page = client.get(f"/leaderboard/submissions/{submission.pk}/").content.decode()
+    assert "mmlu_cloze_anatomy" in page and "95% interval" in page
+
+    # A worker died after one task: the redelivered task resumes, overwriting, never duplicating.
+    counts = (EvaluationRun.objects.count(), Score.objects.count(), SampleRecord.objects.count())
+    Submission.objects.filter(pk=submission.pk).update(status="RUNNING")
+    EvaluationRun.objects.filter(pk=anatomy.pk).update(status="RUNNING")
+    Score.objects.filter(run=anatomy, metric="acc").update(value=0.123)
+    SampleRecord.objects.filter(run=anatomy, doc_id=2).delete()
+    assert submission_evaluate(submission.pk) == "finished"
+    assert (EvaluationRun.objects.count(), Score.objects.count(), SampleRecord.objects.count()) == counts
+    history = ScoreHistory.objects.get()
+    assert (history.run_id, history.metric, history.value, history.reason) == (anatomy.pk, "acc", 0.123, "re-run")
+    assert Submission.objects.get(pk=submission.pk).attempts == 2
+    assert submission_evaluate(submission.pk) == "nothing to do"  # FINISHED stays FINISHED
+
+
+def test_changed_weights_fail_with_reason_and_log_tail(client, owner, tiny_dir, submissions_dir, eager,
+                                                       django_capture_on_commit_callbacks):  # fmt: skip
+    with django_capture_on_commit_callbacks(execute=False):  # not sent: the weights change before it runs
+        files = [SimpleUploadedFile(p.name, p.read_bytes()) for p in sorted(tiny_dir.iterdir())]
+        client.post("/leaderboard/submit/", {"model_name": "acme/tiny", "files": files, "precision": "float32",
+                                             "model_type": "pretrained", "licence": "mit"})  # fmt: skip
+    submission = Submission.objects.get()
+    weights = submissions_dir / str(submission.pk) / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF  # a tensor byte, not the header: it still loads
+    weights.write_bytes(bytes(data))
+    assert submission_evaluate(submission.pk) == "failed"
+    submission.refresh_from_db()
+    assert submission.status == "FAILED"
+    assert "weights changed after it was submitted" in submission.failure_reason
+    assert "loading acme/tiny" in submission.log_tail and "Traceback" in submission.log_tail
+    status = client.get(f"/leaderboard/submissions/{submission.pk}/status.json").json()
+    assert status["status"] == "FAILED" and "loading acme/tiny" in status["log_tail"]
+    requeued = services.submission_requeue(submission)
+    assert requeued.status == "PENDING" and requeued.failure_reason == ""
+
+
+def test_chat_template_is_applied_or_the_run_says_why_not(client, owner, tiny_dir, submissions_dir, eager,
+                                                          django_capture_on_commit_callbacks):  # fmt: skip
+    submission = submit(client, tiny_dir, django_capture_on_commit_callbacks, apply_chat_template="on")
+    submission.refresh_from_db()
+    if "apply_chat_template" in inspect.signature(evaluate_task).parameters:
+        assert submission.status == "FINISHED"
+        assert EvaluationRun.objects.filter(submission=submission, protocol__apply_chat_template=True).count() == 2
+    else:
+        assert submission.status == "FAILED" and "cannot apply chat templates" in submission.failure_reason
+        assert not EvaluationRun.objects.exists()
+
+
+def test_suites_are_frozen_and_versioned(settings):
+    first = services.suite_freeze(name="s", tasks=SUITE)
+    assert services.suite_freeze(name="s", tasks=[dict(e) for e in SUITE]) == first
+    second = services.suite_freeze(name="s", tasks=SUITE[:1])
+    assert (first.version, second.version) == (1, 2)
+    assert services.suite_freeze(name="s", tasks=SUITE) == first  # going back reuses the old version
+    for bad in ([], [{"task": ""}], [{"task": "x", "limit": 0}], [{"task": "x", "shots": 1}], [SUITE[0], SUITE[0]]):
+        with pytest.raises(ValidationError):
+            services.suite_freeze(name="s", tasks=bad)
+
+
+def test_review_needs_staff_and_a_comment(owner):
+    from arena.catalogue_services import model_register
+
+    submission = Submission.objects.create(
+        owner=owner, model_name="acme/x", language_model=model_register(name="acme/x"), model_type="pretrained",
+        licence="mit", source="upload", architecture="LlamaForCausalLM", weight_sha256="a" * 64,
+        parameter_count=1, total_bytes=1, storage_path="/nowhere",
+    )  # fmt: skip
+    with pytest.raises(ValidationError, match="staff"):
+        services.submission_review(submission=submission, admin=owner, action="hide", comment="x")
+    admin = get_user_model().objects.create_user("admin@example.org", is_staff=True)
+    with pytest.raises(ValidationError):
+        services.submission_review(submission=submission, admin=admin, action="hide", comment="  ")
+    services.submission_review(submission=submission, admin=admin, action="hide", comment="duplicate of #3")
+    submission.refresh_from_db()
+    assert submission.review_state == "hidden"
+    assert ReviewAction.objects.get().comment == "duplicate of #3"
