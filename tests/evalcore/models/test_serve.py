@@ -222,11 +222,12 @@ def test_oversized_missing_length_and_unknown_routes(served):
     assert request(served, "GET", "/v1/models")[0] == 200
 
 
-def test_refuses_a_non_loopback_host_without_allow_remote(tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", "evalcore", "serve", "--model", "hf", "--model-args", f"path={tmp_path}",
-         "--port", "0", "--host", "0.0.0.0"],
-        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert result.returncode == 2
-    assert "not a loopback address" in result.stderr and "--allow-remote" in result.stderr
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "example.com", "::"])
+def test_refuses_a_non_loopback_host_without_allow_remote(tmp_path, capsys, host):
+    from evalcore.cli import main
+
+    # Refused before the model is loaded (the folder is empty).
+    argv = ["serve", "--model", "hf", "--model-args", f"path={tmp_path}", "--port", "0", "--host", host]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert "not a loopback address" in error and "--allow-remote" in error
