@@ -107,7 +107,8 @@ class ModelService:
             )  # fmt: skip
 
     def sampling(self, payload: dict, *, default_max: int, allow_zero: bool = False) -> dict:
-        max_tokens = payload.get("max_completion_tokens", payload.get("max_tokens"))
+        max_tokens = payload.get("max_completion_tokens")
+        max_tokens = payload.get("max_tokens") if max_tokens is None else max_tokens
         max_tokens = default_max if max_tokens is None else max_tokens
         lowest = 0 if allow_zero else 1
         if not _is_int(max_tokens) or not lowest <= max_tokens <= self.max_tokens_limit:
@@ -144,8 +145,8 @@ class ModelService:
 
     # -- chat -----------------------------------------------------------------------------------------
     def chat(self, payload: dict):
-        """Validate a chat request; return (stream flag, delta iterator). Holds the lock until the
-        iterator is exhausted or closed; errors before the first delta raise RequestError."""
+        """Validate a chat request; return (settings, deltas). ``deltas`` holds the model lock until
+        it is exhausted or closed; errors before the first delta raise :class:`RequestError`."""
         self.check_model(payload)
         try:
             messages = validate_messages(payload.get("messages"))

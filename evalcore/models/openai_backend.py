@@ -212,6 +212,7 @@ class OpenAIBackend(Backend):
 
     def _stream_deltas(self, payload: dict) -> Iterator[str]:
         response = self._open("POST", "/chat/completions", payload)
+        finished = False
         try:
             for raw in _read_lines(response, self):
                 line = raw.strip()
@@ -221,14 +222,18 @@ class OpenAIBackend(Backend):
                 if data == "[DONE]":
                     return
                 event = _parse_json(data, "stream event")
-                if "error" in event:
+                if event.get("error"):
                     raise EndpointError(f"the endpoint reported an error mid-stream: {_message_of(event)}")
                 choices = event.get("choices") or []
-                delta = (choices[0].get("delta") or {}).get("content") if choices else None
+                choice = choices[0] if choices and isinstance(choices[0], dict) else {}
+                delta = (choice.get("delta") or {}).get("content")
+                finished = finished or bool(choice.get("finish_reason"))
                 if delta:
                     yield delta
         finally:
             response.close()
+        if not finished:  # closed without [DONE] or a finish_reason: the answer may be cut short
+            raise EndpointError(f"the stream from {self.base_url} ended before the answer was complete")
 
     def generate_until(
         self, requests: Sequence[GenerationRequest], *, progress=None

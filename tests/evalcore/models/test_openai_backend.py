@@ -253,6 +253,9 @@ def test_stream_events_errors_and_model_discovery(scripted):
     _, url = scripted(("events", [events[0], json.dumps({"error": {"message": "engine died"}})], None))
     with pytest.raises(EndpointError, match="engine died"):
         load_backend("openai", base_url=url, model="m").chat([{"role": "user", "content": "hi"}])
+    _, url = scripted(("events", events, None))  # the connection closes with no [DONE]
+    with pytest.raises(EndpointError, match="ended before the answer was complete"):
+        load_backend("openai", base_url=url, model="m").chat([{"role": "user", "content": "hi"}])
 
 
 def test_a_server_without_prompt_logprobs_gives_a_clear_error(scripted):
