@@ -102,8 +102,12 @@ class OpenAIBackend(Backend):
     backoff : float
         First backoff delay in seconds, doubled on each retry (default 0.5).
     prefix_text : str, optional
-        Text of the model's prefix token (its BOS, else EOS; ``<|im_start|>`` for SmolLM2), put before an empty context and
-        before a rolling text so that their first token is scored; without it those requests fail.
+        Text of the model's prefix token (its BOS, else EOS: ``<|im_start|>`` for SmolLM2), put
+        before an empty context and before a rolling text so that their first token is scored;
+        without it those requests fail.
+    concurrency : int
+        Benchmark requests (loglikelihood, rolling, generate_until) in flight at once (default 1);
+        results keep request order. A vLLM server batches concurrent requests.
     """
 
     name = "openai"
@@ -118,6 +122,7 @@ class OpenAIBackend(Backend):
         max_retries: int | str = 2,
         backoff: float | str = 0.5,
         prefix_text: str | None = None,
+        concurrency: int | str = 1,
         **unexpected,
     ) -> None:
         if "api_key" in unexpected:
@@ -128,7 +133,7 @@ class OpenAIBackend(Backend):
         if unexpected:
             raise ValueError(
                 f"unknown openai backend argument(s) {sorted(unexpected)}; allowed: base_url, model, "
-                "api_key_env, timeout, max_retries, backoff, prefix_text"
+                "api_key_env, timeout, max_retries, backoff, prefix_text, concurrency"
             )
         parts = urllib.parse.urlsplit(str(base_url))
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -143,10 +148,13 @@ class OpenAIBackend(Backend):
             self.timeout = float(timeout)
             self.max_retries = int(max_retries)
             self.backoff = float(backoff)
+            self.concurrency = int(concurrency)
         except (TypeError, ValueError):
-            raise ValueError("timeout and backoff must be numbers, max_retries an integer") from None
-        if not self.timeout > 0 or self.max_retries < 0 or self.backoff < 0:
-            raise ValueError("timeout must be > 0, max_retries >= 0 and backoff >= 0")
+            raise ValueError(
+                "timeout and backoff must be numbers, max_retries and concurrency integers"
+            ) from None
+        if not self.timeout > 0 or self.max_retries < 0 or self.backoff < 0 or self.concurrency < 1:
+            raise ValueError("timeout must be > 0, max_retries >= 0, backoff >= 0 and concurrency >= 1")
         if api_key_env is not None:
             if not str(api_key_env).replace("_", "").isalnum():
                 raise ValueError(f"api_key_env must be an environment variable name, got {api_key_env!r}")
@@ -238,35 +246,33 @@ class OpenAIBackend(Backend):
     def generate_until(
         self, requests: Sequence[GenerationRequest], *, progress=None
     ) -> list[GenerationResult]:
-        results = []
-        for request in requests:
-            if request.max_gen_toks < 1:
-                raise ValueError("max_gen_toks must be at least 1")
-            sampled = request.do_sample and request.temperature > 0
-            payload = {
-                "model": self.model_name,
-                "prompt": request.context,
-                "max_tokens": request.max_gen_toks,
-                "temperature": request.temperature if sampled else 0.0,
-                "top_p": request.top_p if sampled else 1.0,
-                "seed": request.seed,
-            }
-            if request.until:
-                payload["stop"] = list(request.until)
-            body = self._json("POST", "/completions", payload)
-            choice = _first_choice(body)
-            text, stopped = cut_at_stop(str(choice.get("text") or ""), request.until)
-            usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
-            reason = "stop" if stopped or choice.get("finish_reason") == "stop" else "length"
-            results.append(GenerationResult(text, int(usage.get("completion_tokens") or 0), reason))
-            if progress is not None:
-                progress(1)
-        return results
+        if any(request.max_gen_toks < 1 for request in requests):
+            raise ValueError("max_gen_toks must be at least 1")
+        return self._map(self._generate_one, requests, progress)
+
+    def _generate_one(self, request: GenerationRequest) -> GenerationResult:
+        sampled = request.do_sample and request.temperature > 0
+        payload = {
+            "model": self.model_name,
+            "prompt": request.context,
+            "max_tokens": request.max_gen_toks,
+            "temperature": request.temperature if sampled else 0.0,
+            "top_p": request.top_p if sampled else 1.0,
+            "seed": request.seed,
+        }
+        if request.until:
+            payload["stop"] = list(request.until)
+        body = self._json("POST", "/completions", payload)
+        choice = _first_choice(body)
+        text, stopped = cut_at_stop(str(choice.get("text") or ""), request.until)
+        usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
+        reason = "stop" if stopped or choice.get("finish_reason") == "stop" else "length"
+        return GenerationResult(text, int(usage.get("completion_tokens") or 0), reason)
 
     def loglikelihood(
         self, requests: Sequence[LoglikelihoodRequest], *, progress=None
     ) -> list[LoglikelihoodResult]:
-        results = []
+        prompts = []
         for request in requests:
             context, continuation = request.context, request.continuation
             n_spaces = len(context) - len(context.rstrip())
@@ -275,27 +281,41 @@ class OpenAIBackend(Backend):
                 context = context[:-n_spaces]
             if not context:
                 context = self._prefix_or_fail("a loglikelihood request with an empty context")
-            logprob, greedy, count = self._score(context + continuation, len(context))
-            results.append(LoglikelihoodResult(logprob, greedy, count))
-            if progress is not None:
-                progress(1)
-        return results
+            prompts.append((context + continuation, len(context)))
+        scored = self._map(lambda prompt: self._score(*prompt), prompts, progress)
+        return [LoglikelihoodResult(logprob, greedy, count) for logprob, greedy, count in scored]
 
     def loglikelihood_rolling(
         self, requests: Sequence[RollingRequest], *, progress=None
     ) -> list[RollingResult]:
+        if any(r.max_length is not None or r.stride is not None for r in requests):
+            raise ValueError(
+                "the openai backend has no tokenizer to cut sliding windows: it scores each text in one "
+                "request within the server's window; drop max_length/stride or use the hf or vllm backend"
+            )
+        prefix = self._prefix_or_fail("loglikelihood_rolling") if requests else ""
+        scored = self._map(lambda r: self._score(prefix + r.text, len(prefix)), requests, progress)
+        return [RollingResult(logprob, count) for logprob, _, count in scored]
+
+    def _map(self, function, items: Sequence, progress) -> list:
+        """``function`` over ``items`` in order, ``concurrency`` requests in flight at a time."""
+        if items:
+            self.model_name  # noqa: B018 - resolve the model once, before any thread starts
+        if self.concurrency == 1 or len(items) < 2:
+            results = []
+            for item in items:
+                results.append(function(item))
+                if progress is not None:
+                    progress(1)
+            return results
+        from concurrent.futures import ThreadPoolExecutor
+
         results = []
-        for request in requests:
-            if request.max_length is not None or request.stride is not None:
-                raise ValueError(
-                    "the openai backend has no tokenizer to cut sliding windows: it scores each text in one "
-                    "request within the server's window; drop max_length/stride or use the hf or vllm backend"
-                )
-            prefix = self._prefix_or_fail("loglikelihood_rolling")
-            logprob, _, count = self._score(prefix + request.text, len(prefix))
-            results.append(RollingResult(logprob, count))
-            if progress is not None:
-                progress(1)
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            for result in pool.map(function, items):  # progress is reported from this thread
+                results.append(result)
+                if progress is not None:
+                    progress(1)
         return results
 
     def _prefix_or_fail(self, what: str) -> str:

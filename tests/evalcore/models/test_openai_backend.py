@@ -58,9 +58,14 @@ def test_loglikelihood_through_the_server_matches_hf(pair):
         LoglikelihoodRequest("Question: 2+2?\nAnswer: ", "4"),  # trailing space moves to the continuation
         LoglikelihoodRequest("", "Hello world"),  # empty context: scored after the prefix token
     ]
-    for got, want in zip(remote.loglikelihood(requests), local.loglikelihood(requests)):
+    got_all = remote.loglikelihood(requests)
+    for got, want in zip(got_all, local.loglikelihood(requests)):
         assert got.logprob == pytest.approx(want.logprob, abs=1e-4)
         assert (got.is_greedy, got.num_tokens) == (want.is_greedy, want.num_tokens)
+    parallel = load_backend("openai", base_url=remote.base_url, prefix_text=SMOLLM2_BOS, concurrency="3")
+    ticks = []
+    assert parallel.loglikelihood(requests, progress=ticks.append) == got_all  # same order, same numbers
+    assert ticks == [1] * len(requests)
     text = [RollingRequest("The quick brown fox jumps over the lazy dog. It barked.")]
     (got,), (want,) = remote.loglikelihood_rolling(text), local.loglikelihood_rolling(text)
     assert got.logprob == pytest.approx(want.logprob, abs=1e-4) and got.num_tokens == want.num_tokens
