@@ -60,7 +60,9 @@ def _filters(request, serializer_class) -> dict:
     allowed = set(serializer_class().fields) | PAGING_PARAMS
     unknown = sorted(set(request.query_params) - allowed)
     if unknown:
-        raise ValidationError({"detail": f"unknown parameter(s): {', '.join(unknown)}; allowed: {sorted(allowed)}"})
+        raise ValidationError(
+            {"detail": f"unknown parameter(s): {', '.join(unknown)}; allowed: {sorted(allowed)}"}
+        )
     many = [k for k in request.query_params if len(request.query_params.getlist(k)) > 1]
     if many:
         raise ValidationError({"detail": f"parameter(s) given more than once: {', '.join(sorted(many))}"})

@@ -128,7 +128,9 @@ def _matrices(battles: Battles, result: RatingResult) -> dict:
 
 
 def _needs_prior(result: RatingResult, rounds: int) -> bool:
-    return result.interval == "bootstrap" and result.bootstrap_rounds < rounds * (1 - DROPPED_ROUNDS_TOLERANCE)
+    return result.interval == "bootstrap" and result.bootstrap_rounds < rounds * (
+        1 - DROPPED_ROUNDS_TOLERANCE
+    )
 
 
 def _with_fallback(fit, rounds: int) -> tuple[object, list[str]]:
@@ -325,9 +327,14 @@ def snapshots_refit(
         d.settings["fit_seconds"] = round(time.monotonic() - started, 3)
         objects.append(
             RatingSnapshot(
-                method=d.method, category=d.category, vote_count=d.vote_count,
-                first_vote_at=_when(d.first), last_vote_at=_when(d.last),
-                settings=_clean(d.settings), rows=_clean(d.rows), extra=_clean(d.extra),
+                method=d.method,
+                category=d.category,
+                vote_count=d.vote_count,
+                first_vote_at=_when(d.first),
+                last_vote_at=_when(d.last),
+                settings=_clean(d.settings),
+                rows=_clean(d.rows),
+                extra=_clean(d.extra),
             )  # fmt: skip
         )
     with transaction.atomic():

@@ -77,8 +77,15 @@ def votes_counted_columns() -> VoteColumns:
         Vote.objects.filter(counted=True)
         .order_by("created_at", "id")
         .values_list(
-            "model_a_id", "model_b_id", "winner", "created_at", "turn_count", "prompt_tokens", "language",
-            "style_a", "style_b",
+            "model_a_id",
+            "model_b_id",
+            "winner",
+            "created_at",
+            "turn_count",
+            "prompt_tokens",
+            "language",
+            "style_a",
+            "style_b",
         )  # fmt: skip
         .iterator(chunk_size=_CHUNK)
     )
@@ -125,8 +132,16 @@ def votes_for_export() -> Iterator[dict]:
         Vote.objects.filter(counted=True)
         .order_by("created_at", "id")
         .values_list(
-            "battle__public_id", "model_a_id", "model_b_id", "winner", "created_at", "turn_count",
-            "language", "prompt_tokens", "style_a", "style_b",
+            "battle__public_id",
+            "model_a_id",
+            "model_b_id",
+            "winner",
+            "created_at",
+            "turn_count",
+            "language",
+            "prompt_tokens",
+            "style_a",
+            "style_b",
         )  # fmt: skip
         .iterator(chunk_size=_CHUNK)
     )
@@ -151,7 +166,9 @@ def votes_for_export() -> Iterator[dict]:
 
 def snapshot_latest(method: str, category: str = "overall") -> RatingSnapshot | None:
     """The newest snapshot for a method and category, or None."""
-    return RatingSnapshot.objects.filter(method=method, category=category).order_by("-created_at", "-id").first()
+    return (
+        RatingSnapshot.objects.filter(method=method, category=category).order_by("-created_at", "-id").first()
+    )
 
 
 def snapshot_categories() -> list[str]:
@@ -212,3 +229,13 @@ def battles_voted(
 def battle_voted(public_id) -> object | None:
     """One battle by its public id, only once it has a vote (before that it does not exist here)."""
     return battles_voted().filter(public_id=public_id).first()
+
+
+def snapshot_latest_id(method: str, category: str = "overall") -> int | None:
+    """The id of the newest snapshot for a method and category (a cheap freshness check for caches)."""
+    return (
+        RatingSnapshot.objects.filter(method=method, category=category)
+        .order_by("-created_at", "-id")
+        .values_list("id", flat=True)
+        .first()
+    )

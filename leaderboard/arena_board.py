@@ -1,9 +1,25 @@
-"""What the arena leaderboard page shows, read from arena's rating snapshots (never fitted here)."""
+"""What the arena leaderboard page shows, read from arena's rating snapshots (never fitted here).
+
+Snapshots never change once written, so the board (table, notes and chart data) is rendered once per
+set of latest snapshots and kept per process: a page view then costs three small queries (which
+snapshots are latest, which categories exist) and a dictionary lookup.
+"""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
+
 from arena import selectors as arena_selectors
+from arena.models import RatingSnapshot
 from leaderboard.arena_charts import snapshot_figures
+
+_RENDERED: OrderedDict[tuple, dict] = OrderedDict()
+_RENDERED_SIZE = 64
+_LOCK = threading.Lock()
 
 METHODS = {"bt": "Bradley-Terry", "style": "Style-controlled Bradley-Terry"}
 ELO_NOTE = (
@@ -49,12 +65,18 @@ def _interval_rows(rows: list[dict], elo: dict[str, dict]) -> list[dict]:
     return shown
 
 
-def arena_board(*, method: str, category: str) -> dict:
-    """Everything the page needs for one method (``bt`` or ``style``) and category, as plain data.
+def arena_board(
+    *,
+    method: str,
+    category: str,
+    categories: list[str],
+    snapshot: RatingSnapshot | None,
+    elo: RatingSnapshot | None,
+) -> dict:
+    """Everything the board shows for one method (``bt`` or ``style``) and category, as plain data.
 
     ``snapshot`` is None when no refit has run yet; ``rows`` is empty while there are too few votes.
     """
-    categories = arena_selectors.snapshot_categories()
     board = {
         "method": method,
         "method_label": METHODS[method],
@@ -66,10 +88,8 @@ def arena_board(*, method: str, category: str) -> dict:
         "rows": [],
         "figures": None,
     }
-    snapshot = arena_selectors.snapshot_latest(method, category)
     if snapshot is None:
         return board
-    elo = arena_selectors.snapshot_latest("elo", category)
     elo_rows = {r["model"]: r for r in elo.rows} if elo is not None else {}
     settings = snapshot.settings
     board.update(
@@ -90,10 +110,43 @@ def arena_board(*, method: str, category: str) -> dict:
         notes=list(snapshot.extra.get("notes", [])),
         coefficients=snapshot.extra.get("coefficients", []),
         elo_note=ELO_NOTE.format(
-            k=(elo.settings.get("k", 4.0) if elo else 4.0), orders=(elo.settings.get("orders", 0) if elo else 0)
+            k=(elo.settings.get("k", 4.0) if elo else 4.0),
+            orders=(elo.settings.get("orders", 0) if elo else 0),
         ),
         any_tied=any(r.get("tied_with_above") for r in snapshot.rows),
     )
     if snapshot.rows:
-        board["figures"] = snapshot_figures(snapshot.id, snapshot.rows, snapshot.extra, METHODS[method])
+        board["figures"] = snapshot_figures(snapshot.rows, snapshot.extra, METHODS[method])
     return board
+
+
+def arena_board_page(*, method: str, category: str) -> dict:
+    """The rendered board for the page: ``html`` (safe), ``has_figures``, ``known`` (category exists)."""
+    categories = arena_selectors.snapshot_categories()
+    key = (
+        method,
+        category,
+        arena_selectors.snapshot_latest_id(method, category),
+        arena_selectors.snapshot_latest_id("elo", category),
+        tuple(categories),
+    )
+    with _LOCK:
+        if key in _RENDERED:
+            _RENDERED.move_to_end(key)
+            return _RENDERED[key]
+    snapshot = arena_selectors.snapshot_by_id(key[2]) if key[2] else None
+    elo = arena_selectors.snapshot_by_id(key[3]) if key[3] else None
+    board = arena_board(method=method, category=category, categories=categories, snapshot=snapshot, elo=elo)
+    page = {
+        "html": mark_safe(render_to_string("leaderboard/_arena_board.html", {"board": board})),
+        "has_figures": bool(board["figures"]),
+        "known": category == "overall" or category in categories,
+    }
+    with _LOCK:
+        _RENDERED[key] = page
+        while len(_RENDERED) > _RENDERED_SIZE:
+            _RENDERED.popitem(last=False)
+    return page
+
+
+__all__ = ["METHODS", "arena_board", "arena_board_page", "category_label"]

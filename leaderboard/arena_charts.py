@@ -1,20 +1,16 @@
 """Plotly figures for the arena leaderboard, built on the server from a snapshot's rows and matrices.
 
-Figures depend only on an (immutable) snapshot, so each is built once per process and kept in a small
-cache keyed by the snapshot id: a page view costs a dictionary lookup, not a figure build.
+Built once per snapshot: :mod:`leaderboard.arena_board` keeps the rendered board per process.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 
 import plotly.graph_objects as go
+from django.utils.html import json_script
+from django.utils.safestring import SafeString
 
-_CACHE: OrderedDict[tuple, dict] = OrderedDict()
-_CACHE_SIZE = 64
-_LOCK = threading.Lock()
 _LAYOUT = {"margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "template": "plotly_white", "height": 420}
 
 
@@ -70,22 +66,16 @@ def _heatmap(extra: dict, key: str, title: str, *, percent: bool) -> go.Figure:
     return fig
 
 
-def snapshot_figures(snapshot_id: int, rows: list[dict], extra: dict, method_label: str) -> dict:
-    """``{"ratings", "predicted", "battles"}``: Plotly figure dicts (``fig.to_json()`` parsed) for a snapshot."""
-    key = (snapshot_id, method_label)
-    with _LOCK:
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
+def snapshot_figures(rows: list[dict], extra: dict, method_label: str) -> SafeString:
+    """A ``<script type="application/json" id="arena-figures">`` element holding the snapshot's figures.
+
+    Its JSON maps ``ratings``, ``predicted`` and ``battles`` to Plotly figures (``fig.to_json()``),
+    escaped for HTML by :func:`django.utils.html.json_script`.
+    """
     figures = {"ratings": _ratings_figure(rows, f"{method_label}: ratings with 95% intervals")}
     if extra.get("models") and extra.get("predicted"):
         figures["predicted"] = _heatmap(
             extra, "predicted", "Predicted win rate (row beats column)", percent=True
         )
         figures["battles"] = _heatmap(extra, "battles", "Battles per pair", percent=False)
-    built = {name: json.loads(fig.to_json()) for name, fig in figures.items()}
-    with _LOCK:
-        _CACHE[key] = built
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    return built
+    return json_script({name: json.loads(fig.to_json()) for name, fig in figures.items()}, "arena-figures")

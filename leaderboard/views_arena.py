@@ -13,7 +13,7 @@ from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
-from leaderboard.arena_board import METHODS, arena_board
+from leaderboard.arena_board import METHODS, arena_board_page
 
 PLOTLY_VERSION = plotly.__version__
 
@@ -31,12 +31,16 @@ def arena_leaderboard(request):
     if unknown or not form.is_valid():
         errors = [f"unknown parameter {name!r}" for name in unknown]
         errors += [f"{field}: {' '.join(msgs)}" for field, msgs in form.errors.items()]
-        return render(request, "leaderboard/arena.html", {"errors": errors, "board": None}, status=400)
-    category = form.cleaned_data["category"] or "overall"
-    board = arena_board(method=form.cleaned_data["method"] or "bt", category=category)
-    known = category == "overall" or any(c == category for c, _ in board["categories"])
-    context = {"board": board, "plotly_version": PLOTLY_VERSION}
-    return render(request, "leaderboard/arena.html", context, status=200 if known else 404)
+        return render(request, "leaderboard/arena.html", {"errors": errors}, status=400)
+    board = arena_board_page(
+        method=form.cleaned_data["method"] or "bt", category=form.cleaned_data["category"] or "overall"
+    )
+    context = {
+        "board_html": board["html"],
+        "has_figures": board["has_figures"],
+        "plotly_version": PLOTLY_VERSION,
+    }
+    return render(request, "leaderboard/arena.html", context, status=200 if board["known"] else 404)
 
 
 @lru_cache(maxsize=1)

@@ -57,7 +57,16 @@ def test_csv_export_round_trips_through_evalcore_rate(client, voted, tmp_path):
     path = tmp_path / "votes.csv"
     path.write_bytes(b"".join(chunks))
     header = path.read_text().splitlines()[0].split(",")
-    assert header[:8] == ["question_id", "model_a", "model_b", "winner", "tstamp", "turn", "language", "anony"]
+    assert header[:8] == [
+        "question_id",
+        "model_a",
+        "model_b",
+        "winner",
+        "tstamp",
+        "turn",
+        "language",
+        "anony",
+    ]
     assert len(read_battles(path)) == 1100  # the 20 uncounted votes are not exported
     for method, rounds in (("bt", ROUNDS), ("style", ROUNDS), ("elo", 50)):
         snapshot = RatingSnapshot.objects.get(method=method, category="overall")
@@ -159,7 +168,9 @@ def test_snapshot_and_ratings_api(client):
     detail = client.get(f"/api/snapshots/{snap_id}/").json()
     assert detail["rows"][0]["model"] == "alpha" and "predicted" in detail["extra"]
     ratings = client.get("/api/ratings/").json()
-    assert ratings["method"] == "bt" and ratings["category"] == "overall" and ratings["snapshot_id"] == snap_id
+    assert (
+        ratings["method"] == "bt" and ratings["category"] == "overall" and ratings["snapshot_id"] == snap_id
+    )
     assert ratings["vote_count"] == 120 and ratings["rows"][0]["ci_low"] < ratings["rows"][0]["ci_high"]
     assert client.get("/api/ratings/?method=elo").json()["method"] == "elo"
     assert client.get("/api/ratings/?method=magic").status_code == 400

@@ -36,7 +36,16 @@ def test_refit_writes_bt_elo_and_style_with_intervals():
         for row in snap.rows:
             assert row["ci_low"] <= row["rating"] <= row["ci_high"]
             assert row["battles"] > 300
-            assert set(row) >= {"model", "rating", "ci_low", "ci_high", "rank", "rank_ub", "battles", "tied_with"}
+            assert set(row) >= {
+                "model",
+                "rating",
+                "ci_low",
+                "ci_high",
+                "rank",
+                "rank_ub",
+                "battles",
+                "tied_with",
+            }
         extra = snap.extra
         assert extra["models"] == ["alpha", "beta", "gamma"]
         assert np.asarray(extra["predicted"]).shape == (3, 3)
@@ -134,7 +143,9 @@ def test_a_model_that_won_every_game_gets_the_prior_and_a_note():
     for method in ("bt", "style"):
         snap = latest(method)
         assert snap.settings["prior"] == FALLBACK_PRIOR, method
-        assert any("prior" in note and "never lost" in note for note in snap.extra["notes"]), snap.extra["notes"]
+        assert any("prior" in note and "never lost" in note for note in snap.extra["notes"]), snap.extra[
+            "notes"
+        ]
         assert snap.rows[0]["model"] == "champ"
         assert all(np.isfinite(r["rating"]) for r in snap.rows)
 

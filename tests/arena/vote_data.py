@@ -63,9 +63,17 @@ def votes_create(
 
         votes.append(
             Vote(
-                model_a=models[a], model_b=models[b], winner=winner, model_a_position="left",
-                turn_count=pick(turn_count), battle_started_at=when, language=pick(language),
-                prompt_tokens=pick(prompt_tokens), session_hash=f"s{k}", ip_hash="ip", counted=counted,
+                model_a=models[a],
+                model_b=models[b],
+                winner=winner,
+                model_a_position="left",
+                turn_count=pick(turn_count),
+                battle_started_at=when,
+                language=pick(language),
+                prompt_tokens=pick(prompt_tokens),
+                session_hash=f"s{k}",
+                ip_hash="ip",
+                counted=counted,
                 excluded_reason="" if counted else "identity_revealed",
                 style_a={"tokens": tok_a, "headers": int(rng.integers(0, 3)), "list_items": 2, "bold": 1},
                 style_b={"tokens": tok_b, "headers": int(rng.integers(0, 3)), "list_items": 1, "bold": 0},
@@ -84,8 +92,13 @@ def votes_create(
             for index in range(vote.turn_count):
                 turns.append(
                     Turn(
-                        battle=battle, index=index, prompt=f"question {index}", answer_a=f"answer a {index}",
-                        answer_b=f"answer b {index}", status_a=Turn.SideStatus.DONE, status_b=Turn.SideStatus.DONE,
+                        battle=battle,
+                        index=index,
+                        prompt=f"question {index}",
+                        answer_a=f"answer a {index}",
+                        answer_b=f"answer b {index}",
+                        status_a=Turn.SideStatus.DONE,
+                        status_b=Turn.SideStatus.DONE,
                     )  # fmt: skip
                 )
         Turn.objects.bulk_create(turns)
