@@ -23,7 +23,7 @@ def tiny_checkpoint(root: str, tokenizer_from: str, *, seed: int = 0, max_shard_
     source = Path(tokenizer_from)
     config = LlamaConfig(
         vocab_size=49152, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
-        intermediate_size=32, max_position_embeddings=256, bos_token_id=1, eos_token_id=2, tie_word_embeddings=True,
+        intermediate_size=32, max_position_embeddings=2048, bos_token_id=1, eos_token_id=2, tie_word_embeddings=True,
     )  # fmt: skip
     model = LlamaForCausalLM(config)
     kwargs = {"max_shard_size": max_shard_size} if max_shard_size else {}

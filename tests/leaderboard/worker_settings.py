@@ -1,0 +1,11 @@
+"""Settings for the worker processes of tests/leaderboard/test_worker.py: a two-task suite, and
+Redis redelivering an unacknowledged task after 5 s (production keeps the one-hour default, which
+must exceed the longest evaluation, or a running evaluation would be handed to a second worker)."""
+
+from config.settings.dev import *  # noqa: F403
+
+LEADERBOARD_SUITE_TASKS = [
+    {"task": "mmlu_cloze_abstract_algebra", "num_fewshot": 0, "limit": 4},
+    {"task": "gsm8k", "num_fewshot": 0, "limit": 8},
+]
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 5, "unacked_restore_interval": 1}
