@@ -34,6 +34,7 @@ from evalcore.models.base import validate_messages
 MAX_STOP_STRINGS = 16
 MAX_STOP_CHARS = 256
 MAX_TOP_LOGPROBS = 20
+MAX_WAITING = 32  # requests queued for the model beyond this get 503 at once
 
 
 def register(subparsers) -> None:
@@ -85,6 +86,7 @@ class ModelService:
         self.max_tokens_limit = max_tokens_limit
         self.queue_timeout = queue_timeout
         self.lock = threading.Lock()
+        self.waiting = threading.BoundedSemaphore(MAX_WAITING)
         self.created = int(time.time())
 
     def models(self) -> dict:
@@ -92,8 +94,14 @@ class ModelService:
         return {"object": "list", "data": [entry]}
 
     def acquire(self) -> None:
-        if not self.lock.acquire(timeout=self.queue_timeout):
-            raise RequestError(503, "the model is busy; retry later", code="busy")
+        """Take the model lock, waiting at most ``queue_timeout`` behind at most ``MAX_WAITING`` others."""
+        if not self.waiting.acquire(blocking=False):
+            raise RequestError(503, "too many requests are waiting for the model; retry later", code="busy")
+        try:
+            if not self.lock.acquire(timeout=self.queue_timeout):
+                raise RequestError(503, "the model is busy; retry later", code="busy")
+        finally:
+            self.waiting.release()
 
     # -- validation ---------------------------------------------------------------------------------
     def check_model(self, payload: dict) -> None:
@@ -358,16 +366,17 @@ class Handler(BaseHTTPRequestHandler):
         sys.stderr.write(f"{self.address_string()} {format % args}\n")
 
     def do_GET(self):  # noqa: N802
-        if self.path.rstrip("/") in ("/v1/models", "/models"):
+        route = self.path.split("?", 1)[0].rstrip("/")
+        if route in ("/v1/models", "/models"):
             self._json(200, self.service.models())
-        elif self.path == "/health":
+        elif route == "/health":
             self._json(200, {"status": "ok"})
         else:
             self._error(RequestError(404, f"no route {self.path[:100]!r}", code="not_found"))
 
     def do_POST(self):  # noqa: N802
         try:
-            route = self.path.rstrip("/")
+            route = self.path.split("?", 1)[0].rstrip("/")
             if route not in ("/v1/chat/completions", "/v1/completions"):
                 raise RequestError(404, f"no route {self.path[:100]!r}", code="not_found")
             payload = self._read_json()

@@ -231,3 +231,17 @@ def test_refuses_a_non_loopback_host_without_allow_remote(tmp_path, capsys, host
     assert main(argv) == 2
     error = capsys.readouterr().err
     assert "not a loopback address" in error and "--allow-remote" in error
+
+
+def test_a_busy_model_answers_503_instead_of_queueing_forever():
+    from evalcore.cli.serve import MAX_WAITING, ModelService, RequestError
+
+    service = ModelService(None, name="m", max_tokens_limit=8, queue_timeout=0.05)
+    service.acquire()  # a long answer holds the model
+    with pytest.raises(RequestError, match="busy") as error:
+        service.acquire()
+    assert error.value.status == 503
+    for _ in range(MAX_WAITING):
+        service.waiting.acquire()  # the queue is full
+    with pytest.raises(RequestError, match="too many requests"):
+        service.acquire()
