@@ -152,7 +152,7 @@ class VLLMBackend(Backend):
 
     # ----------------------------------------------------------------------------------------------
     def tok_encode(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
 
     def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
         """Token ids of (context, continuation), split as the hf backend and the harness split them."""
