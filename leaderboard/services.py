@@ -15,6 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.urls import reverse
@@ -95,6 +96,9 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
     try:
         _duplicate_check(owner, weight_sha256)
         with transaction.atomic():
+            # Two uploads of one owner at the same moment: the second waits here, then counts the first.
+            get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
+            _rate_limit_check(owner)
             submission = Submission(
                 owner=owner,
                 model_name=name,
