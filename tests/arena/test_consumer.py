@@ -6,8 +6,10 @@ import asyncio
 import json
 
 import pytest
+from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
+from django.db import connections
 from django.test import Client
 
 from arena.models import Battle, LanguageModel
@@ -61,6 +63,7 @@ def test_owner_gets_a_snapshot_then_live_events_without_names():
         again = json.loads(await ws.receive_from(timeout=5))
         assert again["type"] == "snapshot"
         await ws.disconnect()
+        await database_sync_to_async(connections.close_all)()  # the consumer's thread's connection
         return json.dumps([snapshot, delta, again])
 
     sent = asyncio.run(scenario())
@@ -79,6 +82,7 @@ def test_no_session_and_other_voters_are_refused():
         other = communicator(public_id, cookie_of(stranger))
         connected, code = await other.connect()
         assert not connected and code == 4404
+        await database_sync_to_async(connections.close_all)()
 
     asyncio.run(scenario())
     assert Battle.objects.count() == 1
