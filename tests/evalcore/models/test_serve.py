@@ -34,7 +34,8 @@ def launch_serve(model_dir: str) -> tuple[subprocess.Popen, str]:
         "--port", "0", "--max-tokens-limit", "256", "--max-body-bytes", "65536",
     ]  # fmt: skip
     process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=log)
-    atexit.register(_stop, process)
+    atexit.register(Path(log.name).unlink, missing_ok=True)
+    atexit.register(_stop, process)  # atexit runs last-registered first: stop, then remove the log
     return process, log.name
 
 
@@ -158,6 +159,22 @@ def test_concurrent_requests_are_served_one_after_the_other(served):
         for thread in threads:
             thread.join(60)
     assert [status for status, _ in results] == [200, 200, 200]
+
+
+def test_a_client_leaving_mid_stream_frees_the_model(served):
+    body = json.dumps({**CHAT, "max_tokens": 200, "temperature": 0.9, "seed": 1, "stream": True}).encode()
+    head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
+    with socket.create_connection(served, timeout=60) as sock:
+        sock.sendall(head.encode() + body)
+        received = b""
+        while b"data: " not in received:  # wait until the stream has started, then hang up
+            chunk = sock.recv(4096)
+            assert chunk, received
+            received += chunk
+    started = time.monotonic()
+    status, answer = request(served, "POST", "/v1/chat/completions", {**CHAT, "max_tokens": 2}, timeout=60)
+    assert status == 200, answer
+    assert time.monotonic() - started < 50  # not held until a 200-token answer ends or the queue times out
 
 
 @pytest.mark.parametrize(
