@@ -41,7 +41,8 @@ def _ratings_figure(rows: list[dict], title: str) -> go.Figure:
 
 def _heatmap(extra: dict, key: str, title: str, *, percent: bool) -> go.Figure:
     models = extra["models"]
-    values = extra[key]
+    # No model meets itself: leave the diagonal blank rather than print 0 battles or a 50% rate.
+    values = [[None if i == j else v for j, v in enumerate(row)] for i, row in enumerate(extra[key])]
     text = [
         ["" if v is None else (f"{100 * v:.0f}%" if percent else f"{v:g}") for v in row] for row in values
     ]
