@@ -7,11 +7,13 @@ rows. Scores that change are kept in :class:`leaderboard.models.ScoreHistory`.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import logging
 import math
 import os
+from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
@@ -107,11 +109,25 @@ def _history(score: Score, reason: str, code_version: dict) -> ScoreHistory:
     )  # fmt: skip
 
 
-def _suite_plan(suite: BenchmarkSuite):
-    """[(TaskConfig, entry)] for every leaf task of the suite (groups and tags expanded)."""
+def _task_files_signature(paths: tuple[str, ...]) -> tuple:
+    from evalcore.engine.registry import BUNDLED
+
+    stats = [f.stat() for folder in (BUNDLED, *map(Path, paths)) if folder.is_dir() for f in folder.rglob("*")]
+    return len(stats), max((s.st_mtime_ns for s in stats), default=0)
+
+
+@functools.lru_cache(maxsize=4)
+def _task_index(paths: tuple[str, ...], signature: tuple):
+    """Parsing every task file takes seconds: a worker keeps the index until a task file changes."""
     from evalcore.engine import TaskIndex
 
-    index = TaskIndex(list(settings.LEADERBOARD_TASK_PATHS))
+    return TaskIndex(list(paths))
+
+
+def _suite_plan(suite: BenchmarkSuite):
+    """[(TaskConfig, entry)] for every leaf task of the suite (groups and tags expanded)."""
+    paths = tuple(str(p) for p in settings.LEADERBOARD_TASK_PATHS)
+    index = _task_index(paths, _task_files_signature(paths))
     plan, seen = [], set()
     for entry in suite.tasks:
         tasks, _groups = index.resolve([entry["task"]])
