@@ -311,6 +311,8 @@ def snapshots_refit(
     """
     if rounds < 1:
         raise ValueError("rounds must be at least 1")
+    if min_votes < 1 or min_category_votes < 1:
+        raise ValueError("min_votes and min_category_votes must be at least 1")
     started = time.monotonic()
     fingerprint = f"{selectors.votes_counted_fingerprint()}:{rounds}:{seed}:{elo_orders}:{style_budget}"
     latest = selectors.snapshot_latest("bt", "overall")

@@ -118,18 +118,20 @@ def ratings_refit_schedule() -> bool:
     return True
 
 
-@shared_task(name="arena.tasks.ratings_refit")
+@shared_task(name="arena.tasks.ratings_refit", **LONG_TASK_OPTIONS)
 def ratings_refit(force: bool = False) -> dict:
     """Refit every rating snapshot from the counted votes (:func:`arena.ratings.snapshots_refit`).
 
     One refit at a time: while another runs (a beat refit meeting a debounced one), this one steps
-    aside and schedules a debounced follow-up, so no older fit lands after a newer one.
+    aside and schedules a debounced follow-up, so no older fit lands after a newer one. Idempotent (a
+    refit with unchanged votes writes nothing), so a redelivery after a lost worker is harmless; the
+    lock expires after 15 minutes if its holder died.
     """
     from django.core.cache import cache
 
     from arena.ratings import snapshots_refit
 
-    if not cache.add(REFIT_RUNNING_KEY, 1, timeout=30 * 60):
+    if not cache.add(REFIT_RUNNING_KEY, 1, timeout=15 * 60):
         ratings_refit_schedule()
         return {"skipped": "another refit is running"}
     try:

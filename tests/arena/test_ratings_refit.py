@@ -206,6 +206,8 @@ def eager_celery(settings):
     from workers.celery import app
 
     settings.ARENA_REFIT_ROUNDS = ROUNDS
+    # A cache of this test's own: the debounce and lock keys must not meet a dev worker's.
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     previous = app.conf.task_always_eager
     app.conf.task_always_eager = True
     cache.delete("arena:ratings_refit:pending")
@@ -228,3 +230,17 @@ def test_task_refits_and_the_scheduler_debounces(eager_celery):
     cache.delete("arena:ratings_refit:pending")  # the window ends
     assert ratings_refit_schedule() is True
     assert latest("bt").vote_count == 70
+
+
+def test_a_refit_steps_aside_while_another_runs(eager_celery):
+    from arena.tasks import REFIT_RUNNING_KEY, ratings_refit
+
+    votes_create(STRENGTHS, 30, seed=17)
+    cache.add(REFIT_RUNNING_KEY, 1, timeout=60)
+    try:
+        assert ratings_refit.delay().get() == {"skipped": "another refit is running"}
+        assert not RatingSnapshot.objects.exists()
+    finally:
+        cache.delete(REFIT_RUNNING_KEY)
+    assert ratings_refit.delay(force=True).get()["written"] == 9
+    assert cache.get(REFIT_RUNNING_KEY) is None  # released after the refit
