@@ -1,0 +1,231 @@
+"""Parity and speed of Podium's engine against EleutherAI's lm-evaluation-harness (``lm-eval``).
+
+Both tools run the same SmolLM2-135M-Instruct float32 weights on the same task files, fully
+offline (``dataset_path: csv/json`` with ``data_files``), one after the other on the same CPU
+threads, each in its own process:
+
+- MMLU, letter style, on 300 questions (the first 50 test questions of 6 subjects), 0-shot and
+  5-shot: per-choice log-likelihoods must agree within 1e-4 and predictions must be identical;
+- GSM8K, 10 questions, 5-shot, greedy: generations must be identical text;
+- speed: multiple-choice requests per second and generated tokens per second (the same tokenizer
+  counts both tools' outputs), and each process's peak resident memory.
+
+Usage (lm-eval lives in its own virtualenv so the project's pins stay untouched)::
+
+    python -m venv var/lmeval-venv
+    var/lmeval-venv/bin/pip install torch==2.13.0 lm-eval transformers==5.24.0 accelerate
+    python bench/engine_parity.py --lmeval-python var/lmeval-venv/bin/python [--threads 2]
+
+Writes ``bench/out/parity/summary.json`` and prints a table. Exit code 1 when parity fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBJECTS = ("world_religions", "management", "conceptual_physics", "miscellaneous", "human_aging", "virology")
+TOLERANCE = 1e-4
+
+
+# -- task files both tools read --------------------------------------------------------------------
+def write_tasks(folder: Path, data_dir: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    letter = (ROOT / "evalcore/tasks/mmlu/_letter_template_yaml").read_text()
+    (folder / "_letter_template_yaml").write_text(letter)
+    for subject in SUBJECTS:
+        (folder / f"parity_mmlu_{subject}.yaml").write_text(
+            "include: _letter_template_yaml\n"
+            f"task: parity_mmlu_{subject}\n"
+            f"description: {json.dumps(f'The following are multiple choice questions (with answers) about {subject.replace(chr(95), chr(32))}.' + chr(10) * 2)}\n"
+            "dataset_kwargs:\n  data_files:\n"
+            f"    dev: {data_dir}/benchmarks/mmlu/dev/{subject}_dev.csv\n"
+            f"    test: {data_dir}/benchmarks/mmlu/test/{subject}_test.csv\n"
+        )
+    gsm = (ROOT / "evalcore/tasks/gsm8k/gsm8k.yaml").read_text()
+    gsm = gsm.replace("${PODIUM_DATA_DIR}", str(data_dir)).replace("task: gsm8k", "task: parity_gsm8k")
+    (folder / "parity_gsm8k.yaml").write_text(gsm)
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# -- child: lm-eval --------------------------------------------------------------------------------
+def child_lmeval(args) -> dict:
+    import torch
+    from lm_eval import simple_evaluate
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager
+
+    torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    lm = HFLM(pretrained=args.model_dir, dtype="float32", device="cpu", batch_size=1)
+    load_s = time.perf_counter() - started
+    manager = TaskManager(include_path=str(args.tasks_dir))
+    out = {"load_s": load_s, "runs": {}}
+    for label, tasks, shots, limit in plan(args):
+        started = time.perf_counter()
+        result = simple_evaluate(
+            model=lm, tasks=tasks, num_fewshot=shots, limit=limit, log_samples=True, task_manager=manager,
+            bootstrap_iters=0, random_seed=0, numpy_random_seed=1234, torch_random_seed=1234, fewshot_random_seed=1234,
+        )  # fmt: skip
+        seconds = time.perf_counter() - started
+        samples = {}
+        for task, rows in result["samples"].items():
+            for row in rows:
+                if label.startswith("gsm8k"):
+                    value = row["resps"][0][0]
+                else:
+                    value = [float(r[0][0]) for r in row["resps"]]
+                samples[f"{task}/{row['doc_id']}"] = value
+        out["runs"][label] = {"seconds": seconds, "samples": samples}
+    out["peak_rss_mb"] = peak_rss_mb()
+    return out
+
+
+# -- child: Podium ---------------------------------------------------------------------------------
+def child_podium(args) -> dict:
+    sys.path.insert(0, str(ROOT))
+    import torch
+
+    from evalcore.engine import TaskIndex, evaluate
+    from evalcore.models import load_backend
+
+    torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    backend = load_backend("hf", path=args.model_dir, dtype="float32", device="cpu")
+    load_s = time.perf_counter() - started
+    index = TaskIndex([args.tasks_dir], bundled=False)
+    out = {"load_s": load_s, "runs": {}}
+    for label, tasks, shots, limit in plan(args):
+        configs, _ = index.resolve(tasks)
+        started = time.perf_counter()
+        run = evaluate(backend, configs, num_fewshot=shots, limit=limit, fewshot_seed=1234)
+        seconds = time.perf_counter() - started
+        samples = {}
+        for task, result in run.tasks.items():
+            for record in result.records:
+                value = record["responses"][0] if label.startswith("gsm8k") else record["choice_logprobs"]
+                samples[f"{task}/{record['doc_id']}"] = value
+        out["runs"][label] = {"seconds": seconds, "samples": samples}
+    out["peak_rss_mb"] = peak_rss_mb()
+    return out
+
+
+def plan(args) -> list[tuple[str, list[str], int, int]]:
+    mmlu = [f"parity_mmlu_{s}" for s in SUBJECTS]
+    per_subject = max(1, args.mmlu_questions // len(SUBJECTS))
+    steps = [("mmlu_letter_0shot", mmlu, 0, per_subject), ("mmlu_letter_5shot", mmlu, 5, per_subject)]
+    if args.gsm8k:
+        steps.append(("gsm8k_5shot", ["parity_gsm8k"], 5, args.gsm8k))
+    return steps
+
+
+# -- comparison ------------------------------------------------------------------------------------
+def compare(lmeval: dict, podium: dict, tokenizer_dir: str) -> dict:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    report = {"load_s": {"lm_eval": lmeval["load_s"], "podium": podium["load_s"]},
+              "peak_rss_mb": {"lm_eval": lmeval["peak_rss_mb"], "podium": podium["peak_rss_mb"]}, "runs": {}}  # fmt: skip
+    for label, ours in podium["runs"].items():
+        theirs = lmeval["runs"][label]
+        keys = sorted(ours["samples"])
+        missing = sorted(set(keys) ^ set(theirs["samples"]))
+        entry = {"n_docs": len(keys), "missing": missing[:5], "seconds": {"lm_eval": theirs["seconds"], "podium": ours["seconds"]}}
+        if label.startswith("gsm8k"):
+            same = [ours["samples"][k] == theirs["samples"].get(k) for k in keys]
+            tokens_ours = sum(len(tokenizer(ours["samples"][k]).input_ids) for k in keys)
+            tokens_theirs = sum(len(tokenizer(theirs["samples"].get(k, "")).input_ids) for k in keys)
+            entry.update(
+                identical_text=sum(same),
+                differing=[k for k, s in zip(keys, same) if not s],
+                tokens={"lm_eval": tokens_theirs, "podium": tokens_ours},
+                tokens_per_s={"lm_eval": tokens_theirs / theirs["seconds"], "podium": tokens_ours / ours["seconds"]},
+            )
+            entry["speedup"] = entry["tokens_per_s"]["podium"] / entry["tokens_per_s"]["lm_eval"]
+            entry["parity"] = not entry["differing"] and not missing
+        else:
+            diffs, same_prediction, requests = [], 0, 0
+            for k in keys:
+                a, b = ours["samples"][k], theirs["samples"].get(k, [])
+                requests += len(a)
+                if len(a) != len(b):
+                    diffs.append(float("inf"))
+                    continue
+                diffs.append(max(abs(x - y) for x, y in zip(a, b)))
+                same_prediction += int(max(range(len(a)), key=a.__getitem__) == max(range(len(b)), key=b.__getitem__))
+            entry.update(
+                max_abs_logprob_diff=max(diffs),
+                identical_predictions=same_prediction,
+                requests=requests,
+                requests_per_s={"lm_eval": requests / theirs["seconds"], "podium": requests / ours["seconds"]},
+            )
+            entry["speedup"] = entry["requests_per_s"]["podium"] / entry["requests_per_s"]["lm_eval"]
+            entry["parity"] = max(diffs) <= TOLERANCE and same_prediction == len(keys) and not missing
+        report["runs"][label] = entry
+    report["parity"] = all(e["parity"] for e in report["runs"].values())
+    return report
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--role", choices=("main", "lmeval", "podium"), default="main", help=argparse.SUPPRESS)
+    parser.add_argument("--lmeval-python", default=str(ROOT / "var/lmeval-venv/bin/python"))
+    parser.add_argument("--model-dir", default=str(ROOT / "var/models/SmolLM2-135M-Instruct"))
+    parser.add_argument("--data-dir", default=os.environ.get("PODIUM_DATA_DIR", str(ROOT.parent / "shared/data")))
+    parser.add_argument("--out", default=str(ROOT / "bench/out/parity"))
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--mmlu-questions", type=int, default=300)
+    parser.add_argument("--gsm8k", type=int, default=10)
+    parser.add_argument("--reuse", action="store_true", help="compare existing child outputs without rerunning")
+    parser.add_argument("--skip-lmeval", action="store_true", help="rerun only Podium, reuse lmeval.json")
+    parser.add_argument("--tasks-dir", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    out = Path(args.out).resolve()
+    args.tasks_dir = args.tasks_dir or str(out / "tasks")
+    if args.role != "main":
+        result = child_lmeval(args) if args.role == "lmeval" else child_podium(args)
+        (out / f"{args.role}.json").write_text(json.dumps(result))
+        return 0
+    out.mkdir(parents=True, exist_ok=True)
+    write_tasks(Path(args.tasks_dir), Path(args.data_dir).resolve())
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "OMP_NUM_THREADS": str(args.threads), "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
+    common = ["--model-dir", args.model_dir, "--out", str(out), "--threads", str(args.threads), "--tasks-dir",
+              args.tasks_dir, "--mmlu-questions", str(args.mmlu_questions), "--gsm8k", str(args.gsm8k)]  # fmt: skip
+    if not args.reuse:
+        for role, python in (("lmeval", args.lmeval_python), ("podium", sys.executable)):
+            if role == "lmeval" and args.skip_lmeval:
+                continue
+            print(f"running {role} ...", file=sys.stderr, flush=True)
+            subprocess.run([python, str(Path(__file__).resolve()), "--role", role, *common], env=env, check=True, cwd=out)
+    lmeval = json.loads((out / "lmeval.json").read_text())
+    podium = json.loads((out / "podium.json").read_text())
+    report = compare(lmeval, podium, args.model_dir)
+    (out / "summary.json").write_text(json.dumps(report, indent=2))
+    print(f"{'run':<20} {'docs':>5} {'max |dlogp|':>12} {'same pred/text':>15} {'lm-eval':>12} {'podium':>12} {'speedup':>8}")
+    for label, e in report["runs"].items():
+        if "requests_per_s" in e:
+            rate = e["requests_per_s"]
+            print(f"{label:<20} {e['n_docs']:>5} {e['max_abs_logprob_diff']:>12.2e} {e['identical_predictions']:>15} "
+                  f"{rate['lm_eval']:>8.2f} r/s {rate['podium']:>8.2f} r/s {e['speedup']:>7.2f}x")  # fmt: skip
+        else:
+            rate = e["tokens_per_s"]
+            print(f"{label:<20} {e['n_docs']:>5} {'-':>12} {e['identical_text']:>15} "
+                  f"{rate['lm_eval']:>8.2f} t/s {rate['podium']:>8.2f} t/s {e['speedup']:>7.2f}x")  # fmt: skip
+    print(f"peak RSS MB: lm-eval {report['peak_rss_mb']['lm_eval']:.0f}, podium {report['peak_rss_mb']['podium']:.0f}")
+    print(f"parity: {'PASS' if report['parity'] else 'FAIL'}")
+    return 0 if report["parity"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
