@@ -108,6 +108,8 @@ class OpenAIBackend(Backend):
     concurrency : int
         Benchmark requests (loglikelihood, rolling, generate_until) in flight at once (default 1);
         results keep request order. A vLLM server batches concurrent requests.
+    insecure_http : bool
+        Allow sending the key over plain http to a non-loopback host (refused by default).
     """
 
     name = "openai"
@@ -123,6 +125,7 @@ class OpenAIBackend(Backend):
         backoff: float | str = 0.5,
         prefix_text: str | None = None,
         concurrency: int | str = 1,
+        insecure_http: bool | str = False,
         **unexpected,
     ) -> None:
         if "api_key" in unexpected:
@@ -133,7 +136,7 @@ class OpenAIBackend(Backend):
         if unexpected:
             raise ValueError(
                 f"unknown openai backend argument(s) {sorted(unexpected)}; allowed: base_url, model, "
-                "api_key_env, timeout, max_retries, backoff, prefix_text, concurrency"
+                "api_key_env, timeout, max_retries, backoff, prefix_text, concurrency, insecure_http"
             )
         parts = urllib.parse.urlsplit(str(base_url))
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -160,6 +163,12 @@ class OpenAIBackend(Backend):
                 raise ValueError(f"api_key_env must be an environment variable name, got {api_key_env!r}")
             if not os.environ.get(api_key_env):
                 raise ValueError(f"api_key_env names {api_key_env!r}, which is not set in the environment")
+            plain_remote = parts.scheme == "http" and not _is_loopback(parts.hostname)
+            if plain_remote and not _as_bool(insecure_http):
+                raise ValueError(
+                    f"base_url {self.base_url!r} is plain http to another host: the API key would cross the "
+                    "network unencrypted; use https, or pass insecure_http=true for a trusted private network"
+                )
         self.api_key_env = api_key_env
         self.prefix_text = prefix_text or None
         handlers: list = [_NoRedirect()]

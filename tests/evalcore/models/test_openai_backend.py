@@ -247,6 +247,12 @@ def test_the_key_comes_from_the_named_environment_variable_and_is_never_shown(sc
         load_backend("openai", base_url=url, api_key=secret)
     with pytest.raises(ValueError, match="not set"):
         load_backend("openai", base_url=url, api_key_env="PODIUM_TEST_KEY_MISSING")
+    with pytest.raises(ValueError, match="unencrypted"):
+        load_backend("openai", base_url="http://10.0.0.5:8000/v1", api_key_env="PODIUM_TEST_KEY")
+    load_backend(
+        "openai", base_url="http://10.0.0.5:8000/v1", api_key_env="PODIUM_TEST_KEY", insecure_http="true"
+    )
+    load_backend("openai", base_url="https://api.example.com/v1", api_key_env="PODIUM_TEST_KEY")
 
 
 def test_stream_events_errors_and_model_discovery(scripted):
