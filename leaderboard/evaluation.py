@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from leaderboard import services
 from leaderboard.models import BenchmarkSuite, EvaluationRun, SampleRecord, Score, ScoreHistory, Submission
+from leaderboard.progress import CountingBackend
 
 log = logging.getLogger(__name__)
 SEED = 0
@@ -171,7 +172,11 @@ def submission_run_suite(submission_id: int) -> None:
     if progress["tasks_done"] == len(plan):
         return
     log.info("loading %s (%s) from %s", submission.model_name, submission.precision, submission.storage_path)
-    backend = load_backend("hf", path=submission.storage_path, dtype=submission.precision)
+    def report(done: int, total: int) -> None:
+        progress["requests"] = {"done": done, "total": total}
+        services.submission_progress(submission_id, progress)
+
+    backend = CountingBackend(load_backend("hf", path=submission.storage_path, dtype=submission.precision), report)
     try:
         identity = backend.identity
         if identity.weights_sha256 != submission.weight_sha256:
@@ -180,9 +185,10 @@ def submission_run_suite(submission_id: int) -> None:
         for config, entry in plan:
             if config.task in finished:
                 continue
-            progress.update(current_task=config.task)
+            progress.update(current_task=config.task, requests={"done": 0, "total": 0})
             progress["tasks"][config.task] = "running"
             services.submission_progress(submission_id, progress)
+            backend.reset()
             log.info("task %s: num_fewshot=%s limit=%s", config.task, entry["num_fewshot"], entry["limit"])
             extra = {"apply_chat_template": True} if submission.apply_chat_template else {}
             result = evaluate_task(
@@ -205,5 +211,5 @@ def submission_run_suite(submission_id: int) -> None:
             services.submission_progress(submission_id, progress)
     finally:
         backend.close()
-    progress["current_task"] = None
+    progress.update(current_task=None, requests=None)
     services.submission_progress(submission_id, progress)

@@ -7,8 +7,9 @@
       .then(function (s) {
         row.querySelector(".status").textContent = s.status;
         var p = s.progress || {};
+        var r = p.requests && p.requests.total ? ": " + p.requests.done + " / " + p.requests.total + " requests" : "";
         row.querySelector(".progress").textContent = p.tasks_total
-          ? p.tasks_done + " / " + p.tasks_total + " tasks" + (p.current_task ? " (running " + p.current_task + ")" : "")
+          ? p.tasks_done + " / " + p.tasks_total + " tasks" + (p.current_task ? " (running " + p.current_task + r + ")" : "")
           : "";
         var failure = row.nextElementSibling;
         failure.hidden = s.status !== "FAILED";

@@ -64,6 +64,7 @@ def test_upload_runs_the_suite_and_a_retry_overwrites(client, owner, tiny_dir, s
     assert submission.status == "FINISHED", (submission.failure_reason, submission.log_tail)
     assert submission.attempts == 1 and submission.started_at <= submission.finished_at
     assert submission.progress["tasks_done"] == 2 and submission.progress["tasks_total"] == 2
+    assert submission.progress["current_task"] is None and submission.progress["requests"] is None
     suite = BenchmarkSuite.objects.get()
     assert (suite.name, suite.version, suite.tasks[1]["num_fewshot"]) == ("podium", 1, 1)
     runs = {r.task: r for r in EvaluationRun.objects.filter(submission=submission)}
@@ -159,3 +160,20 @@ def test_review_needs_staff_and_a_comment(owner):
     submission.refresh_from_db()
     assert submission.review_state == "hidden"
     assert ReviewAction.objects.get().comment == "duplicate of #3"
+
+
+def test_counting_backend_reports_requests_done(tiny_dir):
+    from evalcore.models import LoglikelihoodRequest, load_backend
+    from leaderboard.progress import CountingBackend
+
+    reports = []
+    backend = CountingBackend(load_backend("hf", path=str(tiny_dir), dtype="float32", batch_size=2),
+                              lambda done, total: reports.append((done, total)), every_s=0)  # fmt: skip
+    requests = [LoglikelihoodRequest(f"Question {i}:", f" answer {i}") for i in range(5)]
+    results = backend.loglikelihood(requests)
+    assert len(results) == 5 and backend.identity == backend.inner.identity
+    assert reports[0] == (0, 5) and reports[-1][1] == 5 and len(reports) >= 3
+    assert [d for d, _ in reports] == sorted(d for d, _ in reports)
+    assert (backend.done, backend.total) == (5, 5)
+    backend.reset()
+    assert (backend.done, backend.total) == (0, 0)

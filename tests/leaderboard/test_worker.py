@@ -57,8 +57,11 @@ def test_killed_worker_is_replaced_and_the_run_completes_once(client, tiny_dir, 
     finally:
         sender.close()
     # Kill the worker once the first task is stored and the second (generation) is running.
-    wait_for(lambda s: s.progress.get("tasks_done") == 1 and s.progress.get("current_task") == "gsm8k",
-             timeout=120, what="the second task to start", log=lambda: processes.log_of(first))  # fmt: skip
+    def generating(s: Submission) -> bool:
+        requests = s.progress.get("requests") or {}
+        return s.progress.get("tasks_done") == 1 and s.progress.get("current_task") == "gsm8k" and requests.get("total") == 8
+
+    wait_for(generating, timeout=120, what="the second task to start", log=lambda: processes.log_of(first))
     os.killpg(first.pid, signal.SIGKILL)
     first.wait(timeout=10)
     assert Submission.objects.get().status == "RUNNING"
