@@ -8,12 +8,10 @@ claims. :func:`inspect_checkpoint` returns every problem it finds as a sentence 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
-import shutil
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
@@ -382,44 +380,3 @@ def folder_files(folder: Path, *, root: Path) -> list[CheckpointFile]:
             continue
         files.append(CheckpointFile(entry.name, target.stat().st_size, lambda t=target: open(t, "rb")))
     return files
-
-
-# -- hashing and copying --------------------------------------------------------------------------
-
-
-def _weight_order(files: Iterable[CheckpointFile]) -> list[CheckpointFile]:
-    return sorted(files, key=lambda f: f.name)
-
-
-def hash_weights(files: Iterable[CheckpointFile]) -> str:
-    """SHA-256 over the safetensors files' names (NUL-terminated) and bytes, in sorted name order.
-
-    The same digest as ``evalcore.models.hf.hash_files``, so it matches the backend's identity.
-    """
-    digest = hashlib.sha256()
-    for file in _weight_order(f for f in files if f.name.lower().endswith(SAFETENSORS)):
-        digest.update(file.name.encode() + b"\0")
-        with file.open() as stream:
-            while block := stream.read(CHUNK):
-                digest.update(block)
-    return digest.hexdigest()
-
-
-def copy_and_hash(files: Iterable[CheckpointFile], destination: Path) -> str:
-    """Copy ``files`` into ``destination`` in chunks, hashing the weights on the way (see hash_weights)."""
-    destination.mkdir(parents=True, exist_ok=False)
-    digest = hashlib.sha256()
-    for file in _weight_order(files):
-        is_weights = file.name.lower().endswith(SAFETENSORS)
-        if is_weights:
-            digest.update(file.name.encode() + b"\0")
-        with file.open() as source, open(destination / file.name, "xb") as target:
-            while block := source.read(CHUNK):
-                target.write(block)
-                if is_weights:
-                    digest.update(block)
-    return digest.hexdigest()
-
-
-def remove_tree(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)

@@ -24,7 +24,7 @@ from django.utils.html import format_html
 
 from arena.catalogue_services import model_register
 from arena.models import LanguageModel
-from leaderboard import checkpoints
+from leaderboard import checkpoint_io, checkpoints
 from leaderboard.models import BenchmarkSuite, ReviewAction, Submission
 
 log = logging.getLogger(__name__)
@@ -89,9 +89,9 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
         root = Path(settings.LEADERBOARD_SUBMISSIONS_DIR)
         staging = root / ".incoming" / uuid.uuid4().hex
         staging.parent.mkdir(parents=True, exist_ok=True)
-        weight_sha256 = checkpoints.copy_and_hash(files, staging)
+        weight_sha256 = checkpoint_io.copy_and_hash(files, staging)
     else:
-        weight_sha256 = checkpoints.hash_weights(files)
+        weight_sha256 = checkpoint_io.hash_weights(files)
     final = None
     try:
         _duplicate_check(owner, weight_sha256)
@@ -125,7 +125,7 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
                 raise
             if staging is not None:
                 final = Path(settings.LEADERBOARD_SUBMISSIONS_DIR) / str(submission.pk)
-                checkpoints.remove_tree(final)  # left by a crash before a rolled-back insert (SQLite reuses ids)
+                checkpoint_io.remove_tree(final)  # left by a crash before a rolled-back insert (SQLite reuses ids)
                 staging.rename(final)
                 submission.storage_path = str(final)
                 submission.save(update_fields=["storage_path"])
@@ -133,7 +133,7 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
     except BaseException:
         for folder in (staging, final):
             if folder is not None:
-                checkpoints.remove_tree(folder)
+                checkpoint_io.remove_tree(folder)
         raise
     log.info("submission %s created: %s (%s parameters)", submission.pk, name, report.parameter_count)
     return submission

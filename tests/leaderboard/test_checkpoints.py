@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from evalcore.models.hf import hash_files
+from leaderboard import checkpoint_io
 from leaderboard import checkpoints as ck
 from tests.leaderboard.checkpoint_factory import parameter_count
 
@@ -222,8 +223,8 @@ def test_store_file_links_must_stay_inside_the_store(tmp_path, tiny_dir):
 def test_weight_hash_matches_the_backend_and_the_copy(tiny_dir, make_checkpoint, tmp_path):
     files = files_of(tiny_dir)
     expected = hash_files(sorted(tiny_dir.glob("*.safetensors")))
-    assert ck.hash_weights(files) == expected
-    assert ck.copy_and_hash(files, tmp_path / "copy") == expected
+    assert checkpoint_io.hash_weights(files) == expected
+    assert checkpoint_io.copy_and_hash(files, tmp_path / "copy") == expected
     for original in tiny_dir.iterdir():
         assert (tmp_path / "copy" / original.name).read_bytes() == original.read_bytes()
-    assert ck.hash_weights(files_of(make_checkpoint(seed=1))) != expected
+    assert checkpoint_io.hash_weights(files_of(make_checkpoint(seed=1))) != expected
