@@ -162,6 +162,18 @@ def submission_requeue(submission: Submission) -> Submission:
     return locked
 
 
+def submission_publish(*, submission_id: int, owner) -> Submission:
+    """Make an owner's private variant public (it then shows on the board, subject to review)."""
+    with transaction.atomic():
+        submission = Submission.objects.select_for_update().filter(pk=submission_id, owner=owner).first()
+        if submission is None:
+            raise Submission.DoesNotExist(f"no submission {submission_id} of this owner")
+        if submission.private:
+            submission.private = False
+            submission.save(update_fields=["private"])
+    return submission
+
+
 def submission_start(submission_id: int) -> Submission | None:
     """PENDING (or RUNNING again, after a worker died) → RUNNING; None when there is nothing to do."""
     with transaction.atomic():

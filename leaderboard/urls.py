@@ -14,5 +14,6 @@ urlpatterns = [
     path("submit/", views_submissions.submit, name="submit"),
     path("submissions/", views_submissions.submissions, name="submissions"),
     path("submissions/<int:submission_id>/", views_submissions.submission_detail, name="submission"),
+    path("submissions/<int:submission_id>/publish/", views_submissions.submission_publish, name="submission-publish"),
     path("submissions/<int:submission_id>/status.json", views_submissions.submission_status, name="submission-status"),
 ]

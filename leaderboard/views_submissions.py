@@ -8,10 +8,11 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
 from leaderboard import selectors, services
 from leaderboard.forms import SubmissionForm
+from leaderboard.models import Submission
 from leaderboard.uploads import SizeLimitHandler
 
 
@@ -72,6 +73,17 @@ def submission_status(request, submission_id: int):
     if submission is None:
         raise Http404("no such submission")
     return JsonResponse(selectors.submission_status(submission))
+
+
+@login_required
+@require_POST
+def submission_publish(request, submission_id: int):
+    """Publish one of the owner's private variants (CSRF-protected POST; others get 404)."""
+    try:
+        services.submission_publish(submission_id=submission_id, owner=request.user)
+    except Submission.DoesNotExist:
+        raise Http404("no such submission") from None
+    return redirect("leaderboard:submissions")
 
 
 @require_GET

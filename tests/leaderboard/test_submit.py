@@ -235,6 +235,14 @@ def test_status_endpoint_and_results_page_are_private(client, owner):
     assert client.get("/leaderboard/submissions/999999/status.json").status_code == 404
     assert client.get(f"/leaderboard/submissions/{mine.pk}/").status_code == 404  # private variant
     assert "acme/mine" not in client.get("/leaderboard/submissions/").content.decode()
+    assert client.post(f"/leaderboard/submissions/{mine.pk}/publish/").status_code == 404
+    client.force_login(owner)
+    assert client.get(f"/leaderboard/submissions/{mine.pk}/publish/").status_code == 405
+    assert client.post(f"/leaderboard/submissions/{mine.pk}/publish/").status_code == 302
+    assert not Submission.objects.get(pk=mine.pk).private
+    client.force_login(other)
+    assert client.get(f"/leaderboard/submissions/{mine.pk}/").status_code == 200  # published
+    assert client.get(url).status_code == 404  # its live status stays the owner's
     client.logout()
     assert client.get(url).status_code == 302
 
