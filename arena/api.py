@@ -7,22 +7,25 @@ they would reveal which models are playing).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIRequest
 from django.http import Http404, StreamingHttpResponse
-from django.views.decorators.http import require_GET
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers
 from rest_framework.exceptions import ValidationError
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.pagination import LimitOffsetPagination
+from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from arena import exports, selectors
 from arena.models import Battle, RatingSnapshot, Vote
+from arena.selectors import EXPORT_COLUMNS
 
 MAX_LIMIT = 1000
 MAX_OFFSET = 10**9
@@ -241,13 +244,62 @@ def _bad_request(message: str):
     return JsonResponse({"detail": message}, status=400)
 
 
-@require_GET
-def votes_csv(request):
-    """All counted votes in the FastChat battle format, as CSV (streamed)."""
-    return _stream(request, exports.votes_csv_chunks, "text/csv; charset=utf-8", "podium_votes.csv")
+class IgnoreClientContentNegotiation(BaseContentNegotiation):
+    """Exports have one format each, whatever the client's Accept header says."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
 
 
-@require_GET
-def votes_jsonl(request):
-    """All counted votes in the FastChat battle format, as JSON Lines (streamed)."""
-    return _stream(request, exports.votes_jsonl_chunks, "application/x-ndjson", "podium_votes.jsonl")
+class _PassthroughRenderer(BaseRenderer):
+    """Bytes pass through (the streamed export); anything else (an error body) becomes JSON."""
+
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data if isinstance(data, bytes) else json.dumps(data).encode()
+
+
+class CsvRenderer(_PassthroughRenderer):
+    media_type = "text/csv"
+    format = "csv"
+
+
+class JsonLinesRenderer(_PassthroughRenderer):
+    media_type = "application/x-ndjson"
+    format = "jsonl"
+
+
+class _VotesExport(APIView):
+    content_negotiation_class = IgnoreClientContentNegotiation
+    chunks: Callable[[], Iterator[bytes]]
+    filename: str
+
+    def get(self, request):
+        media_type = self.renderer_classes[0].media_type
+        return _stream(request._request, type(self).chunks, f"{media_type}; charset=utf-8", self.filename)
+
+
+@extend_schema(
+    summary="All counted votes, FastChat battle format, CSV (streamed)",
+    description="Columns: " + ", ".join(EXPORT_COLUMNS) + ". Reads with `python -m evalcore rate`.",
+    responses={(200, "text/csv"): OpenApiTypes.STR},
+)
+class VotesCsv(_VotesExport):
+    renderer_classes = [CsvRenderer]
+    chunks = staticmethod(exports.votes_csv_chunks)
+    filename = "podium_votes.csv"
+
+
+@extend_schema(
+    summary="All counted votes, FastChat battle format, JSON Lines (streamed)",
+    description="The CSV's keys plus FastChat's conv_metadata object per line.",
+    responses={(200, "application/x-ndjson"): OpenApiTypes.STR},
+)
+class VotesJsonLines(_VotesExport):
+    renderer_classes = [JsonLinesRenderer]
+    chunks = staticmethod(exports.votes_jsonl_chunks)
+    filename = "podium_votes.jsonl"

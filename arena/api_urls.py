@@ -6,8 +6,8 @@ from arena import api
 
 app_name = "arena-api"
 urlpatterns = [
-    path("votes.csv", api.votes_csv, name="votes-csv"),
-    path("votes.jsonl", api.votes_jsonl, name="votes-jsonl"),
+    path("votes.csv", api.VotesCsv.as_view(), name="votes-csv"),
+    path("votes.jsonl", api.VotesJsonLines.as_view(), name="votes-jsonl"),
     path("battles/", api.BattleList.as_view(), name="battle-list"),
     path("battles/<uuid:public_id>/", api.BattleDetail.as_view(), name="battle-detail"),
     path("snapshots/", api.SnapshotList.as_view(), name="snapshot-list"),

@@ -109,8 +109,15 @@ def test_csv_export_streams_under_asgi_without_buffering(voted):
 
 
 def test_exports_refuse_parameters_and_other_methods(client):
-    assert client.get("/api/votes.csv?limit=10").status_code == 400
+    refused = client.get("/api/votes.csv?limit=10")
+    assert refused.status_code == 400 and "no parameters" in refused.json()["detail"]
     assert client.post("/api/votes.jsonl").status_code == 405
+
+
+def test_exports_ignore_the_accept_header(client, voted):
+    response = client.get("/api/votes.csv", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200 and response["Content-Type"] == "text/csv; charset=utf-8"
+    assert body(response).startswith(b"question_id,model_a,model_b,winner")
 
 
 def test_empty_export_is_a_header_only(client):
@@ -184,4 +191,7 @@ def test_openapi_schema_lists_the_endpoints(client):
     response = client.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
     assert response.status_code == 200
     paths = json.loads(response.content)["paths"]
-    assert {"/api/battles/", "/api/snapshots/", "/api/ratings/"} <= set(paths)
+    assert {"/api/battles/", "/api/snapshots/", "/api/ratings/", "/api/votes.csv", "/api/votes.jsonl"} <= set(
+        paths
+    )
+    assert "text/csv" in paths["/api/votes.csv"]["get"]["responses"]["200"]["content"]
