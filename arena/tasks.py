@@ -108,13 +108,26 @@ REFIT_RUNNING_KEY = "arena:ratings_refit:running"
 
 
 def ratings_refit_schedule() -> bool:
-    """Enqueue a debounced ratings refit; call inside ``transaction.on_commit``. True when enqueued."""
+    """Enqueue a debounced ratings refit; call inside ``transaction.on_commit``. True when enqueued.
+
+    Never raises: the vote is already committed, and a cache or broker outage must not turn it into
+    an error page. The failure is logged, the window is released so the next vote tries again, and the
+    beat refit catches up in any case.
+    """
     from django.core.cache import cache
 
     debounce = int(getattr(settings, "ARENA_REFIT_DEBOUNCE_S", 30))
-    if not cache.add(REFIT_PENDING_KEY, 1, timeout=max(debounce - 1, 1)):
+    try:
+        if not cache.add(REFIT_PENDING_KEY, 1, timeout=max(debounce - 1, 1)):
+            return False
+        ratings_refit.apply_async(countdown=debounce)
+    except Exception:
+        log.exception("could not schedule a ratings refit; the periodic refit will catch up")
+        try:
+            cache.delete(REFIT_PENDING_KEY)
+        except Exception:
+            pass
         return False
-    ratings_refit.apply_async(countdown=debounce)
     return True
 
 

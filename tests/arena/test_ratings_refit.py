@@ -244,3 +244,13 @@ def test_a_refit_steps_aside_while_another_runs(eager_celery):
         cache.delete(REFIT_RUNNING_KEY)
     assert ratings_refit.delay(force=True).get()["written"] == 9
     assert cache.get(REFIT_RUNNING_KEY) is None  # released after the refit
+
+
+def test_scheduling_never_fails_a_committed_vote(settings):
+    from arena.tasks import ratings_refit_schedule
+
+    # A cache that cannot be reached (nothing listens on port 1): scheduling gives up quietly.
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://127.0.0.1:1/0"}
+    }
+    assert ratings_refit_schedule() is False
