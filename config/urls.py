@@ -12,5 +12,6 @@ urlpatterns = [
     path("arena/", include("arena.urls")),
     path("leaderboard/", include("leaderboard.urls")),
     path("api/", include("arena.api_urls")),
+    path("api/", include("leaderboard.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]

@@ -5,13 +5,14 @@ Per-document records are only ever read a page at a time or streamed from a serv
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Iterator
 
 import numpy as np
 from django.core.cache import cache
 from django.core.paginator import Paginator
-from django.db.models import Q, QuerySet, TextField
+from django.db.models import Max, Q, QuerySet, TextField
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast
 
@@ -213,9 +214,11 @@ def compare_runs(viewer, *, a: int, b: int, task: str) -> dict:
     if not shared:
         raise ValueError("the two submissions ran no task in common")
     metric = headline_metric(shared[0], tuple(Score.objects.filter(run=runs_a[shared[0]]).values_list("metric", flat=True)))
-    key = "lb-compare:" + ":".join(
-        f"{runs_a[t].pk}.{runs_b[t].pk}.{runs_a[t].finished_at}.{runs_b[t].finished_at}" for t in shared
-    ) + f":{metric}:{COMPARE_ROUNDS}:{COMPARE_SEED}"
+    pairs = [(runs_a[t], runs_b[t]) for t in shared]
+    # A re-score rewrites records and scores: the newest score time of these runs keys the cache too.
+    rescored = Score.objects.filter(run__in=[r for pair in pairs for r in pair]).aggregate(t=Max("updated_at"))["t"]
+    identity = f"{[(ra.pk, rb.pk) for ra, rb in pairs]}|{metric}|{rescored}|{COMPARE_ROUNDS}|{COMPARE_SEED}"
+    key = "lb-compare:" + hashlib.sha256(identity.encode()).hexdigest()
     result = cache.get(key)
     if result is None:
         values_a, values_b = {}, {}

@@ -1,5 +1,5 @@
-from django.shortcuts import render
+"""The leaderboard's index is the benchmark table (:mod:`leaderboard.views_board`)."""
 
+from leaderboard.views_board import leaderboard_board as leaderboard_index
 
-def leaderboard_index(request):
-    return render(request, "leaderboard/index.html")
+__all__ = ["leaderboard_index"]

@@ -1,0 +1,14 @@
+"""The leaderboard's API under ``/api/`` (beside the arena's, in the same OpenAPI schema)."""
+
+from django.urls import path
+
+from leaderboard import api
+
+app_name = "leaderboard-api"
+urlpatterns = [
+    path("submissions/", api.SubmissionList.as_view(), name="submission-list"),
+    path("scores/", api.ScoreList.as_view(), name="score-list"),
+    path("runs/", api.RunList.as_view(), name="run-list"),
+    path("runs/<int:pk>/", api.RunDetail.as_view(), name="run-detail"),
+    path("runs/<int:pk>/samples/", api.SampleList.as_view(), name="sample-list"),
+]
