@@ -8,10 +8,12 @@ store) must be visible at the same paths on that host.
 from __future__ import annotations
 
 import logging
+import sys
 import traceback
 from collections import deque
 
 from celery import shared_task
+from django.conf import settings
 
 from leaderboard import services
 from leaderboard.evaluation import submission_run_suite
@@ -39,6 +41,20 @@ class LogTail(logging.Handler):
         return "\n".join(self.lines)
 
 
+def redact_paths(text: str) -> str:
+    """The owner reads the reason and log tail: server folders are named, not spelled out."""
+    folders = [
+        (settings.LEADERBOARD_SUBMISSIONS_DIR, "<submissions>"),
+        (settings.LEADERBOARD_MODEL_STORE, "<model store>"),
+        (settings.PODIUM_DATA_DIR, "<data>"),
+        (sys.prefix, "<python>"),
+        (settings.BASE_DIR, "<podium>"),
+    ]
+    for folder, name in sorted(((str(f), n) for f, n in folders if str(f or "")), key=lambda p: -len(p[0])):
+        text = text.replace(folder, name)
+    return text
+
+
 @shared_task(name="leaderboard.tasks.submission_evaluate", **LONG_TASK_OPTIONS)
 def submission_evaluate(submission_id: int) -> str:
     """PENDING → RUNNING → FINISHED | FAILED (with the reason and the log tail); safe to run twice."""
@@ -57,10 +73,11 @@ def submission_evaluate(submission_id: int) -> str:
         log.exception("submission %s failed", submission_id)
         reason = f"{type(exc).__name__}: {exc}"
         trace = "".join(traceback.format_exception(exc))[-3000:]
-        services.submission_fail(submission_id, reason=reason, log_tail=f"{lines}\n{trace}".strip())
+        log_tail = redact_paths(f"{lines}\n{trace}".strip())
+        services.submission_fail(submission_id, reason=redact_paths(reason), log_tail=log_tail)
         return "failed"
     finally:
         root.removeHandler(tail)
         root.setLevel(previous_level)
-    services.submission_finish(submission_id, log_tail=tail.text())
+    services.submission_finish(submission_id, log_tail=redact_paths(tail.text()))
     return "finished"

@@ -99,7 +99,7 @@ def test_upload_runs_the_suite_and_a_retry_overwrites(client, owner, tiny_dir, s
 
 
 def test_changed_weights_fail_with_reason_and_log_tail(client, owner, tiny_dir, submissions_dir, eager,
-                                                       django_capture_on_commit_callbacks):  # fmt: skip
+                                                       django_capture_on_commit_callbacks, settings):  # fmt: skip
     with django_capture_on_commit_callbacks(execute=False):  # not sent: the weights change before it runs
         files = [SimpleUploadedFile(p.name, p.read_bytes()) for p in sorted(tiny_dir.iterdir())]
         client.post("/leaderboard/submit/", {"model_name": "acme/tiny", "files": files, "precision": "float32",
@@ -114,6 +114,8 @@ def test_changed_weights_fail_with_reason_and_log_tail(client, owner, tiny_dir, 
     assert submission.status == "FAILED"
     assert "weights changed after it was submitted" in submission.failure_reason
     assert "loading acme/tiny" in submission.log_tail and "Traceback" in submission.log_tail
+    assert f"from <submissions>/{submission.pk}" in submission.log_tail  # server folders are not spelled out
+    assert str(submissions_dir) not in submission.log_tail and str(settings.BASE_DIR) not in submission.log_tail
     status = client.get(f"/leaderboard/submissions/{submission.pk}/status.json").json()
     assert status["status"] == "FAILED" and "loading acme/tiny" in status["log_tail"]
     requeued = services.submission_requeue(submission)
