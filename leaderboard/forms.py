@@ -9,7 +9,7 @@ from pathlib import Path
 from django import forms
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 from django.core.files.uploadedfile import UploadedFile
 
 from leaderboard import checkpoints
@@ -45,6 +45,15 @@ class SignUpForm(UserCreationForm):
         if "email" in self.cleaned_data:
             self.instance.username = self.cleaned_data["email"]
         super()._post_clean()
+
+
+class EmailLoginForm(AuthenticationForm):
+    """Log in with the email address (stored lower-cased as the username)."""
+
+    username = forms.EmailField(label="Email", max_length=150, widget=forms.EmailInput(attrs={"autofocus": True}))
+
+    def clean_username(self) -> str:
+        return self.cleaned_data["username"].strip().lower()
 
 
 class MultipleFileInput(forms.ClearableFileInput):

@@ -2,6 +2,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from leaderboard import views, views_accounts, views_arena, views_board, views_submissions
+from leaderboard.forms import EmailLoginForm
 
 app_name = "leaderboard"
 urlpatterns = [
@@ -17,7 +18,7 @@ urlpatterns = [
     path("compare/", views_board.compare, name="compare"),
     path("plotly-<str:version>.min.js", views_arena.plotly_js, name="plotly-js"),
     path("accounts/signup/", views_accounts.signup, name="signup"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", auth_views.LoginView.as_view(authentication_form=EmailLoginForm), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("submit/", views_submissions.submit, name="submit"),
     path("submissions/", views_submissions.submissions, name="submissions"),

@@ -69,7 +69,7 @@ def test_sign_up_log_out_and_log_in(client):
     assert client.get(SUBMIT).status_code == 302
     client.post("/leaderboard/accounts/signup/", {**mismatch, "password2": PASSWORD, "email": "NEW@example.org"})
     assert get_user_model().objects.count() == 1  # the same email, differently cased, is refused
-    response = client.post("/leaderboard/accounts/login/", {"username": "new@example.org", "password": PASSWORD})
+    response = client.post("/leaderboard/accounts/login/", {"username": " New@Example.org", "password": PASSWORD})
     assert response.status_code == 302 and response["Location"] == reverse("leaderboard:submissions")
     assert b"Log out" in client.get("/leaderboard/submissions/").content
 
