@@ -13,7 +13,7 @@ Scoring rules (each a pure function of stored responses, so re-scoring needs no 
 - rolling log-likelihood: ``word_perplexity``, ``byte_perplexity``, ``bits_per_byte``,
   ``token_perplexity`` (ratios of sums over documents).
 
-Means get ``stderr = sd(ddof=1) / sqrt(n)`` and a normal 95% interval; ratio metrics
+Means get ``stderr = sd(ddof=1) / sqrt(n)`` and a 95% t interval (:mod:`evalcore.stats`); ratio metrics
 (perplexities, bits per byte) get a seeded percentile bootstrap over documents.
 """
 
@@ -98,13 +98,13 @@ def exact_match(prediction: str, reference: str, *, ignore_case=False, ignore_pu
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k from n samples with c correct: 1 - C(n-c, k) / C(n, k) (Chen et al., 2021)."""
+    from evalcore.stats.passk import pass_at_k as estimator
+
     if not 0 <= c <= n or k < 1:
         raise ValueError(f"pass@k needs 0 <= c <= n and k >= 1 (got n={n}, c={c}, k={k})")
     if k > n:
         raise ValueError(f"pass@{k} needs at least {k} samples per problem, got {n}: raise repeats")
-    if n - c < k:
-        return 1.0
-    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+    return float(estimator(n, c, k))
 
 
 # -- multiple choice -------------------------------------------------------------------------------
@@ -172,14 +172,21 @@ def _clean(x: float) -> float | None:
 
 
 def mean_value(values, *, higher_is_better: bool = True) -> MetricValue:
-    """Mean of per-item values with stderr sd(ddof=1)/sqrt(n) and a normal 95% interval."""
+    """Mean of per-item values (shape (n,)) with stderr sd(ddof=1)/sqrt(n) and a 95% interval.
+
+    The interval is :func:`evalcore.stats.intervals.mean_interval` (Student's t, n - 1 degrees of
+    freedom), the platform's one implementation.
+    """
+    from evalcore.stats.intervals import mean_interval
+
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         raise ValueError("cannot aggregate a metric over zero items")
-    mean = float(values.mean())
-    stderr = float(values.std(ddof=1) / math.sqrt(values.size)) if values.size > 1 else float("nan")
+    if values.size == 1:
+        return MetricValue(float(values[0]), None, None, None, 1, higher_is_better)
+    interval = mean_interval(values, level=0.95, method="normal")
     return MetricValue(
-        mean, _clean(stderr), _clean(mean - Z95 * stderr), _clean(mean + Z95 * stderr), int(values.size), higher_is_better
+        interval.mean, _clean(interval.se), _clean(interval.ci_low), _clean(interval.ci_high), int(values.size), higher_is_better
     )
 
 
