@@ -12,6 +12,17 @@ from evalcore.engine.runner import RunResult, TaskResult, evaluate, evaluate_tas
 from evalcore.engine.scoring import aggregate, score_records
 
 
+def run_tasks(backend, names: list[str], *, include_paths=(), **options) -> RunResult:
+    """Resolve task/group/tag ``names`` (bundled + ``include_paths``) and :func:`evaluate` them.
+
+    ``options`` are :func:`evaluate`'s: ``num_fewshot``, ``limit``, ``seed``, ``fewshot_seed``,
+    ``progress``.
+    """
+    index = TaskIndex(list(include_paths))
+    tasks, groups = index.resolve(list(names))
+    return evaluate(backend, tasks, groups=groups, index=index, **options)
+
+
 def rescore(records: list[dict], config: TaskConfig, *, seed: int = 0) -> dict[str, MetricValue]:
     """Re-score stored records under ``config`` (its filters and metrics) without a model."""
     return aggregate(config, score_records(config, records), seed=seed)
@@ -30,6 +41,7 @@ __all__ = [
     "load_config_file",
     "read_samples",
     "rescore",
+    "run_tasks",
     "score_records",
     "task_config_from_mapping",
     "write_run",

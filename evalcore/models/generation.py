@@ -8,6 +8,7 @@ positions. Finished rows (stop string, EOS or ``max_gen_toks``) leave the batch 
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 
 from evalcore.models.base import ChatParams, GenerationResult, cut_at_stop
@@ -179,7 +180,7 @@ def stream_tokens(backend, ids: list[int], params: ChatParams) -> Iterator[str]:
         do_sample=params.temperature > 0,
         temperature=params.temperature,
         top_p=params.top_p,
-        seed=params.seed if params.seed is not None else int(torch.seed() % (2**31)),
+        seed=params.seed if params.seed is not None else random.SystemRandom().randrange(2**31),
     )
     generator = torch.Generator().manual_seed(int(request.seed))
     stops = tuple(params.stop)

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from evalcore.cli import main
-from evalcore.engine import TaskIndex, evaluate, load_config_file, read_samples, rescore, write_run
+from evalcore.engine import TaskIndex, evaluate, load_config_file, read_samples, rescore, run_tasks, write_run
 from evalcore.engine.cache import CachedBackend, RequestCache
 from evalcore.models.base import Backend, GenerationResult, LoglikelihoodResult, ModelIdentity, RollingResult
 
@@ -98,6 +98,14 @@ def test_run_writes_results_with_protocol_and_samples(arithmetic, tmp_path):
     samples = read_samples(tmp_path / "out" / "samples_arith.jsonl")
     assert [s["doc_id"] for s in samples] == [0, 1, 2, 3, 4]
     assert samples[3]["responses"] == [" 4+4=8\n#### 8"] and samples[3]["filtered"]["strict-match"] == ["8"]
+
+
+def test_run_tasks_resolves_names_and_aggregates_groups(arithmetic, tmp_path):
+    folder, answers = arithmetic
+    (folder / "both.yaml").write_text("group: both\ntask: [arith]\naggregate_metric_list:\n"
+                                      "  - {metric: exact_match, filter_list: strict-match, weight_by_size: true}\n")
+    run = run_tasks(ScriptedBackend(answers), ["both"], include_paths=[folder], limit=5)
+    assert run.results["both"]["exact_match,strict-match"].value == pytest.approx(2 / 5)
 
 
 def test_rescore_with_a_changed_filter_needs_no_model(arithmetic, tmp_path):
