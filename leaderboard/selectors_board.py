@@ -211,7 +211,7 @@ def _build() -> dict:
         )  # fmt: skip
     )
     scores = _scores_by_submission({s["id"] for s in subs})
-    type_labels = dict(Submission.ModelType.choices)
+    type_labels = {**dict(Submission.ModelType.choices), Submission.ModelType.CHAT: "Chat"}
     entries = []
     for sub in subs:
         cells = {key: _cell(parts) for key, parts in scores.get(sub["id"], {}).items()}
@@ -321,9 +321,9 @@ def board_table(
         for key, cell in entry["cells"].items():
             if normalised:
                 shown = (cell["norm"], cell["norm_low"], cell["norm_high"], cell["norm_se"])
-            else:
-                pct = [None if x is None else 100 * x for x in (cell["value"], cell["ci_low"], cell["ci_high"], cell["se"])]
-                shown = tuple(pct)
+            else:  # percent right; a normal interval near 0 or 1 is cut at the possible range
+                low, high = (None if x is None else min(100.0, max(0.0, 100 * x)) for x in (cell["ci_low"], cell["ci_high"]))
+                shown = (100 * cell["value"], low, high, None if cell["se"] is None else 100 * cell["se"])
             cells[key] = {**cell, "raw_pct": 100 * cell["value"], "shown": shown[0], "shown_low": shown[1], "shown_high": shown[2], "shown_se": shown[3]}
         complete = all(key in cells for key in columns)
         avg = None
@@ -331,6 +331,8 @@ def board_table(
             avg = _average([entry["cells"][k] for k in columns], normalised=normalised)
             if avg and not normalised:
                 avg = {k: None if v is None else 100 * v for k, v in avg.items()}
+                for k in ("ci_low", "ci_high"):
+                    avg[k] = None if avg[k] is None else min(100.0, max(0.0, avg[k]))
         shown_rows.append({
             **entry, "cells": cells, "avg": avg, "rank": None, "tied": False,
             "own": viewer is not None and viewer.is_authenticated and entry["owner_id"] == viewer.pk,
@@ -354,3 +356,9 @@ def board_table(
 def board_benchmarks() -> list[str]:
     """Benchmarks any entry has (what ``sort=score:<benchmark>`` may name)."""
     return sorted({key for e in board_entries()["entries"] for key in e["cells"]}, key=benchmark_sort_key)
+
+
+def board_models(viewer=None) -> list[tuple[int, str]]:
+    """(submission id, model name) of every entry the viewer may compare, hidden ones included, by name."""
+    entries = [e for e in board_entries()["entries"] if entry_visible(e, viewer, show_hidden=True)]
+    return sorted(((e["id"], e["model"]) for e in entries), key=lambda pair: (pair[1].lower(), pair[0]))

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET
 from leaderboard import exports, selectors_runs
 from leaderboard.charts import board_figures
 from leaderboard.models import Submission
-from leaderboard.selectors_board import SIZE_BUCKETS, SORT_COLUMNS, board_benchmarks, board_table
+from leaderboard.selectors_board import SIZE_BUCKETS, SORT_COLUMNS, board_benchmarks, board_models, board_table
 from leaderboard.views_arena import PLOTLY_VERSION
 
 SORT_PATTERN = r"^-?(" + "|".join(SORT_COLUMNS) + r"|score:[a-z0-9_]{1,100})$"
@@ -168,8 +168,9 @@ def run_samples(request, run_id: int):
 @require_GET
 def compare(request):
     """``/leaderboard/compare/?a=&b=&task=``: paired difference over the documents both ran."""
-    if not request.GET:
-        return render(request, "leaderboard/compare.html", {"form": CompareForm()})
+    pickers = {"models": board_models(request.user), "benchmarks": board_benchmarks()}
+    if set(request.GET) <= {"a", "task"}:  # nothing to compare yet: the form, pre-filled from a protocol page
+        return render(request, "leaderboard/compare.html", {"form": CompareForm(initial=request.GET.dict()), **pickers})
     form, errors = _validate(request, CompareForm)
     result = None
     if not errors:
@@ -178,8 +179,8 @@ def compare(request):
         except ValueError as exc:
             errors = [str(exc)]
     if errors:
-        return _bad(request, "leaderboard/compare.html", errors, form=form)
-    return render(request, "leaderboard/compare.html", {"form": form, "result": result})
+        return _bad(request, "leaderboard/compare.html", errors, form=form, **pickers)
+    return render(request, "leaderboard/compare.html", {"form": form, "result": result, **pickers})
 
 
 def _export_table(request, kind: str):
