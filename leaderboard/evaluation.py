@@ -139,9 +139,20 @@ def _suite_plan(suite: BenchmarkSuite):
     return plan
 
 
+def request_cache_path(submission_id: int) -> Path:
+    """Model answers of a running submission, local to the worker host (SQLite wants a local disk).
+
+    A retry on the same host answers the requests it already computed from here; a finished run
+    deletes it.
+    """
+    folder = getattr(settings, "LEADERBOARD_REQUEST_CACHE_DIR", None) or Path(settings.VAR_DIR) / "request-cache"
+    return Path(folder) / f"submission-{submission_id}.sqlite3"
+
+
 def submission_run_suite(submission_id: int) -> None:
     """Evaluate a RUNNING submission on the current suite; raises on any failure (the task records it)."""
     from evalcore.engine import evaluate_task
+    from evalcore.engine.cache import CachedBackend, RequestCache
     from evalcore.engine.results import code_version as engine_code_version
     from evalcore.models import load_backend
 
@@ -171,16 +182,19 @@ def submission_run_suite(submission_id: int) -> None:
     services.submission_progress(submission_id, progress)
     if progress["tasks_done"] == len(plan):
         return
-    log.info("loading %s (%s) from %s", submission.model_name, submission.precision, submission.storage_path)
     def report(done: int, total: int) -> None:
         progress["requests"] = {"done": done, "total": total}
         services.submission_progress(submission_id, progress)
 
-    backend = CountingBackend(load_backend("hf", path=submission.storage_path, dtype=submission.precision), report)
+    log.info("loading %s (%s) from %s", submission.model_name, submission.precision, submission.storage_path)
+    model = load_backend("hf", path=submission.storage_path, dtype=submission.precision)
+    cache = None
     try:
-        identity = backend.identity
-        if identity.weights_sha256 != submission.weight_sha256:
+        if model.identity.weights_sha256 != submission.weight_sha256:
             raise RuntimeError("the checkpoint's weights changed after it was submitted (their hash differs)")
+        cache = RequestCache(request_cache_path(submission_id))
+        cached = CachedBackend(model, cache)
+        backend = CountingBackend(cached, report)
         code_version = engine_code_version()
         for config, entry in plan:
             if config.task in finished:
@@ -189,6 +203,7 @@ def submission_run_suite(submission_id: int) -> None:
             progress["tasks"][config.task] = "running"
             services.submission_progress(submission_id, progress)
             backend.reset()
+            hits, misses = cached.hits, cached.misses
             log.info("task %s: num_fewshot=%s limit=%s", config.task, entry["num_fewshot"], entry["limit"])
             extra = {"apply_chat_template": True} if submission.apply_chat_template else {}
             result = evaluate_task(
@@ -197,7 +212,7 @@ def submission_run_suite(submission_id: int) -> None:
             protocol = {
                 **result.protocol,
                 "suite": {"name": suite.name, "version": suite.version},
-                "model": identity.as_dict(),
+                "model": model.identity.as_dict(),
                 "precision": submission.precision,
                 "apply_chat_template": submission.apply_chat_template,
                 "seed": SEED,
@@ -205,11 +220,17 @@ def submission_run_suite(submission_id: int) -> None:
             run_store(submission=submission, suite=suite, task_result=result, protocol=protocol,
                       code_version=code_version)  # fmt: skip
             summary = ", ".join(f"{k}={v.value:.4f}" for k, v in result.metrics.items() if v.value is not None)
-            log.info("task %s: %d documents, %s", config.task, len(result.records), summary)
+            log.info("task %s: %d documents, %s; %d requests answered from the request cache, %d computed",
+                     config.task, len(result.records), summary, cached.hits - hits, cached.misses - misses)  # fmt: skip
             progress["tasks"][config.task] = "finished"
             progress["tasks_done"] += 1
             services.submission_progress(submission_id, progress)
     finally:
-        backend.close()
+        if cache is not None:
+            cache.close()
+        model.close()
+    request_cache_path(submission_id).unlink(missing_ok=True)  # every result is stored: the cache is spent
+    for suffix in ("-wal", "-shm"):
+        Path(f"{request_cache_path(submission_id)}{suffix}").unlink(missing_ok=True)
     progress.update(current_task=None, requests=None)
     services.submission_progress(submission_id, progress)

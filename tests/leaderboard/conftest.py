@@ -29,4 +29,5 @@ def make_checkpoint(tmp_path_factory, smollm2_dir):
 def submissions_dir(tmp_path, settings) -> Path:
     folder = tmp_path / "submissions"
     settings.LEADERBOARD_SUBMISSIONS_DIR = folder
+    settings.LEADERBOARD_REQUEST_CACHE_DIR = tmp_path / "request-cache"
     return folder

@@ -4,6 +4,7 @@ stores scores with intervals, protocol and per-document records, and a retry nev
 from __future__ import annotations
 
 import inspect
+import shutil
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -12,6 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from evalcore.engine import evaluate_task
 from leaderboard import services
+from leaderboard.evaluation import request_cache_path
 from leaderboard.models import (
     BenchmarkSuite,
     EvaluationRun,
@@ -96,6 +98,32 @@ def test_upload_runs_the_suite_and_a_retry_overwrites(client, owner, tiny_dir, s
     assert (history.run_id, history.metric, history.value, history.reason) == (anatomy.pk, "acc", 0.123, "re-run")
     assert Submission.objects.get(pk=submission.pk).attempts == 2
     assert submission_evaluate(submission.pk) == "nothing to do"  # FINISHED stays FINISHED
+    assert not request_cache_path(submission.pk).exists()  # spent once every result is stored
+
+
+def test_a_retry_answers_from_the_request_cache(client, owner, tiny_dir, submissions_dir, eager, monkeypatch,
+                                                tmp_path, shared_data, django_capture_on_commit_callbacks):  # fmt: skip
+    # Data for the first task only: the second task fails after the first was answered (and cached).
+    partial = tmp_path / "data"
+    for split in ("dev", "test"):
+        (partial / "benchmarks" / "mmlu" / split).mkdir(parents=True)
+        name = f"benchmarks/mmlu/{split}/abstract_algebra_{split}.csv"
+        shutil.copy(shared_data / name, partial / name)
+    monkeypatch.setenv("PODIUM_DATA_DIR", str(partial))
+    submission = submit(client, tiny_dir, django_capture_on_commit_callbacks)
+    submission.refresh_from_db()
+    assert submission.status == "FAILED" and "anatomy_dev.csv" in submission.failure_reason
+    assert request_cache_path(submission.pk).exists()
+    # As if the worker had died before storing the first task: its answers are only in the cache.
+    EvaluationRun.objects.filter(submission=submission).delete()
+    monkeypatch.setenv("PODIUM_DATA_DIR", str(shared_data))
+    with django_capture_on_commit_callbacks(execute=True):
+        services.submission_requeue(submission)
+    submission.refresh_from_db()
+    assert submission.status == "FINISHED", submission.failure_reason
+    assert "16 requests answered from the request cache, 0 computed" in submission.log_tail
+    assert "0 requests answered from the request cache, 12 computed" in submission.log_tail
+    assert not request_cache_path(submission.pk).exists()
 
 
 def test_changed_weights_fail_with_reason_and_log_tail(client, owner, tiny_dir, submissions_dir, eager,
