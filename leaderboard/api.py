@@ -34,7 +34,9 @@ def _params(request, serializer_class) -> dict:
     allowed = set(serializer_class().fields) | PAGING_PARAMS
     unknown = sorted(set(request.query_params) - allowed)
     if unknown:
-        raise ValidationError({"detail": f"unknown parameter(s): {', '.join(unknown)}; allowed: {sorted(allowed)}"})
+        raise ValidationError(
+            {"detail": f"unknown parameter(s): {', '.join(unknown)}; allowed: {sorted(allowed)}"}
+        )
     repeated = sorted(k for k in request.query_params if len(request.query_params.getlist(k)) > 1)
     if repeated:
         raise ValidationError({"detail": f"parameter(s) given more than once: {', '.join(repeated)}"})
@@ -51,8 +53,12 @@ def _params_doc(serializer_class) -> list[OpenApiParameter]:
 
 
 class SubmissionFilters(serializers.Serializer):
-    type = serializers.ChoiceField(choices=Submission.ModelType.values, required=False, help_text="model type")
-    search = serializers.CharField(required=False, max_length=100, help_text="part of the model or base model name")
+    type = serializers.ChoiceField(
+        choices=Submission.ModelType.values, required=False, help_text="model type"
+    )
+    search = serializers.CharField(
+        required=False, max_length=100, help_text="part of the model or base model name"
+    )
 
 
 class ScoreFilters(serializers.Serializer):
@@ -152,7 +158,9 @@ class ScoreList(generics.ListAPIView):
         return selectors_runs.scores_queryset(self.request.user, **_params(self.request, ScoreFilters))
 
 
-@extend_schema(parameters=_params_doc(RunFilters), summary="Evaluation runs with their protocol and code version")
+@extend_schema(
+    parameters=_params_doc(RunFilters), summary="Evaluation runs with their protocol and code version"
+)
 class RunList(generics.ListAPIView):
     serializer_class = RunSerializer
     pagination_class = StrictLimitOffsetPagination

@@ -32,8 +32,14 @@ def _scores_figure(rows: list[dict], columns: list[tuple[str, str]], scale: str)
                 error_y={
                     "type": "data",
                     "symmetric": False,
-                    "array": [c["shown_high"] - c["shown"] if c and c["shown_high"] is not None else None for c in cells],
-                    "arrayminus": [c["shown"] - c["shown_low"] if c and c["shown_low"] is not None else None for c in cells],
+                    "array": [
+                        c["shown_high"] - c["shown"] if c and c["shown_high"] is not None else None
+                        for c in cells
+                    ],
+                    "arrayminus": [
+                        c["shown"] - c["shown_low"] if c and c["shown_low"] is not None else None
+                        for c in cells
+                    ],
                     "thickness": 1.5,
                     "width": 4,
                 },
@@ -72,8 +78,14 @@ def _arena_figure(rows: list[dict], scale: str) -> go.Figure | None:
             error_y={
                 "type": "data",
                 "symmetric": False,
-                "array": [r["avg"]["ci_high"] - r["avg"]["value"] if r["avg"]["ci_high"] is not None else None for r in both],
-                "arrayminus": [r["avg"]["value"] - r["avg"]["ci_low"] if r["avg"]["ci_low"] is not None else None for r in both],
+                "array": [
+                    r["avg"]["ci_high"] - r["avg"]["value"] if r["avg"]["ci_high"] is not None else None
+                    for r in both
+                ],
+                "arrayminus": [
+                    r["avg"]["value"] - r["avg"]["ci_low"] if r["avg"]["ci_low"] is not None else None
+                    for r in both
+                ],
                 "thickness": 1.2,
             },
             hovertemplate="%{text}<br>arena %{x:.0f}, average %{y:.1f}<extra></extra>",

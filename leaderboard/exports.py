@@ -27,7 +27,14 @@ TABLE_FIELDS = (
 )  # fmt: skip
 CELL_FIELDS = ("value", "stderr", "ci_low", "ci_high", "n", "normalised", "normalised_ci_low",
                "normalised_ci_high", "baseline", "metric", "protocol_sha256", "run_ids")  # fmt: skip
-AVERAGE_FIELDS = ("average", "average_stderr", "average_ci_low", "average_ci_high", "best_of_k", "best_of_k_inflation")
+AVERAGE_FIELDS = (
+    "average",
+    "average_stderr",
+    "average_ci_low",
+    "average_ci_high",
+    "best_of_k",
+    "best_of_k_inflation",
+)
 
 
 def _cell_record(cell: dict | None) -> dict:
@@ -125,7 +132,10 @@ def table_json_chunks(table: dict, filters: dict) -> Iterator[bytes]:
     yield (json.dumps(head)[:-1] + ', "rows": [').encode()
     lines = []
     for i, row in enumerate(table["rows"]):
-        lines.append(("" if i == 0 else ",") + json.dumps(table_record({**row, "normalised": table["normalised"]}, columns)))
+        lines.append(
+            ("" if i == 0 else ",")
+            + json.dumps(table_record({**row, "normalised": table["normalised"]}, columns))
+        )
         if len(lines) == CHUNK_ROWS:
             yield "\n".join(lines).encode()
             lines = []

@@ -66,10 +66,14 @@ def parameters_label(count: int) -> str:
 def _fingerprint() -> tuple:
     finished = Submission.objects.filter(status=Submission.Status.FINISHED)
     states = {
-        f"review_{state}": Sum("id", filter=Q(review_state=state), default=0) for state in Submission.Review.values
+        f"review_{state}": Sum("id", filter=Q(review_state=state), default=0)
+        for state in Submission.Review.values
     }
     subs = finished.aggregate(
-        n=Count("id"), ids=Sum("id", default=0), private=Sum("id", filter=Q(private=True), default=0), **states
+        n=Count("id"),
+        ids=Sum("id", default=0),
+        private=Sum("id", filter=Q(private=True), default=0),
+        **states,
     )
     scores = Score.objects.aggregate(n=Count("id"), ids=Sum("id", default=0), updated=Max("updated_at"))
     return (
@@ -88,13 +92,17 @@ def _cell(parts: list[dict]) -> dict:
     else:
         value = sum(p["value"] * p["n"] for p in parts) / total
         ses = [p["stderr"] for p in parts]
-        se = math.sqrt(sum((p["n"] / total * s) ** 2 for p, s in zip(parts, ses))) if None not in ses else None
+        se = (
+            math.sqrt(sum((p["n"] / total * s) ** 2 for p, s in zip(parts, ses))) if None not in ses else None
+        )
         low, high = (value - Z95 * se, value + Z95 * se) if se is not None else (None, None)
     norm_parts = [(normalise(p["value"], p["baseline"]), p) for p in parts]
     norm = sum(v * p["n"] for v, p in norm_parts) / total
     norm_ses = [None if p["stderr"] is None else p["stderr"] * 100 / (1 - p["baseline"]) for p in parts]
     norm_se = (
-        math.sqrt(sum((p["n"] / total * s) ** 2 for p, s in zip(parts, norm_ses))) if None not in norm_ses else None
+        math.sqrt(sum((p["n"] / total * s) ** 2 for p, s in zip(parts, norm_ses)))
+        if None not in norm_ses
+        else None
     )
     ordered = sorted(parts, key=lambda p: p["task"])
     if len(parts) == 1:
@@ -138,8 +146,17 @@ def _scores_by_submission(ids: set[int]) -> dict[int, dict[str, list[dict]]]:
         .exclude(run__submission__review_state=Submission.Review.REJECTED)
         .order_by()
         .values_list(
-            "run__submission_id", "run_id", "run__task", "run__suite__version", "run__config_sha256",
-            "metric", "value", "stderr", "ci_low", "ci_high", "n",
+            "run__submission_id",
+            "run_id",
+            "run__task",
+            "run__suite__version",
+            "run__config_sha256",
+            "metric",
+            "value",
+            "stderr",
+            "ci_low",
+            "ci_high",
+            "n",
         )  # fmt: skip
         .iterator(chunk_size=_CHUNK)
     )
@@ -206,8 +223,18 @@ def _build() -> dict:
         .exclude(review_state=Submission.Review.REJECTED)
         .order_by("-created_at", "-id")
         .values(
-            "id", "model_name", "owner_id", "model_type", "base_model", "parameter_count", "precision", "private",
-            "review_state", "created_at", "finished_at", "language_model__name",
+            "id",
+            "model_name",
+            "owner_id",
+            "model_type",
+            "base_model",
+            "parameter_count",
+            "precision",
+            "private",
+            "review_state",
+            "created_at",
+            "finished_at",
+            "language_model__name",
         )  # fmt: skip
     )
     scores = _scores_by_submission({s["id"] for s in subs})
@@ -322,9 +349,19 @@ def board_table(
             if normalised:
                 shown = (cell["norm"], cell["norm_low"], cell["norm_high"], cell["norm_se"])
             else:  # percent right; a normal interval near 0 or 1 is cut at the possible range
-                low, high = (None if x is None else min(100.0, max(0.0, 100 * x)) for x in (cell["ci_low"], cell["ci_high"]))
+                low, high = (
+                    None if x is None else min(100.0, max(0.0, 100 * x))
+                    for x in (cell["ci_low"], cell["ci_high"])
+                )
                 shown = (100 * cell["value"], low, high, None if cell["se"] is None else 100 * cell["se"])
-            cells[key] = {**cell, "raw_pct": 100 * cell["value"], "shown": shown[0], "shown_low": shown[1], "shown_high": shown[2], "shown_se": shown[3]}
+            cells[key] = {
+                **cell,
+                "raw_pct": 100 * cell["value"],
+                "shown": shown[0],
+                "shown_low": shown[1],
+                "shown_high": shown[2],
+                "shown_se": shown[3],
+            }
         complete = all(key in cells for key in columns)
         avg = None
         if complete and columns:
@@ -343,7 +380,9 @@ def board_table(
     column = sort.lstrip("-")
     present = [r for r in shown_rows if _sort_value(r, column) is not None]
     missing = [r for r in shown_rows if _sort_value(r, column) is None]
-    present.sort(key=lambda r: _sort_value(r, column), reverse=descending)  # stable: newest first among equals
+    present.sort(
+        key=lambda r: _sort_value(r, column), reverse=descending
+    )  # stable: newest first among equals
     return {
         "rows": present + missing,
         "columns": [(key, benchmark_label(key)) for key in columns],

@@ -47,14 +47,20 @@ def runs_visible(viewer) -> QuerySet[EvaluationRun]:
         return EvaluationRun.objects.filter(status=EvaluationRun.Status.FINISHED)
     if viewer is not None and viewer.is_authenticated:
         return EvaluationRun.objects.filter(
-            Q(pk__in=public_runs().values("pk")) | Q(submission__owner=viewer), status=EvaluationRun.Status.FINISHED
+            Q(pk__in=public_runs().values("pk")) | Q(submission__owner=viewer),
+            status=EvaluationRun.Status.FINISHED,
         )
     return public_runs()
 
 
 def run_visible(viewer, run_id: int) -> EvaluationRun | None:
     """The run if the viewer may see it (published, or theirs, or staff), else None: nobody learns it exists."""
-    return runs_visible(viewer).select_related("submission", "submission__language_model", "suite").filter(pk=run_id).first()
+    return (
+        runs_visible(viewer)
+        .select_related("submission", "submission__language_model", "suite")
+        .filter(pk=run_id)
+        .first()
+    )
 
 
 def _fmt_metric(score) -> dict:
@@ -102,9 +108,9 @@ def run_protocol(run: EvaluationRun, *, doc_id: int | None = None) -> dict:
         "headline_metric": headline_metric(run.task, tuple(s.metric for s in scores)),
         "scores": [_fmt_metric(s) for s in scores],
         "history": list(
-            ScoreHistory.objects.filter(run=run).order_by("metric", "-replaced_at").values(
-                "metric", "value", "ci_low", "ci_high", "n", "reason", "replaced_at"
-            )[:50]
+            ScoreHistory.objects.filter(run=run)
+            .order_by("metric", "-replaced_at")
+            .values("metric", "value", "ci_low", "ci_high", "n", "reason", "replaced_at")[:50]
         ),
         "protocol": protocol,
         "decoding": protocol.get("decoding"),
@@ -113,7 +119,9 @@ def run_protocol(run: EvaluationRun, *, doc_id: int | None = None) -> dict:
         "config": protocol.get("config"),
         "document": document,
         "n_docs": SampleRecord.objects.filter(run=run).count(),
-        "same_benchmark": [(pk, task) for pk, task in siblings if benchmark_key(task) == key and pk != run.pk][:100],
+        "same_benchmark": [
+            (pk, task) for pk, task in siblings if benchmark_key(task) == key and pk != run.pk
+        ][:100],
     }
 
 
@@ -213,10 +221,14 @@ def compare_runs(viewer, *, a: int, b: int, task: str) -> dict:
     shared = sorted(set(runs_a) & set(runs_b))
     if not shared:
         raise ValueError("the two submissions ran no task in common")
-    metric = headline_metric(shared[0], tuple(Score.objects.filter(run=runs_a[shared[0]]).values_list("metric", flat=True)))
+    metric = headline_metric(
+        shared[0], tuple(Score.objects.filter(run=runs_a[shared[0]]).values_list("metric", flat=True))
+    )
     pairs = [(runs_a[t], runs_b[t]) for t in shared]
     # A re-score rewrites records and scores: the newest score time of these runs keys the cache too.
-    rescored = Score.objects.filter(run__in=[r for pair in pairs for r in pair]).aggregate(t=Max("updated_at"))["t"]
+    rescored = Score.objects.filter(run__in=[r for pair in pairs for r in pair]).aggregate(
+        t=Max("updated_at")
+    )["t"]
     identity = f"{[(ra.pk, rb.pk) for ra, rb in pairs]}|{metric}|{rescored}|{COMPARE_ROUNDS}|{COMPARE_SEED}"
     key = "lb-compare:" + hashlib.sha256(identity.encode()).hexdigest()
     result = cache.get(key)
@@ -230,7 +242,9 @@ def compare_runs(viewer, *, a: int, b: int, task: str) -> dict:
             raise ValueError(f"no document has a numeric {metric!r} in both runs")
         xa = np.array([values_a[d] for d in docs])
         xb = np.array([values_b[d] for d in docs])
-        diff = paired_bootstrap_difference(xa, xb, rng=np.random.default_rng(COMPARE_SEED), rounds=COMPARE_ROUNDS)
+        diff = paired_bootstrap_difference(
+            xa, xb, rng=np.random.default_rng(COMPARE_SEED), rounds=COMPARE_ROUNDS
+        )
         result = {
             "difference": diff.difference, "se": diff.se, "ci_low": diff.ci_low, "ci_high": diff.ci_high,
             "p_value": diff.p_value, "n": diff.n, "rounds": diff.rounds, "level": diff.level,
@@ -264,9 +278,22 @@ def scores_for_export(viewer=None) -> Iterator[dict]:
         Score.objects.filter(run__in=runs_visible(viewer))
         .order_by("run_id", "metric")
         .values_list(
-            "run__submission_id", "run__submission__model_name", "run_id", "run__task", "run__suite__name",
-            "run__suite__version", "metric", "value", "stderr", "ci_low", "ci_high", "n", "higher_is_better",
-            "interval", "run__config_sha256", "updated_at",
+            "run__submission_id",
+            "run__submission__model_name",
+            "run_id",
+            "run__task",
+            "run__suite__name",
+            "run__suite__version",
+            "metric",
+            "value",
+            "stderr",
+            "ci_low",
+            "ci_high",
+            "n",
+            "higher_is_better",
+            "interval",
+            "run__config_sha256",
+            "updated_at",
         )  # fmt: skip
         .iterator(chunk_size=2000)
     )
@@ -294,7 +321,9 @@ def samples_for_export(run: EvaluationRun) -> Iterator[str]:
 
 def scores_queryset(viewer, *, submission: int | None = None, task: str | None = None, metric: str | None = None,
                     benchmark: str | None = None) -> QuerySet[Score]:  # fmt: skip
-    qs = Score.objects.filter(run__in=runs_visible(viewer)).select_related("run", "run__submission", "run__suite")
+    qs = Score.objects.filter(run__in=runs_visible(viewer)).select_related(
+        "run", "run__submission", "run__suite"
+    )
     if submission is not None:
         qs = qs.filter(run__submission_id=submission)
     if task:
@@ -303,11 +332,17 @@ def scores_queryset(viewer, *, submission: int | None = None, task: str | None =
         qs = qs.filter(metric=metric)
     if benchmark:
         found = [b for b in BENCHMARKS if b.key == benchmark]
-        qs = qs.filter(run__task__regex=f"^(?:{found[0].pattern})$") if found else qs.filter(run__task=benchmark)
+        qs = (
+            qs.filter(run__task__regex=f"^(?:{found[0].pattern})$")
+            if found
+            else qs.filter(run__task=benchmark)
+        )
     return qs.order_by("run_id", "metric")
 
 
-def runs_queryset(viewer, *, submission: int | None = None, task: str | None = None) -> QuerySet[EvaluationRun]:
+def runs_queryset(
+    viewer, *, submission: int | None = None, task: str | None = None
+) -> QuerySet[EvaluationRun]:
     qs = runs_visible(viewer).select_related("submission", "suite")
     if submission is not None:
         qs = qs.filter(submission_id=submission)
@@ -320,7 +355,9 @@ def samples_queryset(run: EvaluationRun) -> QuerySet[SampleRecord]:
     return SampleRecord.objects.filter(run=run).order_by("doc_id")
 
 
-def submissions_queryset(viewer, *, model_type: str | None = None, search: str | None = None) -> QuerySet[Submission]:
+def submissions_queryset(
+    viewer, *, model_type: str | None = None, search: str | None = None
+) -> QuerySet[Submission]:
     """Finished submissions with at least one visible run (the API's list of models)."""
     qs = Submission.objects.filter(
         status=Submission.Status.FINISHED, pk__in=runs_visible(viewer).values("submission_id")

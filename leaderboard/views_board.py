@@ -15,7 +15,13 @@ from django.views.decorators.http import require_GET
 from leaderboard import exports, selectors_runs
 from leaderboard.charts import board_figures
 from leaderboard.models import Submission
-from leaderboard.selectors_board import SIZE_BUCKETS, SORT_COLUMNS, board_benchmarks, board_models, board_table
+from leaderboard.selectors_board import (
+    SIZE_BUCKETS,
+    SORT_COLUMNS,
+    board_benchmarks,
+    board_models,
+    board_table,
+)
 from leaderboard.views_arena import PLOTLY_VERSION
 
 SORT_PATTERN = r"^-?(" + "|".join(SORT_COLUMNS) + r"|score:[a-z0-9_]{1,100})$"
@@ -24,7 +30,9 @@ SORT_PATTERN = r"^-?(" + "|".join(SORT_COLUMNS) + r"|score:[a-z0-9_]{1,100})$"
 class BoardForm(forms.Form):
     q = forms.CharField(required=False, max_length=100, strip=True, label="Search")
     type = forms.ChoiceField(required=False, choices=[("", "Any type"), *Submission.ModelType.choices])
-    size = forms.ChoiceField(required=False, choices=[("", "Any size"), *((k, v[0]) for k, v in SIZE_BUCKETS.items())])
+    size = forms.ChoiceField(
+        required=False, choices=[("", "Any size"), *((k, v[0]) for k, v in SIZE_BUCKETS.items())]
+    )
     scale = forms.ChoiceField(required=False, choices=[("raw", "Raw"), ("normalised", "Normalised")])
     show = forms.ChoiceField(required=False, choices=[("", "Default"), ("hidden", "Include hidden models")])
     sort = forms.RegexField(required=False, regex=SORT_PATTERN, max_length=120,
@@ -62,7 +70,11 @@ def _validate(request, form_class):
     form = form_class(request.GET)
     errors = [f"unknown parameter {name!r} (allowed: {', '.join(form.fields) or 'none'})"
               for name in sorted(set(request.GET) - set(form.fields))]  # fmt: skip
-    errors += [f"parameter {name!r} given more than once" for name in sorted(request.GET) if len(request.GET.getlist(name)) > 1]
+    errors += [
+        f"parameter {name!r} given more than once"
+        for name in sorted(request.GET)
+        if len(request.GET.getlist(name)) > 1
+    ]
     if not form.is_valid():
         errors += [f"{field}: {' '.join(messages)}" for field, messages in form.errors.items()]
     return form, errors
@@ -85,7 +97,9 @@ def _links(data: dict) -> dict:
 
     def url(**changes) -> str:
         params = {**base, **changes}
-        return "?" + urlencode({k: v for k, v in params.items() if v and not (k == "sort" and v == "-average")})
+        return "?" + urlencode(
+            {k: v for k, v in params.items() if v and not (k == "sort" and v == "-average")}
+        )
 
     current = data["sort"]
 
@@ -116,7 +130,8 @@ def leaderboard_board(request):
     links = _links(data)
     sort_column = data["sort"].lstrip("-")
     score_headers = [
-        (key, label, links["sort_score"](f"score:{key}"), sort_column == f"score:{key}") for key, label in table["columns"]
+        (key, label, links["sort_score"](f"score:{key}"), sort_column == f"score:{key}")
+        for key, label in table["columns"]
     ]
     context = {
         "form": form, "table": table, "links": links, "score_headers": score_headers, "sort": data["sort"], "sort_column": sort_column,
@@ -170,7 +185,9 @@ def compare(request):
     """``/leaderboard/compare/?a=&b=&task=``: paired difference over the documents both ran."""
     pickers = {"models": board_models(request.user), "benchmarks": board_benchmarks()}
     if set(request.GET) <= {"a", "task"}:  # nothing to compare yet: the form, pre-filled from a protocol page
-        return render(request, "leaderboard/compare.html", {"form": CompareForm(initial=request.GET.dict()), **pickers})
+        return render(
+            request, "leaderboard/compare.html", {"form": CompareForm(initial=request.GET.dict()), **pickers}
+        )
     form, errors = _validate(request, CompareForm)
     result = None
     if not errors:
@@ -191,11 +208,17 @@ def _export_table(request, kind: str):
     table = board_table(viewer=request.user, **_board_params(data))
     if kind == "csv":
         return exports.streaming_download(
-            request, lambda: exports.table_csv_chunks(table), "text/csv; charset=utf-8", "podium_leaderboard.csv"
+            request,
+            lambda: exports.table_csv_chunks(table),
+            "text/csv; charset=utf-8",
+            "podium_leaderboard.csv",
         )
     filters = {k: v for k, v in data.items() if v}
     return exports.streaming_download(
-        request, lambda: exports.table_json_chunks(table, filters), "application/json", "podium_leaderboard.json"
+        request,
+        lambda: exports.table_json_chunks(table, filters),
+        "application/json",
+        "podium_leaderboard.json",
     )
 
 
@@ -239,5 +262,8 @@ def run_samples_jsonl(request, run_id: int):
     """A run's per-document records as the engine's samples JSONL (``evalcore rescore`` reads it)."""
     run = _run_or_404(request, run_id)
     return _no_params(request) or exports.streaming_download(
-        request, lambda: exports.samples_jsonl_chunks(run), "application/x-ndjson", f"samples_{run.task}_{run.pk}.jsonl"
+        request,
+        lambda: exports.samples_jsonl_chunks(run),
+        "application/x-ndjson",
+        f"samples_{run.task}_{run.pk}.jsonl",
     )

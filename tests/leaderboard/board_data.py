@@ -25,7 +25,9 @@ def user(email: str, *, staff: bool = False):
 
 def suite() -> BenchmarkSuite:
     found, _ = BenchmarkSuite.objects.get_or_create(
-        name="podium", version=1, defaults={"tasks": [{"task": "gsm8k"}, {"task": "mmlu"}], "tasks_sha256": "0" * 64}
+        name="podium",
+        version=1,
+        defaults={"tasks": [{"task": "gsm8k"}, {"task": "mmlu"}], "tasks_sha256": "0" * 64},
     )
     return found
 
@@ -110,7 +112,15 @@ def entry(owner, name: str, *, gsm8k: list[bool], mmlu: dict[str, list[bool]] | 
 
 def arena_snapshot(ratings: dict[str, tuple[float, float, float]]) -> RatingSnapshot:
     rows = [
-        {"model": m, "rating": r, "ci_low": lo, "ci_high": hi, "rank": i + 1, "rank_ub": i + 1, "battles": 100}
+        {
+            "model": m,
+            "rating": r,
+            "ci_low": lo,
+            "ci_high": hi,
+            "rank": i + 1,
+            "rank_ub": i + 1,
+            "battles": 100,
+        }
         for i, (m, (r, lo, hi)) in enumerate(sorted(ratings.items(), key=lambda kv: -kv[1][0]))
     ]
     return RatingSnapshot.objects.create(method="bt", category="overall", vote_count=500, rows=rows)

@@ -66,7 +66,10 @@ def test_default_view_rows_intervals_and_average(client, board, django_assert_ma
     total = sum(p.n for p in parts)
     mmlu = sum(p.value * p.n for p in parts) / total
     mmlu_se = math.sqrt(sum((p.n / total * p.stderr) ** 2 for p in parts))
-    assert f"{100 * mmlu:.1f}" in strong and f"{100 * (mmlu - Z * mmlu_se):.1f}–{100 * (mmlu + Z * mmlu_se):.1f}" in strong
+    assert (
+        f"{100 * mmlu:.1f}" in strong
+        and f"{100 * (mmlu - Z * mmlu_se):.1f}–{100 * (mmlu + Z * mmlu_se):.1f}" in strong
+    )
     avg, avg_se = (gsm.value + mmlu) / 2, math.sqrt(gsm.stderr**2 + mmlu_se**2) / 2
     assert f"<strong>{100 * avg:.1f}</strong>" in strong
     assert f"{100 * (avg - Z * avg_se):.1f}–{100 * (avg + Z * avg_se):.1f}" in strong
@@ -134,7 +137,9 @@ def test_hidden_behind_a_filter_private_only_for_the_owner(client, board):
     assert board["private"].pk in rows_of(html) and "tag-private" in row_html(html, board["private"].pk)
     client.force_login(board["bob"])
     mine = rows_of(client.get("/leaderboard/").content.decode())
-    assert board["private"].pk not in mine and board["flagged"].pk in mine and board["rejected"].pk not in mine
+    assert (
+        board["private"].pk not in mine and board["flagged"].pk in mine and board["rejected"].pk not in mine
+    )
 
 
 def test_best_of_k_badge_for_a_family_with_many_private_variants(client, board, settings):
@@ -145,18 +150,24 @@ def test_best_of_k_badge_for_a_family_with_many_private_variants(client, board, 
                  base_model="Acme/Base-1B")  # fmt: skip
     best = bd.entry(carol, "carol/published", gsm8k=bd.pattern(40, 30), model_type="fine-tuned",
                     base_model="acme/base-1b")  # fmt: skip
-    other = bd.entry(carol, "carol/unrelated", gsm8k=bd.pattern(40, 30), model_type="fine-tuned", base_model="x/y")
+    other = bd.entry(
+        carol, "carol/unrelated", gsm8k=bd.pattern(40, 30), model_type="fine-tuned", base_model="x/y"
+    )
     html = client.get("/leaderboard/").content.decode()
     row = row_html(html, best.pk)
     gsm = score(best, "gsm8k", "exact_match,strict-match")
-    inflation = 100 * best_of_k_inflation(5, se=gsm.stderr).expected_inflation  # one benchmark: se of the average
+    inflation = (
+        100 * best_of_k_inflation(5, se=gsm.stderr).expected_inflation
+    )  # one benchmark: se of the average
     assert "best of 5 variants" in row and f"+{inflation:.1f} expected" in row
     assert "best of" not in row_html(html, other.pk)
 
 
 def test_charts_built_on_the_server(client, board):
     html = client.get("/leaderboard/").content.decode()
-    data = json.loads(re.search(r'<script id="board-figures" type="application/json">(.*?)</script>', html, re.S).group(1))
+    data = json.loads(
+        re.search(r'<script id="board-figures" type="application/json">(.*?)</script>', html, re.S).group(1)
+    )
     assert set(data) == {"scores", "arena"}
     traces = {t["name"]: t for t in data["scores"]["data"]}
     assert set(traces) == {"MMLU", "GSM8K"}
@@ -194,7 +205,11 @@ def test_sample_browser_filters_and_pages(client, board, django_assert_max_num_q
     assert "40 documents" in html and len(re.findall(r'data-doc="', html)) == 20 and 'id="next-page"' in html
     page2 = client.get(f"/leaderboard/runs/{run.pk}/samples/?page=2").content.decode()
     assert re.findall(r'data-doc="(\d+)"', page2)[0] == "20"
-    wrong = sum(1 for p in run.samples.values_list("payload", flat=True) if p["metrics"]["exact_match,strict-match"] == 0)
+    wrong = sum(
+        1
+        for p in run.samples.values_list("payload", flat=True)
+        if p["metrics"]["exact_match,strict-match"] == 0
+    )
     html = client.get(f"/leaderboard/runs/{run.pk}/samples/?only=wrong").content.decode()
     assert f"{wrong} documents" in html
     html = client.get(f"/leaderboard/runs/{run.pk}/samples/?only=no_answer").content.decode()
@@ -230,7 +245,9 @@ def test_paired_comparison_matches_evalcore(client, board):
     assert 'id="shared">50' in html
     # two close models: not distinguishable
     twin = bd.entry(board["bob"], "bob/twin", gsm8k=bd.pattern(40, 21))
-    html = client.get(f"/leaderboard/compare/?a={board['only_gsm'].pk}&b={twin.pk}&task=gsm8k").content.decode()
+    html = client.get(
+        f"/leaderboard/compare/?a={board['only_gsm'].pk}&b={twin.pk}&task=gsm8k"
+    ).content.decode()
     assert 'class="verdict tie"' in html
 
 
@@ -240,6 +257,15 @@ def test_paired_comparison_matches_evalcore(client, board):
 def test_comparison_bad_parameters(client, board, query):
     response = client.get(f"/leaderboard/compare/?{query}")
     assert response.status_code == 400 and 'role="alert"' in response.content.decode()
+
+
+def test_comparison_form_prefilled_from_a_protocol_page(client, board):
+    response = client.get(f"/leaderboard/compare/?a={board['weak'].pk}&task=gsm8k")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert f'<option value="{board["weak"].pk}" selected>' in html and 'value="gsm8k"' in html
+    assert 'id="compare-result"' not in html
+    assert f'<option value="{board["private"].pk}"' not in html  # only what the viewer may see
 
 
 def test_comparison_refuses_what_the_viewer_cannot_see(client, board):

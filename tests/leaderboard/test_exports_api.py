@@ -24,7 +24,9 @@ def body(response) -> str:
 def data(db):
     alice, bob = bd.user("alice@example.org"), bd.user("bob@example.org")
     a = bd.entry(alice, "acme/a", gsm8k=bd.pattern(30, 20), mmlu={"anatomy": bd.pattern(12, 8)})
-    b = bd.entry(bob, "bob/b", gsm8k=bd.pattern(30, 10), mmlu={"anatomy": bd.pattern(12, 5)}, model_type="chat")
+    b = bd.entry(
+        bob, "bob/b", gsm8k=bd.pattern(30, 10), mmlu={"anatomy": bd.pattern(12, 5)}, model_type="chat"
+    )
     private = bd.entry(alice, "acme/private", gsm8k=bd.pattern(30, 25), private=True)
     hidden = bd.entry(bob, "bob/hidden", gsm8k=bd.pattern(30, 25), review="hidden")
     return {"alice": alice, "bob": bob, "a": a, "b": b, "private": private, "hidden": hidden}
@@ -34,7 +36,10 @@ def test_table_csv_round_trips_with_intervals_and_protocol_hashes(client, data):
     response = client.get("/leaderboard/scores.csv")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(body(response))))
-    assert [r["model"] for r in rows] == ["acme/a", "bob/b"]  # best average first, private and hidden left out
+    assert [r["model"] for r in rows] == [
+        "acme/a",
+        "bob/b",
+    ]  # best average first, private and hidden left out
     gsm = Score.objects.get(run__submission=data["a"], run__task="gsm8k", metric="exact_match,strict-match")
     row = rows[0]
     assert float(row["gsm8k"]) == gsm.value and float(row["gsm8k_ci_low"]) == gsm.ci_low
@@ -51,10 +56,18 @@ def test_table_json_matches_the_csv(client, data):
     doc = json.loads(body(client.get("/leaderboard/scores.json?type=chat")))
     assert [r["model"] for r in doc["rows"]] == ["bob/b"] and doc["filters"]["type"] == "chat"
     assert [b["key"] for b in doc["benchmarks"]] == ["mmlu", "gsm8k"]
-    assert doc["benchmarks"][0]["baseline"] == 0.25 and doc["benchmarks"][1]["metric"] == "exact_match,strict-match"
+    assert (
+        doc["benchmarks"][0]["baseline"] == 0.25
+        and doc["benchmarks"][1]["metric"] == "exact_match,strict-match"
+    )
     cell = doc["rows"][0]["scores"]["gsm8k"]
     gsm = Score.objects.get(run__submission=data["b"], run__task="gsm8k", metric="exact_match,strict-match")
-    assert (cell["value"], cell["ci_low"], cell["ci_high"], cell["n"]) == (gsm.value, gsm.ci_low, gsm.ci_high, gsm.n)
+    assert (cell["value"], cell["ci_low"], cell["ci_high"], cell["n"]) == (
+        gsm.value,
+        gsm.ci_low,
+        gsm.ci_high,
+        gsm.n,
+    )
     assert cell["run_ids"] == [gsm.run_id]
 
 
@@ -87,7 +100,10 @@ def test_samples_jsonl_rescores_with_the_engine(client, data, tmp_path):
     from evalcore.engine.metrics import mean_value
 
     run = EvaluationRun.objects.get(submission=data["a"], task="gsm8k")
-    lines = [json.loads(line) for line in body(client.get(f"/leaderboard/runs/{run.pk}/samples.jsonl")).splitlines()]
+    lines = [
+        json.loads(line)
+        for line in body(client.get(f"/leaderboard/runs/{run.pk}/samples.jsonl")).splitlines()
+    ]
     recomputed = mean_value([r["metrics"]["exact_match,strict-match"] for r in lines])
     assert recomputed.value == Score.objects.get(run=run, metric="exact_match,strict-match").value
 
@@ -142,3 +158,27 @@ def test_schema_lists_the_leaderboard_endpoints(client, data):
         assert path in schema["paths"], path
     params = {p["name"] for p in schema["paths"]["/api/scores/"]["get"]["parameters"]}
     assert {"submission", "task", "benchmark", "metric", "limit", "offset"} <= params
+
+
+def test_samples_stream_under_asgi_in_chunks(data):
+    import warnings
+
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncClient
+
+    sub = bd.submission(data["bob"], "bob/long-run")
+    run = bd.add_run(sub, "gsm8k", [bd.gsm8k_record(i, i % 3 == 0) for i in range(1100)],
+                     metrics=["exact_match,strict-match"])  # fmt: skip
+
+    async def fetch(url):
+        response = await AsyncClient().get(url)
+        return response, [chunk async for chunk in response]
+
+    with warnings.catch_warnings():
+        # Django warns (and buffers the whole body) when it must serve a sync iterator under ASGI.
+        warnings.filterwarnings("error", message="StreamingHttpResponse must consume")
+        response, chunks = async_to_sync(fetch)(f"/leaderboard/runs/{run.pk}/samples.jsonl")
+        assert response.status_code == 200 and len(chunks) >= 3
+        assert len(b"".join(chunks).decode().splitlines()) == 1100
+        response, chunks = async_to_sync(fetch)("/leaderboard/all-scores.csv")
+        assert response.status_code == 200 and b"bob/long-run" in b"".join(chunks)
