@@ -53,6 +53,24 @@ def _name_check(owner, name: str) -> None:
         raise ValidationError(f"The name {name!r} is already taken; choose another.")
 
 
+def variant_review_reason(owner, base_model: str, *, exclude_id: int | None = None) -> str:
+    """Why a public entry must wait for review: its family (owner, base model) has more than
+    ``LEADERBOARD_PRIVATE_VARIANTS_LIMIT`` private variants evaluated (the best of many looks
+    better than it is); "" when it need not wait."""
+    base = base_model.strip()
+    if not base:
+        return ""
+    limit = int(getattr(settings, "LEADERBOARD_PRIVATE_VARIANTS_LIMIT", 3))
+    private = (
+        Submission.objects.filter(owner=owner, base_model__iexact=base, private=True, status=Submission.Status.FINISHED)
+        .exclude(pk=exclude_id)
+        .count()
+    )
+    if private <= limit:
+        return ""
+    return f"{private} private variants of {base} evaluated (more than {limit}): best-of-K inflation"
+
+
 def _duplicate_message(existing: Submission, owner) -> str:
     if existing.private and existing.owner_id != owner.pk:
         return "These weights were already submitted (as a private variant of another account)."
@@ -116,6 +134,10 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
                 total_bytes=report.total_bytes,
                 storage_path=str(store_folder or staging),
             )
+            if not submission.private:
+                submission.review_reason = variant_review_reason(owner, submission.base_model)
+                if submission.review_reason:
+                    submission.review_state = Submission.Review.FLAGGED
             submission.full_clean()
             try:
                 with transaction.atomic():
@@ -170,7 +192,10 @@ def submission_publish(*, submission_id: int, owner) -> Submission:
             raise Submission.DoesNotExist(f"no submission {submission_id} of this owner")
         if submission.private:
             submission.private = False
-            submission.save(update_fields=["private"])
+            reason = variant_review_reason(owner, submission.base_model, exclude_id=submission.pk)
+            if reason and submission.review_state == Submission.Review.NONE:
+                submission.review_state, submission.review_reason = Submission.Review.FLAGGED, reason
+            submission.save(update_fields=["private", "review_state", "review_reason"])
     return submission
 
 

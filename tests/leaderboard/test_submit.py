@@ -264,3 +264,22 @@ def test_shared_model_store_path(client, owner, tiny_dir, submissions_dir, setti
     assert not submissions_dir.exists()  # evaluated where it lies, never copied
     response = client.post(SUBMIT, form_data(uploads(tiny_dir), store_path="acme/tiny"))
     assert "not both" in response.content.decode()
+
+
+def test_many_private_variants_make_a_public_entry_wait_for_review(client, owner, make_checkpoint, submissions_dir,
+                                                                   settings):  # fmt: skip
+    settings.LEADERBOARD_PRIVATE_VARIANTS_LIMIT = 2
+    settings.LEADERBOARD_SUBMISSIONS_PER_WEEK = 20
+    for i in range(3):
+        make_submission(owner, name=f"acme/v{i}", sha=f"{i}" * 64, base_model="Llama-3-8B", model_type="fine-tuned",
+                        private=True, status="FINISHED")  # fmt: skip
+    fields = {"model_type": "fine-tuned", "base_model": "llama-3-8b"}
+    client.post(SUBMIT, form_data(uploads(make_checkpoint(seed=4)), model_name="acme/public", **fields))
+    public = Submission.objects.get(model_name="acme/public")
+    assert public.review_state == "flagged" and "3 private variants of llama-3-8b" in public.review_reason
+    client.post(SUBMIT, form_data(uploads(make_checkpoint(seed=5)), model_name="acme/other-base", model_type="chat"))
+    assert Submission.objects.get(model_name="acme/other-base").review_state == "none"
+    client.post(f"/leaderboard/submissions/{Submission.objects.get(model_name='acme/v0').pk}/publish/")
+    assert Submission.objects.get(model_name="acme/v0").review_state == "none"  # 2 others: within the limit
+    client.post(SUBMIT, form_data(uploads(make_checkpoint(seed=6)), model_name="acme/private", private="on", **fields))
+    assert Submission.objects.get(model_name="acme/private").review_state == "none"  # private: nobody else sees it
