@@ -145,8 +145,7 @@ def request_cache_path(submission_id: int) -> Path:
     A retry on the same host answers the requests it already computed from here; a finished run
     deletes it.
     """
-    folder = getattr(settings, "LEADERBOARD_REQUEST_CACHE_DIR", None) or Path(settings.VAR_DIR) / "request-cache"
-    return Path(folder) / f"submission-{submission_id}.sqlite3"
+    return Path(settings.LEADERBOARD_REQUEST_CACHE_DIR) / f"submission-{submission_id}.sqlite3"
 
 
 def submission_run_suite(submission_id: int) -> None:

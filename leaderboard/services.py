@@ -60,7 +60,7 @@ def variant_review_reason(owner, base_model: str, *, exclude_id: int | None = No
     base = base_model.strip()
     if not base:
         return ""
-    limit = int(getattr(settings, "LEADERBOARD_PRIVATE_VARIANTS_LIMIT", 3))
+    limit = settings.LEADERBOARD_PRIVATE_VARIANTS_LIMIT
     private = (
         Submission.objects.filter(owner=owner, base_model__iexact=base, private=True, status=Submission.Status.FINISHED)
         .exclude(pk=exclude_id)

@@ -198,6 +198,7 @@ try:
     LEADERBOARD_MAX_UPLOAD_BYTES = config_env.integer("LEADERBOARD_MAX_UPLOAD_BYTES", default=64 << 30, minimum=1)
     LEADERBOARD_MAX_FILES = config_env.integer("LEADERBOARD_MAX_FILES", default=64, minimum=2)
     LEADERBOARD_SUBMISSIONS_PER_WEEK = config_env.integer("LEADERBOARD_SUBMISSIONS_PER_WEEK", default=5, minimum=1)
+    LEADERBOARD_PRIVATE_VARIANTS_LIMIT = config_env.integer("LEADERBOARD_PRIVATE_VARIANTS_LIMIT", default=3, minimum=0)
 except ConfigError as error:
     fail(error)
 LEADERBOARD_ARCHITECTURES = [
@@ -210,6 +211,7 @@ LEADERBOARD_SUITE_NAME = "podium"
 LEADERBOARD_SUITE_TASKS = [{"task": "gsm8k", "num_fewshot": 5, "limit": 200}]
 LEADERBOARD_TASK_PATHS: list[str] = []  # extra task folders (evalcore include paths)
 LEADERBOARD_SUBMISSIONS_DIR = MEDIA_ROOT / "submissions"
+LEADERBOARD_REQUEST_CACHE_DIR = VAR_DIR / "request-cache"  # model answers of running submissions (worker-local)
 DATA_UPLOAD_MAX_NUMBER_FILES = LEADERBOARD_MAX_FILES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024  # anything larger goes to a temporary file, never to memory
 LOGIN_URL = "leaderboard:login"
