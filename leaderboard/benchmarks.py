@@ -15,7 +15,8 @@ Baselines:
   task's 250 documents in the bundled data (``(A)``...``(R)`` options counted per document;
   True/False, Yes/No and valid/invalid answers are 2 options); free-form tasks (``dyck_languages``,
   ``multistep_arithmetic_two``, ``object_counting``, ``word_sorting``) 0.
-- Any other task: 0, so its normalised score is its raw score times 100.
+- Any other task: 0, so its normalised score is its raw score times 100. Its column shows the first
+  of :data:`PREFERRED_METRICS` the run reported (a task with none of them is not on the board).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 BBH_BASELINES = {
     "boolean_expressions": 0.5, "causal_judgement": 0.5, "date_understanding": 0.1717,
@@ -62,6 +64,7 @@ ORDER = {b.key: i for i, b in enumerate(BENCHMARKS)}
 PREFERRED_METRICS = ("acc_norm", "acc", "exact_match", "exact_match,strict-match", "pass@1", "f1")
 
 
+@lru_cache(maxsize=4096)
 def benchmark_for(task: str) -> Benchmark | None:
     for benchmark in BENCHMARKS:
         if benchmark.matches(task):
@@ -89,9 +92,10 @@ def headline_metric(task: str, available: list[str] | tuple[str, ...] = ()) -> s
     for name in PREFERRED_METRICS:
         if name in available:
             return name
-    return sorted(available)[0] if available else None
+    return None
 
 
+@lru_cache(maxsize=4096)
 def task_baseline(task: str) -> float:
     """The random-guess score of ``task`` (0..1)."""
     if task.startswith("bbh_cot_fewshot_"):
@@ -105,6 +109,11 @@ def normalise(value: float | None, baseline: float) -> float | None:
     if value is None or not math.isfinite(value):
         return None
     return (value - baseline) / (1.0 - baseline) * 100.0
+
+
+def board_metrics() -> set[str]:
+    """Every metric name the board may show (what the table's query reads)."""
+    return {b.metric for b in BENCHMARKS} | set(PREFERRED_METRICS)
 
 
 def benchmark_sort_key(key: str) -> tuple:

@@ -27,6 +27,7 @@ from leaderboard.benchmarks import (
     benchmark_key,
     benchmark_label,
     benchmark_sort_key,
+    board_metrics,
     headline_metric,
     normalise,
     task_baseline,
@@ -142,6 +143,7 @@ def _scores_by_submission(ids: set[int]) -> dict[int, dict[str, list[dict]]]:
         Score.objects.filter(
             run__status=EvaluationRun.Status.FINISHED,
             run__submission__status=Submission.Status.FINISHED,
+            metric__in=board_metrics(),
         )
         .exclude(run__submission__review_state=Submission.Review.REJECTED)
         .order_by()
@@ -158,8 +160,9 @@ def _scores_by_submission(ids: set[int]) -> dict[int, dict[str, list[dict]]]:
             "ci_high",
             "n",
         )  # fmt: skip
-        .iterator(chunk_size=_CHUNK)
     )
+    # One plain fetch: a server-side cursor would be planned for its first rows (nested loops),
+    # many times slower for a read that needs every row.
     by_run: dict[int, dict] = {}
     for sub_id, run_id, task, version, sha, metric, value, stderr, low, high, n in rows:
         if sub_id in ids:
@@ -268,7 +271,7 @@ def board_entries() -> dict:
         if key in _KEPT:
             _KEPT.move_to_end(key)
             return _KEPT[key]
-    built = _build()
+    built = {**_build(), "fingerprint": key}
     with _LOCK:
         _KEPT[key] = built
         while len(_KEPT) > _KEPT_SIZE:

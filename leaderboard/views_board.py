@@ -13,7 +13,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
 from leaderboard import exports, selectors_runs
-from leaderboard.charts import board_figures
+from leaderboard.board_page import board_page, board_params, board_query
 from leaderboard.models import Submission
 from leaderboard.selectors_board import (
     SIZE_BUCKETS,
@@ -84,41 +84,6 @@ def _bad(request, template: str, errors: list[str], **context):
     return render(request, template, {"errors": errors, **context}, status=400)
 
 
-def _board_params(data: dict) -> dict:
-    return {
-        "search": data["q"] or "", "model_type": data["type"] or "", "size": data["size"] or "",
-        "normalised": data["scale"] == "normalised", "show_hidden": data["show"] == "hidden", "sort": data["sort"],
-    }  # fmt: skip
-
-
-def _links(data: dict) -> dict:
-    """Query strings for the sort headers and the raw/normalised toggle (current filters kept)."""
-    base = {k: v for k, v in data.items() if v}
-
-    def url(**changes) -> str:
-        params = {**base, **changes}
-        return "?" + urlencode(
-            {k: v for k, v in params.items() if v and not (k == "sort" and v == "-average")}
-        )
-
-    current = data["sort"]
-
-    def sort_url(column: str) -> str:
-        descending_first = column not in ("model", "type", "precision")
-        first = f"-{column}" if descending_first else column
-        other = column if descending_first else f"-{column}"
-        return url(sort=other if current == first else first)
-
-    return {
-        "sort": {c: sort_url(c) for c in SORT_COLUMNS},
-        "sort_score": sort_url,
-        "raw": url(scale=""),
-        "normalised": url(scale="normalised"),
-        "hidden_on": url(show="hidden"),
-        "hidden_off": url(show=""),
-    }
-
-
 @require_GET
 def leaderboard_board(request):
     """``/leaderboard/``: models, arena ratings, benchmark scores with 95% intervals, the average."""
@@ -126,18 +91,18 @@ def leaderboard_board(request):
     if errors:
         return _bad(request, "leaderboard/index.html", errors, form=BoardForm())
     data = form.cleaned_data
-    table = board_table(viewer=request.user, **_board_params(data))
-    links = _links(data)
-    sort_column = data["sort"].lstrip("-")
-    score_headers = [
-        (key, label, links["sort_score"](f"score:{key}"), sort_column == f"score:{key}")
-        for key, label in table["columns"]
-    ]
+    page = board_page(viewer=request.user, data=data)
     context = {
-        "form": form, "table": table, "links": links, "score_headers": score_headers, "sort": data["sort"], "sort_column": sort_column,
-        "figures": board_figures(table), "plotly_version": PLOTLY_VERSION,
-        "export_query": urlencode({k: v for k, v in data.items() if v and not (k == "sort" and v == "-average")}),
-    }  # fmt: skip
+        "form": form,
+        "sort": data["sort"],
+        "normalised": data["scale"] == "normalised",
+        "board_html": page["html"],
+        "has_figures": page["has_figures"],
+        "plotly_version": PLOTLY_VERSION,
+        "raw_url": "?" + board_query(data, scale=""),
+        "normalised_url": "?" + board_query(data, scale="normalised"),
+        "export_query": board_query(data),
+    }
     return render(request, "leaderboard/index.html", context)
 
 
@@ -205,7 +170,7 @@ def _export_table(request, kind: str):
     if errors:
         return JsonResponse({"detail": errors}, status=400)
     data = form.cleaned_data
-    table = board_table(viewer=request.user, **_board_params(data))
+    table = board_table(viewer=request.user, **board_params(data))
     if kind == "csv":
         return exports.streaming_download(
             request,

@@ -271,3 +271,20 @@ def test_comparison_form_prefilled_from_a_protocol_page(client, board):
 def test_comparison_refuses_what_the_viewer_cannot_see(client, board):
     response = client.get(f"/leaderboard/compare/?a={board['strong'].pk}&b={board['private'].pk}&task=gsm8k")
     assert response.status_code == 400 and "no visible finished run" in response.content.decode()
+
+
+def test_rendered_once_then_follows_every_change(client, board, django_assert_max_num_queries):
+    client.get("/leaderboard/")
+    with django_assert_max_num_queries(3):  # fingerprint (2) and the arena snapshot id: nothing else
+        html = client.get("/leaderboard/").content.decode()
+    assert board["weak"].pk in rows_of(html)
+    board["weak"].review_state = "hidden"
+    board["weak"].save(update_fields=["review_state"])
+    assert board["weak"].pk not in rows_of(client.get("/leaderboard/").content.decode())
+    gsm = score(board["strong"], "gsm8k", "exact_match,strict-match")
+    gsm.value, gsm.ci_low, gsm.ci_high = 0.123, 0.05, 0.2
+    gsm.save()  # a re-score
+    assert "12.3" in row_html(client.get("/leaderboard/").content.decode(), board["strong"].pk)
+    board["private"].private = False
+    board["private"].save(update_fields=["private"])  # published
+    assert board["private"].pk in rows_of(client.get("/leaderboard/").content.decode())
