@@ -199,21 +199,36 @@ def submission_publish(*, submission_id: int, owner) -> Submission:
     return submission
 
 
+class SubmissionBusy(Exception):
+    """Another worker ran this submission moments ago (a duplicate delivery): try again later."""
+
+
 def submission_start(submission_id: int) -> Submission | None:
-    """PENDING (or RUNNING again, after a worker died) → RUNNING; None when there is nothing to do."""
+    """PENDING (or RUNNING again, after a worker died) → RUNNING; None when there is nothing to do.
+
+    A RUNNING submission whose worker showed a sign of life within ``LEADERBOARD_HEARTBEAT_STALE_S``
+    is still being evaluated (the broker handed the task out twice, e.g. past Redis's visibility
+    timeout): raises SubmissionBusy rather than running it twice at once.
+    """
+    now = timezone.now()
     with transaction.atomic():
         submission = Submission.objects.select_for_update().filter(pk=submission_id).first()
         if submission is None or submission.status not in Submission.ACTIVE:
             return None
+        stale = timedelta(seconds=settings.LEADERBOARD_HEARTBEAT_STALE_S)
+        if submission.status == Submission.Status.RUNNING and submission.heartbeat_at and now - submission.heartbeat_at < stale:
+            raise SubmissionBusy(f"submission {submission_id} is running on another worker")
         submission.status = Submission.Status.RUNNING
-        submission.started_at = submission.started_at or timezone.now()
+        submission.started_at = submission.started_at or now
+        submission.heartbeat_at = now
         submission.attempts += 1
-        submission.save(update_fields=["status", "started_at", "attempts"])
+        submission.save(update_fields=["status", "started_at", "heartbeat_at", "attempts"])
     return submission
 
 
 def submission_progress(submission_id: int, progress: dict) -> None:
-    Submission.objects.filter(pk=submission_id).update(progress=progress)
+    """Store progress; it is also the worker's heartbeat."""
+    Submission.objects.filter(pk=submission_id).update(progress=progress, heartbeat_at=timezone.now())
 
 
 def submission_finish(submission_id: int, *, log_tail: str = "") -> None:

@@ -55,10 +55,19 @@ def redact_paths(text: str) -> str:
     return text
 
 
-@shared_task(name="leaderboard.tasks.submission_evaluate", **LONG_TASK_OPTIONS)
-def submission_evaluate(submission_id: int) -> str:
-    """PENDING → RUNNING → FINISHED | FAILED (with the reason and the log tail); safe to run twice."""
-    if services.submission_start(submission_id) is None:
+@shared_task(name="leaderboard.tasks.submission_evaluate", bind=True, max_retries=None, **LONG_TASK_OPTIONS)
+def submission_evaluate(self, submission_id: int) -> str:
+    """PENDING → RUNNING → FINISHED | FAILED (with the reason and the log tail); safe to run twice.
+
+    A duplicate delivery while another worker is still on it comes back later (then finds it
+    FINISHED, or takes over if that worker went silent).
+    """
+    try:
+        started = services.submission_start(submission_id)
+    except services.SubmissionBusy as busy:
+        log.info("%s; checking again in %s s", busy, settings.LEADERBOARD_HEARTBEAT_STALE_S)
+        raise self.retry(exc=busy, countdown=settings.LEADERBOARD_HEARTBEAT_STALE_S) from busy
+    if started is None:
         return "nothing to do"
     tail = LogTail()
     root = logging.getLogger()

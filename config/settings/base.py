@@ -212,6 +212,7 @@ LEADERBOARD_SUITE_TASKS = [{"task": "gsm8k", "num_fewshot": 5, "limit": 200}]
 LEADERBOARD_TASK_PATHS: list[str] = []  # extra task folders (evalcore include paths)
 LEADERBOARD_SUBMISSIONS_DIR = MEDIA_ROOT / "submissions"
 LEADERBOARD_REQUEST_CACHE_DIR = VAR_DIR / "request-cache"  # model answers of running submissions (worker-local)
+LEADERBOARD_HEARTBEAT_STALE_S = 600  # a RUNNING submission silent this long is taken over by a redelivered task
 DATA_UPLOAD_MAX_NUMBER_FILES = LEADERBOARD_MAX_FILES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024  # anything larger goes to a temporary file, never to memory
 LOGIN_URL = "leaderboard:login"

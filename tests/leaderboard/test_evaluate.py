@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import inspect
 import shutil
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils import timezone
 
 from evalcore.engine import evaluate_task
 from leaderboard import services
@@ -59,7 +61,7 @@ def submit(client, folder, captured, **fields) -> Submission:
     return Submission.objects.latest("id")
 
 
-def test_upload_runs_the_suite_and_a_retry_overwrites(client, owner, tiny_dir, submissions_dir, eager,
+def test_upload_runs_the_suite_and_a_retry_overwrites(client, owner, tiny_dir, submissions_dir, eager, settings,
                                                       django_capture_on_commit_callbacks):  # fmt: skip
     submission = submit(client, tiny_dir, django_capture_on_commit_callbacks)
     submission.refresh_from_db()
@@ -92,6 +94,10 @@ def test_upload_runs_the_suite_and_a_retry_overwrites(client, owner, tiny_dir, s
     EvaluationRun.objects.filter(pk=anatomy.pk).update(status="RUNNING")
     Score.objects.filter(run=anatomy, metric="acc").update(value=0.123)
     SampleRecord.objects.filter(run=anatomy, doc_id=2).delete()
+    with pytest.raises(services.SubmissionBusy):  # its worker spoke moments ago: a duplicate delivery waits
+        submission_evaluate(submission.pk)
+    silent = timezone.now() - timedelta(seconds=settings.LEADERBOARD_HEARTBEAT_STALE_S + 1)
+    Submission.objects.filter(pk=submission.pk).update(heartbeat_at=silent)  # ...until that worker falls silent
     assert submission_evaluate(submission.pk) == "finished"
     assert (EvaluationRun.objects.count(), Score.objects.count(), SampleRecord.objects.count()) == counts
     history = ScoreHistory.objects.get()

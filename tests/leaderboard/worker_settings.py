@@ -9,3 +9,4 @@ LEADERBOARD_SUITE_TASKS = [
     {"task": "gsm8k", "num_fewshot": 0, "limit": 8},
 ]
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 5, "unacked_restore_interval": 1}
+LEADERBOARD_HEARTBEAT_STALE_S = 2  # the killed worker falls silent: its redelivered task takes over
