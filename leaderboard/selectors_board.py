@@ -116,6 +116,7 @@ def _cell(parts: list[dict]) -> dict:
         "norm_low": None if norm_se is None else norm - Z95 * norm_se,
         "norm_high": None if norm_se is None else norm + Z95 * norm_se,
         "baseline": sum(p["baseline"] * p["n"] for p in parts) / total,
+        "norm_floor": sum(normalise(0.0, p["baseline"]) * p["n"] for p in parts) / total,
         "run_id": ordered[0]["run_id"], "run_ids": [p["run_id"] for p in ordered], "protocol_sha256": protocol,
         "metric": parts[0]["metric"],
     }  # fmt: skip
@@ -350,7 +351,11 @@ def board_table(
         cells = {}
         for key, cell in entry["cells"].items():
             if normalised:
-                shown = (cell["norm"], cell["norm_low"], cell["norm_high"], cell["norm_se"])
+                low, high = (
+                    None if x is None else min(100.0, max(cell["norm_floor"], x))
+                    for x in (cell["norm_low"], cell["norm_high"])
+                )  # cut at the possible range: a raw score of 0 up to 100
+                shown = (cell["norm"], low, high, cell["norm_se"])
             else:  # percent right; a normal interval near 0 or 1 is cut at the possible range
                 low, high = (
                     None if x is None else min(100.0, max(0.0, 100 * x))
