@@ -215,6 +215,8 @@ def test_sample_browser_filters_and_pages(client, board, django_assert_max_num_q
     html = client.get(f"/leaderboard/runs/{run.pk}/samples/?only=no_answer").content.decode()
     assert re.findall(r'data-doc="(\d+)"', html) == ["1", "2", "5"] and "no answer extracted" in html
     mc = EvaluationRun.objects.get(submission=board["weak"], task="mmlu_anatomy")
+    html = client.get(f"/leaderboard/runs/{mc.pk}/samples/?only=wrong").content.decode()
+    assert "16 documents" in html and "<code>" in html  # 4 of 20 right; the predicted choice shown
     assert "0 documents" in client.get(f"/leaderboard/runs/{mc.pk}/samples/?only=no_answer").content.decode()
     for bad in ("page=0", "page=abc", "page=99", "only=everything", "only=wrong&only=wrong", "x=1"):
         assert client.get(f"/leaderboard/runs/{run.pk}/samples/?{bad}").status_code == 400, bad
