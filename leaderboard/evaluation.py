@@ -139,6 +139,13 @@ def _suite_plan(suite: BenchmarkSuite):
     return plan
 
 
+def chat_template_supported() -> bool:
+    """Whether the engine can evaluate with a model's chat template (``evaluate_task(apply_chat_template=)``)."""
+    from evalcore.engine import evaluate_task
+
+    return "apply_chat_template" in inspect.signature(evaluate_task).parameters
+
+
 def request_cache_path(submission_id: int) -> Path:
     """Model answers of a running submission, local to the worker host (SQLite wants a local disk).
 
@@ -158,8 +165,7 @@ def submission_run_suite(submission_id: int) -> None:
     submission = Submission.objects.get(pk=submission_id)
     if submission.status != Submission.Status.RUNNING:
         raise RuntimeError(f"submission {submission_id} is {submission.status}, not RUNNING")
-    chat_supported = "apply_chat_template" in inspect.signature(evaluate_task).parameters
-    if submission.apply_chat_template and not chat_supported:
+    if submission.apply_chat_template and not chat_template_supported():
         raise RuntimeError(
             "the evaluation engine cannot apply chat templates yet; submit again without 'apply chat template'"
         )

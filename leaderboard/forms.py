@@ -13,6 +13,7 @@ from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 from django.core.files.uploadedfile import UploadedFile
 
 from leaderboard import checkpoints
+from leaderboard.evaluation import chat_template_supported
 from leaderboard.models import Submission
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")  # the arena catalogue's name rule
@@ -125,6 +126,9 @@ class SubmissionForm(forms.Form):
 
     def clean(self):
         data = super().clean()
+        want_chat_template = bool(data.get("apply_chat_template"))  # add_error drops a field from cleaned_data
+        if want_chat_template and not chat_template_supported():
+            self.add_error("apply_chat_template", "The evaluation engine cannot apply chat templates yet; untick it.")
         if data.get("model_type") in Submission.NEEDS_BASE_MODEL and not data.get("base_model"):
             self.add_error("base_model", "Name the base model of a fine-tune or merge.")
         uploads = data.get("files") or []
@@ -145,7 +149,7 @@ class SubmissionForm(forms.Form):
         except checkpoints.CheckpointError as exc:
             raise forms.ValidationError(str(exc)) from None
         self.report = checkpoints.inspect_checkpoint(
-            self.checkpoint_files, limits=limits(), want_chat_template=bool(data.get("apply_chat_template"))
+            self.checkpoint_files, limits=limits(), want_chat_template=want_chat_template
         )
         if not self.report.ok:
             raise forms.ValidationError(self.report.errors)

@@ -82,11 +82,12 @@ def test_submit_needs_an_account(client):
 def test_upload_is_stored_hashed_registered_and_enqueued(client, owner, tiny_dir, submissions_dir,
                                                          django_capture_on_commit_callbacks):  # fmt: skip
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        response = client.post(SUBMIT, form_data(uploads(tiny_dir), apply_chat_template="on", private="on"))
+        response = client.post(SUBMIT, form_data(uploads(tiny_dir), private="on", precision="bfloat16"))
     assert response.status_code == 302, response.content.decode()[:2000]
     submission = Submission.objects.get()
     assert len(callbacks) == 1  # submission_evaluate is sent only after the commit
-    assert submission.status == "PENDING" and submission.private and submission.apply_chat_template
+    assert submission.status == "PENDING" and submission.private and submission.precision == "bfloat16"
+    assert submission.parameter_count == 49152 * 16 + 16 * 16 * 4 + 3 * 16 * 32 + 16 * 3  # from the headers
     assert submission.weight_sha256 == hash_files(sorted(tiny_dir.glob("*.safetensors")))
     assert submission.storage_path == str(submissions_dir / str(submission.pk))
     stored = sorted(p.name for p in (submissions_dir / str(submission.pk)).iterdir())
