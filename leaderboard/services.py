@@ -102,16 +102,19 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
     name = data["model_name"].strip()
     _rate_limit_check(owner)
     _name_check(owner, name)
-    staging = None
+    staging = final = None
     if store_folder is None:
-        root = Path(settings.LEADERBOARD_SUBMISSIONS_DIR)
-        staging = root / ".incoming" / uuid.uuid4().hex
-        staging.parent.mkdir(parents=True, exist_ok=True)
-        weight_sha256 = checkpoint_io.copy_and_hash(files, staging)
-    else:
-        weight_sha256 = checkpoint_io.hash_weights(files)
-    final = None
+        staging = Path(settings.LEADERBOARD_SUBMISSIONS_DIR) / ".incoming" / uuid.uuid4().hex
     try:
+        try:
+            if staging is not None:
+                staging.parent.mkdir(parents=True, exist_ok=True)
+                weight_sha256 = checkpoint_io.copy_and_hash(files, staging)
+            else:
+                weight_sha256 = checkpoint_io.hash_weights(files)
+        except OSError as exc:  # a full disk, a file gone from the store
+            log.exception("storing a checkpoint of %s failed", owner.pk)
+            raise ValidationError(f"The checkpoint could not be read and stored ({exc.strerror or exc}).") from exc
         _duplicate_check(owner, weight_sha256)
         with transaction.atomic():
             # Two uploads of one owner at the same moment: the second waits here, then counts the first.
