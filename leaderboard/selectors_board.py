@@ -1,6 +1,6 @@
 """The leaderboard table: one entry per finished submission, one cell per benchmark, read-only.
 
-The whole table (every finished, not rejected submission with its benchmark cells, arena rating and
+The whole table (every finished submission with its benchmark cells, arena rating and
 "best of K" badge) is built from three queries and kept per process, keyed by a fingerprint of what
 it reads (two aggregate queries and the latest arena snapshot id): a page view filters, searches and
 sorts the kept entries in Python. Nothing is fitted or bootstrapped here.
@@ -198,7 +198,7 @@ def _max_z(k: int) -> float:
 
 def _badges(entries: list[dict]) -> None:
     """The "best of K variants" where an owner's family (owner, base model) has more than N private variants."""
-    limit = int(getattr(settings, "LEADERBOARD_PRIVATE_VARIANTS_LIMIT", 3))
+    limit = settings.LEADERBOARD_PRIVATE_VARIANTS_LIMIT  # as leaderboard.services.variant_review_reason
     families: dict[tuple, list[dict]] = defaultdict(list)
     for entry in entries:
         if entry["base_model"].strip():
@@ -224,7 +224,6 @@ def _build() -> dict:
         arena_rows = {r["model"]: r for r in snapshot.rows}
     subs = list(
         Submission.objects.filter(status=Submission.Status.FINISHED)
-        .exclude(review_state=Submission.Review.REJECTED)
         .order_by("-created_at", "-id")
         .values(
             "id",
@@ -266,7 +265,7 @@ def _build() -> dict:
 
 
 def board_entries() -> dict:
-    """Every entry anyone may see under some filter (finished, not rejected), kept per fingerprint."""
+    """Every finished entry (rejected ones too: they count as variants, never shown), kept per fingerprint."""
     key = _fingerprint()
     with _LOCK:
         if key in _KEPT:
@@ -281,6 +280,8 @@ def board_entries() -> dict:
 
 
 def entry_visible(entry: dict, viewer, *, show_hidden: bool) -> bool:
+    if entry["review_state"] == Submission.Review.REJECTED:
+        return False
     if viewer is not None and viewer.is_authenticated and entry["owner_id"] == viewer.pk:
         return True
     if entry["private"]:

@@ -147,7 +147,7 @@ def test_best_of_k_badge_for_a_family_with_many_private_variants(client, board, 
     carol = bd.user("carol@example.org")
     for i in range(4):
         bd.entry(carol, f"carol/variant-{i}", gsm8k=bd.pattern(40, 20 + i), private=True, model_type="fine-tuned",
-                 base_model="Acme/Base-1B")  # fmt: skip
+                 base_model="Acme/Base-1B", review="rejected" if i == 0 else "none")  # fmt: skip
     best = bd.entry(carol, "carol/published", gsm8k=bd.pattern(40, 30), model_type="fine-tuned",
                     base_model="acme/base-1b")  # fmt: skip
     other = bd.entry(
@@ -160,7 +160,10 @@ def test_best_of_k_badge_for_a_family_with_many_private_variants(client, board, 
         100 * best_of_k_inflation(5, se=gsm.stderr).expected_inflation
     )  # one benchmark: se of the average
     assert "best of 5 variants" in row and f"+{inflation:.1f} expected" in row
-    assert "best of" not in row_html(html, other.pk)
+    assert "best of" not in row_html(html, other.pk)  # another family
+    client.force_login(carol)
+    mine = rows_of(client.get("/leaderboard/").content.decode())
+    assert len([pk for pk in mine if pk not in rows_of(html)]) == 3  # her private variants; not the rejected one
 
 
 def test_charts_built_on_the_server(client, board):
