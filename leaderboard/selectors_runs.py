@@ -225,7 +225,9 @@ def compare_runs(viewer, *, a: int, b: int, task: str) -> dict:
         shared[0], tuple(Score.objects.filter(run=runs_a[shared[0]]).values_list("metric", flat=True))
     )
     if metric is None:
-        raise ValueError(f"{task!r} reports no metric the leaderboard compares (accuracy, exact match, pass@1, F1)")
+        raise ValueError(
+            f"{task!r} reports no metric the leaderboard compares (accuracy, exact match, pass@1, F1)"
+        )
     pairs = [(runs_a[t], runs_b[t]) for t in shared]
     # A re-score rewrites records and scores: the newest score time of these runs keys the cache too.
     rescored = Score.objects.filter(run__in=[r for pair in pairs for r in pair]).aggregate(
