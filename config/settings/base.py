@@ -207,8 +207,17 @@ LEADERBOARD_ARCHITECTURES = [
     "Gemma2ForCausalLM", "OLMoForCausalLM", "Olmo2ForCausalLM", "StableLmForCausalLM", "FalconForCausalLM",
 ]  # fmt: skip
 # The frozen suite every submission runs; changing the list makes a new version of the suite.
-LEADERBOARD_SUITE_NAME = "podium"
-LEADERBOARD_SUITE_TASKS = [{"task": "gsm8k", "num_fewshot": 5, "limit": 200}]
+try:
+    LEADERBOARD_SUITE_NAME = config_env.env.str("LEADERBOARD_SUITE_NAME", default="podium")
+    # JSON list of {"task", "num_fewshot", "limit"}; `make demo` sets a small slice (CPU only).
+    LEADERBOARD_SUITE_TASKS = config_env.json_list(
+        "LEADERBOARD_SUITE_TASKS", default=[{"task": "gsm8k", "num_fewshot": 5, "limit": 200}]
+    )
+    ARENA_REFIT_DEBOUNCE_S = config_env.integer("ARENA_REFIT_DEBOUNCE_S", default=30, minimum=1)
+    ARENA_REFIT_ROUNDS = config_env.integer("ARENA_REFIT_ROUNDS", default=1000, minimum=10)
+    ARENA_REFIT_MIN_VOTES = config_env.integer("ARENA_REFIT_MIN_VOTES", default=10, minimum=1)
+except ConfigError as error:
+    fail(error)
 LEADERBOARD_TASK_PATHS: list[str] = []  # extra task folders (evalcore include paths)
 LEADERBOARD_SUBMISSIONS_DIR = MEDIA_ROOT / "submissions"
 LEADERBOARD_REQUEST_CACHE_DIR = VAR_DIR / "request-cache"  # model answers of running submissions (worker-local)
