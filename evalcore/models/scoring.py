@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 # A batch whose rows share at least this many leading tokens runs the shared part once.
 MIN_SHARED_PREFIX = 32
+# Within such a batch, rows sharing this many more tokens (one question's choices) share them too.
+MIN_SHARED_STEM = 16
 # Positions pushed through the output layer at once (bounds the (positions, vocab) logits).
 LOGIT_CHUNK = 1024
 MAX_ROWS_CPU = 64
@@ -135,14 +137,14 @@ def score_pairs(backend, pairs, *, progress=None) -> list[tuple[float, bool, int
             prefix = 0
             if len(batch_rows) > 1 and shared >= MIN_SHARED_PREFIX:
                 prefix = min(shared - 1, min(len(rows[i]) - need[i] for i in batch))
-            hidden = _hidden_states(base, batch_rows, prefix, backend)
+            hidden, offsets = _hidden_states(base, batch_rows, prefix, backend, [need[i] for i in batch])
             positions, targets, owners = [], [], []
             for b, row_index in enumerate(batch):
                 length = len(rows[row_index])
                 for request_index, continuation in by_input[rows[row_index]]:
                     n = len(continuation)
                     for k in range(n):
-                        positions.append((b, length - n + k - prefix))
+                        positions.append((b, length - n + k - offsets[b]))
                     targets.extend(continuation)
                     owners.append((request_index, n))
             logprobs, greedy = _target_logprobs(hidden, positions, targets, head, softcap)
@@ -159,25 +161,86 @@ def score_pairs(backend, pairs, *, progress=None) -> list[tuple[float, bool, int
     return results  # type: ignore[return-value]
 
 
-def _hidden_states(base, batch_rows, prefix: int, backend):
-    """Final hidden states of the rows after ``prefix`` shared tokens: (rows, longest - prefix, hidden)."""
+def _stems(tails, needs) -> tuple[list[int], list[int]]:
+    """Cluster consecutive (sorted) rows sharing >= MIN_SHARED_STEM tokens; (cluster of row, stem lengths)."""
+    cluster_of, stems, members = [], [], []
+
+    def close() -> None:
+        common = min(_common_prefix(tails[members[0]], tails[b]) for b in members)
+        stems.append(min(common, min(len(tails[b]) - needs[b] for b in members)) if len(members) > 1 else 0)
+
+    for b, tail in enumerate(tails):
+        if members and _common_prefix(tails[members[0]], tail) < MIN_SHARED_STEM:
+            close()
+            members = []
+        members.append(b)
+        cluster_of.append(len(stems))
+    close()
+    return cluster_of, stems
+
+
+def _hidden_states(base, batch_rows, prefix: int, backend, needs):
+    """Final hidden states after the shared ``prefix``: ``(hidden, offsets)``.
+
+    ``hidden[b, j]`` is the state of token ``offsets[b] + j`` of row ``b``; every scored position
+    is at or after ``offsets[b]``. With a shared prefix, rows that also share a stem (one question
+    with several multi-token choices) run the stem once per cluster: stage one computes the stems
+    on the prefix cache, stage two copies each cluster's cache to its rows and runs the remainders
+    with an attention mask over the stem padding and explicit position ids.
+    """
     import torch
 
     device = backend.device
+    size = len(batch_rows)
+    tails = [list(r[prefix:]) for r in batch_rows]
     cache = None
     if prefix:
         shared = torch.tensor([batch_rows[0][:prefix]], device=device)
         _, cache = run_base(base, input_ids=shared, use_cache=True)
-        cache.batch_repeat_interleave(len(batch_rows))
-    longest = max(len(r) for r in batch_rows) - prefix
-    padded = torch.full((len(batch_rows), longest), backend.pad_token_id, dtype=torch.long)
-    for b, row in enumerate(batch_rows):
-        tail = row[prefix:]
-        padded[b, : len(tail)] = torch.tensor(tail, dtype=torch.long)
-    # Right padding needs no attention mask in a causal model: padded positions come after every
-    # scored position and are never attended to by them.
-    hidden, _ = run_base(base, input_ids=padded.to(device), cache=cache, use_cache=cache is not None)
-    return hidden
+    cluster_of, stems = _stems(tails, needs) if prefix else ([0] * size, [0])
+    if max(stems) < MIN_SHARED_STEM:
+        if cache is not None:
+            cache.batch_repeat_interleave(size)
+        # Right padding needs no attention mask in a causal model: padded positions come after
+        # every scored position and are never attended to by them.
+        padded = _right_padded(tails, backend.pad_token_id)
+        hidden, _ = run_base(base, input_ids=padded.to(device), cache=cache, use_cache=cache is not None)
+        return hidden, [prefix] * size
+    clusters = len(stems)
+    cache.batch_repeat_interleave(clusters)
+    width = max(stems)
+    first_rows = [cluster_of.index(c) for c in range(clusters)]
+    stem_ids = _right_padded([tails[b][: stems[c]] or [backend.pad_token_id] for c, b in enumerate(first_rows)], backend.pad_token_id)
+    stem_ids = stem_ids[:, :width] if stem_ids.shape[1] >= width else torch.nn.functional.pad(stem_ids, (0, width - stem_ids.shape[1]))
+    stem_mask = torch.zeros((clusters, prefix + width), dtype=torch.long)
+    stem_mask[:, :prefix] = 1
+    for c, length in enumerate(stems):
+        stem_mask[c, prefix : prefix + length] = 1
+    stem_positions = (prefix + torch.arange(width)).repeat(clusters, 1)
+    _, cache = run_base(
+        base, input_ids=stem_ids.to(device), attention_mask=stem_mask.to(device),
+        position_ids=stem_positions.to(device), cache=cache, use_cache=True,
+    )  # fmt: skip
+    cache.batch_select_indices(torch.tensor(cluster_of, device=device))
+    rests = [tails[b][stems[cluster_of[b]] :] for b in range(size)]
+    rest_ids = _right_padded(rests, backend.pad_token_id)
+    mask = torch.cat([stem_mask[cluster_of], torch.ones((size, rest_ids.shape[1]), dtype=torch.long)], dim=1)
+    positions = torch.stack([prefix + stems[cluster_of[b]] + torch.arange(rest_ids.shape[1]) for b in range(size)])
+    hidden, _ = run_base(
+        base, input_ids=rest_ids.to(device), attention_mask=mask.to(device),
+        position_ids=positions.to(device), cache=cache, use_cache=True,
+    )  # fmt: skip
+    return hidden, [prefix + stems[cluster_of[b]] for b in range(size)]
+
+
+def _right_padded(rows, pad_id):
+    import torch
+
+    width = max(len(r) for r in rows)
+    padded = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    for b, row in enumerate(rows):
+        padded[b, : len(row)] = torch.tensor(row, dtype=torch.long)
+    return padded
 
 
 def _target_logprobs(hidden, positions, targets, head, softcap):

@@ -59,6 +59,9 @@ def test_batched_scoring_with_shared_prefix_equals_single_forward_passes(tiny_di
         LoglikelihoodRequest(shots + "Q: colour of the sky?\nA:", " blue sky today"),
         LoglikelihoodRequest(shots + "Q: letter?\nA:", " A"),
         LoglikelihoodRequest(shots + "Q: letter?\nA:", " B"),
+        LoglikelihoodRequest(shots + "Q: " + "which statement about the revolution is most accurate? " * 3 + "\nA:", " The price of bread rose"),
+        LoglikelihoodRequest(shots + "Q: " + "which statement about the revolution is most accurate? " * 3 + "\nA:", " Nothing happened"),
+        LoglikelihoodRequest(shots + "Q: " + "which statement about the revolution is most accurate? " * 3 + "\nA:", " It began in 1789"),
         LoglikelihoodRequest("", "Hello world"),
         LoglikelihoodRequest("short", " one"),
     ]
