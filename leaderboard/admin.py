@@ -3,8 +3,13 @@ go through ``submission_review`` so the submission's state and the audit log alw
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils.html import format_html
 
 from leaderboard import services
 from leaderboard.models import (
@@ -36,9 +41,17 @@ class SubmissionAdmin(admin.ModelAdmin):
     search_fields = ("model_name", "owner__username", "weight_sha256", "base_model")
     readonly_fields = ("owner", "language_model", "weight_sha256", "parameter_count", "total_bytes", "storage_path",
                        "source", "architecture", "status", "failure_reason", "log_tail", "progress", "attempts", "heartbeat_at",
-                       "created_at", "started_at", "finished_at", "review_state")  # fmt: skip
+                       "created_at", "started_at", "finished_at", "review_state", "review_page")  # fmt: skip
     inlines = [ReviewActionInline]
     actions = ["requeue"]
+
+    @admin.display(description="Review")
+    def review_page(self, obj):
+        """Approve / hide / reject with a comment on the staff review page (the service writes the log)."""
+        if obj.pk is None:
+            return "-"
+        return format_html('<a href="{}">Approve, hide or reject on the review page</a>',
+                           reverse("leaderboard:review-submission", args=[obj.pk]))  # fmt: skip
 
     @admin.action(description="Requeue the selected failed submissions")
     def requeue(self, request, queryset):
@@ -90,6 +103,16 @@ class EvaluationRunAdmin(admin.ModelAdmin):
     list_filter = ("status", "suite", "task")
     readonly_fields = ("submission", "suite", "task", "config_sha256", "code_version", "protocol", "results")
     inlines = [ScoreInline]
+    actions = ["rescore"]
+
+    @admin.action(description="Re-score this task from stored samples")
+    def rescore(self, request, queryset):
+        """The staff page asks for the comment and queues the re-scoring of every run of the task."""
+        tasks = sorted(set(queryset.values_list("task", flat=True)))
+        if len(tasks) != 1:
+            self.message_user(request, "Select runs of one task to re-score it.", messages.WARNING)
+            return None
+        return redirect(f"{reverse('leaderboard:review-rescore')}?{urlencode({'task': tasks[0]})}")
 
 
 @admin.register(Score)

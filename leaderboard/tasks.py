@@ -90,3 +90,15 @@ def submission_evaluate(self, submission_id: int) -> str:
         root.setLevel(previous_level)
     services.submission_finish(submission_id, log_tail=redact_paths(tail.text()))
     return "finished"
+
+
+@shared_task(name="leaderboard.tasks.run_rescore", **LONG_TASK_OPTIONS)
+def run_rescore(task: str, admin_id: int, comment: str) -> str:
+    """Re-score every stored run of ``task`` from its per-sample records (no model is loaded)."""
+    from django.contrib.auth import get_user_model
+
+    from leaderboard.rescoring import runs_rescore
+
+    admin = get_user_model().objects.get(pk=admin_id)
+    summary = runs_rescore(task=task, admin=admin, comment=comment)
+    return f"{summary.runs} runs, {summary.scores_changed} scores changed"

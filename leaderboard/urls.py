@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from leaderboard import views, views_accounts, views_arena, views_board, views_submissions
+from leaderboard import views, views_accounts, views_arena, views_board, views_review, views_submissions
 from leaderboard.forms import EmailLoginForm
 
 app_name = "leaderboard"
@@ -25,4 +25,7 @@ urlpatterns = [
     path("submissions/<int:submission_id>/", views_submissions.submission_detail, name="submission"),
     path("submissions/<int:submission_id>/publish/", views_submissions.submission_publish, name="submission-publish"),
     path("submissions/<int:submission_id>/status.json", views_submissions.submission_status, name="submission-status"),
+    path("review/", views_review.review_queue, name="review"),
+    path("review/<int:submission_id>/", views_review.review_submission, name="review-submission"),
+    path("review/rescore/", views_review.rescore, name="review-rescore"),
 ]

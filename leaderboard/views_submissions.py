@@ -10,7 +10,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 
-from leaderboard import selectors, services
+from leaderboard import selectors, selectors_review, services
 from leaderboard.forms import SubmissionForm
 from leaderboard.models import Submission
 from leaderboard.uploads import SizeLimitHandler
@@ -92,5 +92,6 @@ def submission_detail(request, submission_id: int):
     submission = selectors.submission_visible(request.user, submission_id)
     if submission is None:
         raise Http404("no such submission")
-    context = {"submission": submission, "results": selectors.submission_results(submission)}
+    context = {"submission": submission, "results": selectors.submission_results(submission),
+               "review_log": selectors_review.submission_review_log(submission, with_admins=request.user.is_staff)}  # fmt: skip
     return render(request, "leaderboard/submission.html", context)
