@@ -119,6 +119,9 @@ def _rescore_one(run_id: int, config, *, admin, comment: str, code_version: dict
                 sample.payload = {**sample.payload, **new}
                 updated.append(sample)
         SampleRecord.objects.bulk_update(updated, ["payload"], batch_size=500)
+        if updated and not changed:
+            # Same numbers from other documents: caches keyed on the scores' times (comparisons) must see it.
+            Score.objects.filter(run=run).update(updated_at=timezone.now())
         if not changed and not updated and run.config_sha256 == config.sha256:
             return 0  # already scored this way: nothing to record
         previous = {"config_sha256": run.config_sha256, "code_version": run.code_version}
@@ -126,7 +129,12 @@ def _rescore_one(run_id: int, config, *, admin, comment: str, code_version: dict
         run.config_sha256 = config.sha256
         run.code_version = json_safe(code_version)
         protocol = dict(run.protocol)
-        protocol.update(config_sha256=config.sha256, config=json_safe(config.raw), version=config.version)
+        protocol.update(
+            config_sha256=config.sha256,
+            config=json_safe(config.raw),
+            version=config.version,
+            source=config.source,
+        )
         protocol["rescores"] = [
             *protocol.get("rescores", []),
             json_safe({

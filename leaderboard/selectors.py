@@ -31,13 +31,16 @@ def submission_status(submission: Submission) -> dict:
 
 
 def submission_visible(viewer, submission_id: int) -> Submission | None:
-    """A submission the viewer may see: public and not hidden or rejected, or theirs, or any for staff."""
+    """A submission the viewer may see: public and not rejected, or theirs, or any for staff.
+
+    Hidden entries stay readable (the board lists them behind ``show=hidden``, their runs are public).
+    """
     submission = Submission.objects.select_related("owner").filter(pk=submission_id).first()
     if submission is None:
         return None
     if getattr(viewer, "is_staff", False) or (viewer.is_authenticated and submission.owner_id == viewer.pk):
         return submission
-    if submission.private or submission.review_state in (Submission.Review.HIDDEN, Submission.Review.REJECTED):
+    if submission.private or submission.review_state == Submission.Review.REJECTED:
         return None
     return submission
 

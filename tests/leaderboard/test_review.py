@@ -119,6 +119,8 @@ def test_approve_hide_reject_and_the_board(staff, flagged):
     staff.post(f"/leaderboard/review/{other.pk}/", {"action": "hide", "comment": "overlap confirmed"})
     assert Submission.objects.get(pk=other.pk).review_state == "hidden"
     assert other.pk not in board_ids(Client()) and other.pk in board_ids(Client(), "?show=hidden")
+    hidden_page = Client().get(f"/leaderboard/submissions/{other.pk}/")  # linked from the show=hidden board
+    assert hidden_page.status_code == 200 and "overlap confirmed" in hidden_page.content.decode()
 
     staff.post(f"/leaderboard/review/{other.pk}/", {"action": "reject", "comment": "copied weights"})
     assert other.pk not in board_ids(Client(), "?show=hidden")
