@@ -11,6 +11,7 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.db import OperationalError
 
 from arena import services
 from arena.models import LanguageModel
@@ -22,6 +23,7 @@ log = logging.getLogger(__name__)
 # What a voter reads when a side fails: nothing that names the model, its backend or its URL.
 SIDE_FAILED_MESSAGE = "This model could not answer (an error or a time-out). This battle will not be rated."
 SAVE_EVERY_S = 0.5
+START_RETRIES = 5
 
 
 def battle_group(public_id) -> str:
@@ -49,16 +51,23 @@ class GenerationTimeout(Exception):
 
 
 @shared_task(
+    bind=True,
     name="arena.tasks.battle_generate",
     soft_time_limit=settings.ARENA_GENERATION_TIMEOUT_S + 60,
     time_limit=settings.ARENA_GENERATION_TIMEOUT_S + 90,
     **LONG_TASK_OPTIONS,
 )
-def battle_generate(turn_id: int, side: str) -> str:
+def battle_generate(self, turn_id: int, side: str) -> str:
     """Generate one side's answer to a turn, streaming deltas to the battle's browsers."""
     if side not in services.SIDES:
         raise ValueError(f"side must be 'a' or 'b', not {side!r}")
-    turn = services.turn_side_start(turn_id, side)
+    try:
+        turn = services.turn_side_start(turn_id, side)
+    except OperationalError as exc:  # a busy database (SQLite under load): try again shortly
+        if self.request.retries < START_RETRIES:
+            raise self.retry(exc=exc, countdown=1 + self.request.retries) from None
+        services.turn_side_fail(turn_id, side, "", f"could not start: {exc}")
+        return "failed"
     if turn is None:
         return "already finished"
     battle = turn.battle

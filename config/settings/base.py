@@ -42,8 +42,13 @@ DATABASES["default"].setdefault("ATOMIC_REQUESTS", False)
 DATABASES["default"].setdefault("CONN_MAX_AGE", 0)
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
-    # Several processes (web, worker) share the file: wait for locks rather than fail at once.
-    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("timeout", 20)
+    # Several processes (web, worker) share the file: wait for locks rather than fail at once. WAL lets
+    # readers go on while a worker writes; IMMEDIATE transactions take the write lock up front, so two
+    # writers queue instead of one failing with "database is locked" when it upgrades a read lock.
+    _sqlite_options = DATABASES["default"].setdefault("OPTIONS", {})
+    _sqlite_options.setdefault("timeout", 20)
+    _sqlite_options.setdefault("transaction_mode", "IMMEDIATE")
+    _sqlite_options.setdefault("init_command", "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;")
 
 INSTALLED_APPS = [
     "daphne",
