@@ -40,6 +40,14 @@ except ConfigError as error:
 
 DATABASES["default"].setdefault("ATOMIC_REQUESTS", False)
 DATABASES["default"].setdefault("CONN_MAX_AGE", 0)
+try:
+    # A psycopg connection pool per web process (PostgreSQL only): without it every request opens a
+    # new connection. Off by default so Celery's forked worker processes never share a pool's sockets.
+    DATABASE_POOL_SIZE = config_env.integer("DATABASE_POOL_SIZE", default=0, minimum=0)
+except ConfigError as error:
+    fail(error)
+if DATABASE_POOL_SIZE and DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": DATABASE_POOL_SIZE}
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
     # Several processes (web, worker) share the file: wait for locks rather than fail at once. WAL lets
