@@ -174,8 +174,9 @@ def _clean(x: float) -> float | None:
 def mean_value(values, *, higher_is_better: bool = True) -> MetricValue:
     """Mean of per-item values (shape (n,)) with stderr sd(ddof=1)/sqrt(n) and a 95% interval.
 
-    The interval is :func:`evalcore.stats.intervals.mean_interval` (Student's t, n - 1 degrees of
-    freedom), the platform's one implementation.
+    The interval is :func:`evalcore.stats.intervals.mean_interval`, the platform's one implementation:
+    Wilson's score interval when every value is 0 or 1 (accuracies), else Student's t with n - 1 degrees
+    of freedom.
     """
     from evalcore.stats.intervals import mean_interval
 
@@ -184,10 +185,13 @@ def mean_value(values, *, higher_is_better: bool = True) -> MetricValue:
         raise ValueError("cannot aggregate a metric over zero items")
     if values.size == 1:
         return MetricValue(float(values[0]), None, None, None, 1, higher_is_better)
-    interval = mean_interval(values, level=0.95, method="normal")
+    # A proportion (every value 0 or 1) gets the Wilson interval, which stays honest at 0% and 100%.
+    method = "wilson" if np.isin(values, (0.0, 1.0)).all() else "normal"
+    interval = mean_interval(values, level=0.95, method=method)
     return MetricValue(
-        interval.mean, _clean(interval.se), _clean(interval.ci_low), _clean(interval.ci_high), int(values.size), higher_is_better
-    )
+        interval.mean, _clean(interval.se), _clean(interval.ci_low), _clean(interval.ci_high), int(values.size),
+        higher_is_better, interval=method,
+    )  # fmt: skip
 
 
 def ratio_statistic(name: str, numerators: np.ndarray, denominators: np.ndarray) -> float:

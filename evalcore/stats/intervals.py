@@ -129,9 +129,12 @@ def mean_interval(
     rounds: int = 1000,
     rng: np.random.Generator | None = None,
 ) -> MeanInterval:
-    """Mean of ``values`` (shape (n,)) with a normal or percentile-bootstrap interval.
+    """Mean of ``values`` (shape (n,)) with a normal, percentile-bootstrap or Wilson interval.
 
     The normal interval uses Student's t quantile with n - 1 degrees of freedom (close to z for large n).
+    ``"wilson"`` is the Wilson score interval for a proportion (values 0 or 1): unlike the normal one it
+    does not collapse to a point when every item is right or every item is wrong (0 of 4 correct gives
+    [0, 0.49], not [0, 0]). ``se`` is sd(ddof=1)/sqrt(n) whatever the method.
     """
     x = _as_1d(values, "values")
     _check_level(level)
@@ -147,7 +150,15 @@ def mean_interval(
         means = _bootstrap_means(x, rounds, rng)
         lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
         return MeanInterval(mean, float(means.std(ddof=1)), float(lo), float(hi), n, level, "bootstrap")
-    raise ValueError(f"unknown method {method!r}; expected 'normal' or 'bootstrap'")
+    if method == "wilson":
+        if not np.isin(x, (0.0, 1.0)).all():
+            raise ValueError("a Wilson interval needs 0/1 values (a proportion); use 'normal' or 'bootstrap'")
+        z = float(norm.ppf(0.5 + level / 2))
+        denominator = 1 + z * z / n
+        centre = (mean + z * z / (2 * n)) / denominator
+        half = z * np.sqrt(mean * (1 - mean) / n + z * z / (4 * n * n)) / denominator
+        return MeanInterval(mean, se, float(max(0.0, centre - half)), float(min(1.0, centre + half)), n, level, "wilson")
+    raise ValueError(f"unknown method {method!r}; expected 'normal', 'bootstrap' or 'wilson'")
 
 
 def paired_bootstrap_difference(

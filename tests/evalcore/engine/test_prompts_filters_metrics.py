@@ -124,7 +124,9 @@ def test_mean_interval_and_micro_versus_macro():
     value = mean_value([1, 0, 1, 1])
     assert value.value == 0.75 and value.n == 4
     assert value.stderr == pytest.approx(np.std([1, 0, 1, 1], ddof=1) / 2)
-    assert value.ci_low == pytest.approx(0.75 - 3.182446 * value.stderr, abs=1e-5)  # t quantile, 3 df
+    assert value.interval == "wilson"  # a proportion: Wilson's interval (tests/evalcore/stats/test_wilson.py)
+    graded = mean_value([1, 0, 1, 0.5])
+    assert graded.ci_low == pytest.approx(0.625 - 3.182446 * graded.stderr, abs=1e-5)  # t quantile, 3 df
     big, small = mean_value([1] * 90 + [0] * 10), mean_value([0] * 9 + [1])
     micro = group_value([big, small], weight_by_size=True)
     macro = group_value([big, small], weight_by_size=False)
