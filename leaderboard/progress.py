@@ -66,5 +66,8 @@ class CountingBackend(Backend):
     def stream_chat(self, messages, params=None):
         return self.inner.stream_chat(messages, params)
 
+    def chat_context(self, messages) -> str:
+        return self.inner.chat_context(messages)
+
     def close(self) -> None:
         self.inner.close()

@@ -25,6 +25,10 @@ def register(subparsers) -> None:
     parser.add_argument("--log-samples", action="store_true", help="write samples_<task>.jsonl, one line per document")
     parser.add_argument("--cache", default=None, metavar="FILE", help="SQLite request cache; an interrupted run resumes from it")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    parser.add_argument(
+        "--apply-chat-template", action="store_true",
+        help="render each prompt as one user message with the model's chat template (as the harness does)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -58,6 +62,7 @@ def run(args) -> int:
         seed=args.seed,
         fewshot_seed=args.fewshot_seed,
         progress=not args.no_progress,
+        apply_chat_template=args.apply_chat_template,
     )
     if args.output_dir:
         path = write_run(result, args.output_dir, log_samples=args.log_samples)

@@ -108,3 +108,6 @@ class CachedBackend(Backend):
 
     def stream_chat(self, messages, params=None):
         return self.inner.stream_chat(messages, params)
+
+    def chat_context(self, messages) -> str:
+        return self.inner.chat_context(messages)

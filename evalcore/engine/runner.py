@@ -65,8 +65,14 @@ def fewshot_pool(config: TaskConfig, splits: dict[str, list[dict]]) -> tuple[str
     return None, []
 
 
-def build_records(config: TaskConfig, *, num_fewshot: int | None, limit: int | None, seed: int, fewshot_seed: int) -> list[dict]:
-    """One record per evaluated document: id, document, prompt, target, few-shot ids, choices."""
+def build_records(config: TaskConfig, *, num_fewshot: int | None, limit: int | None, seed: int, fewshot_seed: int,
+                  chat=None) -> list[dict]:  # fmt: skip
+    """One record per evaluated document: id, document, prompt, target, few-shot ids, choices.
+
+    ``chat``, when given, renders the whole few-shot prompt as one user message with the model's chat
+    template (as lm-evaluation-harness does with ``--apply_chat_template``); the record's prompt is then
+    the rendered text, exactly what the model reads.
+    """
     splits = load_splits(config)
     split_name, docs = evaluation_docs(config, splits)
     if limit is not None:
@@ -90,6 +96,8 @@ def build_records(config: TaskConfig, *, num_fewshot: int | None, limit: int | N
             raise ValueError(f"task {config.task!r}: document {doc_id} is not a mapping")
         fewshot_ids = sampler.sample(shots, doc)
         prompt = prompter.context(doc, [pool[i] for i in fewshot_ids])
+        if chat is not None:
+            prompt = chat([{"role": "user", "content": prompt}])
         record = {"doc_id": doc_id, "doc": doc, "prompt": prompt, "fewshot_ids": fewshot_ids}
         if config.output_type == "multiple_choice":
             record["choices"] = prompter.choices(doc)
@@ -116,10 +124,15 @@ def _generation_request(config: TaskConfig, prompt: str, seed: int) -> Generatio
     )
 
 
-def run_requests(backend: Backend, config: TaskConfig, records: list[dict], *, seed: int, progress=None) -> None:
-    """Ask the model and store raw responses in the records (in place)."""
+def run_requests(backend: Backend, config: TaskConfig, records: list[dict], *, seed: int, progress=None,
+                 apply_chat_template: bool = False) -> None:  # fmt: skip
+    """Ask the model and store raw responses in the records (in place).
+
+    With a chat template the answer follows the assistant's turn directly, so the target delimiter is
+    dropped (as the harness does).
+    """
     kind = config.output_type
-    delimiter = config.get("target_delimiter", " ")
+    delimiter = "" if apply_chat_template else config.get("target_delimiter", " ")
     if kind == "multiple_choice":
         wants_mi = any(e["metric"] == "acc_mutual_info" for e in m.metric_entries(config))
         requests, spans = [], []
@@ -173,14 +186,18 @@ def _progress_bar(task: str, total: int, enabled: bool):
 
 
 def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, limit=None, seed=0,
-                  fewshot_seed=DEFAULT_FEWSHOT_SEED, progress: bool = False) -> TaskResult:  # fmt: skip
+                  fewshot_seed=DEFAULT_FEWSHOT_SEED, progress: bool = False,
+                  apply_chat_template: bool = False) -> TaskResult:  # fmt: skip
     started = time.perf_counter()
-    records = build_records(config, num_fewshot=num_fewshot, limit=limit, seed=seed, fewshot_seed=fewshot_seed)
+    chat = backend.chat_context if apply_chat_template else None
+    records = build_records(
+        config, num_fewshot=num_fewshot, limit=limit, seed=seed, fewshot_seed=fewshot_seed, chat=chat
+    )
     per_doc = {"multiple_choice": None, "generate_until": config.get("repeats", 1)}.get(config.output_type, 1)
     total = sum(len(r["choices"]) for r in records) if per_doc is None else per_doc * len(records)
     update, close = _progress_bar(config.task, total, progress)
     try:
-        run_requests(backend, config, records, seed=seed, progress=update)
+        run_requests(backend, config, records, seed=seed, progress=update, apply_chat_template=apply_chat_template)
     finally:
         close()
     scored = score_records(config, records)
@@ -198,6 +215,7 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
         "fewshot_seed": fewshot_seed,
         "fewshot_doc_ids_first_doc": first["fewshot_ids"],
         "first_prompt": first["prompt"],
+        "apply_chat_template": apply_chat_template,
         "decoding": dict(config.generation_kwargs) if config.output_type == "generate_until" else None,
         "n_docs": len(scored),
         "limit": limit,
@@ -208,7 +226,8 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
 
 def evaluate(backend: Backend, tasks: list[TaskConfig], *, groups: list[GroupConfig] = (), index=None,
              num_fewshot: int | None = None, limit: int | None = None, seed: int = 0,
-             fewshot_seed: int = DEFAULT_FEWSHOT_SEED, progress: bool = False) -> RunResult:  # fmt: skip
+             fewshot_seed: int = DEFAULT_FEWSHOT_SEED, progress: bool = False,
+             apply_chat_template: bool = False) -> RunResult:  # fmt: skip
     """Run ``tasks`` on ``backend`` and aggregate ``groups``; raises on any task failure."""
     if not tasks:
         raise ValueError("no tasks to run")
@@ -216,8 +235,9 @@ def evaluate(backend: Backend, tasks: list[TaskConfig], *, groups: list[GroupCon
     results = {}
     for config in tasks:
         results[config.task] = evaluate_task(
-            backend, config, num_fewshot=num_fewshot, limit=limit, seed=seed, fewshot_seed=fewshot_seed, progress=progress
-        )
+            backend, config, num_fewshot=num_fewshot, limit=limit, seed=seed, fewshot_seed=fewshot_seed,
+            progress=progress, apply_chat_template=apply_chat_template,
+        )  # fmt: skip
     group_results = {}
     for group in groups:
         members = index.group_members(group) if index is not None else list(group.tasks)
@@ -234,5 +254,8 @@ def evaluate(backend: Backend, tasks: list[TaskConfig], *, groups: list[GroupCon
             if available:
                 values[metric] = m.group_value(available, weight_by_size=bool(item.get("weight_by_size", True)))
         group_results[group.group] = values
-    settings = {"num_fewshot": num_fewshot, "limit": limit, "seed": seed, "fewshot_seed": fewshot_seed}
+    settings = {
+        "num_fewshot": num_fewshot, "limit": limit, "seed": seed, "fewshot_seed": fewshot_seed,
+        "apply_chat_template": apply_chat_template,
+    }  # fmt: skip
     return RunResult(results, group_results, backend.identity.as_dict(), settings, round(time.perf_counter() - started, 3))

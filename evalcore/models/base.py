@@ -204,6 +204,14 @@ class Backend(abc.ABC):
     ) -> list[GenerationResult]:
         """Generate text; see :class:`GenerationRequest`."""
 
+    def chat_context(self, messages: Sequence[dict]) -> str:
+        """The conversation as one prompt string, rendered with the model's chat template and ending
+        where the assistant's answer begins. Used to evaluate benchmarks "with the chat template".
+
+        Backends that cannot see the model's tokenizer (an HTTP endpoint) refuse with a ValueError.
+        """
+        raise ValueError(f"the {self.name!r} backend cannot apply a chat template to benchmark prompts")
+
     @abc.abstractmethod
     def stream_chat(self, messages: Sequence[dict], params: ChatParams | dict | None = None) -> Iterator[str]:
         """Yield text deltas of the assistant's answer to ``messages`` (OpenAI-style dicts)."""

@@ -251,6 +251,13 @@ class HFBackend(Backend):
         ids = self.chat_prompt_ids(messages)
         yield from stream_tokens(self, ids, params)
 
+    def chat_context(self, messages) -> str:
+        """The conversation rendered with the model's chat template, ending with the assistant's turn."""
+        messages = validate_messages(messages)
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise ValueError("this model's tokenizer has no chat template (tokenizer_config.json chat_template)")
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
     def chat_prompt_ids(self, messages: list[dict]) -> list[int]:
         """Token ids of the conversation rendered with the model's chat template."""
         if not getattr(self.tokenizer, "chat_template", None):
