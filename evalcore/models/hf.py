@@ -56,6 +56,23 @@ def find_weight_files(path: Path) -> list[Path]:
     raise ValueError(f"model path {str(path)!r} has no *.safetensors weight files")
 
 
+def local_checkpoint(path, *, dtype: str, dtypes: Sequence[str], trust_remote_code) -> tuple[Path, list[Path]]:
+    """Check a local checkpoint folder before loading it (hf and vllm backends share these rules).
+
+    Returns the resolved folder and its safetensors files; refuses remote code, an unknown dtype, pickled
+    weights and a folder without config.json, each with a ValueError the user can act on.
+    """
+    if str(trust_remote_code).lower() in ("1", "true", "yes"):
+        raise ValueError("trust_remote_code is never enabled: Podium runs no code shipped with a checkpoint")
+    if dtype not in dtypes:
+        raise ValueError(f"dtype {dtype!r} is not supported; choose one of {tuple(dtypes)}")
+    folder = Path(path).expanduser().resolve()
+    weight_files = find_weight_files(folder)
+    if not (folder / "config.json").is_file():
+        raise ValueError(f"model path {str(folder)!r} has no config.json")
+    return folder, weight_files
+
+
 def hash_files(files: Sequence[Path], chunk: int = 1 << 22) -> str:
     """SHA-256 over the files' names and bytes, in sorted name order."""
     digest = hashlib.sha256()
@@ -103,16 +120,9 @@ class HFBackend(Backend):
         trust_remote_code: bool | str = False,
         token_budget: int | str | None = None,
     ) -> None:
-        if str(trust_remote_code).lower() in ("1", "true", "yes"):
-            raise ValueError(
-                "trust_remote_code is never enabled: Podium runs no code shipped with a checkpoint"
-            )
-        if dtype not in DTYPES:
-            raise ValueError(f"dtype {dtype!r} is not supported; choose one of {DTYPES}")
-        self.path = Path(path).expanduser().resolve()
-        self.weight_files = find_weight_files(self.path)
-        if not (self.path / "config.json").is_file():
-            raise ValueError(f"model path {str(self.path)!r} has no config.json")
+        self.path, self.weight_files = local_checkpoint(
+            path, dtype=dtype, dtypes=DTYPES, trust_remote_code=trust_remote_code
+        )
         import torch
 
         if threads is not None:

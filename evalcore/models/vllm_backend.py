@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 
 from evalcore.models.base import (
     Backend,
@@ -38,7 +37,7 @@ from evalcore.models.base import (
     cut_at_stop,
     validate_messages,
 )
-from evalcore.models.hf import find_weight_files, hash_files
+from evalcore.models.hf import hash_files, local_checkpoint
 from evalcore.models.scoring import rolling_windows
 
 DTYPES = ("auto", "float16", "bfloat16", "float32")
@@ -86,16 +85,9 @@ class VLLMBackend(Backend):
         seed: int | str = 0,
         trust_remote_code: bool | str = False,
     ) -> None:
-        if str(trust_remote_code).lower() in ("1", "true", "yes"):
-            raise ValueError(
-                "trust_remote_code is never enabled: Podium runs no code shipped with a checkpoint"
-            )
-        if dtype not in DTYPES:
-            raise ValueError(f"dtype {dtype!r} is not supported; choose one of {DTYPES}")
-        self.path = Path(path).expanduser().resolve()
-        self.weight_files = find_weight_files(self.path)
-        if not (self.path / "config.json").is_file():
-            raise ValueError(f"model path {str(self.path)!r} has no config.json")
+        self.path, self.weight_files = local_checkpoint(
+            path, dtype=dtype, dtypes=DTYPES, trust_remote_code=trust_remote_code
+        )
         self.dtype_name = dtype
         self.tensor_parallel_size = _positive(tensor_parallel_size, "tensor_parallel_size")
         utilization = _positive(gpu_memory_utilization, "gpu_memory_utilization", float)
