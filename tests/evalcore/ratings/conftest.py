@@ -21,5 +21,5 @@ def shared_data_dir() -> Path:
 def data_dir() -> Path:
     path = shared_data_dir()
     if not path.is_dir():
-        pytest.skip(f"shared data not found at {path} (set PODIUM_DATA_DIR)")
+        pytest.fail(f"shared data not found at {path}: set PODIUM_DATA_DIR or put shared/ beside the repo")
     return path
