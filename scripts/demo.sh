@@ -33,15 +33,26 @@ pids=()
 stop() {
   trap - INT TERM EXIT
   echo; echo "stopping the web server and the worker"
-  kill "${pids[@]}" 2>/dev/null
-  wait "${pids[@]}" 2>/dev/null
+  # Each runs in its own process group (setsid below): TERM the groups, give a running evaluation
+  # 10 s to stop cleanly, then KILL what is left. An interrupted evaluation is queued again by the
+  # next `make demo` (demo_seed), and its request cache lets it resume.
+  for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null; done
+  for _ in $(seq 1 20); do
+    alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.5
+  done
+  for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null; done
+  wait 2>/dev/null
 }
-trap stop INT TERM EXIT
+trap 'stop; exit 0' INT TERM  # Ctrl-C is how the demo ends: not an error
+trap stop EXIT
 
-.venv/bin/celery -A workers worker --loglevel INFO --concurrency 3 \
+setsid .venv/bin/celery -A workers worker --loglevel INFO --concurrency 3 \
   -Q default,generate,evaluate,judge --hostname "demo@%h" >var/log/worker.log 2>&1 &
 pids+=($!)
-.venv/bin/daphne -b "$HOST" -p "$PORT" config.asgi:application &
+setsid .venv/bin/daphne -b "$HOST" -p "$PORT" config.asgi:application &
 pids+=($!)
 
 echo
