@@ -186,7 +186,9 @@ def vote_cast(*, public_id, winner: object, session_hash: str, ip_hash: str) -> 
     try:
         with transaction.atomic():
             battle = battle_for_voter(public_id, session_hash=session_hash, lock=True)
-            if battle.status == Battle.Status.VOTED or hasattr(battle, "vote"):
+            # The battle row is locked and its status changes with the vote in this transaction, so the
+            # status says whether it has one; the unique constraint stays the last word (IntegrityError).
+            if battle.status == Battle.Status.VOTED:
                 raise ArenaError("This battle already has a vote: start a new round.", status=409)
             if battle.status == Battle.Status.FAILED:
                 raise ArenaError("A model failed to answer in this battle, so it cannot be voted on.", status=409)
@@ -212,7 +214,9 @@ def vote_cast(*, public_id, winner: object, session_hash: str, ip_hash: str) -> 
                 counted=not excluded,
                 excluded_reason=excluded,
             )
-            vote.full_clean(exclude=["battle"])
+            # Field checks only: the battle and both models come from the locked battle row, and the
+            # database enforces the constraints (validating them here would cost a query each).
+            vote.full_clean(exclude=["battle", "model_a", "model_b"], validate_constraints=False)
             vote.save()
             Battle.objects.filter(pk=battle.pk).update(status=Battle.Status.VOTED, excluded_reason=excluded)
             transaction.on_commit(_schedule_refit)

@@ -27,8 +27,8 @@ def form_error(form) -> JsonResponse:
     return error_response(str(first), 400)
 
 
-def limited(action: str, request, per_window: int) -> JsonResponse | None:
-    session_hash, ip_hash = voter_hashes(request)
+def limited(action: str, hashes: tuple[str, str], per_window: int) -> JsonResponse | None:
+    session_hash, ip_hash = hashes
     try:
         hit(action, session_hash=session_hash, ip_hash=ip_hash, per_window=per_window)
     except RateLimited as exc:
@@ -52,9 +52,10 @@ def battle_start(request):
     form = PromptForm(request.POST)
     if not form.is_valid():
         return form_error(form)
-    if refusal := limited("battles", request, settings.ARENA_BATTLES_PER_MINUTE):
+    hashes = voter_hashes(request)
+    if refusal := limited("battles", hashes, settings.ARENA_BATTLES_PER_MINUTE):
         return refusal
-    session_hash, ip_hash = voter_hashes(request)
+    session_hash, ip_hash = hashes
     try:
         battle = services.battle_create(prompt=form.cleaned_data["prompt"], session_hash=session_hash, ip_hash=ip_hash)
     except services.ArenaError as exc:
@@ -69,9 +70,10 @@ def turn_create(request, public_id):
     form = PromptForm(request.POST)
     if not form.is_valid():
         return form_error(form)
-    if refusal := limited("battles", request, settings.ARENA_BATTLES_PER_MINUTE):
+    hashes = voter_hashes(request)
+    if refusal := limited("battles", hashes, settings.ARENA_BATTLES_PER_MINUTE):
         return refusal
-    session_hash, _ = voter_hashes(request)
+    session_hash, _ = hashes
     try:
         turn = services.turn_add(public_id=public_id, prompt=form.cleaned_data["prompt"], session_hash=session_hash)
     except services.ArenaError as exc:
@@ -84,9 +86,10 @@ def vote_create(request, public_id):
     form = VoteForm(request.POST)
     if not form.is_valid():
         return form_error(form)
-    if refusal := limited("votes", request, settings.ARENA_VOTES_PER_MINUTE):
+    hashes = voter_hashes(request)
+    if refusal := limited("votes", hashes, settings.ARENA_VOTES_PER_MINUTE):
         return refusal
-    session_hash, ip_hash = voter_hashes(request)
+    session_hash, ip_hash = hashes
     try:
         vote = services.vote_cast(
             public_id=public_id, winner=form.cleaned_data["winner"], session_hash=session_hash, ip_hash=ip_hash
