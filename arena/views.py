@@ -47,66 +47,61 @@ def arena_index(request):
     )
 
 
-@require_POST
-def battle_start(request):
-    form = PromptForm(request.POST)
+def voter_action(request, form_class, action: str, per_window: int, act) -> JsonResponse:
+    """The shared path of the arena's POSTs: validate the form, apply the voter's rate limit, call the
+    service through ``act(cleaned_data, session_hash, ip_hash)``, and turn its refusals into JSON."""
+    form = form_class(request.POST)
     if not form.is_valid():
         return form_error(form)
     hashes = voter_hashes(request)
-    if refusal := limited("battles", hashes, settings.ARENA_BATTLES_PER_MINUTE):
+    if refusal := limited(action, hashes, per_window):
         return refusal
-    session_hash, ip_hash = hashes
     try:
-        battle = services.battle_create(prompt=form.cleaned_data["prompt"], session_hash=session_hash, ip_hash=ip_hash)
+        return act(form.cleaned_data, *hashes)
     except services.ArenaError as exc:
         return error_response(str(exc), exc.status)
-    return JsonResponse(
-        {"battle": str(battle.public_id), "turn": 0, "socket": f"/ws/arena/battles/{battle.public_id}/"}, status=201
-    )
+
+
+@require_POST
+def battle_start(request):
+    def act(data, session_hash, ip_hash):
+        battle = services.battle_create(prompt=data["prompt"], session_hash=session_hash, ip_hash=ip_hash)
+        public_id = battle.public_id
+        return JsonResponse(
+            {"battle": str(public_id), "turn": 0, "socket": f"/ws/arena/battles/{public_id}/"}, status=201
+        )
+
+    return voter_action(request, PromptForm, "battles", settings.ARENA_BATTLES_PER_MINUTE, act)
 
 
 @require_POST
 def turn_create(request, public_id):
-    form = PromptForm(request.POST)
-    if not form.is_valid():
-        return form_error(form)
-    hashes = voter_hashes(request)
-    if refusal := limited("battles", hashes, settings.ARENA_BATTLES_PER_MINUTE):
-        return refusal
-    session_hash, _ = hashes
-    try:
-        turn = services.turn_add(public_id=public_id, prompt=form.cleaned_data["prompt"], session_hash=session_hash)
-    except services.ArenaError as exc:
-        return error_response(str(exc), exc.status)
-    return JsonResponse({"battle": str(public_id), "turn": turn.index}, status=201)
+    def act(data, session_hash, ip_hash):
+        turn = services.turn_add(public_id=public_id, prompt=data["prompt"], session_hash=session_hash)
+        return JsonResponse({"battle": str(public_id), "turn": turn.index}, status=201)
+
+    return voter_action(request, PromptForm, "battles", settings.ARENA_BATTLES_PER_MINUTE, act)
 
 
 @require_POST
 def vote_create(request, public_id):
-    form = VoteForm(request.POST)
-    if not form.is_valid():
-        return form_error(form)
-    hashes = voter_hashes(request)
-    if refusal := limited("votes", hashes, settings.ARENA_VOTES_PER_MINUTE):
-        return refusal
-    session_hash, ip_hash = hashes
-    try:
+    def act(data, session_hash, ip_hash):
         vote = services.vote_cast(
-            public_id=public_id, winner=form.cleaned_data["winner"], session_hash=session_hash, ip_hash=ip_hash
+            public_id=public_id, winner=data["winner"], session_hash=session_hash, ip_hash=ip_hash
         )
-    except services.ArenaError as exc:
-        return error_response(str(exc), exc.status)
-    return JsonResponse(
-        {
-            "battle": str(public_id),
-            "winner": vote.winner,
-            "model_a": vote.model_a.name,
-            "model_b": vote.model_b.name,
-            "counted": vote.counted,
-            "excluded_reason": vote.excluded_reason,
-        },
-        status=201,
-    )
+        return JsonResponse(
+            {
+                "battle": str(public_id),
+                "winner": vote.winner,
+                "model_a": vote.model_a.name,
+                "model_b": vote.model_b.name,
+                "counted": vote.counted,
+                "excluded_reason": vote.excluded_reason,
+            },
+            status=201,
+        )
+
+    return voter_action(request, VoteForm, "votes", settings.ARENA_VOTES_PER_MINUTE, act)
 
 
 @require_GET
