@@ -11,7 +11,9 @@ SCRIPT = REPO_ROOT / "scripts" / "fetch_smollm2.py"
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_help_prints_usage_and_creates_nothing(tmp_path):
