@@ -9,10 +9,21 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter
+from functools import lru_cache
 
 SCRIPT_LANGUAGE = {
-    "HIRAGANA": "ja", "KATAKANA": "ja", "HANGUL": "ko", "CJK": "zh", "CYRILLIC": "ru", "ARABIC": "ar",
-    "HEBREW": "he", "GREEK": "el", "DEVANAGARI": "hi", "THAI": "th", "BENGALI": "bn", "TAMIL": "ta",
+    "HIRAGANA": "ja",
+    "KATAKANA": "ja",
+    "HANGUL": "ko",
+    "CJK": "zh",
+    "CYRILLIC": "ru",
+    "ARABIC": "ar",
+    "HEBREW": "he",
+    "GREEK": "el",
+    "DEVANAGARI": "hi",
+    "THAI": "th",
+    "BENGALI": "bn",
+    "TAMIL": "ta",
 }
 
 COMMON_WORDS = {
@@ -28,13 +39,22 @@ WORD_SETS = {lang: set(words.split()) for lang, words in COMMON_WORDS.items()}
 WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 
 
+@lru_cache(maxsize=4096)
+def _script(char: str) -> str:
+    name = unicodedata.name(char, "")
+    return next((s for s in SCRIPT_LANGUAGE if name.startswith(s)), "LATIN" if "LATIN" in name else "")
+
+
 def detect_language(text: str) -> str:
     """An ISO 639-1 code for ``text``, or "" when it cannot tell."""
     scripts: Counter[str] = Counter()
-    for char in text[:2000]:
-        if char.isalpha():
-            name = unicodedata.name(char, "")
-            scripts[next((s for s in SCRIPT_LANGUAGE if name.startswith(s)), "LATIN" if "LATIN" in name else "")] += 1
+    sample = text[:2000]
+    ascii_letters = sum(1 for char in sample if char.isascii() and char.isalpha())
+    if ascii_letters:
+        scripts["LATIN"] = ascii_letters  # the common case, without a Unicode name lookup per letter
+    for char in sample:
+        if not char.isascii() and char.isalpha():
+            scripts[_script(char)] += 1
     if not scripts:
         return ""
     script, count = scripts.most_common(1)[0]

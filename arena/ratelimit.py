@@ -1,4 +1,8 @@
-"""Fixed-window rate limits on the cache: per voter session and per hashed IP address."""
+"""Fixed-window rate limits on the cache: per voter session and per hashed IP address.
+
+On Redis both counters move in one pipelined round trip (INCR and EXPIRE per key); on any other
+cache backend the portable ``add`` + ``incr`` path counts the same way.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import time
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import cache, caches
 
 
 @dataclass(frozen=True)
@@ -20,20 +24,53 @@ class RateLimited(Exception):
         return f"Too many {self.what}: try again in {self.retry_after} s."
 
 
+def _redis_client(backend):
+    """The redis-py client behind Django's RedisCache, or None for another backend."""
+    from django.core.cache.backends.redis import RedisCache
+
+    if not isinstance(backend, RedisCache):
+        return None
+    return backend._cache.get_client(write=True)
+
+
+def _counts_redis(client, keys: list[str], timeout: int) -> list[int]:
+    pipeline = client.pipeline(transaction=False)
+    for key in keys:
+        pipeline.incr(key)
+        pipeline.expire(key, timeout)
+    replies = pipeline.execute()
+    return [int(replies[2 * i]) for i in range(len(keys))]
+
+
+def _counts_portable(keys: list[str], timeout: int) -> list[int]:
+    counts = []
+    for key in keys:
+        cache.add(key, 0, timeout=timeout)
+        try:
+            counts.append(cache.incr(key))
+        except ValueError:  # expired between add and incr
+            cache.set(key, 1, timeout=timeout)
+            counts.append(1)
+    return counts
+
+
 def hit(action: str, *, session_hash: str, ip_hash: str, per_window: int) -> None:
     """Count one ``action``; raise :class:`RateLimited` when either key is over its limit."""
     window = settings.ARENA_RATE_WINDOW_S
     now = int(time.time())
     window_start = now - now % window
     retry_after = max(1, window_start + window - now)
-    limits = ((f"session:{session_hash}", per_window), (f"ip:{ip_hash}", per_window * settings.ARENA_IP_MULTIPLIER))
-    for who, limit in limits:
-        key = f"rate:{action}:{who}:{window_start}"
-        cache.add(key, 0, timeout=window + 5)
-        try:
-            count = cache.incr(key)
-        except ValueError:  # expired between add and incr
-            cache.set(key, 1, timeout=window + 5)
-            count = 1
+    limits = (
+        (f"session:{session_hash}", per_window),
+        (f"ip:{ip_hash}", per_window * settings.ARENA_IP_MULTIPLIER),
+    )
+    keys = [f"rate:{action}:{who}:{window_start}" for who, _ in limits]
+    backend = caches["default"]
+    client = _redis_client(backend)
+    if client is not None:
+        counts = _counts_redis(client, [backend.make_and_validate_key(k) for k in keys], window + 5)
+    else:
+        counts = _counts_portable(keys, window + 5)
+    for count, (_, limit) in zip(counts, limits):
         if count > limit:
             raise RateLimited(action, retry_after)

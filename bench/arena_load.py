@@ -77,6 +77,7 @@ def server_env(db_url: str, redis_url: str) -> dict[str, str]:
         ARENA_VOTES_PER_MINUTE="10000000", PODIUM_VAR_DIR=str(ROOT / "bench" / "out" / "arena_var"),
         OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1",
     )  # fmt: skip
+    env.setdefault("DATABASE_POOL_SIZE", "4")  # per server process; 0 opens a connection per request
     return env
 
 
@@ -85,7 +86,9 @@ def seed(n_battles: int) -> dict:
     import django
 
     django.setup()
-    from django.contrib.sessions.backends.db import SessionStore
+    from importlib import import_module
+
+    from django.conf import settings
     from django.core.management import call_command
 
     from arena.identity import salted_hash
@@ -94,6 +97,7 @@ def seed(n_battles: int) -> dict:
 
     call_command("migrate", verbosity=0)
     models = [LanguageModel.objects.create(name=n, in_arena=True) for n in MODELS]
+    SessionStore = import_module(settings.SESSION_ENGINE).SessionStore  # the servers' engine  # noqa: N806
     sessions = []
     for _ in range(200):
         store = SessionStore()
@@ -273,18 +277,28 @@ def summary(results: list, wall: float) -> dict:
     }  # fmt: skip
 
 
-def start_servers(env: dict, procs: int) -> tuple[int, list[subprocess.Popen]]:
+def server_command(server: str, fd: int) -> list[str]:
+    """The ASGI server's command line, serving the socket ``fd`` it inherits."""
+    bindir = Path(sys.executable).parent
+    if server == "daphne":
+        return [str(bindir / "daphne"), "--fd", str(fd), "-v", "0", "config.asgi:application"]
+    return [
+        str(bindir / "uvicorn"), "--fd", str(fd), "--loop", "uvloop", "--http", "httptools",
+        "--lifespan", "off", "--no-access-log", "--log-level", "warning", "config.asgi:application",
+    ]  # fmt: skip
+
+
+def start_servers(env: dict, procs: int, server: str = "uvicorn") -> tuple[int, list[subprocess.Popen]]:
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(1024)
     sock.set_inheritable(True)
     port = sock.getsockname()[1]
-    daphne = str(Path(sys.executable).parent / "daphne")
-    log = open(ROOT / "bench" / "out" / "arena_daphne.log", "w")  # noqa: SIM115 - lives as long as the servers
+    log = open(ROOT / "bench" / "out" / "arena_server.log", "w")  # noqa: SIM115 - lives as long as the servers
     servers = [
         subprocess.Popen(
-            [daphne, "--fd", str(sock.fileno()), "-v", "0", "config.asgi:application"],
+            server_command(server, sock.fileno()),
             cwd=ROOT,
             env=env,
             pass_fds=[sock.fileno()],
@@ -304,7 +318,7 @@ def start_servers(env: dict, procs: int) -> tuple[int, list[subprocess.Popen]]:
         except OSError:
             pass
         time.sleep(0.3)
-    raise SystemExit("daphne did not answer within 60 s: see bench/out/arena_daphne.log")
+    raise SystemExit(f"{server} did not answer within 60 s: see bench/out/arena_server.log")
 
 
 def main() -> int:
@@ -312,7 +326,8 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=300.0, help="votes per second in the votes phase")
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of the votes phase (max 120)")
     parser.add_argument("--page-rate", type=float, default=50.0)
-    parser.add_argument("--web-procs", type=int, default=2, help="daphne processes sharing the socket")
+    parser.add_argument("--web-procs", type=int, default=2, help="server processes sharing the socket")
+    parser.add_argument("--server", choices=("uvicorn", "daphne"), default="uvicorn", help="the ASGI server")
     args = parser.parse_args()
     if not (0 < args.rate <= 2000 and 0 < args.duration <= 120 and 0 < args.page_rate <= 500):
         raise SystemExit("bounded run: --rate up to 2000/s, --duration up to 120 s, --page-rate up to 500/s")
@@ -325,7 +340,7 @@ def main() -> int:
     data = seed(int(args.rate * args.duration) + saturation_budget)
     targets = data["targets"]
     print(f"refit of 3,000 earlier votes for the page: {data['refit']}", flush=True)
-    port, servers = start_servers(env, args.web_procs)
+    port, servers = start_servers(env, args.web_procs, args.server)
     report: dict = {"args": vars(args), "cores": os.cpu_count(), "refit": data["refit"]}
     rng = random.Random(1)
     try:

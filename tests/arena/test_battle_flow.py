@@ -29,7 +29,11 @@ def fresh_cache():
 def arena_models(db, smollm2_dir, settings):
     settings.PODIUM_MODELS_DIR = str(smollm2_dir.parent)
     greedy = LanguageModel.objects.create(
-        name="smollm2-greedy", backend="hf", model_args={"path": smollm2_dir.name}, generation=SMALL, in_arena=True
+        name="smollm2-greedy",
+        backend="hf",
+        model_args={"path": smollm2_dir.name},
+        generation=SMALL,
+        in_arena=True,
     )
     sampled = LanguageModel.objects.create(
         name="smollm2-sampled",
@@ -202,7 +206,9 @@ def test_two_concurrent_votes_leave_exactly_one(smollm2_dir):
     a = LanguageModel.objects.create(name="ma", in_arena=True)
     b = LanguageModel.objects.create(name="mb", in_arena=True)
     battle = Battle.objects.create(model_a=a, model_b=b, session_hash="s", ip_hash="i")
-    Turn.objects.create(battle=battle, index=0, prompt="p", answer_a="x", answer_b="y", status_a="done", status_b="done")
+    Turn.objects.create(
+        battle=battle, index=0, prompt="p", answer_a="x", answer_b="y", status_a="done", status_b="done"
+    )
     barrier = threading.Barrier(2)
     outcomes = []
 
@@ -225,3 +231,31 @@ def test_two_concurrent_votes_leave_exactly_one(smollm2_dir):
         thread.join()
     assert sorted(outcomes) == ["accepted", "refused 409"]
     assert Vote.objects.filter(battle=battle).count() == 1
+
+
+def test_vote_with_redis_sessions_and_limits_survives_a_cache_flush(arena_models, settings, redis_url):
+    """Production's pairing (REDIS_URL set): sessions read from Redis and written through to the
+    database, rate limits pipelined on Redis. Flushing the cache loses neither the voter nor the vote."""
+    from django.core.cache import caches
+
+    settings.CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_url, "KEY_PREFIX": uuid.uuid4().hex}
+    }  # fmt: skip
+    settings.SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+    settings.ARENA_VOTES_PER_MINUTE = 1
+    client = Client()
+    client.get("/arena/")
+    public_id = start(client).json()["battle"]
+    finish_turn(Battle.objects.get(public_id=public_id))
+    from django.contrib.sessions.backends.cached_db import KEY_PREFIX
+
+    session_cache_key = KEY_PREFIX + client.session.session_key
+    assert caches["default"].get(session_cache_key) is not None  # read from Redis...
+    caches["default"].delete(session_cache_key)  # ...and, once evicted, from the database
+    voted = client.post(f"/arena/battles/{public_id}/vote/", {"winner": "model_a"})
+    assert voted.status_code == 201, voted.content
+    second = start(client).json()["battle"]
+    finish_turn(Battle.objects.get(public_id=second))
+    refused = client.post(f"/arena/battles/{second}/vote/", {"winner": "tie"})
+    assert refused.status_code == 429 and "Too many votes" in refused.json()["error"]
+    assert Vote.objects.count() == 1
