@@ -15,6 +15,48 @@ from evalcore.models.base import ChatParams, GenerationResult, cut_at_stop
 from evalcore.models.scoring import MIN_SHARED_PREFIX, _common_prefix, run_base
 
 MAX_GEN_ROWS_CPU = 16
+# Draft tokens proposed per pass when one greedy row is left (prompt-lookup speculation).
+SPECULATE_TOKENS = 8
+LOOKUP_NGRAM = 3
+
+
+def lookup_draft(history: list[int], *, max_tokens: int = SPECULATE_TOKENS, ngram: int = LOOKUP_NGRAM) -> list[int]:
+    """Guess the next tokens by copying: find the latest earlier occurrence of the history's final
+    n-gram (longest n first) and propose what followed it. Empty when nothing matches.
+
+    Copying is how answers reuse numbers and names from the question, and how a degenerate
+    generation repeats itself; a wrong guess costs nothing but the unused draft positions.
+    """
+    if max_tokens < 1:
+        return []
+    size = len(history)
+    for n in range(min(ngram, size - 1), 0, -1):
+        tail = history[size - n :]
+        best: list[int] = []
+        for start in range(size - n - 1, -1, -1):
+            if history[start : start + n] == tail:
+                follow = history[start + n : start + n + max_tokens]
+                if len(follow) > len(best):
+                    best = follow
+                if len(best) == max_tokens:
+                    break
+        if best:
+            return best
+    return []
+
+
+def _croppable(cache) -> bool:
+    """Whether rejected draft positions can be dropped from ``cache`` (plain dynamic layers only)."""
+    from transformers.cache_utils import DynamicCache
+
+    if type(cache) is not DynamicCache or not hasattr(cache, "crop"):
+        return False
+    layers = getattr(cache, "layers", None)
+    if layers is None:
+        return True
+    from transformers.cache_utils import DynamicLayer
+
+    return all(type(layer) is DynamicLayer for layer in layers)
 
 
 def _pick_tokens(logits, rows, generators):
@@ -103,26 +145,26 @@ def _generate_one_batch(backend, rows) -> list[GenerationResult]:
             cache=cache,
             use_cache=True,
         )
-        last_hidden = hidden[:, -1]
+        logits = head(hidden[:, -1]).float()
         active = list(range(size))
         generated: list[list[int]] = [[] for _ in range(size)]
         finished: list[GenerationResult | None] = [None] * size
+        speculate = _croppable(cache)
+
+        def take(row: int, token: int) -> bool:
+            """Append ``token`` to ``row``; True when that finishes the row."""
+            _, until, request = rows[row]
+            generated[row].append(token)
+            cut, stopped = cut_at_stop(backend.tok_decode(generated[row]), until)
+            if stopped or token == backend.eos_token_id:
+                finished[row] = GenerationResult(cut, len(generated[row]), "stop")
+            elif len(generated[row]) >= request.max_gen_toks:
+                finished[row] = GenerationResult(cut, len(generated[row]), "length")
+            return finished[row] is not None
+
         while active:
-            logits = head(last_hidden).float()
             tokens = _pick_tokens(logits, [requests[i] for i in active], [generators[i] for i in active])
-            keep = []
-            for slot, row in enumerate(active):
-                token = int(tokens[slot])
-                _, until, request = rows[row]
-                generated[row].append(token)
-                text = backend.tok_decode(generated[row])
-                cut, stopped = cut_at_stop(text, until)
-                if stopped or token == backend.eos_token_id:
-                    finished[row] = GenerationResult(cut, len(generated[row]), "stop")
-                elif len(generated[row]) >= request.max_gen_toks:
-                    finished[row] = GenerationResult(cut, len(generated[row]), "length")
-                else:
-                    keep.append(slot)
+            keep = [slot for slot, row in enumerate(active) if not take(row, int(tokens[slot]))]
             if not keep:
                 break
             if len(keep) < len(active):
@@ -132,17 +174,41 @@ def _generate_one_batch(backend, rows) -> list[GenerationResult]:
                 next_position = next_position[keep]
                 tokens = tokens[keep]
                 active = [active[s] for s in keep]
-            mask = torch.cat([mask, torch.ones((len(active), 1), dtype=torch.long)], dim=1)
+            row = active[0]
+            draft = []
+            if speculate and len(active) == 1 and not (requests[row].do_sample and requests[row].temperature > 0):
+                room = backend.max_length - int(next_position[0]) - 1
+                draft = lookup_draft(contexts[row] + generated[row], max_tokens=min(SPECULATE_TOKENS, room))
+            feed = torch.tensor([[int(tokens[0]), *draft]]) if draft else tokens.view(-1, 1)
+            width = feed.shape[1]
+            mask = torch.cat([mask, torch.ones((len(active), width), dtype=torch.long)], dim=1)
             hidden, cache = run_base(
                 base,
-                input_ids=tokens.view(-1, 1).to(device),
+                input_ids=feed.to(device),
                 attention_mask=mask.to(device),
-                position_ids=next_position.view(-1, 1).to(device),
+                position_ids=(next_position.view(-1, 1) + torch.arange(width)).to(device),
                 cache=cache,
                 use_cache=True,
             )
-            next_position = next_position + 1
-            last_hidden = hidden[:, -1]
+            if not draft:
+                next_position = next_position + 1
+                logits = head(hidden[:, -1]).float()
+                continue
+            # Prompt-lookup speculation for a lone greedy row: one pass scores the fed token and the
+            # draft; draft tokens are kept while they equal the model's own greedy choice, so the text
+            # is what one-token steps would give, in fewer passes over the weights.
+            predicted = head(hidden[0]).float().argmax(dim=-1).tolist()
+            accepted = 0
+            while accepted < len(draft) and draft[accepted] == predicted[accepted]:
+                if take(row, draft[accepted]):
+                    return finished  # type: ignore[return-value]
+                accepted += 1
+            rejected = len(draft) - accepted
+            if rejected:
+                cache.crop(-rejected)
+                mask = mask[:, : mask.shape[1] - rejected]
+            next_position = next_position + 1 + accepted
+            logits = head(hidden[:, accepted]).float()
     return finished  # type: ignore[return-value]
 
 

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 # A batch whose rows share at least this many leading tokens runs the shared part once.
 MIN_SHARED_PREFIX = 32
+# Any batch whose rows all start with this many tokens (a task's description) runs them once.
+MIN_BATCH_PREFIX = 8
 # Within such a batch, rows sharing this many more tokens (one question's choices) share them too.
 MIN_SHARED_STEM = 16
 # Positions pushed through the output layer at once (bounds the (positions, vocab) logits).
@@ -74,15 +76,33 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return i
 
 
+def _batching_order(rows: list[tuple[int, ...]]) -> list[int]:
+    """Row indices (``rows`` sorted lexicographically) in the order batches are cut from.
+
+    Runs of rows sharing at least :data:`MIN_SHARED_PREFIX` leading tokens (few-shot examples, one
+    question's multi-token choices) stay together so the shared part runs once; the other rows follow,
+    longest first, so a batch pads its rows to nearly the same length.
+    """
+    groups: list[list[int]] = []
+    for index in range(len(rows)):
+        if groups and _common_prefix(rows[groups[-1][0]], rows[index]) >= MIN_SHARED_PREFIX:
+            groups[-1].append(index)
+        else:
+            groups.append([index])
+    shared = [i for group in groups if len(group) > 1 for i in group]
+    alone = sorted((group[0] for group in groups if len(group) == 1), key=lambda i: -len(rows[i]))
+    return shared + alone
+
+
 def _plan_batches(
-    rows: list[tuple[int, ...]], need: list[int], *, budget: int, max_rows: int
+    rows: list[tuple[int, ...]], order: list[int], *, budget: int, max_rows: int
 ) -> list[list[int]]:
-    """Group sorted row indices into batches whose estimated token cost fits ``budget``."""
+    """Cut ``order`` (row indices) into batches whose estimated token cost fits ``budget``."""
     batches: list[list[int]] = []
     current: list[int] = []
     shared = 0
     longest = 0
-    for index in range(len(rows)):
+    for index in order:
         row = rows[index]
         if current:
             new_shared = min(shared, _common_prefix(rows[current[0]], row))
@@ -91,8 +111,9 @@ def _plan_batches(
             cost = prefix + (len(current) + 1) * (new_longest - prefix)
             memory = (len(current) + 1) * new_longest
             # Keep a batch whose rows share a long prefix (the few-shot examples, or one question's
-            # choices) together: a row that would break the sharing starts a new batch.
-            sharing_lost = shared >= MIN_SHARED_PREFIX and new_shared < MIN_SHARED_PREFIX
+            # choices) together: a row that would break the sharing starts a new batch. One row alone
+            # shares nothing yet.
+            sharing_lost = len(current) > 1 and shared >= MIN_SHARED_PREFIX and new_shared < MIN_SHARED_PREFIX
             if len(current) < max_rows and cost <= budget and memory <= 2 * budget and not sharing_lost:
                 current.append(index)
                 shared, longest = new_shared, new_longest
@@ -124,7 +145,7 @@ def score_pairs(backend, pairs, *, progress=None) -> list[tuple[float, bool, int
     rows = sorted(by_input)
     need = [max(len(c) for _, c in by_input[row]) for row in rows]
     max_rows = backend.batch_size if backend.batch_size != "auto" else MAX_ROWS_CPU
-    batches = _plan_batches(rows, need, budget=backend.token_budget, max_rows=max_rows)
+    batches = _plan_batches(rows, _batching_order(rows), budget=backend.token_budget, max_rows=max_rows)
     batches.sort(key=lambda batch: -max(len(rows[i]) for i in batch))  # longest first
     model = backend.model
     base = getattr(model, model.base_model_prefix)
@@ -135,7 +156,7 @@ def score_pairs(backend, pairs, *, progress=None) -> list[tuple[float, bool, int
             batch_rows = [rows[i] for i in batch]
             shared = min(_common_prefix(batch_rows[0], r) for r in batch_rows)
             prefix = 0
-            if len(batch_rows) > 1 and shared >= MIN_SHARED_PREFIX:
+            if len(batch_rows) > 1 and shared >= MIN_BATCH_PREFIX:
                 prefix = min(shared - 1, min(len(rows[i]) - need[i] for i in batch))
             hidden, offsets = _hidden_states(base, batch_rows, prefix, backend, [need[i] for i in batch])
             positions, targets, owners = [], [], []

@@ -75,6 +75,39 @@ def test_batched_scoring_with_shared_prefix_equals_single_forward_passes(tiny_di
     assert [r.logprob for r in one_by_one] == pytest.approx([r.logprob for r in results], abs=1e-4)
 
 
+def test_unrelated_rows_are_batched_together_longest_first():
+    """Zero-shot prompts share nothing: they still go to the model many at a time (once, every
+    question went alone), ordered by length so little padding is computed."""
+    from evalcore.models.scoring import MIN_SHARED_PREFIX, _batching_order, _plan_batches
+
+    rows = sorted(tuple([7] * 5 + [100 + k] + [1] * (20 + 3 * k)) for k in range(12))
+    order = _batching_order(rows)
+    assert [len(rows[i]) for i in order] == sorted((len(r) for r in rows), reverse=True)
+    assert _plan_batches(rows, order, budget=8192, max_rows=64) == [order]
+    assert len(_plan_batches(rows, order, budget=8192, max_rows=5)) == 3
+    # Rows sharing a long prefix (few-shot examples) stay together ahead of the others.
+    shots = tuple(range(2, 2 + MIN_SHARED_PREFIX + 4))
+    mixed = sorted([shots + (1,), shots + (2, 3), (9, 9, 9), (8,) * 40, shots + (5,)])
+    order = _batching_order(mixed)
+    assert [mixed[i][: len(shots)] == shots for i in order] == [True, True, True, False, False]
+    batches = _plan_batches(mixed, order, budget=8192, max_rows=64)
+    assert batches == [order[:3], order[3:]]
+
+
+def test_batched_scoring_of_prompts_sharing_only_a_short_description(tiny_dir):
+    backend = load_backend("hf", path=str(tiny_dir), batch_size="auto")
+    description = "The following are questions about physics.\n\n"
+    questions = ["Why is the sky blue?", "What is a force that acts at a distance, such as gravity?", "Mass?"]
+    requests = [
+        LoglikelihoodRequest(description + q + "\nAnswer:", letter) for q in questions for letter in (" A", " B")
+    ]
+    results = backend.loglikelihood(requests)
+    for request, result in zip(requests, results):
+        expected, greedy = reference_logprob(backend, request.context, request.continuation)
+        assert result.logprob == pytest.approx(expected, abs=1e-4)
+        assert result.is_greedy == greedy
+
+
 def test_rolling_windows_score_every_token_once():
     tokens = list(range(100, 123))  # prefix token + 22 tokens
     for window, stride in [(5, 5), (5, 2), (8, 3), (64, 64)]:
@@ -126,6 +159,53 @@ def test_batched_greedy_generation_equals_one_by_one(tiny_dir):
     singles = [backend.generate_until([r])[0] for r in requests]
     assert [r.text for r in batched] == [r.text for r in singles]
     assert all(r.num_tokens <= q.max_gen_toks for r, q in zip(batched, requests))
+
+
+def test_lookup_draft_copies_what_followed_the_last_ngram():
+    from evalcore.models.generation import lookup_draft
+
+    history = [5, 6, 7, 8, 9, 1, 2, 5, 6, 7]
+    assert lookup_draft(history, max_tokens=3) == [8, 9, 1]  # "5 6 7" was followed by "8 9 1"
+    assert lookup_draft([1, 2, 3, 4], max_tokens=3) == []  # nothing repeats
+    assert lookup_draft([0] * 20, max_tokens=8) == [0] * 8  # a loop predicts itself in full
+    assert lookup_draft([3, 4, 9, 4], max_tokens=2) == [9, 4]  # falls back to a shorter n-gram
+    assert lookup_draft(history, max_tokens=0) == []
+
+
+def test_speculative_greedy_generation_equals_plain_greedy_steps(tiny_dir, monkeypatch):
+    """A lone greedy row proposes copied drafts and checks them in one pass: the text must be
+    exactly what one-token greedy steps give, in fewer passes."""
+    import evalcore.models.generation as generation
+
+    backend = load_backend("hf", path=str(tiny_dir))
+    prompt = "one two three four one two three four one two three four one two"
+    requests = [
+        GenerationRequest(prompt, max_gen_toks=40),
+        GenerationRequest(prompt, until=(" four one",), max_gen_toks=40),
+    ]
+    passes = []
+    real_run_base = generation.run_base
+
+    def counting_run_base(base, **kwargs):
+        passes.append(kwargs["input_ids"].shape[1])
+        return real_run_base(base, **kwargs)
+
+    monkeypatch.setattr(generation, "run_base", counting_run_base)
+    fast = [backend.generate_until([r])[0] for r in requests]
+    speculative_passes = len(passes)
+    monkeypatch.setattr(generation, "SPECULATE_TOKENS", 0)
+    passes.clear()
+    plain = [backend.generate_until([r])[0] for r in requests]
+    assert [(r.text, r.num_tokens, r.finish_reason) for r in fast] == [
+        (r.text, r.num_tokens, r.finish_reason) for r in plain
+    ]
+    assert speculative_passes < len(passes)  # drafts were accepted
+    # Plain steps agree with a forward pass over the whole text at every position (no cache at all).
+    ids = backend.tok_encode(prompt)
+    with torch.inference_mode():
+        for _ in range(plain[0].num_tokens):
+            ids.append(int(backend.model(torch.tensor([ids])).logits[0, -1].argmax()))
+    assert backend.tok_decode(ids[len(backend.tok_encode(prompt)) :]) == plain[0].text
 
 
 def test_seeded_sampling_is_reproducible_whatever_the_batch(tiny_dir):
