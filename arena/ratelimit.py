@@ -7,6 +7,7 @@ cache backend the portable ``add`` + ``incr`` path counts the same way.
 from __future__ import annotations
 
 import time
+import weakref
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -24,13 +25,23 @@ class RateLimited(Exception):
         return f"Too many {self.what}: try again in {self.retry_after} s."
 
 
+_CLIENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _redis_client(backend):
-    """The redis-py client behind Django's RedisCache, or None for another backend."""
+    """The redis-py client behind Django's RedisCache, or None for another backend.
+
+    Django builds a new client object (about 170 response callbacks) for every cache call; one per
+    backend and process is enough, since the connection pool underneath is shared anyway.
+    """
     from django.core.cache.backends.redis import RedisCache
 
     if not isinstance(backend, RedisCache):
         return None
-    return backend._cache.get_client(write=True)
+    client = _CLIENTS.get(backend)
+    if client is None:
+        client = _CLIENTS[backend] = backend._cache.get_client(write=True)
+    return client
 
 
 def _counts_redis(client, keys: list[str], timeout: int) -> list[int]:

@@ -7,13 +7,19 @@ from __future__ import annotations
 
 import logging
 import re
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import lru_cache
 
 import numpy as np
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from arena.language import detect_language
 from arena.models import Battle, LanguageModel, Turn, Vote
@@ -159,54 +165,144 @@ def turn_side_fail(turn_id: int, side: str, text: str, error: str) -> None:
     Battle.objects.filter(pk=turn.battle_id).update(status=Battle.Status.FAILED, excluded_reason="generation_error")
 
 
-def side_style(turns: list[Turn], side: str) -> dict[str, int]:
+def side_style(answers: list[str]) -> dict[str, int]:
     """Style features of one side over all its answers (summed), the keys style control reads."""
     total: dict[str, int] = {}
-    for turn in turns:
-        for name, value in markdown_style_counts(getattr(turn, f"answer_{side}")).items():
+    for answer in answers:
+        for name, value in markdown_style_counts(answer).items():
             total[name] = total.get(name, 0) + value
     return total
 
 
-def reveals_identity(battle: Battle, turns: list[Turn]) -> bool:
+def reveals_identity(names: set[str], answers: list[str]) -> bool:
     """Whether an answer names either model (or its family): such votes are kept but not rated."""
-    names = {battle.model_a.name, battle.model_b.name, battle.model_a.family, battle.model_b.family}
     patterns = [re.compile(rf"(?<![\w-]){re.escape(n)}(?![\w-])", re.IGNORECASE) for n in names if len(n) >= 3]
-    answers = [getattr(turn, f"answer_{side}") for turn in turns for side in SIDES]
     return any(p.search(answer) for p in patterns for answer in answers)
 
 
 WINNERS = {choice.value for choice in Vote.Winner}
 
 
-def vote_cast(*, public_id, winner: object, session_hash: str, ip_hash: str) -> Vote:
+@dataclass(frozen=True)
+class VoteContext:
+    """What a vote needs from its battle, read in one statement under the battle's row lock."""
+
+    battle_id: int
+    status: str
+    session_hash: str
+    created_at: datetime
+    model_ids: tuple[int, int]
+    names: tuple[str, str]
+    families: tuple[str, str]
+    prompts: list[str]
+    answers: dict[str, list[str]]
+    all_done: bool
+
+
+@lru_cache(maxsize=4)
+def _vote_context_sql(vendor: str, lock: bool) -> str:
+    battle, model, turn = Battle._meta, LanguageModel._meta, Turn._meta
+    quote = connection.ops.quote_name
+
+    def col(meta, name: str) -> str:
+        return quote(meta.get_field(name).column)
+
+    return (
+        f"SELECT b.{col(battle, 'id')}, b.{col(battle, 'status')}, b.{col(battle, 'session_hash')}, "
+        f"b.{col(battle, 'created_at')}, b.{col(battle, 'model_a')}, b.{col(battle, 'model_b')}, "
+        f"ma.{col(model, 'name')}, ma.{col(model, 'family')}, mb.{col(model, 'name')}, mb.{col(model, 'family')}, "
+        f"t.{col(turn, 'prompt')}, t.{col(turn, 'answer_a')}, t.{col(turn, 'answer_b')}, "
+        f"t.{col(turn, 'status_a')}, t.{col(turn, 'status_b')} "
+        f"FROM {quote(battle.db_table)} b "
+        f"JOIN {quote(model.db_table)} ma ON ma.{col(model, 'id')} = b.{col(battle, 'model_a')} "
+        f"JOIN {quote(model.db_table)} mb ON mb.{col(model, 'id')} = b.{col(battle, 'model_b')} "
+        f"LEFT JOIN {quote(turn.db_table)} t ON t.{col(turn, 'battle')} = b.{col(battle, 'id')} "
+        f"WHERE b.{col(battle, 'public_id')} = %s ORDER BY t.{col(turn, 'index')}"
+        + (" FOR UPDATE OF b" if lock else "")
+    )
+
+
+def _vote_context_locked(public_id, *, session_hash: str) -> VoteContext:
+    """The voter's battle with its models and turns, row-locked until the transaction ends.
+
+    One hand-written statement instead of three ORM queries: the vote path is the arena's hottest.
+    Another voter's battle is reported as missing, as everywhere else.
+    """
+    try:
+        key = Battle._meta.get_field("public_id").get_db_prep_value(
+            public_id if isinstance(public_id, uuid.UUID) else uuid.UUID(str(public_id)), connection
+        )
+    except (ValueError, TypeError, AttributeError):
+        raise ArenaError("No such battle.", status=404) from None
+    lock = connection.features.has_select_for_update_of
+    with connection.cursor() as cursor:
+        cursor.execute(_vote_context_sql(connection.vendor, lock), [key])
+        rows = cursor.fetchall()
+    if not rows or rows[0][2] != session_hash:
+        raise ArenaError("No such battle.", status=404)
+    first = rows[0]
+    created_at = first[3]
+    if isinstance(created_at, str):  # SQLite hands back text
+        created_at = parse_datetime(created_at)
+    if created_at is not None and timezone.is_naive(created_at):
+        created_at = timezone.make_aware(created_at, UTC)
+    turns = [row for row in rows if row[10] is not None]
+    done = Turn.SideStatus.DONE
+    return VoteContext(
+        battle_id=first[0],
+        status=first[1],
+        session_hash=first[2],
+        created_at=created_at,
+        model_ids=(first[4], first[5]),
+        names=(first[6], first[8]),
+        families=(first[7], first[9]),
+        prompts=[row[10] for row in turns],
+        answers={"a": [row[11] for row in turns], "b": [row[12] for row in turns]},
+        all_done=bool(turns) and all(row[13] == done and row[14] == done for row in turns),
+    )
+
+
+@dataclass(frozen=True)
+class CastVote:
+    """The recorded vote, as the voter's response shows it."""
+
+    id: int
+    winner: str
+    model_a_name: str
+    model_b_name: str
+    counted: bool
+    excluded_reason: str
+
+
+def vote_cast(*, public_id, winner: object, session_hash: str, ip_hash: str) -> CastVote:
     """Record the vote (one per battle, enforced by the database) and schedule a ratings refit."""
     if winner not in WINNERS:
         raise ArenaError(f"Unknown vote {str(winner)[:40]!r}: choose one of {sorted(WINNERS)}.")
     try:
         with transaction.atomic():
-            battle = battle_for_voter(public_id, session_hash=session_hash, lock=True)
+            battle = _vote_context_locked(public_id, session_hash=session_hash)
             # The battle row is locked and its status changes with the vote in this transaction, so the
             # status says whether it has one; the unique constraint stays the last word (IntegrityError).
             if battle.status == Battle.Status.VOTED:
                 raise ArenaError("This battle already has a vote: start a new round.", status=409)
             if battle.status == Battle.Status.FAILED:
                 raise ArenaError("A model failed to answer in this battle, so it cannot be voted on.", status=409)
-            turns = list(battle.turns.order_by("index"))
-            if not turns or not all(getattr(t, f"status_{s}") == Turn.SideStatus.DONE for t in turns for s in SIDES):
+            if not battle.all_done:
                 raise ArenaError("Vote once both models have finished answering.", status=409)
-            excluded = "identity_revealed" if reveals_identity(battle, turns) else ""
-            prompts = "\n".join(turn.prompt for turn in turns)
+            answers = battle.answers["a"] + battle.answers["b"]
+            revealed = reveals_identity({*battle.names, *battle.families}, answers)
+            excluded = "identity_revealed" if revealed else ""
+            prompts = "\n".join(battle.prompts)
             vote = Vote(
-                battle=battle,
-                model_a=battle.model_a,
-                model_b=battle.model_b,
+                battle_id=battle.battle_id,
+                model_a_id=battle.model_ids[0],
+                model_b_id=battle.model_ids[1],
                 winner=winner,
                 model_a_position="left",
-                turn_count=len(turns),
+                turn_count=len(battle.prompts),
                 battle_started_at=battle.created_at,
-                style_a=side_style(turns, "a"),
-                style_b=side_style(turns, "b"),
+                style_a=side_style(battle.answers["a"]),
+                style_b=side_style(battle.answers["b"]),
                 prompt_tokens=count_tokens(prompts),
                 language=detect_language(prompts),
                 session_hash=session_hash,
@@ -217,18 +313,27 @@ def vote_cast(*, public_id, winner: object, session_hash: str, ip_hash: str) -> 
             # Field checks only: the battle and both models come from the locked battle row, and the
             # database enforces the constraints (validating them here would cost a query each).
             vote.full_clean(exclude=["battle", "model_a", "model_b"], validate_constraints=False)
-            vote.save()
-            Battle.objects.filter(pk=battle.pk).update(status=Battle.Status.VOTED, excluded_reason=excluded)
+            vote.save(force_insert=True)
+            Battle.objects.filter(pk=battle.battle_id).update(status=Battle.Status.VOTED, excluded_reason=excluded)
             transaction.on_commit(_schedule_refit)
     except IntegrityError:
         # Two votes raced past the checks: the unique constraint kept exactly one.
         raise ArenaError("This battle already has a vote: start a new round.", status=409) from None
-    return vote
+    return CastVote(vote.pk, vote.winner, battle.names[0], battle.names[1], vote.counted, vote.excluded_reason)
+
+
+# A process that saw a refit pending skips asking again for this long: the pending refit starts at
+# least a second after its marker expires, so it still covers every vote committed meanwhile.
+REFIT_RECHECK_S = 0.5
+_refit_recheck_after = 0.0
 
 
 def _schedule_refit() -> None:
+    global _refit_recheck_after
     from arena import tasks
 
-    schedule = getattr(tasks, "ratings_refit_schedule", None)
-    if schedule is not None:
-        schedule()
+    now = time.monotonic()
+    if now < _refit_recheck_after:
+        return
+    tasks.ratings_refit_schedule()
+    _refit_recheck_after = now + REFIT_RECHECK_S

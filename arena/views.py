@@ -93,8 +93,8 @@ def vote_create(request, public_id):
             {
                 "battle": str(public_id),
                 "winner": vote.winner,
-                "model_a": vote.model_a.name,
-                "model_b": vote.model_b.name,
+                "model_a": vote.model_a_name,
+                "model_b": vote.model_b_name,
                 "counted": vote.counted,
                 "excluded_reason": vote.excluded_reason,
             },
