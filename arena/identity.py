@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 
 from django.conf import settings
 
@@ -15,8 +16,23 @@ def salted_hash(value: str, *, purpose: str) -> str:
 
 
 def client_ip(request) -> str:
-    """The client's address as the server saw it (a proxy in front must set REMOTE_ADDR correctly)."""
-    return request.META.get("REMOTE_ADDR") or "unknown"
+    """The client's address: REMOTE_ADDR, or behind ``TRUSTED_PROXY_COUNT`` proxies the address the
+    outermost of them saw (the entry that many places from the right of X-Forwarded-For).
+
+    Entries further left were written by the client and prove nothing; a header that is missing,
+    too short or not an IP address falls back to REMOTE_ADDR.
+    """
+    remote = request.META.get("REMOTE_ADDR") or "unknown"
+    hops = getattr(settings, "TRUSTED_PROXY_COUNT", 0)
+    if not hops:
+        return remote
+    entries = [entry.strip() for entry in request.META.get("HTTP_X_FORWARDED_FOR", "")[:2000].split(",")]
+    if len(entries) < hops:
+        return remote
+    try:
+        return str(ipaddress.ip_address(entries[-hops]))
+    except ValueError:
+        return remote
 
 
 def session_key(request) -> str:

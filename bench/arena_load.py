@@ -288,7 +288,18 @@ def server_command(server: str, fd: int) -> list[str]:
     ]  # fmt: skip
 
 
-def start_servers(env: dict, procs: int, server: str = "uvicorn") -> tuple[int, list[subprocess.Popen]]:
+def gunicorn_command(fd: int, workers: int, worker_class: str) -> list[str]:
+    """Gunicorn (WSGI, the production HTTP server): one master, ``workers`` processes on the socket."""
+    command = [
+        str(Path(sys.executable).parent / "gunicorn"), "--bind", f"fd://{fd}", "--workers", str(workers),
+        "--worker-class", worker_class, "--log-level", "warning", "config.wsgi:application",
+    ]  # fmt: skip
+    if worker_class == "gthread":
+        command[-1:-1] = ["--threads", "2"]
+    return command
+
+
+def start_servers(env: dict, procs: int, server: str = "gunicorn") -> tuple[int, list[subprocess.Popen]]:
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -296,16 +307,21 @@ def start_servers(env: dict, procs: int, server: str = "uvicorn") -> tuple[int, 
     sock.set_inheritable(True)
     port = sock.getsockname()[1]
     log = open(ROOT / "bench" / "out" / "arena_server.log", "w")  # noqa: SIM115 - lives as long as the servers
+    if server.startswith("gunicorn"):
+        worker_class = server.partition("-")[2] or "sync"
+        commands = [gunicorn_command(sock.fileno(), procs, worker_class)]
+    else:
+        commands = [server_command(server, sock.fileno()) for _ in range(procs)]
     servers = [
         subprocess.Popen(
-            server_command(server, sock.fileno()),
+            command,
             cwd=ROOT,
             env=env,
             pass_fds=[sock.fileno()],
             stdout=log,
             stderr=subprocess.STDOUT,
         )  # fmt: skip
-        for _ in range(procs)
+        for command in commands
     ]
     sock.close()
     deadline = time.monotonic() + 60
@@ -327,7 +343,10 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of the votes phase (max 120)")
     parser.add_argument("--page-rate", type=float, default=50.0)
     parser.add_argument("--web-procs", type=int, default=2, help="server processes sharing the socket")
-    parser.add_argument("--server", choices=("uvicorn", "daphne"), default="uvicorn", help="the ASGI server")
+    parser.add_argument("--server", choices=("gunicorn", "gunicorn-gthread", "uvicorn", "daphne"), default="gunicorn",
+        help="gunicorn: WSGI sync workers (production's HTTP server); gunicorn-gthread: 2 threads each; "
+        "uvicorn, daphne: ASGI servers (production's WebSocket server), one process each",
+    )
     args = parser.parse_args()
     if not (0 < args.rate <= 2000 and 0 < args.duration <= 120 and 0 < args.page_rate <= 500):
         raise SystemExit("bounded run: --rate up to 2000/s, --duration up to 120 s, --page-rate up to 500/s")

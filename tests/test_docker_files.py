@@ -17,7 +17,7 @@ def compose() -> dict:
 
 def test_compose_has_every_service():
     services = compose()["services"]
-    assert set(services) == {"postgres", "redis", "migrate", "web", "worker-cpu", "worker-gpu"}
+    assert set(services) == {"postgres", "redis", "migrate", "web", "ws", "proxy", "worker-cpu", "worker-gpu"}
 
 
 def test_services_wait_for_migrations_and_healthy_backends():
@@ -26,7 +26,7 @@ def test_services_wait_for_migrations_and_healthy_backends():
         "postgres": {"condition": "service_healthy"},
         "redis": {"condition": "service_healthy"},
     }
-    for name in ("web", "worker-cpu", "worker-gpu"):
+    for name in ("web", "ws", "worker-cpu", "worker-gpu"):
         assert services[name]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
 
 
@@ -40,15 +40,31 @@ def test_gpu_worker_reserves_a_gpu_and_serves_evaluate():
 
 def test_every_app_service_gets_the_same_environment():
     services = compose()["services"]
-    for name in ("migrate", "web", "worker-cpu", "worker-gpu"):
+    for name in ("migrate", "web", "ws", "worker-cpu", "worker-gpu"):
         env = services[name]["environment"]
         assert env["DATABASE_URL"].startswith("postgres://")
         assert env["REDIS_URL"].startswith("redis://")
         assert env["DJANGO_SETTINGS_MODULE"] == "config.settings.prod"
 
 
-def test_web_binds_to_loopback_on_the_host():
-    assert compose()["services"]["web"]["ports"] == ["127.0.0.1:8000:8000"]
+def test_only_the_proxy_is_published_on_loopback():
+    services = compose()["services"]
+    assert services["proxy"]["ports"] == ["127.0.0.1:8000:80"]
+    assert [name for name, service in services.items() if "ports" in service] == ["proxy"]
+
+
+def test_proxy_routes_websockets_to_daphne_and_http_to_gunicorn():
+    services = compose()["services"]
+    assert services["web"]["command"][0] == "gunicorn" and services["web"]["command"][-1] == "config.wsgi:application"
+    assert services["ws"]["command"][0] == "daphne" and services["ws"]["command"][-1] == "config.asgi:application"
+    assert "./nginx.conf:/etc/nginx/conf.d/default.conf:ro" in services["proxy"]["volumes"]
+    conf = (DOCKER / "nginx.conf").read_text()
+    ws_block = conf[conf.index("location /ws/") : conf.index("location / ")]
+    assert "proxy_pass http://podium_ws;" in ws_block and "Upgrade $http_upgrade" in ws_block
+    assert "server web:8000;" in conf and "server ws:8001;" in conf
+    # Podium reads the one address the proxy appends, and only because it is told to.
+    assert services["web"]["environment"]["TRUSTED_PROXY_COUNT"] == "1"
+    assert "X-Forwarded-For $proxy_add_x_forwarded_for" in conf
 
 
 def test_dockerfiles_copy_paths_that_exist():

@@ -34,6 +34,9 @@ try:
     ARENA_BATTLES_PER_MINUTE = config_env.integer("ARENA_BATTLES_PER_MINUTE", default=12, minimum=1)
     ARENA_VOTES_PER_MINUTE = config_env.integer("ARENA_VOTES_PER_MINUTE", default=30, minimum=1)
     ARENA_IP_MULTIPLIER = config_env.integer("ARENA_IP_MULTIPLIER", default=5, minimum=1)
+    # Reverse proxies in front of the web servers that append to X-Forwarded-For (docker/compose.yaml
+    # has one). 0: the client is REMOTE_ADDR and the header is ignored, so nobody can forge it.
+    TRUSTED_PROXY_COUNT = config_env.integer("TRUSTED_PROXY_COUNT", default=0, minimum=0)
     PODIUM_MODELS_DIR = Path(config_env.env.str("PODIUM_MODELS_DIR", default=str(VAR_DIR / "models")))
 except ConfigError as error:
     fail(error)

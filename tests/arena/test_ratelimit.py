@@ -67,3 +67,26 @@ def test_redis_keys_expire_with_the_window(redis_url, settings):
     assert 0 < client.ttl(keys[0]) <= 65
     # Django's own cache API reads the counter the pipeline wrote.
     assert caches["default"].get(keys[0].decode().split(":", 2)[2]) == 1
+
+
+@pytest.mark.parametrize(
+    ("hops", "forwarded", "expected"),
+    [
+        (0, "203.0.113.9", "10.0.0.2"),  # no proxy trusted: the header is ignored
+        (1, "203.0.113.9", "203.0.113.9"),
+        (1, "1.2.3.4, 203.0.113.9", "203.0.113.9"),  # the client's own entry (left) proves nothing
+        (2, "1.2.3.4, 203.0.113.9, 10.0.0.7", "203.0.113.9"),
+        (1, "", "10.0.0.2"),
+        (2, "203.0.113.9", "10.0.0.2"),  # fewer entries than proxies
+        (1, "not-an-ip", "10.0.0.2"),
+        (1, "<script>alert(1)</script>", "10.0.0.2"),
+        (1, "2001:db8::1", "2001:db8::1"),
+        (1, "1.2.3.4," * 5000, "10.0.0.2"),  # absurdly long: cut, and the cut entry is no address
+    ],
+)
+def test_client_ip_trusts_only_the_configured_proxies(settings, rf, hops, forwarded, expected):
+    from arena.identity import client_ip
+
+    settings.TRUSTED_PROXY_COUNT = hops
+    request = rf.post("/", REMOTE_ADDR="10.0.0.2", HTTP_X_FORWARDED_FOR=forwarded)
+    assert client_ip(request) == expected
