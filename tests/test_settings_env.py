@@ -17,6 +17,8 @@ BAD_ENVIRONMENTS = [
     ({"REDIS_URL": "http://localhost:6379"}, "REDIS_URL"),
     ({"CELERY_BROKER_URL": "redis://host:port/0"}, "CELERY_BROKER_URL"),
     ({"DEBUG": "maybe"}, "DEBUG"),
+    ({"TRUSTED_PROXY_COUNT": "-1"}, "TRUSTED_PROXY_COUNT"),
+    ({"TRUSTED_PROXY_COUNT": "two"}, "TRUSTED_PROXY_COUNT"),
     ({"DJANGO_SETTINGS_MODULE": "config.settings.prod"}, "SECRET_KEY"),
     (
         {"DJANGO_SETTINGS_MODULE": "config.settings.prod", "SECRET_KEY": "x" * 50, "DEBUG": "true"},
