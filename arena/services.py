@@ -222,10 +222,9 @@ def _vote_context_sql(vendor: str, lock: bool) -> str:
     )
 
 
-def _vote_context_locked(public_id, *, session_hash: str) -> VoteContext:
-    """The voter's battle with its models and turns, row-locked until the transaction ends.
-
-    One hand-written statement instead of three ORM queries: the vote path is the arena's hottest.
+def _vote_context(public_id, *, session_hash: str, lock: bool) -> VoteContext:
+    """The voter's battle with its models and turns, in one hand-written statement (three ORM queries
+    before: the vote path is the arena's hottest); with ``lock``, row-locked until the transaction ends.
     Another voter's battle is reported as missing, as everywhere else.
     """
     try:
@@ -234,7 +233,7 @@ def _vote_context_locked(public_id, *, session_hash: str) -> VoteContext:
         )
     except (ValueError, TypeError, AttributeError):
         raise ArenaError("No such battle.", status=404) from None
-    lock = connection.features.has_select_for_update_of
+    lock = lock and connection.features.has_select_for_update_of
     with connection.cursor() as cursor:
         cursor.execute(_vote_context_sql(connection.vendor, lock), [key])
         rows = cursor.fetchall()
@@ -274,48 +273,112 @@ class CastVote:
     excluded_reason: str
 
 
+def _vote_refusal(battle: VoteContext) -> ArenaError | None:
+    if battle.status == Battle.Status.VOTED:
+        return ArenaError("This battle already has a vote: start a new round.", status=409)
+    if battle.status == Battle.Status.FAILED:
+        return ArenaError("A model failed to answer in this battle, so it cannot be voted on.", status=409)
+    if not battle.all_done:
+        return ArenaError("Vote once both models have finished answering.", status=409)
+    return None
+
+
+def _vote_build(battle: VoteContext, *, winner: str, session_hash: str, ip_hash: str) -> Vote:
+    answers = battle.answers["a"] + battle.answers["b"]
+    excluded = "identity_revealed" if reveals_identity({*battle.names, *battle.families}, answers) else ""
+    prompts = "\n".join(battle.prompts)
+    vote = Vote(
+        battle_id=battle.battle_id,
+        model_a_id=battle.model_ids[0],
+        model_b_id=battle.model_ids[1],
+        winner=winner,
+        model_a_position="left",
+        turn_count=len(battle.prompts),
+        battle_started_at=battle.created_at,
+        style_a=side_style(battle.answers["a"]),
+        style_b=side_style(battle.answers["b"]),
+        prompt_tokens=count_tokens(prompts),
+        language=detect_language(prompts),
+        session_hash=session_hash,
+        ip_hash=ip_hash,
+        counted=not excluded,
+        excluded_reason=excluded,
+    )
+    # Field checks only: the battle and both models come from the battle row, and the database
+    # enforces the constraints (validating them here would cost a query each).
+    vote.full_clean(exclude=["battle", "model_a", "model_b"], validate_constraints=False)
+    return vote
+
+
+@lru_cache(maxsize=2)
+def _claim_and_insert_sql(vendor: str) -> tuple[str, tuple]:
+    """PostgreSQL: mark the battle voted and insert the vote in one statement, only while the battle is
+    still active with the turns the vote was computed from; (sql, insert fields)."""
+    battle, turn, vote = Battle._meta, Turn._meta, Vote._meta
+    quote = connection.ops.quote_name
+    fields = tuple(f for f in vote.concrete_fields if not f.primary_key)
+    columns = ", ".join(quote(f.column) for f in fields)
+    values = ", ".join(["%s"] * len(fields))
+    bid, status = quote(battle.get_field("id").column), quote(battle.get_field("status").column)
+    sql = (
+        f"WITH claimed AS (UPDATE {quote(battle.db_table)} SET {status} = %s, "
+        f"{quote(battle.get_field('excluded_reason').column)} = %s "
+        f"WHERE {bid} = %s AND {status} = %s AND (SELECT count(*) FROM {quote(turn.db_table)} "
+        f"WHERE {quote(turn.get_field('battle').column)} = %s) = %s RETURNING {bid}) "
+        f"INSERT INTO {quote(vote.db_table)} ({columns}) SELECT {values} FROM claimed "
+        f"RETURNING {quote(vote.pk.column)}"
+    )
+    return sql, fields
+
+
+def _vote_save_claiming(battle: VoteContext, vote: Vote) -> bool:
+    """One autocommitted statement: False when the battle changed since it was read (voted, failed,
+    or given another turn by a concurrent request), and then nothing is written."""
+    sql, fields = _claim_and_insert_sql(connection.vendor)
+    params = [Battle.Status.VOTED, vote.excluded_reason, battle.battle_id, Battle.Status.ACTIVE]
+    params += [battle.battle_id, len(battle.prompts)]
+    params += [f.get_db_prep_save(f.pre_save(vote, add=True), connection) for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    vote.pk = row[0]
+    return True
+
+
 def vote_cast(*, public_id, winner: object, session_hash: str, ip_hash: str) -> CastVote:
-    """Record the vote (one per battle, enforced by the database) and schedule a ratings refit."""
+    """Record the vote (one per battle, enforced by the database) and schedule a ratings refit.
+
+    On PostgreSQL: an unlocked read, then one statement that claims the battle (active, with the same
+    turns) and inserts the vote, so no transaction is held across the computation. Elsewhere (SQLite):
+    the same steps inside one transaction under the battle's lock.
+    """
     if winner not in WINNERS:
         raise ArenaError(f"Unknown vote {str(winner)[:40]!r}: choose one of {sorted(WINNERS)}.")
     try:
-        with transaction.atomic():
-            battle = _vote_context_locked(public_id, session_hash=session_hash)
-            # The battle row is locked and its status changes with the vote in this transaction, so the
-            # status says whether it has one; the unique constraint stays the last word (IntegrityError).
-            if battle.status == Battle.Status.VOTED:
-                raise ArenaError("This battle already has a vote: start a new round.", status=409)
-            if battle.status == Battle.Status.FAILED:
-                raise ArenaError("A model failed to answer in this battle, so it cannot be voted on.", status=409)
-            if not battle.all_done:
-                raise ArenaError("Vote once both models have finished answering.", status=409)
-            answers = battle.answers["a"] + battle.answers["b"]
-            revealed = reveals_identity({*battle.names, *battle.families}, answers)
-            excluded = "identity_revealed" if revealed else ""
-            prompts = "\n".join(battle.prompts)
-            vote = Vote(
-                battle_id=battle.battle_id,
-                model_a_id=battle.model_ids[0],
-                model_b_id=battle.model_ids[1],
-                winner=winner,
-                model_a_position="left",
-                turn_count=len(battle.prompts),
-                battle_started_at=battle.created_at,
-                style_a=side_style(battle.answers["a"]),
-                style_b=side_style(battle.answers["b"]),
-                prompt_tokens=count_tokens(prompts),
-                language=detect_language(prompts),
-                session_hash=session_hash,
-                ip_hash=ip_hash,
-                counted=not excluded,
-                excluded_reason=excluded,
-            )
-            # Field checks only: the battle and both models come from the locked battle row, and the
-            # database enforces the constraints (validating them here would cost a query each).
-            vote.full_clean(exclude=["battle", "model_a", "model_b"], validate_constraints=False)
-            vote.save(force_insert=True)
-            Battle.objects.filter(pk=battle.battle_id).update(status=Battle.Status.VOTED, excluded_reason=excluded)
-            transaction.on_commit(_schedule_refit)
+        if connection.vendor == "postgresql" and connection.get_autocommit():
+            battle = _vote_context(public_id, session_hash=session_hash, lock=False)
+            if refusal := _vote_refusal(battle):
+                raise refusal
+            vote = _vote_build(battle, winner=winner, session_hash=session_hash, ip_hash=ip_hash)
+            if not _vote_save_claiming(battle, vote):
+                # Changed meanwhile: read it again for the accurate refusal.
+                raise _vote_refusal(_vote_context(public_id, session_hash=session_hash, lock=False)) or ArenaError(
+                    "This battle changed while the vote was recorded: try again.", status=409
+                )
+            _schedule_refit()
+        else:
+            with transaction.atomic():
+                battle = _vote_context(public_id, session_hash=session_hash, lock=True)
+                if refusal := _vote_refusal(battle):
+                    raise refusal
+                vote = _vote_build(battle, winner=winner, session_hash=session_hash, ip_hash=ip_hash)
+                vote.save(force_insert=True)
+                Battle.objects.filter(pk=battle.battle_id).update(
+                    status=Battle.Status.VOTED, excluded_reason=vote.excluded_reason
+                )
+                transaction.on_commit(_schedule_refit)
     except IntegrityError:
         # Two votes raced past the checks: the unique constraint kept exactly one.
         raise ArenaError("This battle already has a vote: start a new round.", status=409) from None

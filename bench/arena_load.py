@@ -299,6 +299,15 @@ def gunicorn_command(fd: int, workers: int, worker_class: str) -> list[str]:
     return command
 
 
+def p99_by_second(results: list, rate: float) -> list[float]:
+    """The votes phase's p99 latency for each second of the schedule (where a slow stretch sits)."""
+    buckets: dict[int, list[float]] = {}
+    for k, status, latency in results:
+        if status in (200, 201):
+            buckets.setdefault(int(k / rate), []).append(latency * 1000)
+    return [round(float(np.percentile(buckets[s], 99)), 1) for s in sorted(buckets)]
+
+
 def start_servers(env: dict, procs: int, server: str = "gunicorn") -> tuple[int, list[subprocess.Popen]]:
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -387,6 +396,7 @@ def main() -> int:
         t = time.perf_counter()
         asyncio.run(votes_phase())
         report["votes"] = summary(votes, time.perf_counter() - t)
+        report["votes"]["p99_ms_by_second"] = p99_by_second(votes, args.rate)
         report["page_during_votes"] = summary(pages, time.perf_counter() - t)
         saturated: list = []
         t = time.perf_counter()

@@ -259,3 +259,47 @@ def test_vote_with_redis_sessions_and_limits_survives_a_cache_flush(arena_models
     refused = client.post(f"/arena/battles/{second}/vote/", {"winner": "tie"})
     assert refused.status_code == 429 and "Too many votes" in refused.json()["error"]
     assert Vote.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_vote_claims_the_battle_only_if_unchanged_since_it_was_read():
+    """PostgreSQL's vote path reads without a lock and writes in one statement that claims the battle:
+    a battle that got another turn or failed in between is left alone, and the voter gets a refusal."""
+    assert connection.vendor == "postgresql" and connection.get_autocommit()
+    a = LanguageModel.objects.create(name="model-one", in_arena=True)
+    b = LanguageModel.objects.create(name="model-two", in_arena=True)
+
+    def finished_battle():
+        battle = Battle.objects.create(model_a=a, model_b=b, session_hash="s", ip_hash="i")
+        Turn.objects.create(
+            battle=battle, index=0, prompt="p", answer_a="## x", answer_b="y", status_a="done", status_b="done"
+        )
+        return battle
+
+    # The plain case: one statement marks the battle voted and inserts the vote.
+    battle = finished_battle()
+    cast = services.vote_cast(public_id=battle.public_id, winner="tie", session_hash="s", ip_hash="i")
+    vote = Vote.objects.get(pk=cast.id)
+    assert (cast.model_a_name, cast.model_b_name, vote.winner, vote.turn_count) == ("model-one", "model-two", "tie", 1)
+    assert vote.style_a["headers"] == 1 and vote.created_at is not None
+    assert vote.battle_started_at == battle.created_at
+    assert Battle.objects.get(pk=battle.pk).status == Battle.Status.VOTED
+    # A turn added after the read: the claim fails and nothing is written.
+    battle = finished_battle()
+    stale = services._vote_context(battle.public_id, session_hash="s", lock=False)
+    vote = services._vote_build(stale, winner="model_a", session_hash="s", ip_hash="i")
+    Turn.objects.create(battle=battle, index=1, prompt="more")
+    assert services._vote_save_claiming(stale, vote) is False
+    assert not Vote.objects.filter(battle=battle).exists()
+    assert Battle.objects.get(pk=battle.pk).status == Battle.Status.ACTIVE
+    refused = pytest.raises(services.ArenaError, match="finished answering")
+    with refused:
+        services.vote_cast(public_id=battle.public_id, winner="model_a", session_hash="s", ip_hash="i")
+    # A side that failed after the read: the same.
+    battle = finished_battle()
+    stale = services._vote_context(battle.public_id, session_hash="s", lock=False)
+    vote = services._vote_build(stale, winner="model_b", session_hash="s", ip_hash="i")
+    Battle.objects.filter(pk=battle.pk).update(status=Battle.Status.FAILED)
+    assert services._vote_save_claiming(stale, vote) is False
+    assert not Vote.objects.filter(battle=battle).exists()
+    assert Battle.objects.get(pk=battle.pk).status == Battle.Status.FAILED
