@@ -1,14 +1,17 @@
 """Arena load benchmark: vote submissions per second and the arena leaderboard page, over loopback.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/arena_load.py                 # 300 votes/s for 20 s
-    .venv/bin/python bench/arena_load.py --rate 500 --duration 30 --web-procs 2
+    .venv/bin/python bench/arena_load.py --rate 500 --duration 30 --web-procs 3
+    .venv/bin/python bench/arena_load.py --server uvicorn --web-procs 4     # ASGI, for comparison
 
 Setup (through the ORM, not timed): a PostgreSQL database (``DATABASE_URL``, else it creates
 ``podium_bench`` on postgres://postgres@127.0.0.1:5432), 6 arena models, 200 voter sessions, finished
 battles (one per vote to be cast) and 3,000 earlier votes refitted into snapshots (1,000 rounds) so the
-leaderboard page has a full table and charts. Then ``--web-procs`` daphne processes (production
-settings, DEBUG off) share one loopback socket, with Redis (``REDIS_URL``, default
-redis://127.0.0.1:6379/14) for the cache that holds rate limits and the refit debounce. Refit tasks go
+leaderboard page has a full table and charts. Then the web server (``--server``: gunicorn with
+``--web-procs`` sync workers, production's HTTP server, or that many uvicorn/daphne processes;
+production settings, DEBUG off, a psycopg pool per process) serves one loopback socket, with Redis
+(``REDIS_URL``, default redis://127.0.0.1:6379/14) for sessions and the cache that holds rate limits
+and the refit debounce. Refit tasks go
 to an in-process broker that nothing consumes: the bench measures the web tier, not the fits.
 
 Phases, each an open loop (requests start on a fixed schedule whether or not earlier ones finished, and
@@ -19,7 +22,7 @@ latency counts from the scheduled start, so a stalled server cannot hide its que
 3. ``saturation``: votes in a closed loop on 16 connections for 10 s (the ceiling).
 Pages are fetched for 3 s before timing (each process imports plotly and renders the board once).
 The machine's load average before and after goes into the report: other work on the same cores skews
-every figure. Then every accepted vote (HTTP 201) must be a row and every row an accepted vote. Rate limits are
+every figure; so does the votes phase's p99 for each second (where a slow stretch sits). Then every accepted vote (HTTP 201) must be a row and every row an accepted vote. Rate limits are
 raised for the run (ARENA_VOTES_PER_MINUTE): a bench is one IP address. Prints a table and writes
 bench/out/arena_load.json.
 """
