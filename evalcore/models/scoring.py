@@ -8,6 +8,7 @@ last ``len(continuation)`` positions, as in the harness.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 # A batch whose rows share at least this many leading tokens runs the shared part once.
 MIN_SHARED_PREFIX = 32
@@ -18,6 +19,9 @@ MIN_SHARED_STEM = 16
 # Positions pushed through the output layer at once (bounds the (positions, vocab) logits).
 LOGIT_CHUNK = 1024
 MAX_ROWS_CPU = 64
+# On CPU, rows sharing nothing go in passes of about this many tokens: activations small enough to stay
+# in cache run faster than one big pass (measured: bench/engine_parity.py, docs/PERFORMANCE.md).
+UNSHARED_TOKENS_CPU = 1024
 
 
 def rolling_windows(tokens: Sequence[int], *, window: int, stride: int) -> list[tuple[list[int], list[int]]]:
@@ -95,9 +99,11 @@ def _batching_order(rows: list[tuple[int, ...]]) -> list[int]:
 
 
 def _plan_batches(
-    rows: list[tuple[int, ...]], order: list[int], *, budget: int, max_rows: int
+    rows: list[tuple[int, ...]], order: list[int], *, budget: int, max_rows: int, unshared_budget: int | None = None
 ) -> list[list[int]]:
-    """Cut ``order`` (row indices) into batches whose estimated token cost fits ``budget``."""
+    """Cut ``order`` (row indices) into batches whose estimated token cost fits ``budget``
+    (``unshared_budget`` for a batch whose rows share no long prefix)."""
+    unshared_budget = budget if unshared_budget is None else unshared_budget
     batches: list[list[int]] = []
     current: list[int] = []
     shared = 0
@@ -109,12 +115,13 @@ def _plan_batches(
             new_longest = max(longest, len(row))
             prefix = new_shared if new_shared >= MIN_SHARED_PREFIX else 0
             cost = prefix + (len(current) + 1) * (new_longest - prefix)
-            memory = (len(current) + 1) * new_longest
+            memory = cost  # a shared prefix's cache is held once, not per row (see _read_only)
             # Keep a batch whose rows share a long prefix (the few-shot examples, or one question's
             # choices) together: a row that would break the sharing starts a new batch. One row alone
             # shares nothing yet.
             sharing_lost = len(current) > 1 and shared >= MIN_SHARED_PREFIX and new_shared < MIN_SHARED_PREFIX
-            if len(current) < max_rows and cost <= budget and memory <= 2 * budget and not sharing_lost:
+            limit = budget if prefix else unshared_budget
+            if len(current) < max_rows and cost <= limit and memory <= 2 * budget and not sharing_lost:
                 current.append(index)
                 shared, longest = new_shared, new_longest
                 continue
@@ -145,12 +152,18 @@ def score_pairs(backend, pairs, *, progress=None) -> list[tuple[float, bool, int
     rows = sorted(by_input)
     need = [max(len(c) for _, c in by_input[row]) for row in rows]
     max_rows = backend.batch_size if backend.batch_size != "auto" else MAX_ROWS_CPU
-    batches = _plan_batches(rows, _batching_order(rows), budget=backend.token_budget, max_rows=max_rows)
+    unshared = backend.token_budget
+    if backend.device.type == "cpu":
+        unshared = min(unshared, UNSHARED_TOKENS_CPU)
+    batches = _plan_batches(
+        rows, _batching_order(rows), budget=backend.token_budget, max_rows=max_rows, unshared_budget=unshared
+    )
     batches.sort(key=lambda batch: -max(len(rows[i]) for i in batch))  # longest first
     model = backend.model
     base = getattr(model, model.base_model_prefix)
     head = model.get_output_embeddings()
     softcap = getattr(model.config, "final_logit_softcapping", None)
+    memo: dict = {}  # the latest shared prefix's cache, reused by the batches that share it
     with torch.inference_mode():
         for batch in batches:
             batch_rows = [rows[i] for i in batch]
@@ -158,7 +171,7 @@ def score_pairs(backend, pairs, *, progress=None) -> list[tuple[float, bool, int
             prefix = 0
             if len(batch_rows) > 1 and shared >= MIN_BATCH_PREFIX:
                 prefix = min(shared - 1, min(len(rows[i]) - need[i] for i in batch))
-            hidden, offsets = _hidden_states(base, batch_rows, prefix, backend, [need[i] for i in batch])
+            hidden, offsets = _hidden_states(base, batch_rows, prefix, backend, [need[i] for i in batch], memo)
             positions, targets, owners = [], [], []
             for b, row_index in enumerate(batch):
                 length = len(rows[row_index])
@@ -200,7 +213,47 @@ def _stems(tails, needs) -> tuple[list[int], list[int]]:
     return cluster_of, stems
 
 
-def _hidden_states(base, batch_rows, prefix: int, backend, needs):
+def _read_only(cache) -> bool:
+    """Make a one-row prefix cache serve a whole batch without copying it, and never grow.
+
+    Each layer then hands attention the prefix keys/values broadcast to the batch, joined with the
+    batch's own, and keeps nothing: memory holds one copy of the prefix instead of one per row (a
+    5-shot MMLU batch went from ~0.7 GB of cache to ~20 MB), and the same prefix serves every batch
+    that shares it. False (cache untouched) where the cache is not made of plain dynamic layers.
+    """
+    try:
+        from transformers.cache_utils import DynamicCache, DynamicLayer
+    except ImportError:
+        return False
+    layers = getattr(cache, "layers", None)
+    if type(cache) is not DynamicCache or not layers or any(type(layer) is not DynamicLayer for layer in layers):
+        return False
+    shared_class = _shared_prefix_layer_class()
+    for layer in layers:
+        layer.__class__ = shared_class
+    cache.podium_read_only = True
+    return True
+
+
+@lru_cache(maxsize=1)
+def _shared_prefix_layer_class():
+    from transformers.cache_utils import DynamicLayer
+
+    class SharedPrefixLayer(DynamicLayer):
+        """A prefix's keys/values (batch of one) joined to each batch's own; stores nothing new."""
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            import torch
+
+            batch = key_states.shape[0]
+            keys = torch.cat([self.keys.expand(batch, -1, -1, -1), key_states], dim=-2)
+            values = torch.cat([self.values.expand(batch, -1, -1, -1), value_states], dim=-2)
+            return keys, values
+
+    return SharedPrefixLayer
+
+
+def _hidden_states(base, batch_rows, prefix: int, backend, needs, memo: dict | None = None):
     """Final hidden states after the shared ``prefix``: ``(hidden, offsets)``.
 
     ``hidden[b, j]`` is the state of token ``offsets[b] + j`` of row ``b``; every scored position
@@ -214,19 +267,31 @@ def _hidden_states(base, batch_rows, prefix: int, backend, needs):
     device = backend.device
     size = len(batch_rows)
     tails = [list(r[prefix:]) for r in batch_rows]
-    cache = None
-    if prefix:
-        shared = torch.tensor([batch_rows[0][:prefix]], device=device)
-        _, cache = run_base(base, input_ids=shared, use_cache=True)
     cluster_of, stems = _stems(tails, needs) if prefix else ([0] * size, [0])
+
+    def prefix_cache():
+        shared = torch.tensor([batch_rows[0][:prefix]], device=device)
+        return run_base(base, input_ids=shared, use_cache=True)[1]
+
     if max(stems) < MIN_SHARED_STEM:
-        if cache is not None:
-            cache.batch_repeat_interleave(size)
+        cache = None
+        if prefix:
+            key = tuple(batch_rows[0][:prefix])
+            if memo is not None and memo.get("key") == key:
+                cache = memo["cache"]
+            else:
+                cache = prefix_cache()
+                if _read_only(cache) and memo is not None:
+                    memo.clear()
+                    memo.update(key=key, cache=cache)
+            if not getattr(cache, "podium_read_only", False):
+                cache.batch_repeat_interleave(size)
         # Right padding needs no attention mask in a causal model: padded positions come after
         # every scored position and are never attended to by them.
         padded = _right_padded(tails, backend.pad_token_id)
         hidden, _ = run_base(base, input_ids=padded.to(device), cache=cache, use_cache=cache is not None)
         return hidden, [prefix] * size
+    cache = prefix_cache()
     clusters = len(stems)
     cache.batch_repeat_interleave(clusters)
     width = max(stems)

@@ -94,6 +94,39 @@ def test_unrelated_rows_are_batched_together_longest_first():
     assert batches == [order[:3], order[3:]]
 
 
+def test_a_shared_prefix_is_computed_once_for_many_batches_and_never_copied(tiny_dir, monkeypatch):
+    """Few-shot rows split over several batches (a small token budget): the prefix runs once, its cache
+    stays one row wide (joined to each batch on the fly), and every number equals a plain forward pass."""
+    import evalcore.models.scoring as scoring
+
+    backend = load_backend("hf", path=str(tiny_dir), batch_size="auto", token_budget=96)
+    shots = "Q: what is one plus one?\nA: two\n\n" * 5
+    requests = [
+        LoglikelihoodRequest(shots + f"Q: question number {k} about topic {k * 7}?\nA:", letter)
+        for k in range(8)
+        for letter in (" A", " B")
+    ]
+    prefix_passes = []
+    real = scoring.run_base
+
+    def counting(base, **kwargs):
+        cache = kwargs.get("cache")
+        if cache is None:
+            prefix_passes.append(kwargs["input_ids"].shape)
+        else:
+            assert all(layer.keys.shape[0] == 1 for layer in cache.layers)  # never repeated per row
+        return real(base, **kwargs)
+
+    monkeypatch.setattr(scoring, "run_base", counting)
+    results = backend.loglikelihood(requests)
+    monkeypatch.setattr(scoring, "run_base", real)
+    assert len(prefix_passes) == 1
+    for request, result in zip(requests, results):
+        expected, greedy = reference_logprob(backend, request.context, request.continuation)
+        assert result.logprob == pytest.approx(expected, abs=1e-4)
+        assert result.is_greedy == greedy
+
+
 def test_batched_scoring_of_prompts_sharing_only_a_short_description(tiny_dir):
     backend = load_backend("hf", path=str(tiny_dir), batch_size="auto")
     description = "The following are questions about physics.\n\n"
