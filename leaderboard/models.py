@@ -85,6 +85,7 @@ class Submission(models.Model):
     progress = models.JSONField(default=dict, blank=True)
     attempts = models.PositiveIntegerField(default=0, help_text="How many times a worker started it.")
     heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life of its worker.")
+    worker = models.CharField(max_length=300, blank=True, help_text="host:pid of the process running it.")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

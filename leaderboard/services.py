@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import socket
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -219,14 +221,42 @@ def submission_start(submission_id: int) -> Submission | None:
         if submission is None or submission.status not in Submission.ACTIVE:
             return None
         stale = timedelta(seconds=settings.LEADERBOARD_HEARTBEAT_STALE_S)
-        if submission.status == Submission.Status.RUNNING and submission.heartbeat_at and now - submission.heartbeat_at < stale:
-            raise SubmissionBusy(f"submission {submission_id} is running on another worker")
+        fresh = submission.heartbeat_at is not None and now - submission.heartbeat_at < stale
+        if submission.status == Submission.Status.RUNNING and fresh:
+            if not worker_gone(submission.worker):
+                raise SubmissionBusy(f"submission {submission_id} is running on another worker")
+            log.info("submission %s: its worker %s is gone; taking over", submission_id, submission.worker)
         submission.status = Submission.Status.RUNNING
         submission.started_at = submission.started_at or now
         submission.heartbeat_at = now
+        submission.worker = worker_identity()
         submission.attempts += 1
-        submission.save(update_fields=["status", "started_at", "heartbeat_at", "attempts"])
+        submission.save(update_fields=["status", "started_at", "heartbeat_at", "worker", "attempts"])
     return submission
+
+
+def worker_identity() -> str:
+    """``host:pid`` of this process, recorded on the submission it runs."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def worker_gone(worker: str) -> bool:
+    """Whether ``worker`` (``host:pid``) was a process on this machine that no longer exists.
+
+    Lets a restarted worker (``make demo`` after Ctrl-C) resume at once instead of waiting out the
+    heartbeat. Another machine's worker, this very process, or anything unreadable counts as alive:
+    the heartbeat decides for those.
+    """
+    host, _, pid = (worker or "").rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) in (0, os.getpid()):
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, owned by someone else
+        return False
+    return False
 
 
 def submission_progress(submission_id: int, progress: dict) -> None:

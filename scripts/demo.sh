@@ -35,7 +35,8 @@ stop() {
   echo; echo "stopping the web server and the worker"
   # Each runs in its own process group (setsid below): TERM the groups, give a running evaluation
   # 10 s to stop cleanly, then KILL what is left. An interrupted evaluation is queued again by the
-  # next `make demo` (demo_seed), and its request cache lets it resume.
+  # next `make demo` (demo_seed) and resumed at once (its worker process is gone), its request cache
+  # sparing what was already computed.
   for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null; done
   for _ in $(seq 1 20); do
     alive=0

@@ -222,3 +222,29 @@ def test_counting_backend_reports_requests_done(tiny_dir):
     assert (backend.done, backend.total) == (5, 5)
     backend.reset()
     assert (backend.done, backend.total) == (0, 0)
+
+
+@pytest.mark.django_db
+def test_a_worker_that_died_on_this_machine_is_taken_over_at_once():
+    """A RUNNING submission whose heartbeat is fresh waits for its worker, unless that worker was a
+    process on this machine that no longer exists (a restarted demo): then the new one takes over."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from tests.leaderboard.board_data import submission as submission_make
+
+    owner = get_user_model().objects.create_user("owner-takeover", password="x" * 12)
+    submission = submission_make(owner, "m-takeover", status="RUNNING")
+    Submission.objects.filter(pk=submission.pk).update(heartbeat_at=timezone.now())
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    host = socket.gethostname()
+    for alive in (f"{host}:{os.getppid()}", f"{host}:{os.getpid()}", f"elsewhere:{dead.stdout.strip()}", "", "x:y"):
+        Submission.objects.filter(pk=submission.pk).update(worker=alive)
+        with pytest.raises(services.SubmissionBusy):
+            services.submission_start(submission.pk)
+    Submission.objects.filter(pk=submission.pk).update(worker=f"{host}:{dead.stdout.strip()}")
+    started = services.submission_start(submission.pk)
+    assert started is not None and started.worker == f"{host}:{os.getpid()}"
+    assert Submission.objects.get(pk=submission.pk).attempts == 1
