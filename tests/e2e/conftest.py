@@ -27,4 +27,10 @@ def browser():
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield browser
+        # ORM calls made while Playwright's loop runs get connections of their own context (asgiref's
+        # Local), which pytest-django's teardown never sees: close them here, or the test database
+        # cannot be dropped at the end of the session ("accessed by other users").
+        from django.db import connections
+
+        connections.close_all()
         browser.close()
