@@ -76,6 +76,10 @@ class Submission(models.Model):
     weight_sha256 = models.CharField(
         max_length=64, help_text="SHA-256 over the safetensors files' names and bytes, in sorted name order."
     )
+    tensors_sha256 = models.CharField(
+        max_length=64, blank=True, db_index=True,
+        help_text="SHA-256 over the tensors (name, dtype, shape, bytes): the same whatever the files' layout.",
+    )  # fmt: skip
     parameter_count = models.BigIntegerField(help_text="Read from the safetensors headers.")
     total_bytes = models.BigIntegerField()
     storage_path = models.CharField(max_length=1000, help_text="The checkpoint folder the worker loads.")

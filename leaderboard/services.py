@@ -20,6 +20,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
@@ -83,10 +84,12 @@ def _duplicate_message(existing: Submission, owner) -> str:
     )  # fmt: skip
 
 
-def _duplicate_check(owner, weight_sha256: str) -> None:
-    existing = (
-        Submission.objects.filter(weight_sha256=weight_sha256).exclude(status=Submission.Status.FAILED).first()
-    )
+def _duplicate_check(owner, weight_sha256: str, tensors_sha256: str = "") -> None:
+    """Refuse weights already submitted: the same files, or the same tensors in other files."""
+    same = Q(weight_sha256=weight_sha256)
+    if tensors_sha256:
+        same |= Q(tensors_sha256=tensors_sha256)
+    existing = Submission.objects.filter(same).exclude(status=Submission.Status.FAILED).order_by("pk").first()
     if existing is not None:
         raise ValidationError(_duplicate_message(existing, owner), code="duplicate")
 
@@ -114,10 +117,14 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
                 weight_sha256 = checkpoint_io.copy_and_hash(files, staging)
             else:
                 weight_sha256 = checkpoint_io.hash_weights(files)
+            _duplicate_check(owner, weight_sha256)  # before reading everything once more
+            folder = staging if staging is not None else Path(store_folder)
+            weights = [folder / f.name for f in files if f.name.lower().endswith(checkpoints.SAFETENSORS)]
+            tensors_sha256 = checkpoint_io.tensors_hash(weights)
         except OSError as exc:  # a full disk, a file gone from the store
             log.exception("storing a checkpoint of %s failed", owner.pk)
             raise ValidationError(f"The checkpoint could not be read and stored ({exc.strerror or exc}).") from exc
-        _duplicate_check(owner, weight_sha256)
+        _duplicate_check(owner, weight_sha256, tensors_sha256)
         with transaction.atomic():
             # Two uploads of one owner at the same moment: the second waits here, then counts the first.
             get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
@@ -135,6 +142,7 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
                 source=Submission.Source.UPLOAD if store_folder is None else Submission.Source.STORE,
                 architecture=report.architecture,
                 weight_sha256=weight_sha256,
+                tensors_sha256=tensors_sha256,
                 parameter_count=report.parameter_count,
                 total_bytes=report.total_bytes,
                 storage_path=str(store_folder or staging),

@@ -212,6 +212,27 @@ def test_duplicate_weights_are_refused_with_a_link(client, owner, tiny_dir, subm
     assert client.post(SUBMIT, form_data(uploads(tiny_dir))).status_code == 302  # a failed one may be retried
 
 
+def test_the_same_weights_resharded_are_a_duplicate(client, owner, make_checkpoint, submissions_dir):
+    """The file digest changes with names and sharding; the tensor digest does not, so the same weights
+    saved in several shards are refused as the duplicate they are."""
+    from leaderboard.checkpoint_io import tensors_hash
+
+    single, sharded = make_checkpoint(seed=7), make_checkpoint(seed=7, max_shard_size="1MB")
+    assert len(list(sharded.glob("*.safetensors"))) > 1
+    assert tensors_hash(sorted(single.glob("*.safetensors"))) == tensors_hash(sorted(sharded.glob("*.safetensors")))
+    assert tensors_hash(sorted(single.glob("*.safetensors"))) != tensors_hash(
+        sorted(make_checkpoint(seed=8).glob("*.safetensors"))
+    )
+    assert client.post(SUBMIT, form_data(uploads(single), model_name="acme/seven")).status_code == 302
+    first = Submission.objects.get()
+    assert len(first.tensors_sha256) == 64
+    response = client.post(SUBMIT, form_data(uploads(sharded), model_name="acme/seven-sharded"))
+    assert response.status_code == 400
+    assert "already submitted as acme/seven" in response.content.decode()
+    assert Submission.objects.count() == 1
+    assert not list((submissions_dir / ".incoming").iterdir())  # the copy was removed
+
+
 def test_names_belong_to_their_owner_and_arena_models_are_taken(client, owner, tiny_dir, submissions_dir):
     other = get_user_model().objects.create_user("other@example.org", "other@example.org", PASSWORD)
     make_submission(other, name="other/model")
