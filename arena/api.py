@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 
-from asgiref.sync import sync_to_async
-from django.core.handlers.asgi import ASGIRequest
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers
@@ -26,6 +24,7 @@ from rest_framework.views import APIView
 from arena import exports, selectors
 from arena.models import Battle, RatingSnapshot, Vote
 from arena.selectors import EXPORT_COLUMNS
+from config.streaming import streaming_download
 
 MAX_LIMIT = 1000
 MAX_OFFSET = 10**9
@@ -219,23 +218,10 @@ class RatingsView(APIView):
         return Response(RatingsSerializer(snapshot).data)
 
 
-async def _async_chunks(make: Callable[[], Iterator[bytes]]):
-    """Pull a sync generator chunk by chunk on the request's DB thread (ASGI must not buffer it all)."""
-    iterator = make()
-    done = object()
-    pull = sync_to_async(next, thread_sensitive=True)
-    while (chunk := await pull(iterator, done)) is not done:
-        yield chunk
-
-
 def _stream(request, make: Callable[[], Iterator[bytes]], content_type: str, filename: str):
     if request.GET:
         return _bad_request(f"this export takes no parameters (got: {', '.join(sorted(request.GET))})")
-    content = _async_chunks(make) if isinstance(request, ASGIRequest) else make()
-    response = StreamingHttpResponse(content, content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    response["Cache-Control"] = "no-store"
-    return response
+    return streaming_download(request, make, content_type, filename)
 
 
 def _bad_request(message: str):

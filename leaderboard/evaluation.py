@@ -88,19 +88,24 @@ def run_store(*, submission: Submission, suite: BenchmarkSuite, task_result, pro
             old = old_scores.pop(metric, None)
             if old is not None and _score_changed(old, value):
                 history.append(_history(old, "re-run", code_version))
-            Score.objects.update_or_create(
-                run=run, metric=metric,
-                defaults={
-                    "value": _finite(value.value), "stderr": _finite(value.stderr), "ci_low": _finite(value.ci_low),
-                    "ci_high": _finite(value.ci_high), "n": value.n, "higher_is_better": value.higher_is_better,
-                    "interval": value.interval,
-                },
-            )  # fmt: skip
+            score_store(run, metric, value)
         for gone in old_scores.values():
             history.append(_history(gone, "metric no longer reported", code_version))
             gone.delete()
         ScoreHistory.objects.bulk_create(history)
     return run
+
+
+def score_store(run, metric: str, value) -> None:
+    """Write one metric's value, standard error, interval and n for ``run`` (insert or overwrite)."""
+    Score.objects.update_or_create(
+        run=run, metric=metric,
+        defaults={
+            "value": _finite(value.value), "stderr": _finite(value.stderr), "ci_low": _finite(value.ci_low),
+            "ci_high": _finite(value.ci_high), "n": value.n, "higher_is_better": value.higher_is_better,
+            "interval": value.interval,
+        },
+    )  # fmt: skip
 
 
 def _history(score: Score, reason: str, code_version: dict) -> ScoreHistory:

@@ -10,12 +10,8 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-
-from asgiref.sync import sync_to_async
-from django.core.handlers.asgi import ASGIRequest
-from django.http import StreamingHttpResponse
 
 from leaderboard.benchmarks import BENCHMARKS, benchmark_label, headline_metric, task_baseline
 from leaderboard.selectors_runs import SCORE_COLUMNS, samples_for_export, scores_for_export
@@ -170,20 +166,3 @@ def samples_jsonl_chunks(run) -> Iterator[bytes]:
             lines = []
     if lines:
         yield ("\n".join(lines) + "\n").encode()
-
-
-async def _async_chunks(make: Callable[[], Iterator[bytes]]):
-    """Pull a sync generator chunk by chunk on the request's DB thread (ASGI must not buffer it all)."""
-    iterator = make()
-    done = object()
-    pull = sync_to_async(next, thread_sensitive=True)
-    while (chunk := await pull(iterator, done)) is not done:
-        yield chunk
-
-
-def streaming_download(request, make: Callable[[], Iterator[bytes]], content_type: str, filename: str):
-    content = _async_chunks(make) if isinstance(request, ASGIRequest) else make()
-    response = StreamingHttpResponse(content, content_type=content_type)
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    response["Cache-Control"] = "no-store"
-    return response

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from leaderboard import evaluation
-from leaderboard.evaluation import _finite, _history, _score_changed, json_safe
+from leaderboard.evaluation import _history, _score_changed, json_safe, score_store
 from leaderboard.models import EvaluationRun, SampleRecord, Score, ScoreHistory
 
 log = logging.getLogger(__name__)
@@ -99,14 +99,7 @@ def _rescore_one(run_id: int, config, *, admin, comment: str, code_version: dict
             changed += 1
             if old is not None:
                 history.append(_history(old, reason, run.code_version))
-            Score.objects.update_or_create(
-                run=run, metric=metric,
-                defaults={
-                    "value": _finite(value.value), "stderr": _finite(value.stderr), "ci_low": _finite(value.ci_low),
-                    "ci_high": _finite(value.ci_high), "n": value.n, "higher_is_better": value.higher_is_better,
-                    "interval": value.interval,
-                },
-            )  # fmt: skip
+            score_store(run, metric, value)
         for gone in old_scores.values():
             changed += 1
             history.append(_history(gone, f"{reason} (metric no longer reported)"[:300], run.code_version))

@@ -12,6 +12,7 @@ from django.shortcuts import render
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
+from config.streaming import streaming_download
 from leaderboard import exports, selectors_runs
 from leaderboard.board_page import board_page, board_params, board_query
 from leaderboard.models import Submission
@@ -172,14 +173,14 @@ def _export_table(request, kind: str):
     data = form.cleaned_data
     table = board_table(viewer=request.user, **board_params(data))
     if kind == "csv":
-        return exports.streaming_download(
+        return streaming_download(
             request,
             lambda: exports.table_csv_chunks(table),
             "text/csv; charset=utf-8",
             "podium_leaderboard.csv",
         )
     filters = {k: v for k, v in data.items() if v}
-    return exports.streaming_download(
+    return streaming_download(
         request,
         lambda: exports.table_json_chunks(table, filters),
         "application/json",
@@ -208,7 +209,7 @@ def _no_params(request):
 def all_scores_csv(request):
     """Every metric of every visible run, as CSV (streamed)."""
     viewer = request.user
-    return _no_params(request) or exports.streaming_download(
+    return _no_params(request) or streaming_download(
         request, lambda: exports.scores_csv_chunks(viewer), "text/csv; charset=utf-8", "podium_all_scores.csv"
     )
 
@@ -217,7 +218,7 @@ def all_scores_csv(request):
 def all_scores_json(request):
     """Every metric of every visible run, as a JSON array (streamed)."""
     viewer = request.user
-    return _no_params(request) or exports.streaming_download(
+    return _no_params(request) or streaming_download(
         request, lambda: exports.scores_json_chunks(viewer), "application/json", "podium_all_scores.json"
     )
 
@@ -226,7 +227,7 @@ def all_scores_json(request):
 def run_samples_jsonl(request, run_id: int):
     """A run's per-document records as the engine's samples JSONL (``evalcore rescore`` reads it)."""
     run = _run_or_404(request, run_id)
-    return _no_params(request) or exports.streaming_download(
+    return _no_params(request) or streaming_download(
         request,
         lambda: exports.samples_jsonl_chunks(run),
         "application/x-ndjson",
