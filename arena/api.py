@@ -24,7 +24,7 @@ from rest_framework.views import APIView
 from arena import exports, selectors
 from arena.models import Battle, RatingSnapshot, Vote
 from arena.selectors import EXPORT_COLUMNS
-from config.streaming import streaming_download
+from common.streaming import streaming_download
 
 MAX_LIMIT = 1000
 MAX_OFFSET = 10**9

@@ -13,6 +13,8 @@ from urllib.parse import urlsplit
 
 import environ
 
+from common.urls import redact
+
 env = environ.Env()
 
 SUPPORTED_DATABASE_SCHEMES = {"sqlite", "postgres", "postgresql", "pgsql", "psql"}
@@ -31,18 +33,6 @@ def fail(error: ConfigError) -> None:
     """Print one line naming the variable and exit with status 2."""
     sys.stderr.write(f"podium: configuration error: {error}\n")
     raise SystemExit(2)
-
-
-def redact(url: str) -> str:
-    """Return ``url`` with any password replaced by ``***`` (for logs and /healthz)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable>"
-    if parts.password:
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
-        return parts._replace(netloc=netloc).geturl()
-    return url
 
 
 def _check_url(variable: str, value: str, schemes: set[str]) -> str:

@@ -3,7 +3,7 @@ from django.urls import include, path
 from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularAPIView
 
-from config.health import healthz
+from common.health import healthz
 
 urlpatterns = [
     path("", TemplateView.as_view(template_name="home.html"), name="home"),

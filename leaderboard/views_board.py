@@ -12,7 +12,7 @@ from django.shortcuts import render
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
-from config.streaming import streaming_download
+from common.streaming import streaming_download
 from leaderboard import exports, selectors_runs
 from leaderboard.board_page import board_page, board_params, board_query
 from leaderboard.models import Submission

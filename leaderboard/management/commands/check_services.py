@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from config.health import broker_status, database_status
+from common.health import broker_status, database_status
 
 # Which environment variable to fix when a service does not answer.
 VARIABLE_FOR = {"database": "DATABASE_URL", "broker": "CELERY_BROKER_URL (or REDIS_URL)"}

@@ -8,7 +8,8 @@ from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from config.env import redact
+from common.urls import redact
+from workers.celery import app as celery_app
 
 BROKER_TIMEOUT_S = 2.0
 
@@ -24,11 +25,9 @@ def database_status() -> dict:
 
 
 def broker_status() -> dict:
-    from workers.celery import app
-
-    url = app.conf.broker_url or ""
+    url = celery_app.conf.broker_url or ""
     try:
-        with app.connection_for_write() as connection:
+        with celery_app.connection_for_write() as connection:
             connection.ensure_connection(max_retries=1, interval_start=0, timeout=BROKER_TIMEOUT_S)
             connection.default_channel  # noqa: B018 - opens a channel: proves the transport works
     except Exception as exc:
