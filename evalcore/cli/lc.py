@@ -8,10 +8,10 @@ baseline's answer; preference in [1, 2], 2 = the model's answer preferred, 0 = a
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 
+from evalcore import csvsafe
 from evalcore.ratings.lc import length_controlled_win_rate, read_difficulty, read_lc_annotations
 
 LC_OUTPUT_COLUMNS = ("model", "win_rate", "discrete_win_rate", "lc_win_rate", "lc_standard_error", "n")
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             json.dump(doc, out, indent=2)
             out.write("\n")
         else:
-            writer = csv.writer(out, lineterminator="\n")
+            writer = csvsafe.writer(out, lineterminator="\n")
             writer.writerow(LC_OUTPUT_COLUMNS)
             for row in rows:
                 writer.writerow(

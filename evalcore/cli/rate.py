@@ -8,13 +8,13 @@ interval. Notes on the scale (anchor, prior, dropped bootstrap rounds) go to std
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 import time
 
 import numpy as np
 
+from evalcore import csvsafe
 from evalcore.ratings import (
     TIES_POLICIES,
     aggregate,
@@ -169,7 +169,7 @@ def _write(rows, coefficients, result, args) -> None:
             json.dump(doc, out, indent=2)
             out.write("\n")
             return
-        writer = csv.writer(out, lineterminator="\n")
+        writer = csvsafe.writer(out, lineterminator="\n")
         writer.writerow(RATING_COLUMNS)
         for row in rows:
             writer.writerow([_fmt(row[c]) for c in RATING_COLUMNS])
