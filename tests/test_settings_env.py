@@ -25,6 +25,14 @@ BAD_ENVIRONMENTS = [
         "DEBUG",
     ),
     ({"DJANGO_SETTINGS_MODULE": "config.settings.prod", "SECRET_KEY": "short"}, "SECRET_KEY"),
+    ({"API_THROTTLE_ANON": "lots"}, "API_THROTTLE_ANON"),
+    ({"API_THROTTLE_USER": "0/minute"}, "API_THROTTLE_USER"),
+    ({"API_BASIC_AUTH": "perhaps"}, "API_BASIC_AUTH"),
+    ({"AXES_FAILURE_LIMIT": "0"}, "AXES_FAILURE_LIMIT"),
+    (
+        {"DJANGO_SETTINGS_MODULE": "config.settings.prod", "SECRET_KEY": "x" * 50, "SECURE_HSTS_SECONDS": "-1"},
+        "SECURE_HSTS_SECONDS",
+    ),
 ]
 
 

@@ -8,6 +8,8 @@ and Celery over kombu's filesystem transport in ``var/broker`` with results in t
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
 from pathlib import Path
 
 from config import env as config_env
@@ -73,6 +75,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "channels",
     "django_celery_results",
+    "axes",
     "arena",
     "leaderboard",
 ]
@@ -86,7 +89,29 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into a 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# Login throttling (django-axes): after AXES_FAILURE_LIMIT failed logins for one username from one
+# address, further attempts are refused for AXES_COOLOFF_MINUTES. Keyed on both so that nobody can lock
+# another person out of their account from elsewhere.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+try:
+    AXES_FAILURE_LIMIT = config_env.integer("AXES_FAILURE_LIMIT", default=5, minimum=1)
+    _axes_cooloff_minutes = config_env.integer("AXES_COOLOFF_MINUTES", default=15, minimum=1)
+except ConfigError as error:
+    fail(error)
+AXES_COOLOFF_TIME = timedelta(minutes=_axes_cooloff_minutes)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "common.client.client_ip_or_none"
+# Failed attempts are what the lockout needs; successful logins are not logged (who logged in from where).
+AXES_DISABLE_ACCESS_LOG = True
+AXES_VERBOSE = False
 
 ROOT_URLCONF = "config.urls"
 ASGI_APPLICATION = "config.asgi.application"
@@ -189,7 +214,26 @@ else:
         }
     }
 
+try:
+    # HTTP Basic auth sends the password with every request; off unless an operator turns it on.
+    API_BASIC_AUTH = config_env.boolean("API_BASIC_AUTH", default=False)
+    API_THROTTLE_ANON = config_env.env.str("API_THROTTLE_ANON", default="120/minute")
+    API_THROTTLE_USER = config_env.env.str("API_THROTTLE_USER", default="600/minute")
+    for _variable, _rate in (("API_THROTTLE_ANON", API_THROTTLE_ANON), ("API_THROTTLE_USER", API_THROTTLE_USER)):
+        if not re.fullmatch(r"[1-9][0-9]{0,8}/(second|minute|hour|day|s|m|h|d)", _rate):
+            raise ConfigError(_variable, f"{_rate!r} is not a rate such as 120/minute (per second|minute|hour|day)")
+except ConfigError as error:
+    fail(error)
 REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        *(["rest_framework.authentication.BasicAuthentication"] if API_BASIC_AUTH else []),
+    ],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {"anon": API_THROTTLE_ANON, "user": API_THROTTLE_USER},
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,

@@ -85,7 +85,7 @@ def test_redis_keys_expire_with_the_window(redis_url, settings):
     ],
 )
 def test_client_ip_trusts_only_the_configured_proxies(settings, rf, hops, forwarded, expected):
-    from arena.identity import client_ip
+    from common.client import client_ip
 
     settings.TRUSTED_PROXY_COUNT = hops
     request = rf.post("/", REMOTE_ADDR="10.0.0.2", HTTP_X_FORWARDED_FOR=forwarded)
