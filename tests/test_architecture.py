@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tomllib
@@ -12,19 +13,29 @@ from tests.conftest import REPO_ROOT
 LINT_IMPORTS = str(Path(sys.executable).parent / "lint-imports")
 
 
+def _ini_value(value) -> str:
+    if isinstance(value, list):
+        return "\n    " + "\n    ".join(str(item) for item in value)
+    return str(value)
+
+
 def write_config(tmp_path: Path) -> None:
-    """The project's own contracts, over a throwaway tree of packages with the same names."""
+    """The project's own contracts, over a throwaway tree of packages with the same names (and, for
+    layers contracts with containers, an empty module for every layer they name)."""
     config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     lines = ["[importlinter]", "root_packages =\n    " + "\n    ".join(config["root_packages"])]
     lines.append("include_external_packages = True")
-    for index, contract in enumerate(config["contracts"]):
-        lines += [f"\n[importlinter:contract:{index}]", f"name = {contract['name']}", f"type = {contract['type']}"]
-        lines.append("source_modules =\n    " + "\n    ".join(contract["source_modules"]))
-        lines.append("forbidden_modules =\n    " + "\n    ".join(contract["forbidden_modules"]))
-    (tmp_path / ".importlinter").write_text("\n".join(lines) + "\n")
     for package in config["root_packages"]:
         (tmp_path / package).mkdir()
         (tmp_path / package / "__init__.py").write_text("")
+    for index, contract in enumerate(config["contracts"]):
+        lines.append(f"\n[importlinter:contract:{index}]")
+        lines += [f"{key} = {_ini_value(value)}" for key, value in contract.items()]
+        for container in contract.get("containers", []):
+            for layer in contract["layers"]:
+                for tail in re.split(r"[|:]", layer):
+                    (tmp_path / container / f"{tail.strip().strip('()')}.py").touch()
+    (tmp_path / ".importlinter").write_text("\n".join(lines) + "\n")
 
 
 def lint(tmp_path: Path) -> subprocess.CompletedProcess:
@@ -60,3 +71,28 @@ def test_contract_fails_when_workers_import_an_app(tmp_path):
     result = lint(tmp_path)
     assert result.returncode != 0
     assert "workers import no Django app" in result.stdout
+
+
+def test_arena_layers_contract_fails_when_a_service_imports_a_task(tmp_path):
+    write_config(tmp_path)
+    (tmp_path / "arena" / "services.py").write_text("from arena import tasks\n")
+    result = lint(tmp_path)
+    assert result.returncode != 0
+    assert "arena layers" in result.stdout and "BROKEN" in result.stdout
+    assert "arena.services -> arena.tasks" in result.stdout
+
+
+def test_arena_layers_contract_fails_when_two_entry_points_import_each_other(tmp_path):
+    write_config(tmp_path)
+    (tmp_path / "arena" / "views.py").write_text("from arena import api\n")
+    result = lint(tmp_path)
+    assert result.returncode != 0 and "arena layers" in result.stdout
+
+
+def test_arena_layers_contract_accepts_the_downward_direction(tmp_path):
+    write_config(tmp_path)
+    (tmp_path / "arena" / "tasks.py").write_text("from arena import services, dispatch\n")
+    (tmp_path / "arena" / "services.py").write_text("from arena import dispatch, models\n")
+    (tmp_path / "arena" / "exports.py").write_text("from arena import selectors\n")
+    result = lint(tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
