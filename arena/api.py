@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers
@@ -225,8 +225,6 @@ def _stream(request, make: Callable[[], Iterator[bytes]], content_type: str, fil
 
 
 def _bad_request(message: str):
-    from django.http import JsonResponse
-
     return JsonResponse({"detail": message}, status=400)
 
 

@@ -7,6 +7,9 @@ import json
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from arena.selectors_battles import battle_state
+from arena.streams import battle_group
+
 PING_GROUP = "ping"
 MAX_PING_BYTES = 4096
 
@@ -53,8 +56,6 @@ class BattleConsumer(AsyncWebsocketConsumer):
     """
 
     async def connect(self):
-        from arena.selectors_battles import battle_state
-
         self.group = None
         public_id = self.scope["url_route"]["kwargs"]["public_id"]
         session = self.scope.get("session")
@@ -67,8 +68,6 @@ class BattleConsumer(AsyncWebsocketConsumer):
         if state is None:
             await self.close(code=4404)
             return
-        from arena.tasks import battle_group
-
         self.group = battle_group(public_id)
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
@@ -79,8 +78,6 @@ class BattleConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def receive(self, text_data=None, bytes_data=None):
-        from arena.selectors_battles import battle_state
-
         try:
             message = json.loads(text_data) if text_data and len(text_data) <= MAX_PING_BYTES else None
         except json.JSONDecodeError:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import cache, caches
+from django.core.cache.backends.redis import RedisCache
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,6 @@ def _redis_client(backend):
     Django builds a new client object (about 170 response callbacks) for every cache call; one per
     backend and process is enough, since the connection pool underneath is shared anyway.
     """
-    from django.core.cache.backends.redis import RedisCache
-
     if not isinstance(backend, RedisCache):
         return None
     client = _CLIENTS.get(backend)

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from django.db.models import Count, Max, Sum
+from django.db.models import Count, Max, Prefetch, Q, Sum
 
-from arena.models import LanguageModel, RatingSnapshot, Vote
+from arena.models import Battle, LanguageModel, RatingSnapshot, Turn, Vote
 
 # Vote.style_a / style_b keys, in the order of evalcore's STYLE_FEATURES. The vote service writes
 # evalcore's names (markdown_style_counts); "lists" is accepted as another spelling of "list_items".
@@ -201,10 +201,6 @@ def battles_voted(
     until: datetime | None = None,
 ):
     """Battles that have a vote (names may be shown), newest vote first, with their turns prefetched."""
-    from django.db.models import Prefetch, Q
-
-    from arena.models import Battle, Turn
-
     qs = (
         Battle.objects.filter(vote__isnull=False)
         .select_related("model_a", "model_b", "vote")

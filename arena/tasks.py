@@ -11,11 +11,17 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.core.cache import cache
 from django.db import OperationalError
 
-from arena import services
+from arena.dispatch import ratings_refit_schedule
 from arena.models import LanguageModel
-from workers.queues import LONG_TASK_OPTIONS
+from arena.ratings import snapshots_refit
+from arena.services import generation
+from arena.services.base import SIDES
+from arena.streams import battle_group
+from evalcore.models import load_backend
+from workers.queues import DEFAULT, GENERATE, LONG_TASK_OPTIONS
 from workers.runtime import pool
 
 log = logging.getLogger(__name__)
@@ -24,11 +30,6 @@ log = logging.getLogger(__name__)
 SIDE_FAILED_MESSAGE = "This model could not answer (an error or a time-out). This battle will not be rated."
 SAVE_EVERY_S = 0.5
 START_RETRIES = 5
-
-
-def battle_group(public_id) -> str:
-    """The channel-layer group of a battle's browsers (a UUID: reveals nothing)."""
-    return f"battle.{public_id}"
 
 
 def model_spec(model: LanguageModel) -> tuple[str, tuple]:
@@ -40,8 +41,6 @@ def model_spec(model: LanguageModel) -> tuple[str, tuple]:
 
 
 def load_model(spec: tuple[str, tuple]):
-    from evalcore.models import load_backend
-
     backend, args = spec
     return load_backend(backend, **dict(args))
 
@@ -53,20 +52,21 @@ class GenerationTimeout(Exception):
 @shared_task(
     bind=True,
     name="arena.tasks.battle_generate",
+    queue=GENERATE,  # models with their own workers go to generate.<suffix>: see arena.dispatch
     soft_time_limit=settings.ARENA_GENERATION_TIMEOUT_S + 60,
     time_limit=settings.ARENA_GENERATION_TIMEOUT_S + 90,
     **LONG_TASK_OPTIONS,
 )
 def battle_generate(self, turn_id: int, side: str) -> str:
     """Generate one side's answer to a turn, streaming deltas to the battle's browsers."""
-    if side not in services.SIDES:
+    if side not in SIDES:
         raise ValueError(f"side must be 'a' or 'b', not {side!r}")
     try:
-        turn = services.turn_side_start(turn_id, side)
+        turn = generation.turn_side_start(turn_id, side)
     except OperationalError as exc:  # a busy database (SQLite under load): try again shortly
         if self.request.retries < START_RETRIES:
             raise self.retry(exc=exc, countdown=1 + self.request.retries) from None
-        services.turn_side_fail(turn_id, side, "", f"could not start: {exc}")
+        generation.turn_side_fail(turn_id, side, "", f"could not start: {exc}")
         return "failed"
     if turn is None:
         return "already finished"
@@ -81,7 +81,7 @@ def battle_generate(self, turn_id: int, side: str) -> str:
         spec = model_spec(model)
         backend = pool.get(spec, lambda: load_model(spec))
         params = {**model.generation, "system_prompt": model.system_prompt or None}
-        messages = services.conversation_for_side(turn, side)
+        messages = generation.conversation_for_side(turn, side)
         deadline = time.monotonic() + settings.ARENA_GENERATION_TIMEOUT_S
         last_save = time.monotonic()
         for delta in backend.stream_chat(messages, params):
@@ -93,54 +93,25 @@ def battle_generate(self, turn_id: int, side: str) -> str:
             if now > deadline:
                 raise GenerationTimeout(f"no answer within {settings.ARENA_GENERATION_TIMEOUT_S} s")
             if now - last_save > SAVE_EVERY_S:
-                services.turn_side_progress(turn_id, side, text)
+                generation.turn_side_progress(turn_id, side, text)
                 last_save = now
     except (Exception, SoftTimeLimitExceeded) as exc:
         log.exception("battle %s turn %s side %s failed", battle.public_id, turn.index, side)
-        services.turn_side_fail(turn_id, side, text, f"{type(exc).__name__}: {exc}")
+        generation.turn_side_fail(turn_id, side, text, f"{type(exc).__name__}: {exc}")
         send(group, {"type": "battle.error", "message": SIDE_FAILED_MESSAGE, **event})
         return "failed"
-    services.turn_side_finish(turn_id, side, text)
+    generation.turn_side_finish(turn_id, side, text)
     send(group, {"type": "battle.done", "text": text, **event})
     return "done"
 
 
 # --- Rating refits -------------------------------------------------------------------------------
-# Debounce: a vote commit calls ratings_refit_schedule(); the first call of a window adds a cache key
-# living ARENA_REFIT_DEBOUNCE_S - 1 seconds and enqueues ratings_refit with a countdown of
-# ARENA_REFIT_DEBOUNCE_S. Later calls in the window find the key and do nothing: at most one refit
-# per window, and every vote they stand for committed before the key expired, so before the pending
-# refit starts (one second later) and reads the votes. The beat schedule (workers.celery) refits
-# periodically as well; a refit with no changed votes writes nothing.
-REFIT_PENDING_KEY = "arena:ratings_refit:pending"
+# Asked for through arena.dispatch.ratings_refit_schedule (debounced) after votes commit, and by the
+# beat schedule (CELERY_BEAT_SCHEDULE in settings).
 REFIT_RUNNING_KEY = "arena:ratings_refit:running"
 
 
-def ratings_refit_schedule() -> bool:
-    """Enqueue a debounced ratings refit; call inside ``transaction.on_commit``. True when enqueued.
-
-    Never raises: the vote is already committed, and a cache or broker outage must not turn it into
-    an error page. The failure is logged, the window is released so the next vote tries again, and the
-    beat refit catches up in any case.
-    """
-    from django.core.cache import cache
-
-    debounce = int(getattr(settings, "ARENA_REFIT_DEBOUNCE_S", 30))
-    try:
-        if not cache.add(REFIT_PENDING_KEY, 1, timeout=max(debounce - 1, 1)):
-            return False
-        ratings_refit.apply_async(countdown=debounce)
-    except Exception:
-        log.exception("could not schedule a ratings refit; the periodic refit will catch up")
-        try:
-            cache.delete(REFIT_PENDING_KEY)
-        except Exception:
-            pass
-        return False
-    return True
-
-
-@shared_task(name="arena.tasks.ratings_refit", **LONG_TASK_OPTIONS)
+@shared_task(name="arena.tasks.ratings_refit", queue=DEFAULT, **LONG_TASK_OPTIONS)
 def ratings_refit(force: bool = False) -> dict:
     """Refit every rating snapshot from the counted votes (:func:`arena.ratings.snapshots_refit`).
 
@@ -149,10 +120,6 @@ def ratings_refit(force: bool = False) -> dict:
     refit with unchanged votes writes nothing), so a redelivery after a lost worker is harmless; the
     lock expires after 15 minutes if its holder died.
     """
-    from django.core.cache import cache
-
-    from arena.ratings import snapshots_refit
-
     if not cache.add(REFIT_RUNNING_KEY, 1, timeout=15 * 60):
         ratings_refit_schedule()
         return {"skipped": "another refit is running"}

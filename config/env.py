@@ -7,6 +7,7 @@ settings machinery hides which variable was wrong.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -106,8 +107,6 @@ def string_list(variable: str, *, default: list[str]) -> list[str]:
 
 def json_list(variable: str, *, default: list) -> list:
     """A JSON list setting (for example a list of task dicts); the default when unset."""
-    import json
-
     raw = env.str(variable, default="").strip()
     if not raw:
         return default

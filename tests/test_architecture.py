@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tomllib
@@ -12,22 +13,34 @@ from tests.conftest import REPO_ROOT
 LINT_IMPORTS = str(Path(sys.executable).parent / "lint-imports")
 
 
+def _ini_value(value) -> str:
+    if isinstance(value, list):
+        return "\n    " + "\n    ".join(str(item) for item in value)
+    return str(value)
+
+
 def write_config(tmp_path: Path) -> None:
-    """The project's own contracts, over a throwaway tree of packages with the same names."""
+    """The project's own contracts, over a throwaway tree of packages with the same names (and, for
+    layers contracts with containers, an empty module for every layer they name)."""
     config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     lines = ["[importlinter]", "root_packages =\n    " + "\n    ".join(config["root_packages"])]
     lines.append("include_external_packages = True")
-    for index, contract in enumerate(config["contracts"]):
-        if contract.get("containers"):
-            continue  # layers inside an app: its modules do not exist in the throwaway tree
-        lines += [f"\n[importlinter:contract:{index}]", f"name = {contract['name']}", f"type = {contract['type']}"]
-        for key in ("source_modules", "forbidden_modules", "layers"):
-            if key in contract:
-                lines.append(f"{key} =\n    " + "\n    ".join(contract[key]))
-    (tmp_path / ".importlinter").write_text("\n".join(lines) + "\n")
     for package in config["root_packages"]:
         (tmp_path / package).mkdir()
         (tmp_path / package / "__init__.py").write_text("")
+    for index, contract in enumerate(config["contracts"]):
+        lines.append(f"\n[importlinter:contract:{index}]")
+        lines += [f"{key} = {_ini_value(value)}" for key, value in contract.items()]
+        for container in contract.get("containers", []):
+            folder = tmp_path.joinpath(*container.split("."))
+            for depth in range(2, len(container.split(".")) + 1):
+                package = tmp_path.joinpath(*container.split(".")[:depth])
+                package.mkdir(exist_ok=True)
+                (package / "__init__.py").touch()
+            for layer in contract["layers"]:
+                for tail in re.split(r"[|:]", layer):
+                    (folder / f"{tail.strip().strip('()')}.py").touch()
+    (tmp_path / ".importlinter").write_text("\n".join(lines) + "\n")
 
 
 def lint(tmp_path: Path) -> subprocess.CompletedProcess:
@@ -77,5 +90,30 @@ def test_layers_contract_allows_importing_downwards(tmp_path):
     write_config(tmp_path)
     (tmp_path / "leaderboard" / "views.py").write_text("import arena\nimport common\nimport evalcore\n")
     (tmp_path / "common" / "health.py").write_text("import workers\n")
+    result = lint(tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_arena_layers_contract_fails_when_a_service_imports_a_task(tmp_path):
+    write_config(tmp_path)
+    (tmp_path / "arena" / "services.py").write_text("from arena import tasks\n")
+    result = lint(tmp_path)
+    assert result.returncode != 0
+    assert "arena layers" in result.stdout and "BROKEN" in result.stdout
+    assert "arena.services -> arena.tasks" in result.stdout
+
+
+def test_arena_layers_contract_fails_when_two_entry_points_import_each_other(tmp_path):
+    write_config(tmp_path)
+    (tmp_path / "arena" / "views.py").write_text("from arena import api\n")
+    result = lint(tmp_path)
+    assert result.returncode != 0 and "arena layers" in result.stdout
+
+
+def test_arena_layers_contract_accepts_the_downward_direction(tmp_path):
+    write_config(tmp_path)
+    (tmp_path / "arena" / "tasks.py").write_text("from arena import services, dispatch\n")
+    (tmp_path / "arena" / "services.py").write_text("from arena import dispatch, models\n")
+    (tmp_path / "arena" / "exports.py").write_text("from arena import selectors\n")
     result = lint(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr

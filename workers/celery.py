@@ -1,5 +1,8 @@
-"""The Celery app. Configuration comes from Django settings (``CELERY_*``), tasks from each app's
-``tasks.py`` (autodiscovered) and from :mod:`workers.diagnostics`."""
+"""The Celery app. Configuration comes from Django settings (``CELERY_*``, the beat schedule
+included), tasks from each app's ``tasks.py`` (autodiscovered) and from :mod:`workers.diagnostics`.
+
+No app task is named here: each task declares its queue where it is defined (``@shared_task(queue=...)``),
+and the apps enqueue by name with an explicit queue (``arena.dispatch``)."""
 
 from __future__ import annotations
 
@@ -18,18 +21,10 @@ app.conf.update(
     task_default_queue=queues.DEFAULT,
     task_default_exchange=queues.DEFAULT,
     task_default_routing_key=queues.DEFAULT,
-    task_routes=queues.ROUTES,
     imports=("workers.diagnostics",),
     # One task at a time per process: generation and evaluation hold a model in memory.
     worker_prefetch_multiplier=1,
     broker_connection_retry_on_startup=True,
-    beat_schedule={
-        # Slot for periodic rating refits; the interval comes from settings when present.
-        "ratings-refit": {
-            "task": "arena.tasks.ratings_refit",
-            "schedule": float(os.environ.get("PODIUM_REFIT_INTERVAL_S", "600")),
-        },
-    },
 )
 app.autodiscover_tasks()
 

@@ -1,11 +1,12 @@
-"""Named queues and how tasks are routed to them.
+"""Named queues.
 
 ``default``  short bookkeeping (rating refits, exports)
 ``generate`` arena answers, streamed token by token (CPU or GPU workers that serve arena models)
 ``evaluate`` benchmark runs of submitted checkpoints (GPU work where there is a GPU)
 ``judge``    judge-model comparisons
 
-A worker chooses what it serves with ``-Q``: a GPU host runs ``celery -A workers worker -Q evaluate``.
+Each task names its queue where it is defined (``@shared_task(queue=...)``); this module names no
+task. A worker chooses what it serves with ``-Q``: a GPU host runs ``celery -A workers worker -Q evaluate``.
 Arena models served by one worker only can be given their own queue (``generate.<model>``), see
 :func:`generation_queue`.
 """
@@ -21,15 +22,6 @@ GENERATE = "generate"
 EVALUATE = "evaluate"
 JUDGE = "judge"
 ALL_QUEUES = (DEFAULT, GENERATE, EVALUATE, JUDGE)
-
-# Task names (module.function) to queue. Unknown tasks go to ``default``.
-ROUTES = {
-    "arena.tasks.battle_generate": {"queue": GENERATE},
-    "arena.tasks.ratings_refit": {"queue": DEFAULT},
-    "leaderboard.tasks.submission_evaluate": {"queue": EVALUATE},
-    "leaderboard.tasks.judge_run": {"queue": JUDGE},
-    "leaderboard.tasks.run_rescore": {"queue": DEFAULT},
-}
 
 # Tasks that run for minutes: acknowledge only when done, and requeue if the worker process dies,
 # so a crash mid-run is retried (the tasks are idempotent: results are keyed, never appended).

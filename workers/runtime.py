@@ -1,4 +1,4 @@
-"""The worker runtime: a per-process pool of loaded models and progress reporting.
+"""The worker runtime: a per-process pool of loaded models.
 
 Loading a model takes seconds to minutes, so each worker process keeps the models it has loaded,
 keyed by their spec, and evicts the least recently used beyond ``max_models``. The pool does not
@@ -41,25 +41,26 @@ class ModelPool:
             self._models[spec] = model
             while len(self._models) > self.max_models:
                 _, evicted = self._models.popitem(last=False)
-                close = getattr(evicted, "close", None)
-                if callable(close):
-                    close()
+                _close(evicted)
             return model
 
     def __contains__(self, spec: Hashable) -> bool:
         return spec in self._models
 
     def clear(self) -> None:
+        """Drop (and close) every loaded model."""
         with self._lock:
-            self._models.clear()
+            while self._models:
+                _close(self._models.popitem(last=False)[1])
+
+
+def _close(model: Any) -> None:
+    """Release what a dropped model holds (a backend's ``close()`` frees its weights)."""
+    close = getattr(model, "close", None)
+    if callable(close):
+        close()
 
 
 # One pool per worker process (Celery's prefork children each get their own after fork).
 pool = ModelPool()
 
-
-def report_progress(task, *, done: int, total: int, **extra) -> None:
-    """Publish progress of a running task as Celery state ``PROGRESS`` (read by status pages)."""
-    if task is None or getattr(task.request, "id", None) is None:
-        return
-    task.update_state(state="PROGRESS", meta={"done": done, "total": total, **extra})

@@ -1,9 +1,9 @@
 """Settings shared by every environment.
 
 Everything a deployment changes comes from the environment (see ``config.env``). With no
-environment at all Podium runs on one machine: SQLite in ``var/``, the in-memory Channels layer,
-and Celery over kombu's filesystem transport in ``var/broker`` with results in the database
-(docs/operations.md explains the choice).
+environment at all Podium runs on one machine: SQLite in ``var/``, a Channels layer on a SQLite
+file in ``var/`` (shared by the web and worker processes), and Celery over kombu's filesystem
+transport in ``var/broker`` with results in the database (docs/operations.md explains the choice).
 """
 
 from __future__ import annotations
@@ -190,6 +190,17 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_TIMEZONE = "UTC"
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Periodic work (celery beat), named here because settings sit above every app; the tasks declare
+# their own queues. The debounced refit after each vote is arena.dispatch's; this one catches up.
+try:
+    CELERY_BEAT_SCHEDULE = {
+        "ratings-refit": {
+            "task": "arena.tasks.ratings_refit",
+            "schedule": float(config_env.integer("PODIUM_REFIT_INTERVAL_S", default=600, minimum=1)),
+        },
+    }
+except ConfigError as error:
+    fail(error)
 
 # The arena. Limits are per voter session; an IP address (hashed, never stored raw) gets
 # ARENA_IP_MULTIPLIER times as many, since several voters can share one address.

@@ -13,6 +13,7 @@ from django.test import Client
 from arena import services
 from arena.models import Battle, LanguageModel, Turn, Vote
 from arena.selectors_battles import battle_state
+from arena.services import votes
 from arena.tasks import battle_generate
 
 SMALL = {"max_new_tokens": 24, "temperature": 0.0}
@@ -286,10 +287,10 @@ def test_vote_claims_the_battle_only_if_unchanged_since_it_was_read():
     assert Battle.objects.get(pk=battle.pk).status == Battle.Status.VOTED
     # A turn added after the read: the claim fails and nothing is written.
     battle = finished_battle()
-    stale = services._vote_context(battle.public_id, session_hash="s", lock=False)
-    vote = services._vote_build(stale, winner="model_a", session_hash="s", ip_hash="i")
+    stale = votes._vote_context(battle.public_id, session_hash="s", lock=False)
+    vote = votes._vote_build(stale, winner="model_a", session_hash="s", ip_hash="i")
     Turn.objects.create(battle=battle, index=1, prompt="more")
-    assert services._vote_save_claiming(stale, vote) is False
+    assert votes._vote_save_claiming(stale, vote) is False
     assert not Vote.objects.filter(battle=battle).exists()
     assert Battle.objects.get(pk=battle.pk).status == Battle.Status.ACTIVE
     refused = pytest.raises(services.ArenaError, match="finished answering")
@@ -297,9 +298,9 @@ def test_vote_claims_the_battle_only_if_unchanged_since_it_was_read():
         services.vote_cast(public_id=battle.public_id, winner="model_a", session_hash="s", ip_hash="i")
     # A side that failed after the read: the same.
     battle = finished_battle()
-    stale = services._vote_context(battle.public_id, session_hash="s", lock=False)
-    vote = services._vote_build(stale, winner="model_b", session_hash="s", ip_hash="i")
+    stale = votes._vote_context(battle.public_id, session_hash="s", lock=False)
+    vote = votes._vote_build(stale, winner="model_b", session_hash="s", ip_hash="i")
     Battle.objects.filter(pk=battle.pk).update(status=Battle.Status.FAILED)
-    assert services._vote_save_claiming(stale, vote) is False
+    assert votes._vote_save_claiming(stale, vote) is False
     assert not Vote.objects.filter(battle=battle).exists()
     assert Battle.objects.get(pk=battle.pk).status == Battle.Status.FAILED

@@ -13,7 +13,7 @@ from django.db import connections
 from django.test import Client
 
 from arena.models import Battle, LanguageModel
-from arena.tasks import battle_group
+from arena.streams import battle_group
 from config.asgi import application
 
 pytestmark = pytest.mark.django_db(transaction=True)

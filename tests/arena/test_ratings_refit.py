@@ -217,7 +217,8 @@ def eager_celery(settings):
 
 
 def test_task_refits_and_the_scheduler_debounces(eager_celery):
-    from arena.tasks import ratings_refit, ratings_refit_schedule
+    from arena.dispatch import ratings_refit_schedule
+    from arena.tasks import ratings_refit
 
     votes_create(STRENGTHS, 60, seed=14)
     assert ratings_refit.name == "arena.tasks.ratings_refit"
@@ -247,7 +248,7 @@ def test_a_refit_steps_aside_while_another_runs(eager_celery):
 
 
 def test_scheduling_never_fails_a_committed_vote(settings):
-    from arena.tasks import ratings_refit_schedule
+    from arena.dispatch import ratings_refit_schedule
 
     # A cache that cannot be reached (nothing listens on port 1): scheduling gives up quietly.
     settings.CACHES = {

@@ -1,168 +1,26 @@
-"""Arena services: start a battle, continue it, record each side's answer, cast the vote.
+"""The vote: read the battle, check it may be voted on, build the vote, claim the battle and insert.
 
-Names of the models never appear in what these return to a voter before the vote.
+The vote path is the arena's hottest: on PostgreSQL it is two round trips (a read, then one statement
+that claims the battle and inserts the vote); elsewhere the same steps run under the battle's lock.
 """
 
 from __future__ import annotations
 
-import logging
 import re
-import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 
-import numpy as np
-from django.conf import settings
-from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Count
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from arena.language import detect_language
 from arena.models import Battle, LanguageModel, Turn, Vote
-from arena.sampling import Candidate, sample_pair
+from arena.services.base import ArenaError
+from arena.services.refits import refit_request
 from evalcore.ratings import count_tokens, markdown_style_counts
-from workers.queues import generation_queue
-
-log = logging.getLogger(__name__)
-SIDES = ("a", "b")
-
-
-class ArenaError(Exception):
-    """A request the arena refuses, with a message for the voter and an HTTP status."""
-
-    def __init__(self, message: str, *, status: int = 400):
-        super().__init__(message)
-        self.status = status
-
-
-def prompt_clean(prompt: object) -> str:
-    if not isinstance(prompt, str):
-        raise ArenaError("The prompt must be text.")
-    prompt = prompt.replace("\x00", "").strip()
-    if not prompt:
-        raise ArenaError("Type a prompt first.")
-    if len(prompt) > settings.ARENA_MAX_PROMPT_CHARS:
-        raise ArenaError(f"The prompt is too long: at most {settings.ARENA_MAX_PROMPT_CHARS} characters.")
-    return prompt
-
-
-def arena_candidates() -> list[Candidate]:
-    models = LanguageModel.objects.filter(in_arena=True)
-    counts_a = dict(Vote.objects.values_list("model_a").annotate(n=Count("id")))
-    counts_b = dict(Vote.objects.values_list("model_b").annotate(n=Count("id")))
-    return [
-        Candidate(key=m.pk, weight=m.weight, family=m.family, votes=counts_a.get(m.pk, 0) + counts_b.get(m.pk, 0))
-        for m in models
-    ]
-
-
-def _enqueue_generation(turn: Turn) -> None:
-    from arena.tasks import battle_generate
-
-    battle = turn.battle
-    for side, model in (("a", battle.model_a), ("b", battle.model_b)):
-        battle_generate.apply_async(args=[turn.pk, side], queue=generation_queue(model.queue_suffix))
-
-
-@transaction.atomic
-def battle_create(*, prompt: object, session_hash: str, ip_hash: str, rng: np.random.Generator | None = None) -> Battle:
-    """Pick two models, create the battle and its first turn, and queue both answers."""
-    prompt = prompt_clean(prompt)
-    rng = rng if rng is not None else np.random.default_rng()
-    try:
-        left, right = sample_pair(
-            arena_candidates(),
-            rng=rng,
-            new_model_votes=settings.ARENA_NEW_MODEL_VOTES,
-            boost=settings.ARENA_NEW_MODEL_BOOST,
-        )
-    except ValueError as exc:
-        raise ArenaError(f"The arena is not open: {exc}.", status=503) from None
-    battle = Battle(model_a_id=left.key, model_b_id=right.key, session_hash=session_hash, ip_hash=ip_hash)
-    battle.full_clean()
-    battle.save()
-    turn = Turn.objects.create(battle=battle, index=0, prompt=prompt)
-    transaction.on_commit(lambda: _enqueue_generation(turn))
-    return battle
-
-
-def battle_for_voter(public_id, *, session_hash: str, lock: bool = False) -> Battle:
-    """The voter's own battle; another voter's battle is reported as missing, not as forbidden."""
-    queryset = Battle.objects.select_related("model_a", "model_b")
-    if lock:
-        queryset = queryset.select_for_update(of=("self",))
-    try:
-        battle = queryset.get(public_id=public_id)
-    except (Battle.DoesNotExist, ValidationError, ValueError):
-        raise ArenaError("No such battle.", status=404) from None
-    if battle.session_hash != session_hash:
-        raise ArenaError("No such battle.", status=404)
-    return battle
-
-
-@transaction.atomic
-def turn_add(*, public_id, prompt: object, session_hash: str) -> Turn:
-    """Continue the conversation: both models answer the new message with the whole history."""
-    prompt = prompt_clean(prompt)
-    battle = battle_for_voter(public_id, session_hash=session_hash, lock=True)
-    if battle.status != Battle.Status.ACTIVE:
-        raise ArenaError("This battle is over: start a new round.", status=409)
-    turns = list(battle.turns.all())
-    if len(turns) >= settings.ARENA_MAX_TURNS:
-        raise ArenaError(f"A battle has at most {settings.ARENA_MAX_TURNS} turns: vote, or start a new round.", status=409)
-    if not all(turn.side_done(side) for turn in turns for side in SIDES):
-        raise ArenaError("Wait until both models have answered.", status=409)
-    turn = Turn.objects.create(battle=battle, index=len(turns), prompt=prompt)
-    transaction.on_commit(lambda: _enqueue_generation(turn))
-    return turn
-
-
-def conversation_for_side(turn: Turn, side: str) -> list[dict]:
-    """The chat messages one side sees for ``turn``: earlier prompts with its own earlier answers."""
-    messages: list[dict] = []
-    for earlier in turn.battle.turns.filter(index__lt=turn.index).order_by("index"):
-        messages.append({"role": "user", "content": earlier.prompt})
-        messages.append({"role": "assistant", "content": getattr(earlier, f"answer_{side}")})
-    messages.append({"role": "user", "content": turn.prompt})
-    return messages
-
-
-def turn_side_start(turn_id: int, side: str) -> Turn | None:
-    """Mark a side as streaming; None when it already finished (a retried task does nothing)."""
-    with transaction.atomic():
-        turn = Turn.objects.select_for_update().select_related("battle").get(pk=turn_id)
-        if turn.side_done(side):
-            return None
-        setattr(turn, f"status_{side}", Turn.SideStatus.STREAMING)
-        setattr(turn, f"answer_{side}", "")
-        turn.save(update_fields=[f"status_{side}", f"answer_{side}"])
-    return turn
-
-
-def turn_side_progress(turn_id: int, side: str, text: str) -> None:
-    Turn.objects.filter(pk=turn_id).update(**{f"answer_{side}": text})
-
-
-def turn_side_finish(turn_id: int, side: str, text: str) -> None:
-    Turn.objects.filter(pk=turn_id).update(
-        **{f"answer_{side}": text, f"status_{side}": Turn.SideStatus.DONE, f"finished_{side}": timezone.now()}
-    )
-
-
-@transaction.atomic
-def turn_side_fail(turn_id: int, side: str, text: str, error: str) -> None:
-    """Record a failed side; the battle is marked failed and never rated. The other side goes on."""
-    turn = Turn.objects.select_for_update().get(pk=turn_id)
-    setattr(turn, f"answer_{side}", text)
-    setattr(turn, f"status_{side}", Turn.SideStatus.ERROR)
-    setattr(turn, f"error_{side}", error[:300])
-    setattr(turn, f"finished_{side}", timezone.now())
-    turn.save()
-    Battle.objects.filter(pk=turn.battle_id).update(status=Battle.Status.FAILED, excluded_reason="generation_error")
 
 
 def side_style(answers: list[str]) -> dict[str, int]:
@@ -367,7 +225,7 @@ def vote_cast(*, public_id, winner: object, session_hash: str, ip_hash: str) -> 
                 raise _vote_refusal(_vote_context(public_id, session_hash=session_hash, lock=False)) or ArenaError(
                     "This battle changed while the vote was recorded: try again.", status=409
                 )
-            _schedule_refit()
+            refit_request()
         else:
             with transaction.atomic():
                 battle = _vote_context(public_id, session_hash=session_hash, lock=True)
@@ -378,25 +236,8 @@ def vote_cast(*, public_id, winner: object, session_hash: str, ip_hash: str) -> 
                 Battle.objects.filter(pk=battle.battle_id).update(
                     status=Battle.Status.VOTED, excluded_reason=vote.excluded_reason
                 )
-                transaction.on_commit(_schedule_refit)
+                transaction.on_commit(refit_request)
     except IntegrityError:
         # Two votes raced past the checks: the unique constraint kept exactly one.
         raise ArenaError("This battle already has a vote: start a new round.", status=409) from None
     return CastVote(vote.pk, vote.winner, battle.names[0], battle.names[1], vote.counted, vote.excluded_reason)
-
-
-# A process that saw a refit pending skips asking again for this long: the pending refit starts at
-# least a second after its marker expires, so it still covers every vote committed meanwhile.
-REFIT_RECHECK_S = 0.5
-_refit_recheck_after = 0.0
-
-
-def _schedule_refit() -> None:
-    global _refit_recheck_after
-    from arena import tasks
-
-    now = time.monotonic()
-    if now < _refit_recheck_after:
-        return
-    tasks.ratings_refit_schedule()
-    _refit_recheck_after = now + REFIT_RECHECK_S

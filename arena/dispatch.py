@@ -1,0 +1,83 @@
+"""The arena's one way to start work on a worker: tasks are enqueued by name, never imported.
+
+Services call these functions instead of importing ``arena.tasks`` (which imports the services), so
+the two never depend on each other. Every send goes out after the transaction that made the work
+commits: generation registers itself with ``transaction.on_commit``; a refit is asked for from a
+commit callback already (see :mod:`arena.services.refits`). The names are those ``arena.tasks``
+registers; a test checks each one is a registered task declaring the queue used here.
+
+A process that imported the task (a worker, a test) runs it through the task object, so eager mode
+and the task's own options apply; elsewhere (the web server) the name goes to the broker as is.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from celery import signature
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+
+from workers.celery import app
+from workers.queues import DEFAULT, generation_queue
+
+if TYPE_CHECKING:
+    from arena.models import Turn
+
+log = logging.getLogger(__name__)
+
+BATTLE_GENERATE = "arena.tasks.battle_generate"
+RATINGS_REFIT = "arena.tasks.ratings_refit"
+SIDES = ("a", "b")
+
+
+def send(name: str, *, queue: str, args: list | None = None, countdown: float | None = None):
+    """Enqueue task ``name`` on ``queue`` now; the queue is explicit because a process that never
+    imported the task (the web server) cannot read the queue it declares."""
+    return signature(name, args=args or [], app=app).apply_async(queue=queue, countdown=countdown)
+
+
+def generation_enqueue(turn: Turn) -> None:
+    """Once the transaction commits: both sides' answers to ``turn``, each on the queue of the
+    workers that serve its model (one commit callback for the pair)."""
+
+    def send_both() -> None:
+        battle = turn.battle
+        for side, model in zip(SIDES, (battle.model_a, battle.model_b), strict=True):
+            send(BATTLE_GENERATE, args=[turn.pk, side], queue=generation_queue(model.queue_suffix))
+
+    transaction.on_commit(send_both)
+
+
+# Debounce: the first call of a window adds a cache key living ARENA_REFIT_DEBOUNCE_S - 1 seconds and
+# enqueues ratings_refit with a countdown of ARENA_REFIT_DEBOUNCE_S. Later calls in the window find the
+# key and do nothing: at most one refit per window, and every vote they stand for committed before the
+# key expired, so before the pending refit starts (one second later) and reads the votes. The beat
+# schedule (CELERY_BEAT_SCHEDULE in settings) refits periodically as well; a refit with no changed
+# votes writes nothing.
+REFIT_PENDING_KEY = "arena:ratings_refit:pending"
+
+
+def ratings_refit_schedule() -> bool:
+    """Enqueue a debounced ratings refit; call after the votes it stands for committed. True when
+    enqueued.
+
+    Never raises: the vote is already committed, and a cache or broker outage must not turn it into
+    an error page. The failure is logged, the window is released so the next vote tries again, and the
+    beat refit catches up in any case.
+    """
+    debounce = int(getattr(settings, "ARENA_REFIT_DEBOUNCE_S", 30))
+    try:
+        if not cache.add(REFIT_PENDING_KEY, 1, timeout=max(debounce - 1, 1)):
+            return False
+        send(RATINGS_REFIT, queue=DEFAULT, countdown=debounce)
+    except Exception:
+        log.exception("could not schedule a ratings refit; the periodic refit will catch up")
+        try:
+            cache.delete(REFIT_PENDING_KEY)
+        except Exception:
+            pass
+        return False
+    return True

@@ -1,0 +1,43 @@
+"""Arena services: everything that writes, one module per domain.
+
+``battles``     start a battle (pick a pair, queue both answers), find a voter's battle, add a turn
+``generation``  one side's answer as the generation task records it
+``votes``       cast the vote (the hot path: two database round trips on PostgreSQL)
+``refits``      a committed vote asks for a debounced ratings refit
+``base``        the refusal type (:class:`ArenaError`), the two sides, prompt cleaning
+
+Work for workers is enqueued by name through :mod:`arena.dispatch`; services never import tasks.
+The public names are re-exported here (``arena.services.vote_cast``).
+"""
+
+from arena.services.base import SIDES, ArenaError, prompt_clean
+from arena.services.battles import arena_candidates, battle_create, battle_for_voter, turn_add
+from arena.services.generation import (
+    conversation_for_side,
+    turn_side_fail,
+    turn_side_finish,
+    turn_side_progress,
+    turn_side_start,
+)
+from arena.services.refits import refit_request
+from arena.services.votes import CastVote, reveals_identity, side_style, vote_cast
+
+__all__ = [
+    "SIDES",
+    "ArenaError",
+    "CastVote",
+    "arena_candidates",
+    "battle_create",
+    "battle_for_voter",
+    "conversation_for_side",
+    "prompt_clean",
+    "refit_request",
+    "reveals_identity",
+    "side_style",
+    "turn_add",
+    "turn_side_fail",
+    "turn_side_finish",
+    "turn_side_progress",
+    "turn_side_start",
+    "vote_cast",
+]
