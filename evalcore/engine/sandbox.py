@@ -36,6 +36,7 @@ MAX_FILE_BYTES = 16 << 20  # any file the program writes, its captured stdout an
 OUTPUT_LIMIT = 64 << 10  # characters of stdout / stderr returned
 PROGRAM_PATH = "/program/main.py"
 NOBODY = 65534
+MIN_BWRAP = (0, 8)
 TOOL_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"  # searched after $PATH for bwrap and prlimit
 _PROBE_TIMEOUT = 30.0
 _ENVIRONMENT = ("--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8")
@@ -73,6 +74,22 @@ def _tool(name: str, package: str, what: str) -> str:
     path = shutil.which(name) or shutil.which(name, path=TOOL_PATH)
     if not path:
         raise SandboxUnavailable(f"cannot run untrusted code: {what} is not installed; apt-get install {package}")
+    return path
+
+
+def _bwrap() -> str:
+    """bwrap 0.8 or later (``--disable-userns``): Debian 12, Ubuntu 24.04."""
+    path = _tool("bwrap", "bubblewrap", "bubblewrap (bwrap)")
+    try:
+        version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout.split()[-1:]
+        found = tuple(int(part) for part in version[0].split(".")[:2])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        raise SandboxUnavailable(f"cannot run untrusted code: {path} --version does not answer") from None
+    if found < MIN_BWRAP:
+        raise SandboxUnavailable(
+            f"cannot run untrusted code: bubblewrap {version[0]} is too old, the jail needs "
+            f"{'.'.join(map(str, MIN_BWRAP))} or later (--disable-userns)"
+        )
     return path
 
 
@@ -231,7 +248,7 @@ def require_jail() -> Jail:
     missing. Code tasks may call it before generating, to refuse early."""
     return check_jail(
         Jail(
-            bwrap=_tool("bwrap", "bubblewrap", "bubblewrap (bwrap)"),
+            bwrap=_bwrap(),
             prlimit=_tool("prlimit", "util-linux", "prlimit"),
             python=_system_python(),
             root=_root_mounts(),

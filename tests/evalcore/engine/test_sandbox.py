@@ -76,6 +76,16 @@ def test_missing_bubblewrap_refuses_with_the_package_to_install(monkeypatch, tmp
     assert run_program("pass").passed
 
 
+def test_too_old_bubblewrap_is_refused(monkeypatch):
+    require_jail.cache_clear()
+    monkeypatch.setattr(sandbox, "MIN_BWRAP", (99, 0))
+    try:
+        with pytest.raises(SandboxUnavailable, match=r"bubblewrap [0-9.]+ is too old, the jail needs 99.0 or later"):
+            run_program("print('never run unconfined')")
+    finally:
+        require_jail.cache_clear()
+
+
 def test_a_jail_that_cannot_be_created_is_refused_with_bwraps_reason(tmp_path):
     broken = dataclasses.replace(require_jail(), root=("--ro-bind", str(tmp_path / "missing"), "/usr"))
     with pytest.raises(SandboxUnavailable, match="cannot run untrusted code: bubblewrap could not create the jail"):

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -212,6 +213,18 @@ def test_pass_at_k_is_unchanged_by_an_earlier_hostile_program():
     assert run_program(TAMPER).passed
     assert not run_program("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nos.kill(-1, 9)").timed_out
     assert before == outcomes() == [True] * 3 + [False] * 3
+
+
+def test_a_fork_bomb_running_alongside_does_not_starve_an_honest_program():
+    problem = humaneval_problems()[1]
+    honest = humaneval_program(problem, problem["canonical_solution"])
+    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    with ThreadPoolExecutor(max_workers=2) as pool:  # as pass@k scoring runs programs
+        bombing = pool.submit(run_program, bomb, timeout=5)
+        time.sleep(1)  # not needed for the assertion: the honest program passes whenever it starts
+        outcomes = [pool.submit(run_program, honest).result().passed for _ in range(3)]
+        assert bombing.result().timed_out
+    assert outcomes == [True, True, True]
 
 
 def test_signalling_the_parent_and_the_host_has_no_effect():
