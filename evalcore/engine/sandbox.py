@@ -185,11 +185,14 @@ def _kill_jail(process: subprocess.Popen) -> None:
     When a PID namespace's init dies the kernel kills every other process in it and the init is
     only reaped after they are gone, so once bwrap has collected it nothing of the jail is left.
     """
-    for pid in _children(process.pid):
+    children = _children(process.pid)
+    for pid in children:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+    if not children:  # still setting up: no jail process yet, or one that --die-with-parent kills with bwrap
+        process.kill()
     try:
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:  # bwrap itself stuck: --die-with-parent kills the jail with it
