@@ -9,6 +9,11 @@ trap 'exit 130' INT TERM
 
 find_or_start_services || exit 1
 
+# Code-execution tasks (pass@k) run untrusted programs in a bubblewrap jail, and refuse to run without one.
+if ! command -v bwrap >/dev/null; then
+  apt_install bubblewrap || { echo "bubblewrap (bwrap) is needed for the code-execution jail" >&2; exit 1; }
+fi
+
 # Browser tests drive Debian's Chromium with Playwright (never `playwright install`).
 if ! command -v chromium >/dev/null; then
   apt_install chromium || { echo "chromium is needed for the browser tests" >&2; exit 1; }

@@ -1,13 +1,22 @@
-"""Run untrusted generated code: a subprocess with a time limit, a memory limit, no network and a
-throwaway directory.
+"""Run untrusted generated code in a jail built with bubblewrap (``bwrap``, Debian package ``bubblewrap``).
 
-Each program runs in ``python -I`` (isolated: no user site, no environment paths) in a fresh
-temporary directory that is deleted afterwards, with ``RLIMIT_AS`` / ``RLIMIT_CPU`` /
-``RLIMIT_FSIZE`` / ``RLIMIT_NPROC`` set, an empty environment, and a prelude that disables
-sockets and process-spawning functions. Where the kernel allows unprivileged network
-namespaces, ``unshare -rn`` also removes every network interface. A wall-clock timeout kills the
-whole process group. This is defence in depth for benchmark code, not a security boundary
-against a determined attacker: run workers that execute code in a container.
+Each program runs in fresh user, PID, network, mount, IPC, UTS and cgroup namespaces, with:
+
+- a read-only root holding only ``/usr`` (and the ``/bin``, ``/lib*`` links into it), a private
+  ``/proc`` and a minimal ``/dev``; no ``/etc``, no ``/home``, ``/root``, ``/work`` or project tree;
+- the program itself read-only at ``/program/main.py`` and a private, size-limited tmpfs at ``/tmp``
+  (the working directory) as the only writable place, discarded when the program ends;
+- an empty environment (``PATH``, ``HOME`` and ``LANG`` only), no network interface but a private
+  loopback, no further user namespaces, a new session (no terminal);
+- the system Python under ``/usr`` in isolated mode, as an unprivileged user (``nobody`` when the
+  worker is root), under ``RLIMIT_NPROC`` / ``RLIMIT_AS`` / ``RLIMIT_CPU`` / ``RLIMIT_FSIZE`` set inside
+  the jail's own user namespace, so the process count is the jail's alone;
+- a wall-clock timeout that kills the jail's first process: the kernel then kills everything in its
+  PID namespace, including ``setsid()`` daemons, before :func:`run_program` returns.
+
+Only bounded stdout/stderr text and the exit status come back; nothing the jail can write is
+deserialised. Where no jail can be created :class:`SandboxUnavailable` is raised: untrusted code is
+refused, never run unconfined. See docs/security.md.
 """
 
 from __future__ import annotations
@@ -18,97 +27,251 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 
-PRELUDE = """
-import builtins, os, socket, subprocess, shutil, sys
-def _blocked(*args, **kwargs):
-    raise PermissionError("disabled in the Podium sandbox")
-socket.socket = _blocked
-socket.create_connection = _blocked
-for _name in ("system", "popen", "fork", "forkpty", "kill", "killpg", "execv", "execve", "execvp",
-              "spawnv", "spawnve", "remove", "unlink", "rmdir", "removedirs", "rename", "renames",
-              "truncate", "putenv", "chmod", "chown", "setuid"):
-    if hasattr(os, _name):
-        setattr(os, _name, _blocked)
-subprocess.Popen = _blocked
-subprocess.run = _blocked
-shutil.rmtree = _blocked
-shutil.move = _blocked
-del _name
-"""
+MAX_PROCESSES = 16  # processes and threads in one jail, its init included
+TMPFS_BYTES = 64 << 20  # the writable /tmp
+SHM_BYTES = 8 << 20  # /dev/shm, for multiprocessing's semaphores
+MAX_FILE_BYTES = 16 << 20  # any file the program writes, its captured stdout and stderr included
+OUTPUT_LIMIT = 64 << 10  # characters of stdout / stderr returned
+PROGRAM_PATH = "/program/main.py"
+NOBODY = 65534
+MIN_BWRAP = (0, 8)
+TOOL_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"  # searched after $PATH for bwrap and prlimit
+_PROBE_TIMEOUT = 30.0
+_ENVIRONMENT = ("--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp", "--setenv", "LANG", "C.UTF-8")
+
+
+class SandboxUnavailable(RuntimeError):
+    """No jail can be created on this machine: untrusted code is refused instead of run unconfined."""
 
 
 @dataclass(frozen=True)
 class ExecutionResult:
     passed: bool
-    status: str  # "passed", "failed", "timeout", "error"
+    status: str  # "passed", "failed" or "timeout"
     detail: str = ""
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+
+    @property
+    def timed_out(self) -> bool:
+        return self.status == "timeout"
+
+
+@dataclass(frozen=True)
+class Jail:
+    """What the jail is built from: host paths, checked once per process by :func:`require_jail`."""
+
+    bwrap: str
+    prlimit: str
+    python: str
+    root: tuple[str, ...]  # bwrap arguments that build the read-only root
+
+
+def _tool(name: str, package: str, what: str) -> str:
+    path = shutil.which(name) or shutil.which(name, path=TOOL_PATH)
+    if not path:
+        raise SandboxUnavailable(f"cannot run untrusted code: {what} is not installed; apt-get install {package}")
+    return path
+
+
+def _bwrap() -> str:
+    """bwrap 0.8 or later (``--disable-userns``): Debian 12, Ubuntu 24.04."""
+    path = _tool("bwrap", "bubblewrap", "bubblewrap (bwrap)")
+    try:
+        version = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout.split()[-1:]
+        found = tuple(int(part) for part in version[0].split(".")[:2])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        raise SandboxUnavailable(f"cannot run untrusted code: {path} --version does not answer") from None
+    if found < MIN_BWRAP:
+        raise SandboxUnavailable(
+            f"cannot run untrusted code: bubblewrap {version[0]} is too old, the jail needs "
+            f"{'.'.join(map(str, MIN_BWRAP))} or later (--disable-userns)"
+        )
+    return path
+
+
+def _system_python() -> str:
+    """A Python under /usr (the jail binds nothing else): this one if it lives there, else the system's."""
+    for candidate in (getattr(sys, "_base_executable", sys.executable), "/usr/bin/python3", "/usr/local/bin/python3"):
+        real = os.path.realpath(candidate)
+        if real.startswith("/usr/") and os.path.isfile(real) and os.access(real, os.X_OK):
+            return real
+    raise SandboxUnavailable(
+        "cannot run untrusted code: no Python interpreter under /usr for the jail; apt-get install python3-minimal"
+    )
+
+
+def _root_mounts() -> tuple[str, ...]:
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = "/" + name
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    return tuple(args)
+
+
+def _argv(jail: Jail, program_fd: int, timeout: float, memory_mb: int) -> list[str]:
+    cpu_seconds = int(timeout) + 1
+    limits = [
+        f"--nproc={MAX_PROCESSES}",
+        f"--as={memory_mb << 20}",
+        f"--cpu={cpu_seconds}",
+        f"--fsize={MAX_FILE_BYTES}",
+        "--core=0",
+    ]
+    return [
+        jail.bwrap,
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--hostname", "jail",
+        *jail.root,
+        "--proc", "/proc",
+        "--dev", "/dev",
+        "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+        "--remount-ro", "/dev",
+        "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp",
+        "--ro-bind-data", str(program_fd), PROGRAM_PATH,
+        "--remount-ro", "/",
+        "--chdir", "/tmp",
+        "--clearenv", *_ENVIRONMENT,
+        "--", jail.prlimit, *limits,
+        "--", jail.python, "-I", "-B", PROGRAM_PATH,
+    ]  # fmt: skip
+
+
+def _memfd(name: str, data: bytes = b"") -> int:
+    fd = os.memfd_create(f"podium-{name}", os.MFD_CLOEXEC)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _read_output(fd: int) -> str:
+    size = os.fstat(fd).st_size
+    text = os.pread(fd, OUTPUT_LIMIT, 0).decode("utf-8", "replace")[:OUTPUT_LIMIT]
+    return text + f"\n[output truncated: {size} bytes]" if size > OUTPUT_LIMIT else text
+
+
+def _children(pid: int) -> list[int]:
+    """Host pids whose parent is ``pid`` (from the kernel's /proc, never from the jail)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1 and int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def _kill_jail(process: subprocess.Popen) -> None:
+    """SIGKILL the jail's init (bwrap's child, pid 1 of the jail's PID namespace) and wait for bwrap.
+
+    When a PID namespace's init dies the kernel kills every other process in it and the init is
+    only reaped after they are gone, so once bwrap has collected it nothing of the jail is left.
+    """
+    children = _children(process.pid)
+    for pid in children:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if not children:  # still setting up: no jail process yet, or one that --die-with-parent kills with bwrap
+        process.kill()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # bwrap itself stuck: --die-with-parent kills the jail with it
+        process.kill()
+        process.wait()
+
+
+def _privileges() -> dict:
+    """Never run the jail as host root: root is exempt from RLIMIT_NPROC and owns too much."""
+    return {"user": NOBODY, "group": NOBODY, "extra_groups": []} if os.geteuid() == 0 else {}
+
+
+def _launch(jail: Jail, source: str, timeout: float, memory_mb: int) -> tuple[int | None, str, str]:
+    """(exit code, or None on timeout; stdout; stderr) of ``source`` run in a fresh jail."""
+    program = _memfd("program", source.encode("utf-8", "replace"))
+    out, err = _memfd("stdout"), _memfd("stderr")
+    try:
+        process = subprocess.Popen(
+            _argv(jail, program, timeout, memory_mb),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            pass_fds=(program,),
+            env={"PATH": "/usr/bin:/bin"},
+            cwd="/",
+            start_new_session=True,
+            **_privileges(),
+        )
+        try:
+            code: int | None = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_jail(process)
+            code = None
+        return code, _read_output(out), _read_output(err)
+    finally:
+        for fd in (program, out, err):
+            os.close(fd)
+
+
+def check_jail(jail: Jail) -> Jail:
+    """``jail`` after a trial run in it; :class:`SandboxUnavailable` with bwrap's reason if it cannot be created."""
+    code, _, stderr = _launch(jail, "print('ok')", _PROBE_TIMEOUT, 256)
+    if code != 0:
+        reason = stderr.strip().splitlines()[-1:] or [f"exit code {code}"]
+        raise SandboxUnavailable(
+            f"cannot run untrusted code: bubblewrap could not create the jail ({reason[0][:300]}); it needs "
+            "unprivileged user namespaces (sysctl user.max_user_namespaces > 0; in a container, a seccomp "
+            "profile that allows them)"
+        )
+    return jail
 
 
 @functools.lru_cache(maxsize=1)
-def _network_namespace_prefix() -> tuple[str, ...]:
-    unshare = shutil.which("unshare")
-    if not unshare:
-        return ()
-    try:
-        probe = subprocess.run([unshare, "-rn", "true"], capture_output=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return ()
-    return (unshare, "-rn") if probe.returncode == 0 else ()
-
-
-def _limits(memory_mb: int, cpu_seconds: int):
-    def apply() -> None:
-        import resource
-
-        os.setsid()
-        memory = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 24, 1 << 24))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-    return apply
+def require_jail() -> Jail:
+    """The jail this machine can build, checked once per process; :class:`SandboxUnavailable` names what is
+    missing. Code tasks may call it before generating, to refuse early."""
+    return check_jail(
+        Jail(
+            bwrap=_bwrap(),
+            prlimit=_tool("prlimit", "util-linux", "prlimit"),
+            python=_system_python(),
+            root=_root_mounts(),
+        )
+    )
 
 
 def run_program(source: str, *, timeout: float = 10.0, memory_mb: int = 1024) -> ExecutionResult:
-    """Execute ``source``; passed when it exits 0 within the limits."""
-    if timeout <= 0 or memory_mb < 64:
+    """Execute ``source`` in a fresh jail; passed when it exits 0 within the limits.
+
+    Raises :class:`SandboxUnavailable` where no jail can be created.
+    """
+    if not isinstance(source, str):
+        raise ValueError("source must be a string")
+    if not timeout > 0 or memory_mb < 64:
         raise ValueError("timeout must be positive and memory_mb at least 64")
-    workdir = tempfile.mkdtemp(prefix="podium-sandbox-")
-    try:
-        path = os.path.join(workdir, "program.py")
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(PRELUDE + "\n" + source + "\n")
-        command = [*_network_namespace_prefix(), sys.executable, "-I", "-B", path]
-        process = subprocess.Popen(
-            command,
-            cwd=workdir,
-            env={"PATH": "/usr/bin:/bin", "HOME": workdir, "PYTHONHASHSEED": "0"},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            preexec_fn=_limits(memory_mb, int(timeout) + 1),
-        )
-        try:
-            _, stderr = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            process.communicate()
-            return ExecutionResult(False, "timeout", f"no result within {timeout} s")
-        if process.returncode == 0:
-            return ExecutionResult(True, "passed")
-        tail = stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {process.returncode}"]
-        return ExecutionResult(False, "failed", tail[0][:300])
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-def humaneval_program(prompt: str, completion: str, test: str, entry_point: str) -> str:
-    """The program HumanEval runs: the prompt, the completion, the tests and ``check(entry)``."""
-    return f"{prompt}{completion}\n\n{test}\n\ncheck({entry_point})\n"
+    code, stdout, stderr = _launch(require_jail(), source, float(timeout), int(memory_mb))
+    if code is None:
+        return ExecutionResult(False, "timeout", f"no result within {timeout} s", None, stdout, stderr)
+    if code == 0:
+        return ExecutionResult(True, "passed", "", 0, stdout, stderr)
+    tail = [line for line in stderr.strip().splitlines() if line.strip()][-1:] or [f"exit code {code}"]
+    return ExecutionResult(False, "failed", tail[0][:300], code, stdout, stderr)
