@@ -46,21 +46,21 @@ def test_owner_gets_a_snapshot_then_live_events_without_names():
 
     async def scenario():
         ws = communicator(public_id, cookie_of(client))
-        connected, _ = await ws.connect()
+        connected, _ = await ws.connect(timeout=60)
         assert connected
-        snapshot = json.loads(await ws.receive_from(timeout=5))
+        snapshot = json.loads(await ws.receive_from(timeout=60))
         assert snapshot["type"] == "snapshot" and snapshot["turns"][0]["prompt"] == "Hello there"
         layer = get_channel_layer()
         await layer.group_send(
             battle_group(public_id), {"type": "battle.delta", "turn": 0, "side": "a", "offset": 0, "text": "Hi"}
         )
-        delta = json.loads(await ws.receive_from(timeout=5))
+        delta = json.loads(await ws.receive_from(timeout=60))
         assert delta == {"type": "delta", "turn": 0, "side": "a", "offset": 0, "text": "Hi"}
         for hostile in ("not json", json.dumps([1, 2]), json.dumps({"type": "vote", "winner": "model_a"}), "x" * 10_000):
             await ws.send_to(text_data=hostile)
-            assert json.loads(await ws.receive_from(timeout=5))["type"] == "invalid"
+            assert json.loads(await ws.receive_from(timeout=60))["type"] == "invalid"
         await ws.send_to(text_data=json.dumps({"type": "sync"}))
-        again = json.loads(await ws.receive_from(timeout=5))
+        again = json.loads(await ws.receive_from(timeout=60))
         assert again["type"] == "snapshot"
         await ws.disconnect()
         await database_sync_to_async(connections.close_all)()  # the consumer's thread's connection
@@ -77,10 +77,10 @@ def test_no_session_and_other_voters_are_refused():
 
     async def scenario():
         anonymous = communicator(public_id, None)
-        connected, code = await anonymous.connect()
+        connected, code = await anonymous.connect(timeout=60)
         assert not connected and code == 4403
         other = communicator(public_id, cookie_of(stranger))
-        connected, code = await other.connect()
+        connected, code = await other.connect(timeout=60)
         assert not connected and code == 4404
         await database_sync_to_async(connections.close_all)()
 
