@@ -15,8 +15,10 @@ import numpy as np
 
 
 def _shown(value) -> str:
-    """``value`` as a message shows it: numbers plainly (95, 0.5), anything else by repr ('95')."""
-    if isinstance(value, numbers.Number) and not isinstance(value, bool | np.bool_):
+    """``value`` as a message shows it: numbers plainly (95, 0.5, True), anything else by repr ('95')."""
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value))
+    if isinstance(value, numbers.Number):
         return str(value)
     return repr(value)
 
@@ -62,8 +64,8 @@ def integer_array(value, name: str) -> np.ndarray:
         if value.dtype.kind in "iu":
             return value.astype(np.int64, copy=False)
         items = value.ravel()
-    elif _is_integer(value):
-        return np.asarray(int(value), dtype=np.int64)
+    elif np.ndim(value) == 0:
+        return np.asarray(check_integer(value, name), dtype=np.int64)
     else:
         items = np.asarray(value, dtype=object).ravel()
     for item in items:
