@@ -17,6 +17,9 @@ from typing import Any
 
 import yaml
 
+from evalcore.engine.filters import validate_filter_list
+from evalcore.engine.metrics import validate_metric_list
+
 TASK_KEYS = {
     "task", "task_alias", "tag", "include", "dataset_path", "dataset_name", "dataset_kwargs",
     "test_split", "validation_split", "training_split", "fewshot_split", "description",
@@ -180,9 +183,6 @@ def task_config_from_mapping(data: dict, *, source: str = "<mapping>", base_dir:
     repeats = data.get("repeats", 1)
     if not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"{source}: repeats must be a positive integer")
-    from evalcore.engine.filters import validate_filter_list
-    from evalcore.engine.metrics import validate_metric_list
-
     validate_filter_list(data.get("filter_list"), source)
     validate_metric_list(data.get("metric_list"), output_type, source)
     tags = data.get("tag") or ()

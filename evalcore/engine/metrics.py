@@ -26,6 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evalcore.stats import passk
+from evalcore.stats.intervals import mean_interval
+from evalcore.validation import check_integer
+
 Z95 = 1.959963984540054
 BOOTSTRAP_ROUNDS = 1000
 
@@ -68,6 +72,10 @@ def validate_metric_list(metric_list, output_type: str, source: str) -> None:
             raise ValueError(f"{source}: metric {name!r} does not take {bad}")
         if entry.get("aggregation", "mean") not in AGGREGATIONS:
             raise ValueError(f"{source}: aggregation {entry['aggregation']!r} is not one of {sorted(AGGREGATIONS)}")
+        if name == "pass@k":
+            ks = entry.get("k", [1])
+            for k in ks if isinstance(ks, list) else [ks]:
+                check_integer(k, f"{source}: pass@k's k", minimum=1)
 
 
 def metric_entries(config) -> list[dict]:
@@ -98,13 +106,12 @@ def exact_match(prediction: str, reference: str, *, ignore_case=False, ignore_pu
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k from n samples with c correct: 1 - C(n-c, k) / C(n, k) (Chen et al., 2021)."""
-    from evalcore.stats.passk import pass_at_k as estimator
-
+    n, c, k = check_integer(n, "n"), check_integer(c, "c"), check_integer(k, "k")
     if not 0 <= c <= n or k < 1:
         raise ValueError(f"pass@k needs 0 <= c <= n and k >= 1 (got n={n}, c={c}, k={k})")
     if k > n:
         raise ValueError(f"pass@{k} needs at least {k} samples per problem, got {n}: raise repeats")
-    return float(estimator(n, c, k))
+    return float(passk.pass_at_k(n, c, k))
 
 
 # -- multiple choice -------------------------------------------------------------------------------
@@ -178,8 +185,6 @@ def mean_value(values, *, higher_is_better: bool = True) -> MetricValue:
     Wilson's score interval when every value is 0 or 1 (accuracies), else Student's t with n - 1 degrees
     of freedom.
     """
-    from evalcore.stats.intervals import mean_interval
-
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         raise ValueError("cannot aggregate a metric over zero items")

@@ -16,6 +16,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from tqdm import tqdm
+
 from evalcore.engine import metrics as m
 from evalcore.engine.config import GroupConfig, TaskConfig
 from evalcore.engine.data import evaluation_docs, load_splits, split_docs
@@ -176,10 +178,6 @@ def run_requests(backend: Backend, config: TaskConfig, records: list[dict], *, s
 
 def _progress_bar(task: str, total: int, enabled: bool):
     if not enabled:
-        return None, lambda: None
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover - tqdm ships with transformers
         return None, lambda: None
     bar = tqdm(total=total, desc=task, unit="req", leave=True)
     return bar.update, bar.close

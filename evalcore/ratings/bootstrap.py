@@ -33,6 +33,7 @@ from evalcore.ratings.result import (
     ranks_from_ratings,
     to_elo_scale,
 )
+from evalcore.validation import check_integer, check_level
 
 
 def _incidence(i: np.ndarray, j: np.ndarray, m: int) -> sparse.csr_matrix:
@@ -142,10 +143,8 @@ def bootstrap_bradley_terry(
         ``interval == "bootstrap"``; ``se`` holds the sandwich standard errors.
     """
     check_ties_policy(ties)
-    if rounds < 1:
-        raise ValueError("rounds must be at least 1")
-    if not 0 < level < 1:
-        raise ValueError("level must be between 0 and 1")
+    rounds = check_integer(rounds, "rounds", minimum=1)
+    check_level(level)
     if rng is None:
         rng = np.random.default_rng(seed)
     anchor = parse_anchor(anchor)

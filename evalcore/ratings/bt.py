@@ -19,6 +19,7 @@ from scipy import linalg
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit
+from scipy.stats import norm
 
 from evalcore.ratings.counts import PairCounts, check_ties_policy, win_weights
 from evalcore.ratings.result import (
@@ -29,6 +30,7 @@ from evalcore.ratings.result import (
     ranks_from_ratings,
     to_elo_scale,
 )
+from evalcore.validation import check_level
 
 
 @dataclass(frozen=True)
@@ -232,9 +234,8 @@ def fit_bradley_terry(
     RatingResult
         ``interval == "sandwich"``; use :func:`bootstrap_bradley_terry` for percentile bootstrap intervals.
     """
-    from scipy.stats import norm
-
     check_ties_policy(ties)
+    check_level(level)
     anchor = parse_anchor(anchor)
     if anchor is not None and anchor[0] not in counts.models:
         raise ValueError(f"anchor model {anchor[0]!r} is not among the rated models")

@@ -15,6 +15,7 @@ import numpy as np
 from evalcore.ratings.battles import A_WINS, B_WINS, BOTHBAD, Battles
 from evalcore.ratings.counts import check_ties_policy
 from evalcore.ratings.result import RatingResult, conservative_rank, percentile_interval, ranks_from_ratings
+from evalcore.validation import check_integer, check_level
 
 
 def _scores_and_mask(battles: Battles, ties: str) -> tuple[np.ndarray, np.ndarray]:
@@ -97,6 +98,7 @@ def elo_permutation_study(
     ndarray, shape (permutations, m)
         Final ratings for each order; the column spread is how much Elo depends on vote order.
     """
+    permutations = check_integer(permutations, "permutations", minimum=1)
     score, keep = _scores_and_mask(battles, ties)
     idx = np.flatnonzero(keep)
     a_all, b_all, s_all = battles.model_a[idx], battles.model_b[idx], score[idx]
@@ -141,6 +143,8 @@ def online_elo(
     rng : numpy Generator
         Required when ``permutations > 0``.
     """
+    check_level(level)
+    permutations = check_integer(permutations, "permutations", minimum=0)
     if len(battles) == 0:
         raise ValueError("no battles to rate")
     ratings = elo_ratings(battles, k=k, base=base, scale=scale, initial=initial, ties=ties)

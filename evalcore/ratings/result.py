@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from evalcore.validation import check_level
+
 # One logit unit in Elo points: a 400-point gap means 10:1 odds.
 ELO_PER_LOGIT = 400.0 / math.log(10.0)
 BASE_RATING = 1000.0
@@ -162,6 +164,7 @@ def conservative_rank(ci_low: np.ndarray, ci_high: np.ndarray) -> np.ndarray:
 
 def percentile_interval(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval over axis 0 of ``samples`` (R, m)."""
+    check_level(level)
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(samples, [alpha, 1.0 - alpha], axis=0)
     return lo, hi

@@ -33,6 +33,7 @@ from evalcore.ratings.result import (
     ranks_from_ratings,
     to_elo_scale,
 )
+from evalcore.validation import check_integer, check_level
 
 
 @dataclass(frozen=True)
@@ -215,6 +216,8 @@ def fit_style_controlled(
     StyleControlledResult
     """
     check_ties_policy(ties)
+    check_level(level)
+    rounds = check_integer(rounds, "rounds", minimum=0)
     anchor = parse_anchor(anchor)
     if anchor is not None and anchor[0] not in battles.models:
         raise ValueError(f"anchor model {anchor[0]!r} is not among the rated models")

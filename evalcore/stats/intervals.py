@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm, t
 
+from evalcore.validation import check_integer, check_level
+
 _CHUNK_CELLS = 4_000_000  # rounds x items per vectorised chunk (~32 MB of float64)
 
 
@@ -103,11 +105,6 @@ def _as_1d(values, name: str) -> np.ndarray:
     return arr
 
 
-def _check_level(level: float) -> None:
-    if not 0 < level < 1:
-        raise ValueError("level must be between 0 and 1")
-
-
 def _bootstrap_means(values: np.ndarray, rounds: int, rng: np.random.Generator) -> np.ndarray:
     """Means of ``rounds`` resamples of ``values`` (shape (n,)), shape (rounds,)."""
     n = values.shape[0]
@@ -137,7 +134,7 @@ def mean_interval(
     [0, 0.49], not [0, 0]). ``se`` is sd(ddof=1)/sqrt(n) whatever the method.
     """
     x = _as_1d(values, "values")
-    _check_level(level)
+    check_level(level)
     n = x.size
     mean = float(x.mean())
     se = float(x.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
@@ -147,6 +144,7 @@ def mean_interval(
     if method == "bootstrap":
         if rng is None:
             raise ValueError("rng is required for a bootstrap interval")
+        rounds = check_integer(rounds, "rounds", minimum=1)
         means = _bootstrap_means(x, rounds, rng)
         lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
         return MeanInterval(mean, float(means.std(ddof=1)), float(lo), float(hi), n, level, "bootstrap")
@@ -185,9 +183,8 @@ def paired_bootstrap_difference(
     b = _as_1d(scores_b, "scores_b")
     if a.shape != b.shape:
         raise ValueError(f"scores_a and scores_b differ in length: {a.size} vs {b.size}")
-    _check_level(level)
-    if rounds < 1:
-        raise ValueError("rounds must be at least 1")
+    check_level(level)
+    rounds = check_integer(rounds, "rounds", minimum=1)
     d = a - b
     if clusters is None:
         units, sizes = d, np.ones_like(d)
@@ -238,8 +235,3 @@ def clustered_standard_error(values, clusters) -> ClusteredSE:
     se_n = float(y.std(ddof=1) / np.sqrt(n))
     return ClusteredSE(mean, se_n, se_c, n, g, (se_c / se_n) ** 2 if se_n > 0 else float("nan"))
 
-
-def normal_quantile(level: float) -> float:
-    """Two-sided normal quantile for ``level`` (1.96 for 0.95)."""
-    _check_level(level)
-    return float(norm.ppf(0.5 + level / 2))

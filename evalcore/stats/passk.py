@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from evalcore.validation import check_integer, integer_array
+
 
 def pass_at_k(n, c, k: int) -> np.ndarray | float:
     """Unbiased estimate of pass@k from ``n`` samples of which ``c`` are correct.
@@ -14,18 +16,19 @@ def pass_at_k(n, c, k: int) -> np.ndarray | float:
     Parameters
     ----------
     n, c : int or array_like of int, shape (p,)
-        Samples drawn and samples correct per problem; ``0 <= c <= n`` and ``k <= n``.
+        Samples drawn and samples correct per problem; ``0 <= c <= n`` and ``k <= n``. Integers only
+        (Python or numpy): a float such as 10.0 or a bool is a ValueError.
     k : int
+        At least 1.
 
     Returns
     -------
     float or ndarray, shape (p,)
     """
-    n_arr = np.asarray(n, dtype=np.int64)
-    c_arr = np.asarray(c, dtype=np.int64)
+    n_arr = integer_array(n, "n")
+    c_arr = integer_array(c, "c")
+    k = check_integer(k, "k", minimum=1)
     n_b, c_b = np.broadcast_arrays(n_arr, c_arr)
-    if k < 1:
-        raise ValueError("k must be at least 1")
     if np.any(c_b < 0) or np.any(c_b > n_b):
         raise ValueError("need 0 <= c <= n for every problem")
     if np.any(n_b < k):

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from scipy import integrate
 from scipy.stats import norm
 
+from evalcore.validation import check_integer, check_probability
+
 
 def _paired_sd(sd_a: float, sd_b: float, rho: float) -> float:
     if not -1 <= rho <= 1:
@@ -75,8 +77,8 @@ def required_sample_size(
     """
     if difference == 0:
         raise ValueError("difference must be non-zero")
-    if not 0 < alpha < 1 or not 0 < power < 1:
-        raise ValueError("alpha and power must be between 0 and 1")
+    check_probability(alpha, "alpha")
+    check_probability(power, "power")
     s = _item_sd(p, sd)
     sd_d = _paired_sd(s, s, rho)
     z = norm.ppf(1 - alpha / 2) + norm.ppf(power)
@@ -94,8 +96,8 @@ def power_for_sample_size(
     alpha: float = 0.05,
 ) -> float:
     """Power of the two-sided paired z-test with ``n`` items to detect ``difference`` (both tails)."""
-    if n < 1:
-        raise ValueError("n must be at least 1")
+    check_integer(n, "n", minimum=1)
+    check_probability(alpha, "alpha")
     s = _item_sd(p, sd)
     sd_d = _paired_sd(s, s, rho)
     if sd_d == 0:
@@ -107,8 +109,7 @@ def power_for_sample_size(
 
 def expected_max_standard_normal(k: int) -> float:
     """``E[max of k independent standard normals]`` (0 for k = 1; 1/sqrt(pi) for k = 2)."""
-    if k < 1:
-        raise ValueError("k must be at least 1")
+    check_integer(k, "k", minimum=1)
     if k == 1:
         return 0.0
 
@@ -147,11 +148,11 @@ def best_of_k_inflation(k: int, *, se: float | None = None, p: float | None = No
     (``se = sqrt(p (1 - p) / n)``). Assumes independent, normally distributed measurement errors; variants
     evaluated on the same items are positively correlated, which makes the real inflation smaller.
     """
+    check_integer(k, "k", minimum=1)
     if se is None:
         if p is None or n is None:
             raise ValueError("give se, or p and n")
-        if n < 1:
-            raise ValueError("n must be at least 1")
+        check_integer(n, "n", minimum=1)
         se = math.sqrt(p * (1 - p) / n)
     if se < 0:
         raise ValueError("se must be non-negative")

@@ -10,6 +10,7 @@ from evalcore.engine.cache import CachedBackend, RequestCache
 from evalcore.engine.registry import TaskIndex
 from evalcore.engine.runner import evaluate_task
 from evalcore.models import LoglikelihoodRequest
+from tests.conftest import FLOAT32_ATOL
 
 
 @pytest.fixture
@@ -42,7 +43,7 @@ def test_chat_template_prompt_and_requests(smollm2, mc_task, tmp_path):
     # With the template the answer follows the assistant's turn directly: no target delimiter.
     record = chat.records[0]
     direct = smollm2.loglikelihood([LoglikelihoodRequest(first, choice) for choice in ("blue", "green")])
-    assert record["choice_logprobs"] == pytest.approx([answer.logprob for answer in direct], abs=1e-5)
+    assert record["choice_logprobs"] == pytest.approx([answer.logprob for answer in direct], abs=FLOAT32_ATOL)
     assert record["choice_logprobs"] != pytest.approx(plain.records[0]["choice_logprobs"], abs=1e-3)
 
 

@@ -45,6 +45,8 @@ def test_include_inherits_and_the_including_file_wins(tmp_path):
         ("task: t\ndataset_path: json\ndoc_to_text: x\nfewshot_config: {sampler: balanced}\n", "sampler 'balanced'"),
         ("task: t\ndataset_path: json\ndoc_to_text: x\ngeneration_kwargs: {max_tokens: 5}\n", "max_tokens"),
         ("task: t\ndataset_path: json\ndoc_to_text: x\nmetric_list: [{metric: bleu}]\n", "metric 'bleu'"),
+        ("task: t\ndataset_path: json\ndoc_to_text: x\noutput_type: generate_until\nmetric_list: [{metric: pass@k, k: [1, 2.5]}]\n", "pass@k's k must be an integer, got 2.5"),
+        ("task: t\ndataset_path: json\ndoc_to_text: x\noutput_type: generate_until\nmetric_list: [{metric: pass@k, k: 0}]\n", "pass@k's k must be at least 1, got 0"),
         ("task: t\ndataset_path: json\ndoc_to_text: x\nfilter_list: [{name: a, filter: [{function: mystery}]}]\n", "mystery"),
         ("task: [unclosed\n", "not valid YAML"),
         ("- just\n- a list\n", "mapping"),

@@ -108,6 +108,17 @@ def test_pass_at_k_is_the_unbiased_estimator(n, c, k):
     assert pass_at_k(n, c, k) == pytest.approx(1 - math.comb(n - c, k) / math.comb(n, k), abs=1e-12)
 
 
+@pytest.mark.parametrize(
+    "n, c, k, message",
+    [(10.0, 3, 1, "n must be an integer, got 10.0"), (10, True, 1, "c must be an integer, got True"),
+     (10, 3, 2.0, "k must be an integer, got 2.0"), (10, 3, None, "k must be an integer, got None")],
+)  # fmt: skip
+def test_pass_at_k_takes_integer_counts_only(n, c, k, message):
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        pass_at_k(n, c, k)
+    assert pass_at_k(np.int64(10), np.int64(3), np.int32(1)) == pytest.approx(0.3)
+
+
 def test_multiple_choice_metrics():
     choices = ["a", "a much longer answer"]
     lls = [-2.0, -3.0]

@@ -18,6 +18,7 @@ from evalcore.models import (
     parse_model_args,
 )
 from evalcore.models.scoring import rolling_windows
+from tests.conftest import FLOAT32_ATOL
 
 
 def reference_logprob(backend, context: str, continuation: str) -> tuple[float, bool]:
@@ -68,11 +69,11 @@ def test_batched_scoring_with_shared_prefix_equals_single_forward_passes(tiny_di
     results = backend.loglikelihood(requests)
     for request, result in zip(requests, results):
         expected, greedy = reference_logprob(backend, request.context, request.continuation)
-        assert result.logprob == pytest.approx(expected, abs=1e-4)
+        assert result.logprob == pytest.approx(expected, abs=FLOAT32_ATOL)
         assert result.is_greedy == greedy
     # Order is preserved whatever the batch plan: single-row batches give the same numbers.
     one_by_one = load_backend("hf", path=str(tiny_dir), batch_size=1).loglikelihood(requests)
-    assert [r.logprob for r in one_by_one] == pytest.approx([r.logprob for r in results], abs=1e-4)
+    assert [r.logprob for r in one_by_one] == pytest.approx([r.logprob for r in results], abs=FLOAT32_ATOL)
 
 
 def test_unrelated_rows_are_batched_together_longest_first():
@@ -123,7 +124,7 @@ def test_a_shared_prefix_is_computed_once_for_many_batches_and_never_copied(tiny
     assert len(prefix_passes) == 1
     for request, result in zip(requests, results):
         expected, greedy = reference_logprob(backend, request.context, request.continuation)
-        assert result.logprob == pytest.approx(expected, abs=1e-4)
+        assert result.logprob == pytest.approx(expected, abs=FLOAT32_ATOL)
         assert result.is_greedy == greedy
 
 
@@ -137,7 +138,7 @@ def test_batched_scoring_of_prompts_sharing_only_a_short_description(tiny_dir):
     results = backend.loglikelihood(requests)
     for request, result in zip(requests, results):
         expected, greedy = reference_logprob(backend, request.context, request.continuation)
-        assert result.logprob == pytest.approx(expected, abs=1e-4)
+        assert result.logprob == pytest.approx(expected, abs=FLOAT32_ATOL)
         assert result.is_greedy == greedy
 
 
@@ -159,7 +160,7 @@ def test_rolling_loglikelihood_equals_full_pass_when_the_window_fits(tiny_dir):
     tokens = backend.tok_encode(text)
     expected, _ = reference_logprob(backend, "", text)
     assert whole.num_tokens == len(tokens)
-    assert whole.logprob == pytest.approx(expected, abs=1e-4)
+    assert whole.logprob == pytest.approx(expected, abs=FLOAT32_ATOL)
     windowed = backend.loglikelihood_rolling([RollingRequest(text, max_length=8, stride=8)])[0]
     assert windowed.num_tokens == len(tokens)
 

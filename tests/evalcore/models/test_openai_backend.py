@@ -19,6 +19,7 @@ from evalcore.models import (
     load_backend,
 )
 from evalcore.models.openai_backend import EndpointError, EndpointTimeout
+from tests.conftest import FLOAT32_ATOL
 from tests.evalcore.models.test_serve import MODEL_NAME, launch_serve, serve_process
 
 SMOLLM2_BOS = "<|im_start|>"  # the hf backend's prefix token for SmolLM2 (its BOS)
@@ -60,7 +61,7 @@ def test_loglikelihood_through_the_server_matches_hf(pair):
     ]
     got_all = remote.loglikelihood(requests)
     for got, want in zip(got_all, local.loglikelihood(requests)):
-        assert got.logprob == pytest.approx(want.logprob, abs=1e-4)
+        assert got.logprob == pytest.approx(want.logprob, abs=FLOAT32_ATOL)
         assert (got.is_greedy, got.num_tokens) == (want.is_greedy, want.num_tokens)
     parallel = load_backend("openai", base_url=remote.base_url, prefix_text=SMOLLM2_BOS, concurrency="3")
     ticks = []
@@ -68,7 +69,7 @@ def test_loglikelihood_through_the_server_matches_hf(pair):
     assert ticks == [1] * len(requests)
     text = [RollingRequest("The quick brown fox jumps over the lazy dog. It barked.")]
     (got,), (want,) = remote.loglikelihood_rolling(text), local.loglikelihood_rolling(text)
-    assert got.logprob == pytest.approx(want.logprob, abs=1e-4) and got.num_tokens == want.num_tokens
+    assert got.logprob == pytest.approx(want.logprob, abs=FLOAT32_ATOL) and got.num_tokens == want.num_tokens
 
 
 def test_generate_until_stops_like_hf(pair):
