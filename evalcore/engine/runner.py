@@ -97,17 +97,28 @@ def build_records(config: TaskConfig, *, num_fewshot: int | None, limit: int | N
         if not isinstance(doc, dict):
             raise ValueError(f"task {config.task!r}: document {doc_id} is not a mapping")
         fewshot_ids = sampler.sample(shots, doc)
-        prompt = prompter.context(doc, [pool[i] for i in fewshot_ids])
-        if chat is not None:
-            prompt = chat([{"role": "user", "content": prompt}])
-        record = {"doc_id": doc_id, "doc": doc, "prompt": prompt, "fewshot_ids": fewshot_ids}
-        if config.output_type == "multiple_choice":
-            record["choices"] = prompter.choices(doc)
-            record["target"] = prompter.target(doc)
-        else:
-            record["target"] = prompter.target(doc)
-        records.append(record)
+        records.append(_record(config, prompter, doc_id, doc, [pool[i] for i in fewshot_ids], fewshot_ids, chat))
     return records
+
+
+def _record(config: TaskConfig, prompter: Prompter, doc_id: int, doc: dict, shots: list[dict], fewshot_ids: list[int],
+            chat) -> dict:  # fmt: skip
+    wrap = (lambda text: chat([{"role": "user", "content": text}])) if chat is not None else (lambda text: text)
+    record = {"doc_id": doc_id, "doc": doc, "fewshot_ids": fewshot_ids}
+    if config.output_type == "multiple_choice" and prompter.is_multiple_input(doc):
+        # Winogrande style: one context per choice, the target is the shared continuation.
+        choices = prompter.choices(doc)
+        record["contexts"] = [wrap(prompter.context(doc, shots, text=choice)) for choice in choices]
+        record["prompt"] = record["contexts"][0]
+        record["choices"] = choices
+        record["continuation"] = str(prompter.target(doc))
+        record["target"] = prompter.text(doc)
+        return record
+    record["prompt"] = wrap(prompter.context(doc, shots))
+    if config.output_type == "multiple_choice":
+        record["choices"] = prompter.choices(doc)
+    record["target"] = prompter.target(doc)
+    return record
 
 
 def _generation_request(config: TaskConfig, prompt: str, seed: int) -> GenerationRequest:
@@ -140,7 +151,10 @@ def run_requests(backend: Backend, config: TaskConfig, records: list[dict], *, s
         requests, spans = [], []
         for record in records:
             start = len(requests)
-            requests += [LoglikelihoodRequest(record["prompt"], f"{delimiter}{c}") for c in record["choices"]]
+            if "contexts" in record:
+                requests += [LoglikelihoodRequest(c, f"{delimiter}{record['continuation']}") for c in record["contexts"]]
+            else:
+                requests += [LoglikelihoodRequest(record["prompt"], f"{delimiter}{c}") for c in record["choices"]]
             if wants_mi:
                 requests += [LoglikelihoodRequest("", f"{delimiter}{c}") for c in record["choices"]]
             spans.append(start)
