@@ -30,13 +30,14 @@ TASK_KEYS = {
     "num_fewshot", "fewshot_config", "output_type", "generation_kwargs", "filter_list",
     "metric_list", "metadata", "repeats", "should_decontaminate", "doc_to_decontamination_query",
     "rolling_window", "process_docs", "process_results", "gen_prefix", "unsafe_code", "doc_to_image",
-    "doc_to_audio", "use_prompt", "group", "group_alias",
+    "doc_to_audio", "use_prompt", "group", "group_alias", "custom_dataset",
 }  # fmt: skip
-GROUP_KEYS = {"group", "group_alias", "task", "aggregate_metric_list", "metadata", "include", "tag"}
+GROUP_KEYS = {"group", "group_alias", "task", "aggregate_metric_list", "metadata", "include", "tag", "metric_list"}
 OUTPUT_TYPES = ("multiple_choice", "loglikelihood", "loglikelihood_rolling", "generate_until")
 FEWSHOT_KEYS = {"sampler", "samples", "doc_to_text", "doc_to_target", "doc_to_choice",
                 "target_delimiter", "fewshot_delimiter", "split", "gen_prefix", "process_docs"}  # fmt: skip
-GENERATION_KEYS = {"until", "max_gen_toks", "do_sample", "temperature", "top_p", "top_k", "num_beams"}
+GENERATION_KEYS = {"until", "max_gen_toks", "do_sample", "temperature", "top_p", "top_k", "num_beams",
+                   "max_new_tokens"}  # fmt: skip
 SAMPLERS = ("first_n", "default", "random")
 
 
@@ -155,9 +156,9 @@ def task_config_from_mapping(data: dict, *, source: str = "<mapping>", base_dir:
     output_type = data.get("output_type", "generate_until")
     if output_type not in OUTPUT_TYPES:
         raise ValueError(f"{source}: output_type {output_type!r} is not one of {OUTPUT_TYPES}")
-    if not data.get("dataset_path"):
+    if not data.get("dataset_path") and data.get("custom_dataset") is None:
         raise ValueError(f"{source}: task {name!r} needs dataset_path")
-    for key in ("process_docs", "process_results"):
+    for key in ("process_docs", "process_results", "custom_dataset"):
         if data.get(key) is not None and not callable(data[key]):
             raise ValueError(f"{source}: {key} must be Python code (!function module.name), got {data[key]!r}")
     if data.get("unsafe_code") and output_type != "generate_until":

@@ -182,6 +182,10 @@ def load_splits(config: TaskConfig) -> dict[str, list[dict]]:
 def _raw_splits(config: TaskConfig) -> dict[str, list[dict]]:
     dataset_path = str(config.get("dataset_path"))
     kwargs = config.get("dataset_kwargs") or {}
+    if config.get("custom_dataset") is not None:
+        # A trusted task's own loader, called as the harness calls it: metadata and dataset_kwargs as arguments.
+        loaded = config.get("custom_dataset")(**(config.get("metadata") or {}), **kwargs)
+        return {name: [dict(row) for row in split] for name, split in loaded.items()}
     field = kwargs.get("field")
     if dataset_path not in LOCAL_BUILDERS and not resolve_path(dataset_path, config.base_dir).exists():
         if dataset_path.startswith((".", "/", "$", "~", "package:")) or dataset_path.endswith((".json", ".jsonl", ".csv")):

@@ -61,6 +61,8 @@ def validate_filter_list(filter_list, source: str) -> None:
         names.add(pipeline["name"])
         for step in pipeline["filter"]:
             function = step.get("function") if isinstance(step, dict) else None
+            if callable(function):
+                continue  # a filter class from a trusted task folder takes its own arguments
             if function not in FILTER_ARGS:
                 raise ValueError(f"{source}: filter function {function!r} is not one of {sorted(FILTER_ARGS)}")
             bad = sorted(set(step) - {"function"} - FILTER_ARGS[function])
@@ -129,6 +131,16 @@ def _map(step: dict) -> Callable[[list], list]:
     return lambda responses: [mapping.get(r, default) for r in responses]
 
 
+def _filter_class(cls, step: dict) -> Callable[[list, dict], list]:
+    """``function: !function utils.SomeFilter``: a harness Filter class, built with the step's arguments."""
+    instance = cls(**{k: v for k, v in step.items() if k != "function"})
+
+    def apply(responses: list, doc: dict) -> list:
+        return list(list(instance.apply([responses], [doc]))[0])
+
+    return apply
+
+
 def _custom(function) -> Callable[[list, dict], list]:
     def apply(responses: list, doc: dict) -> list:
         return list(list(function([responses], [doc]))[0])
@@ -164,7 +176,9 @@ def build_pipeline(steps: list[dict]) -> Callable[[list, dict], list]:
     functions: list[Callable[[list, dict], list]] = []
     for step in steps:
         name = step["function"]
-        if name == "custom":
+        if callable(name):
+            functions.append(_filter_class(name, step))
+        elif name == "custom":
             functions.append(_custom(step["filter_fn"]))
         elif name == "multi_choice_regex":
             functions.append(multi_choice_regex(step))

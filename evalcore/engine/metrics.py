@@ -55,6 +55,7 @@ METRIC_OPTIONS = {
     "exact_match": {"ignore_case", "ignore_punctuation", "ignore_numbers", "regexes_to_ignore"},
     "pass@k": {"k", "timeout", "memory_mb"},
 }
+STRICT_OPTIONS = {"exact_match", "pass@k"}
 ENTRY_KEYS = {"metric", "aggregation", "higher_is_better", "hf_evaluate"}
 AGGREGATIONS = {"mean", "median", "perplexity", "weighted_perplexity", "bits_per_byte", "brier_score"} | CORPUS_AGGREGATIONS
 
@@ -80,7 +81,8 @@ def validate_metric_list(metric_list, output_type: str, source: str, *, custom_r
         if name not in allowed:
             raise ValueError(f"{source}: metric {name!r} is not available for {output_type}; choose from {sorted(allowed)}")
         bad = sorted(set(entry) - ENTRY_KEYS - METRIC_OPTIONS.get(name, set()))
-        if bad:
+        if bad and name in STRICT_OPTIONS:
+            # Other metrics ignore extra options, as the harness's passthrough metrics do.
             raise ValueError(f"{source}: metric {name!r} does not take {bad}")
         if not callable(entry.get("aggregation")) and entry.get("aggregation", "mean") not in AGGREGATIONS:
             raise ValueError(f"{source}: aggregation {entry['aggregation']!r} is not one of {sorted(AGGREGATIONS)}")

@@ -129,7 +129,7 @@ def _generation_request(config: TaskConfig, prompt: str, seed: int) -> Generatio
     return GenerationRequest(
         context=prompt,
         until=until,
-        max_gen_toks=int(kwargs.get("max_gen_toks", 256)),
+        max_gen_toks=int(kwargs.get("max_gen_toks", kwargs.get("max_new_tokens", 256))),
         do_sample=bool(kwargs.get("do_sample", False)) and temperature > 0,
         temperature=temperature,
         top_p=float(kwargs.get("top_p", 1.0)),

@@ -55,15 +55,28 @@ class PythonFunction:
         if not module_name or not function_name:
             raise ValueError(f"!function {self.target!r} must be module.function (in {self.base_dir})")
         path = (Path(self.base_dir) / f"{module_name.replace('.', '/')}.py").resolve()
-        if not path.is_file():
-            raise ValueError(f"!function {self.target}: no module {path.name} beside the task file in {self.base_dir}")
-        module = _import(path)
+        if path.is_file():
+            module = _import(path)
+        else:
+            module = _import_installed(module_name, self)
+            path = Path(getattr(module, "__file__", "") or path)
         function = getattr(module, function_name, None)
         if function is None:
             raise ValueError(f"!function {self.target}: {path} has no {function_name!r}")
         self.function = function
-        self.source_sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+        self.source_sha256 = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
         return self
+
+
+def _import_installed(module_name: str, function: PythonFunction):
+    """A module that is not beside the file: an installed one (``lm_eval.tasks.x.utils``), as the harness."""
+    try:
+        return importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - any import failure of task code is a load error naming it
+        raise ValueError(
+            f"!function {function.target}: no {module_name.replace('.', '/')}.py beside the task file in "
+            f"{function.base_dir}, and importing {module_name} failed: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _import(path: Path):
