@@ -58,7 +58,7 @@ def record_case(case: str, lm, threads: int) -> dict:
         entry["filtered"][row["filter"]] = _plain(row["filtered_resps"])
         for metric in row["metrics"]:
             entry["metrics"][f"{metric},{row['filter']}"] = _plain(row[metric])
-    metrics = {k: _plain(v) for k, v in result["results"][task].items() if k != "alias" and "_stderr" not in k}
+    metrics = {k: _plain(v) for k, v in result["results"][task].items() if "," in k and "_stderr" not in k}
     return {
         "case": case, "task": task, "lm_eval": importlib.metadata.version("lm_eval"),
         "model": "SmolLM2-135M-Instruct float32 cpu batch_size=1", "threads": threads,

@@ -161,8 +161,8 @@ def task_config_from_mapping(data: dict, *, source: str = "<mapping>", base_dir:
     for key in ("process_docs", "process_results", "custom_dataset"):
         if data.get(key) is not None and not callable(data[key]):
             raise ValueError(f"{source}: {key} must be Python code (!function module.name), got {data[key]!r}")
-    if data.get("unsafe_code") and output_type != "generate_until":
-        raise ValueError(f"{source}: unsafe_code is for generation tasks whose code runs in the jail")
+    if data.get("unsafe_code"):
+        _check_unsafe(data, source, output_type)
     if "doc_to_text" not in data and output_type != "loglikelihood_rolling":
         raise ValueError(f"{source}: task {name!r} needs doc_to_text")
     if output_type == "multiple_choice" and "doc_to_choice" not in data:
@@ -225,6 +225,23 @@ def group_config_from_mapping(data: dict, *, source: str = "<mapping>") -> Group
     tags = (tags,) if isinstance(tags, str) else tuple(tags)
     return GroupConfig(group=data["group"], tasks=tuple(names), aggregate=tuple(aggregate), source=source, raw=data,
                        inline=inline, tags=tags)  # fmt: skip
+
+
+def _check_unsafe(data: dict, source: str, output_type: str) -> None:
+    """``unsafe_code: true`` tasks execute generated programs: only Podium's jailed pass@k may run them.
+
+    The harness runs such programs in its own process from the task's Python (``process_results`` or
+    a metric function); Podium refuses that code and scores with ``pass@k``, which runs every
+    program in the bubblewrap jail (:mod:`evalcore.engine.sandbox`).
+    """
+    if output_type != "generate_until":
+        raise ValueError(f"{source}: unsafe_code is for generation tasks whose programs run in the jail")
+    metrics = data.get("metric_list") or []
+    if data.get("process_results") is not None or any(callable(e.get("metric")) for e in metrics if isinstance(e, dict)):
+        raise ValueError(
+            f"{source}: unsafe_code task scores generated programs with its own Python, outside the jail; "
+            "Podium runs such programs only in its jail: use metric_list: [{metric: pass@k}]"
+        )
 
 
 def _member_name(item: dict):

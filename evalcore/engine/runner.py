@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, field
 
@@ -22,6 +23,7 @@ from evalcore.engine import metrics as m
 from evalcore.engine.config import GroupConfig, TaskConfig
 from evalcore.engine.data import evaluation_docs, load_splits, split_docs
 from evalcore.engine.prompts import FewshotSampler, Prompter
+from evalcore.engine.sandbox import require_jail
 from evalcore.engine.scoring import aggregate, metric_key, score_records
 from evalcore.models.base import Backend, GenerationRequest, LoglikelihoodRequest, RollingRequest
 
@@ -56,6 +58,8 @@ class RunResult:
 def fewshot_pool(config: TaskConfig, splits: dict[str, list[dict]]) -> tuple[str | None, list[dict]]:
     """(split name, documents) few-shot examples come from: inline samples, then the splits."""
     samples = config.fewshot_config.get("samples")
+    if callable(samples):
+        samples = list(samples())  # a trusted task's list of examples (the harness calls it the same way)
     if samples is not None:
         if not isinstance(samples, list) or not all(isinstance(s, dict) for s in samples):
             raise ValueError(f"task {config.task!r}: fewshot_config.samples must be a list of documents")
@@ -75,6 +79,10 @@ def build_records(config: TaskConfig, *, num_fewshot: int | None, limit: int | N
     template (as lm-evaluation-harness does with ``--apply_chat_template``); the record's prompt is then
     the rendered text, exactly what the model reads.
     """
+    if config.get("process_docs") is not None:
+        # Task code may draw from Python's global random (gpqa shuffles its answers): seed it as the
+        # harness does (random.seed(random_seed), default 0) so the same documents come out.
+        random.seed(seed)
     splits = load_splits(config)
     split_name, docs = evaluation_docs(config, splits)
     if limit is not None:
@@ -201,6 +209,8 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
                   fewshot_seed=DEFAULT_FEWSHOT_SEED, progress: bool = False,
                   apply_chat_template: bool = False) -> TaskResult:  # fmt: skip
     started = time.perf_counter()
+    if config.get("unsafe_code"):
+        require_jail()  # generated programs run only in the jail: fail before asking the model anything
     chat = backend.chat_context if apply_chat_template else None
     records = build_records(
         config, num_fewshot=num_fewshot, limit=limit, seed=seed, fewshot_seed=fewshot_seed, chat=chat

@@ -31,7 +31,7 @@ def _arc() -> list[dict]:
             for i, (q, c, k) in enumerate(rows)]  # fmt: skip
 
 
-def _hellaswag() -> list[dict]:
+def _hellaswag(n: int = 3) -> list[dict]:
     rows = [
         ("Making a sandwich", "A man takes two slices of bread. He", "spreads butter on one slice and",
          ["adds ham and cheese before closing it.", "throws the bread into a lake [title] quickly.",
@@ -43,6 +43,9 @@ def _hellaswag() -> list[dict]:
          ["plays a few chords while tapping his foot.", "plants the guitar in the garden.",
           "folds the guitar like paper.", "feeds the guitar to a dog."], "0"),
     ]  # fmt: skip
+    # Beyond the 3 written documents (for the speed bench) the scenes repeat with a numbered context.
+    rows = [(a, ca if i < 3 else f"In scene {i}, {ca[0].lower()}{ca[1:]}", cb, e, lab)
+            for i, (a, ca, cb, e, lab) in ((i, rows[i % 3]) for i in range(n))]  # fmt: skip
     return [{"ind": i, "activity_label": a, "ctx_a": ca, "ctx_b": cb, "ctx": f"{ca} {cb}", "endings": e,
              "source_id": f"s{i}", "split": "val", "split_type": "indomain", "label": lab}
             for i, (a, ca, cb, e, lab) in enumerate(rows)]  # fmt: skip
@@ -70,6 +73,17 @@ def _truthfulqa() -> list[dict]:
              "mc2_targets": {"choices": c2, "labels": labels}} for q, c1, c2, labels in rows]  # fmt: skip
 
 
+def _gpqa() -> list[dict]:
+    """A stand-in with GPQA's columns (the real set is gated): its process_docs shuffles the answers."""
+    rows = [
+        ("What is the SI unit of force?", "newton", "joule", "watt", "pascal"),
+        ("Which particle has a negative charge?", "electron", "proton", "neutron", "photon"),
+        ("What is the chemical symbol of sodium?", "Na", "So", "Sd", "S"),
+    ]
+    return [{"Question": q, "Correct Answer": c, "Incorrect Answer 1": a, "Incorrect Answer 2": b,
+             "Incorrect Answer 3": d} for q, c, a, b, d in rows]  # fmt: skip
+
+
 def _bbh_date(n: int = 3) -> list[dict]:
     data = json.loads((SHARED_DATA / "benchmarks/bbh/date_understanding.json").read_text())
     return data["examples"][:n]
@@ -91,24 +105,30 @@ CASES = {
                        ("validation",), ""),
     "bbh_date_understanding": (["_zeroshot_template_yaml", "date_understanding.yaml", "utils.py"],
                                "date_understanding.yaml", _bbh_date, ("test",), ""),
+    "gpqa_main_zeroshot": (["_gpqa_zeroshot_yaml", "gpqa_main_zeroshot.yaml", "utils.py"], "gpqa_main_zeroshot.yaml",
+                           _gpqa, ("train",), ""),
     "mmlu_flan_cot_zeroshot_anatomy": (["_mmlu_flan_cot_zeroshot_template_yaml", "mmlu_anatomy.yaml"], "mmlu_anatomy.yaml",
                                        _mmlu_anatomy, ("validation", "dev"), ""),
 }  # fmt: skip
 # Where each case's files come from in the harness's task tree (lm_eval/tasks/...).
 HARNESS_FOLDERS = {
     "arc_easy": "arc", "hellaswag": "hellaswag", "winogrande": "winogrande", "truthfulqa_mc2": "truthfulqa",
-    "bbh_date_understanding": "bbh/zeroshot", "mmlu_flan_cot_zeroshot_anatomy": "mmlu/flan_cot_zeroshot",
+    "bbh_date_understanding": "bbh/zeroshot", "gpqa_main_zeroshot": "gpqa/zeroshot", "mmlu_flan_cot_zeroshot_anatomy": "mmlu/flan_cot_zeroshot",
 }  # fmt: skip
 
 
-def build_case(case: str, folder: Path) -> str:
-    """Write the case's task files and data into ``folder``; return the task name to run."""
+def build_case(case: str, folder: Path, n: int | None = None) -> str:
+    """Write the case's task files and data into ``folder``; return the task name to run.
+
+    ``n``: how many documents, for the cases that can make more (hellaswag, bbh); default 3.
+    """
     files, included, builder, splits, extra = CASES[case]
     folder.mkdir(parents=True, exist_ok=True)
     for name in files:
         shutil.copy(TASK_FILES / case / name, folder / name)
     data = folder / "docs.jsonl"
-    data.write_text("".join(json.dumps(doc) + "\n" for doc in builder()), encoding="utf-8")
+    docs = builder(n) if n is not None else builder()
+    data.write_text("".join(json.dumps(doc) + "\n" for doc in docs), encoding="utf-8")
     task = f"podium_{case}"
     data_files = "".join(f"    {split}: {data}\n" for split in splits)
     (folder / f"{task}.yaml").write_text(

@@ -210,3 +210,35 @@ def test_groups_with_inline_tasks_and_tags(tmp_path):
     assert sorted(t.task for t in tasks) == ["base_mc", "suite::inline_mc"]
     run = evaluate(Scripted(), tasks, groups=groups, index=index)
     assert run.results["suite"]["acc"].value == 1.0 and run.results["suite::sub"]["acc"].n == 1
+
+
+def test_unsafe_code_tasks_score_only_with_the_jailed_pass_at_k(tmp_path):
+    write(tmp_path / "utils.py", "def score(doc, results):\n    return {'passed': 1.0}\n")
+    base = "task: code\ndataset_path: json\ndoc_to_text: q\nunsafe_code: true\n"
+    write(tmp_path / "own.yaml", base + "process_results: !function utils.score\nmetric_list: [{metric: passed}]\n")
+    with pytest.raises(ValueError, match="outside the jail"):
+        load_config_file(tmp_path / "own.yaml", trusted=True)
+    write(tmp_path / "mc.yaml", base + "output_type: multiple_choice\ndoc_to_choice: [a, b]\n")
+    with pytest.raises(ValueError, match="generation tasks whose programs run in the jail"):
+        load_config_file(tmp_path / "mc.yaml", trusted=True)
+    jailed = load_config_file(write(tmp_path / "ok.yaml", base + "metric_list: [{metric: pass@k, k: [1]}]\n"))
+    assert jailed.get("unsafe_code") is True
+
+
+def test_fewshot_samples_from_task_code(tmp_path):
+    write(tmp_path / "utils.py", "def shots():\n    return [{'q': 'x', 'a': 'X'}, {'q': 'y', 'a': 'Y'}]\n")
+    data = write(tmp_path / "d.jsonl", '{"q": "z", "a": "Z"}\n')
+    write(tmp_path / "t.yaml", f"""
+        task: upper
+        dataset_path: json
+        dataset_kwargs: {{data_files: {{test: {data}}}}}
+        test_split: test
+        doc_to_text: "{{{{q}}}}:"
+        doc_to_target: a
+        num_fewshot: 2
+        fewshot_config: {{sampler: first_n, samples: !function utils.shots}}
+        generation_kwargs: {{until: ["\\n"]}}
+    """)
+    tasks, _ = TaskIndex([tmp_path], bundled=False, trust_task_code=True).resolve(["upper"])
+    run = evaluate(Scripted({"x: X\n\ny: Y\n\nz:": " Z"}), tasks)
+    assert run.tasks["upper"].records[0]["prompt"] == "x: X\n\ny: Y\n\nz:"
