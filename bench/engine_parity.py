@@ -171,7 +171,9 @@ def compare(lmeval: dict, podium: dict, tokenizer_dir: str) -> dict:
                 tokens={"lm_eval": tokens_theirs, "podium": tokens_ours},
                 tokens_per_s={"lm_eval": tokens_theirs / theirs["seconds"], "podium": tokens_ours / ours["seconds"]},
             )
-            entry["speedup"] = entry["tokens_per_s"]["podium"] / entry["tokens_per_s"]["lm_eval"]
+            # Empty generations (a stop string first) make no tokens: then compare wall times.
+            rates = entry["tokens_per_s"]
+            entry["speedup"] = rates["podium"] / rates["lm_eval"] if rates["lm_eval"] else theirs["seconds"] / ours["seconds"]
             entry["parity"] = not entry["differing"] and not missing
         else:
             diffs, same_prediction, requests = [], 0, 0

@@ -84,6 +84,15 @@ def _gpqa() -> list[dict]:
              "Incorrect Answer 3": d} for q, c, a, b, d in rows]  # fmt: skip
 
 
+def _math() -> list[dict]:
+    rows = [
+        ("What is $2 + 3$?", "We add: $2 + 3 = \\boxed{5}$."),
+        ("Solve for $x$: $2x = 10$.", "Dividing by 2 gives $x = \\boxed{5}$."),
+        ("Compute $3^2$.", "We have $3^2 = 3 \\cdot 3 = \\boxed{9}$."),
+    ]
+    return [{"problem": p, "level": "Level 1", "type": "Algebra", "solution": s} for p, s in rows]
+
+
 def _bbh_date(n: int = 3) -> list[dict]:
     data = json.loads((SHARED_DATA / "benchmarks/bbh/date_understanding.json").read_text())
     return data["examples"][:n]
@@ -107,13 +116,16 @@ CASES = {
                                "date_understanding.yaml", _bbh_date, ("test",), ""),
     "gpqa_main_zeroshot": (["_gpqa_zeroshot_yaml", "gpqa_main_zeroshot.yaml", "utils.py"], "gpqa_main_zeroshot.yaml",
                            _gpqa, ("train",), ""),
+    "minerva_math_algebra": (["minerva_math_algebra.yaml", "utils.py"], "minerva_math_algebra.yaml", _math,
+                            ("train", "test"), ""),
     "mmlu_flan_cot_zeroshot_anatomy": (["_mmlu_flan_cot_zeroshot_template_yaml", "mmlu_anatomy.yaml"], "mmlu_anatomy.yaml",
                                        _mmlu_anatomy, ("validation", "dev"), ""),
 }  # fmt: skip
 # Where each case's files come from in the harness's task tree (lm_eval/tasks/...).
 HARNESS_FOLDERS = {
     "arc_easy": "arc", "hellaswag": "hellaswag", "winogrande": "winogrande", "truthfulqa_mc2": "truthfulqa",
-    "bbh_date_understanding": "bbh/zeroshot", "gpqa_main_zeroshot": "gpqa/zeroshot", "mmlu_flan_cot_zeroshot_anatomy": "mmlu/flan_cot_zeroshot",
+    "bbh_date_understanding": "bbh/zeroshot", "gpqa_main_zeroshot": "gpqa/zeroshot",
+    "minerva_math_algebra": "minerva_math", "mmlu_flan_cot_zeroshot_anatomy": "mmlu/flan_cot_zeroshot",
 }  # fmt: skip
 
 
