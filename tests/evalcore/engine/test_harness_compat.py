@@ -242,3 +242,13 @@ def test_fewshot_samples_from_task_code(tmp_path):
     tasks, _ = TaskIndex([tmp_path], bundled=False, trust_task_code=True).resolve(["upper"])
     run = evaluate(Scripted({"x: X\n\ny: Y\n\nz:": " Z"}), tasks)
     assert run.tasks["upper"].records[0]["prompt"] == "x: X\n\ny: Y\n\nz:"
+
+
+def test_hub_data_sets_fail_offline_with_a_message(tmp_path, monkeypatch):
+    pytest.importorskip("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache: nothing to answer from
+    config = load_config_file(write(tmp_path / "hub.yaml", "task: hub\ndataset_path: podium-test/no-such-set\ndoc_to_text: q\n"))
+    with pytest.raises(ValueError, match="hub data set 'podium-test/no-such-set' could not be loaded.*offline, use"):
+        load_splits(config)
