@@ -12,7 +12,6 @@ given with ``trust_task_code=True`` (``--trust-task-code``), never for uploaded 
 
 from __future__ import annotations
 
-import logging
 import warnings
 from pathlib import Path
 
@@ -26,8 +25,6 @@ from evalcore.engine.config import (
     resolve_includes,
     task_config_from_mapping,
 )
-
-logger = logging.getLogger(__name__)
 
 BUNDLED = Path(__file__).resolve().parent.parent / "tasks"
 
@@ -56,13 +53,12 @@ class TaskIndex:
         try:
             config = load_config_file(path, trusted=trusted)
         except (ValueError, OSError, yaml.YAMLError, RecursionError) as exc:
-            reason = str(exc)
+            reason = str(exc).removeprefix(f"{path.resolve()}: ")
             self.skipped[str(path)] = reason
             name = _declared_name(path)
             if name:
                 self._broken.setdefault(name, (str(path), reason))
             warnings.warn(f"skipped task file {path}: {reason}", stacklevel=3)
-            logger.warning("skipped task file %s: %s", path, reason)
             return
         self._add(config)
 
