@@ -93,6 +93,18 @@ def _math() -> list[dict]:
     return [{"problem": p, "level": "Level 1", "type": "Algebra", "solution": s} for p, s in rows]
 
 
+def _ifeval() -> list[dict]:
+    """IFEval's columns; instructions chosen that need no nltk data (its punkt_tab is a download)."""
+    rows = [
+        ("Answer with one word only, in lowercase letters: what color is a clear daytime sky?",
+         "change_case:english_lowercase"),
+        ("Write the word yes in all capital letters and nothing else.", "change_case:english_capital"),
+        ("Reply with a single word and do not use any commas: what animal says meow?", "punctuation:no_comma"),
+    ]  # fmt: skip
+    return [{"key": i, "prompt": p, "instruction_id_list": [inst], "kwargs": [{"num_highlights": None}]}
+            for i, (p, inst) in enumerate(rows)]  # fmt: skip
+
+
 def _bbh_date(n: int = 3) -> list[dict]:
     data = json.loads((SHARED_DATA / "benchmarks/bbh/date_understanding.json").read_text())
     return data["examples"][:n]
@@ -118,6 +130,8 @@ CASES = {
                            _gpqa, ("train",), ""),
     "minerva_math_algebra": (["minerva_math_algebra.yaml", "utils.py"], "minerva_math_algebra.yaml", _math,
                             ("train", "test"), ""),
+    "ifeval": (["ifeval.yaml", "utils.py", "instructions.py", "instructions_registry.py", "instructions_util.py"],
+               "ifeval.yaml", _ifeval, ("train",), ""),
     "mmlu_flan_cot_zeroshot_anatomy": (["_mmlu_flan_cot_zeroshot_template_yaml", "mmlu_anatomy.yaml"], "mmlu_anatomy.yaml",
                                        _mmlu_anatomy, ("validation", "dev"), ""),
 }  # fmt: skip
@@ -125,7 +139,7 @@ CASES = {
 HARNESS_FOLDERS = {
     "arc_easy": "arc", "hellaswag": "hellaswag", "winogrande": "winogrande", "truthfulqa_mc2": "truthfulqa",
     "bbh_date_understanding": "bbh/zeroshot", "gpqa_main_zeroshot": "gpqa/zeroshot",
-    "minerva_math_algebra": "minerva_math", "mmlu_flan_cot_zeroshot_anatomy": "mmlu/flan_cot_zeroshot",
+    "minerva_math_algebra": "minerva_math", "ifeval": "ifeval", "mmlu_flan_cot_zeroshot_anatomy": "mmlu/flan_cot_zeroshot",
 }  # fmt: skip
 
 

@@ -23,8 +23,8 @@ from tests.evalcore.engine.harness_cases import CASES, REFERENCE, build_case
 
 TOLERANCE = 1e-4
 LMEVAL_SITE = sorted(glob.glob("/work/main/var/lmeval-venv/lib/python3*/site-packages"))
-NEEDS_LM_EVAL = {"bbh_date_understanding"}  # its utils.py subclasses lm_eval's RegexFilter
-NEEDS_PACKAGE = {"minerva_math_algebra": "math_verify", "hellaswag": "datasets", "gpqa_main_zeroshot": "datasets"}
+NEEDS_LM_EVAL = {"bbh_date_understanding", "ifeval"}  # their utils.py import lm_eval (a RegexFilter, ifeval modules)
+NEEDS_PACKAGE = {"minerva_math_algebra": "math_verify", "ifeval": "langdetect", "hellaswag": "datasets", "gpqa_main_zeroshot": "datasets"}
 
 
 def _reference(case: str) -> dict:
