@@ -20,10 +20,10 @@ from django.utils import timezone
 from evalcore.engine import TaskConfig, aggregate, score_records, task_config_from_mapping
 from evalcore.engine.results import code_version as engine_code_version
 from leaderboard import dispatch
-from leaderboard.evaluation.score_store import json_safe, scores_replace
+from leaderboard.evaluation.score_store import json_safe, scores_replace, scores_touch
 from leaderboard.evaluation.suites import SEED
 from leaderboard.evaluation.task_index import task_config_current
-from leaderboard.models import EvaluationRun, SampleRecord, Score
+from leaderboard.models import EvaluationRun, SampleRecord
 
 log = logging.getLogger(__name__)
 # Numbers the engine may write as -inf / nan, which jsonb stores as strings (see score_store.json_safe).
@@ -88,7 +88,7 @@ def _rescore_one(run_id: int, config, *, admin, comment: str, code_version: dict
         SampleRecord.objects.bulk_update(updated, ["payload"], batch_size=500)
         if updated and not changed:
             # Same numbers from other documents: caches keyed on the scores' times (comparisons) must see it.
-            Score.objects.filter(run=run).update(updated_at=timezone.now())
+            scores_touch(run)
         if not changed and not updated and run.config_sha256 == config.sha256:
             return 0  # already scored this way: nothing to record
         previous = {"config_sha256": run.config_sha256, "code_version": run.code_version}
