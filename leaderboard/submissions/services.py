@@ -75,7 +75,7 @@ def _duplicate_message(existing: Submission, owner) -> str:
     )  # fmt: skip
 
 
-def _duplicate_check(owner, weight_sha256: str, tensors_sha256: str = "") -> None:
+def duplicate_check(owner, weight_sha256: str, tensors_sha256: str = "") -> None:
     """Refuse weights already submitted: the same files, or the same tensors in other files."""
     same = Q(weight_sha256=weight_sha256)
     if tensors_sha256:
@@ -95,7 +95,7 @@ def _checkpoint_store(owner, files: list[checkpoints.CheckpointFile], *, staging
             weight_sha256 = checkpoint_io.copy_and_hash(files, staging)
         else:
             weight_sha256 = checkpoint_io.hash_weights(files)
-        _duplicate_check(owner, weight_sha256)  # before reading everything once more
+        duplicate_check(owner, weight_sha256)  # before reading everything once more
         folder = staging if staging is not None else Path(store_folder)
         weights = [folder / f.name for f in files if f.name.lower().endswith(checkpoints.SAFETENSORS)]
         return weight_sha256, checkpoint_io.tensors_hash(weights)
@@ -130,7 +130,7 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
         staging = Path(settings.LEADERBOARD_SUBMISSIONS_DIR) / ".incoming" / uuid.uuid4().hex
     try:
         weight_sha256, tensors_sha256 = _checkpoint_store(owner, files, staging=staging, store_folder=store_folder)
-        _duplicate_check(owner, weight_sha256, tensors_sha256)
+        duplicate_check(owner, weight_sha256, tensors_sha256)
         with transaction.atomic():
             # Two uploads of one owner at the same moment: the second waits here, then counts the first.
             get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
@@ -159,7 +159,7 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
                 with transaction.atomic():
                     submission.save()
             except IntegrityError:  # the same weights submitted at the same moment
-                _duplicate_check(owner, weight_sha256)
+                duplicate_check(owner, weight_sha256)
                 raise
             if staging is not None:
                 final = Path(settings.LEADERBOARD_SUBMISSIONS_DIR) / str(submission.pk)

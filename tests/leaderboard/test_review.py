@@ -12,7 +12,7 @@ from django.test import Client
 
 from leaderboard.models import ReviewAction, Submission
 from leaderboard.review.services import submission_review
-from leaderboard.submissions.services import _duplicate_check, variant_review_reason
+from leaderboard.submissions.services import duplicate_check, variant_review_reason
 from tests.leaderboard import board_data as bd
 
 pytestmark = pytest.mark.django_db
@@ -177,4 +177,4 @@ def test_same_weights_from_another_owner_are_refused_not_queued(flagged):
     """Duplicate weights under another name never reach the board: submission_create refuses them
     (and the database's unique constraint backs it), so the queue has nothing to decide."""
     with pytest.raises(ValidationError, match="already submitted"):
-        _duplicate_check(bd.user("thief@example.org"), flagged["entry"].weight_sha256)
+        duplicate_check(bd.user("thief@example.org"), flagged["entry"].weight_sha256)
