@@ -172,7 +172,7 @@ class ReviewAction(models.Model):
 class BenchmarkSuite(models.Model):
     """A frozen, versioned list of tasks: ``[{"task", "num_fewshot", "limit"}, ...]``.
 
-    Never edited: a different list is a new version (``leaderboard.services.suite_freeze``).
+    Never edited: a different list is a new version (``leaderboard.evaluation.suites.suite_freeze``).
     """
 
     name = models.CharField(max_length=100)

@@ -19,6 +19,20 @@ def _ini_value(value) -> str:
     return str(value)
 
 
+def _touch_module(root: Path, dotted: str) -> None:
+    """An empty module (and its parent packages) at ``dotted``; root packages exist already."""
+    parts = dotted.split(".")
+    if len(parts) < 2:
+        return
+    for depth in range(2, len(parts)):
+        package = root.joinpath(*parts[:depth])
+        package.mkdir(exist_ok=True)
+        (package / "__init__.py").touch()
+    module = root.joinpath(*parts[:-1], f"{parts[-1]}.py")
+    if not module.with_suffix("").is_dir():
+        module.touch()
+
+
 def write_config(tmp_path: Path) -> None:
     """The project's own contracts, over a throwaway tree of packages with the same names (and, for
     layers contracts with containers, an empty module for every layer they name)."""
@@ -31,15 +45,12 @@ def write_config(tmp_path: Path) -> None:
     for index, contract in enumerate(config["contracts"]):
         lines.append(f"\n[importlinter:contract:{index}]")
         lines += [f"{key} = {_ini_value(value)}" for key, value in contract.items()]
-        for container in contract.get("containers", []):
-            folder = tmp_path.joinpath(*container.split("."))
-            for depth in range(2, len(container.split(".")) + 1):
-                package = tmp_path.joinpath(*container.split(".")[:depth])
-                package.mkdir(exist_ok=True)
-                (package / "__init__.py").touch()
-            for layer in contract["layers"]:
+        containers = contract.get("containers") or [""]
+        for container in containers:
+            for layer in contract.get("layers", []):
                 for tail in re.split(r"[|:]", layer):
-                    (folder / f"{tail.strip().strip('()')}.py").touch()
+                    name = tail.strip().strip("()")
+                    _touch_module(tmp_path, f"{container}.{name}" if container else name)
     (tmp_path / ".importlinter").write_text("\n".join(lines) + "\n")
 
 

@@ -10,8 +10,8 @@ import re
 import pytest
 from django.db import connection
 
-from leaderboard import services
 from leaderboard.models import ReviewAction, Submission
+from leaderboard.submissions.services import submission_publish
 from tests.conftest import clean_env, database_url_of
 from tests.leaderboard import board_data as bd
 
@@ -41,7 +41,7 @@ def flagged_variant(transactional_db, settings):
                  base_model="acme/base-1b")  # fmt: skip
     best = bd.entry(owner, "acme/tune-best", gsm8k=bd.pattern(30, 22), private=True, model_type="fine-tuned",
                     base_model="acme/base-1b")  # fmt: skip
-    services.submission_publish(submission_id=best.pk, owner=owner)  # the owner publishes the best one
+    submission_publish(submission_id=best.pk, owner=owner)  # the owner publishes the best one
     best.refresh_from_db()
     assert best.review_state == "flagged" and "4 private variants of acme/base-1b" in best.review_reason
     # The server runs the dev settings, whose hashers do not include the test settings' fast MD5.

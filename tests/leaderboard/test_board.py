@@ -12,7 +12,7 @@ import pytest
 
 from evalcore.stats import best_of_k_inflation, paired_bootstrap_difference
 from leaderboard.models import EvaluationRun, Score
-from leaderboard.selectors_runs import COMPARE_ROUNDS, COMPARE_SEED
+from leaderboard.runs.selectors import COMPARE_ROUNDS, COMPARE_SEED
 from tests.leaderboard import board_data as bd
 
 pytestmark = pytest.mark.django_db

@@ -10,8 +10,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.test import Client
 
-from leaderboard import services
 from leaderboard.models import ReviewAction, Submission
+from leaderboard.review.services import submission_review
+from leaderboard.submissions.services import duplicate_check, variant_review_reason
 from tests.leaderboard import board_data as bd
 
 pytestmark = pytest.mark.django_db
@@ -24,7 +25,7 @@ def flagged(settings):
     for i in range(4):
         bd.entry(owner, f"acme/variant-{i}", gsm8k=bd.pattern(20, 10 + i), private=True, model_type="fine-tuned",
                  base_model="acme/base-1b")  # fmt: skip
-    reason = services.variant_review_reason(owner, "acme/base-1b")
+    reason = variant_review_reason(owner, "acme/base-1b")
     assert reason.startswith("4 private variants of acme/base-1b")
     entry = bd.entry(owner, "acme/public", gsm8k=bd.pattern(20, 15), model_type="fine-tuned", base_model="acme/base-1b",
                      review="flagged")  # fmt: skip
@@ -148,16 +149,16 @@ def test_the_service_writes_state_and_audit_row_in_one_transaction(flagged, monk
     admin = bd.user("staff3@example.org", staff=True)
     entry = flagged["entry"]
     with pytest.raises(ValidationError):
-        services.submission_review(submission=entry, admin=flagged["owner"], action="approve", comment="x")
+        submission_review(submission=entry, admin=flagged["owner"], action="approve", comment="x")
     with pytest.raises(ValidationError):
-        services.submission_review(submission=entry, admin=admin, action="approve", comment="")
+        submission_review(submission=entry, admin=admin, action="approve", comment="")
 
     def broken_save(self, *args, **kwargs):
         raise RuntimeError("database went away")
 
     monkeypatch.setattr(Submission, "save", broken_save)
     with pytest.raises(RuntimeError):
-        services.submission_review(submission=entry, admin=admin, action="approve", comment="fine")
+        submission_review(submission=entry, admin=admin, action="approve", comment="fine")
     monkeypatch.undo()
     assert not ReviewAction.objects.exists()  # the audit row was rolled back with the state change
     assert Submission.objects.get(pk=entry.pk).review_state == "flagged"
@@ -176,4 +177,4 @@ def test_same_weights_from_another_owner_are_refused_not_queued(flagged):
     """Duplicate weights under another name never reach the board: submission_create refuses them
     (and the database's unique constraint backs it), so the queue has nothing to decide."""
     with pytest.raises(ValidationError, match="already submitted"):
-        services._duplicate_check(bd.user("thief@example.org"), flagged["entry"].weight_sha256)
+        duplicate_check(bd.user("thief@example.org"), flagged["entry"].weight_sha256)

@@ -215,7 +215,7 @@ def test_duplicate_weights_are_refused_with_a_link(client, owner, tiny_dir, subm
 def test_the_same_weights_resharded_are_a_duplicate(client, owner, make_checkpoint, submissions_dir):
     """The file digest changes with names and sharding; the tensor digest does not, so the same weights
     saved in several shards are refused as the duplicate they are."""
-    from leaderboard.checkpoint_io import tensors_hash
+    from leaderboard.submissions.checkpoint_io import tensors_hash
 
     single, sharded = make_checkpoint(seed=7), make_checkpoint(seed=7, max_shard_size="1MB")
     assert len(list(sharded.glob("*.safetensors"))) > 1

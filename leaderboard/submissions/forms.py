@@ -1,4 +1,4 @@
-"""Forms: sign-up and the submission form (which runs every checkpoint check before any queueing)."""
+"""The submission form: it runs every checkpoint check before anything is stored or queued."""
 
 from __future__ import annotations
 
@@ -8,53 +8,12 @@ from pathlib import Path
 
 from django import forms
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.contrib.auth.forms import AuthenticationForm, UserCreationForm
 from django.core.files.uploadedfile import UploadedFile
 
-from leaderboard import checkpoints
-from leaderboard.evaluation import chat_template_supported
 from leaderboard.models import Submission
+from leaderboard.submissions import checkpoints
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")  # the arena catalogue's name rule
-
-
-class SignUpForm(UserCreationForm):
-    """Email and password; the email is the username."""
-
-    email = forms.EmailField(max_length=150)
-
-    class Meta:
-        model = get_user_model()
-        fields = ("email",)
-
-    def clean_email(self) -> str:
-        email = self.cleaned_data["email"].strip().lower()
-        if get_user_model().objects.filter(username__iexact=email).exists():
-            raise forms.ValidationError("An account with this email already exists; log in instead.")
-        return email
-
-    def save(self, commit: bool = True):
-        user = super().save(commit=False)
-        user.username = user.email = self.cleaned_data["email"]
-        if commit:
-            user.save()
-        return user
-
-    def _post_clean(self):
-        # UserCreationForm validates the password against the user; give it the username first.
-        if "email" in self.cleaned_data:
-            self.instance.username = self.cleaned_data["email"]
-        super()._post_clean()
-
-
-class EmailLoginForm(AuthenticationForm):
-    """Log in with the email address (stored lower-cased as the username)."""
-
-    username = forms.EmailField(label="Email", max_length=150, widget=forms.EmailInput(attrs={"autofocus": True}))
-
-    def clean_username(self) -> str:
-        return self.cleaned_data["username"].strip().lower()
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -127,8 +86,6 @@ class SubmissionForm(forms.Form):
     def clean(self):
         data = super().clean()
         want_chat_template = bool(data.get("apply_chat_template"))  # add_error drops a field from cleaned_data
-        if want_chat_template and not chat_template_supported():
-            self.add_error("apply_chat_template", "The evaluation engine cannot apply chat templates yet; untick it.")
         if data.get("model_type") in Submission.NEEDS_BASE_MODEL and not data.get("base_model"):
             self.add_error("base_model", "Name the base model of a fine-tune or merge.")
         uploads = data.get("files") or []

@@ -14,9 +14,9 @@ from rest_framework import generics, serializers
 from rest_framework.exceptions import ValidationError
 
 from arena.api import StrictLimitOffsetPagination
-from leaderboard import selectors_runs
-from leaderboard.benchmarks import benchmark_key
 from leaderboard.models import EvaluationRun, SampleRecord, Score, Submission
+from leaderboard.runs import selectors as selectors_runs
+from leaderboard.runs.benchmarks import benchmark_key
 
 PAGING_PARAMS = {"limit", "offset", "format"}
 SAMPLES_MAX_LIMIT = 200

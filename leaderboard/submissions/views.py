@@ -10,10 +10,11 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 
-from leaderboard import selectors, selectors_review, services
-from leaderboard.forms import SubmissionForm
 from leaderboard.models import Submission
-from leaderboard.uploads import SizeLimitHandler
+from leaderboard.review import selectors as selectors_review
+from leaderboard.submissions import selectors, services
+from leaderboard.submissions.forms import SubmissionForm
+from leaderboard.submissions.uploads import SizeLimitHandler
 
 
 def _render_form(request, form, status=200, upload_error=""):

@@ -16,8 +16,9 @@ from django.template.loader import render_to_string
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 
-from leaderboard.charts import board_figures
-from leaderboard.selectors_board import SORT_COLUMNS, board_entries, board_table
+from leaderboard.board.charts import board_figures
+from leaderboard.board.entries import board_entries
+from leaderboard.board.selectors import SORT_COLUMNS, board_table
 
 _RENDERED: OrderedDict[tuple, dict] = OrderedDict()
 _RENDERED_SIZE = 128

@@ -14,8 +14,10 @@ from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from leaderboard import rescoring, selectors_review, services
-from leaderboard.forms_review import RescoreForm, ReviewForm
+from leaderboard.evaluation import rescoring
+from leaderboard.review import selectors as selectors_review
+from leaderboard.review import services
+from leaderboard.review.forms import RescoreForm, ReviewForm
 
 
 def staff_only(view):

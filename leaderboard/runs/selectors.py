@@ -17,8 +17,8 @@ from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast
 
 from evalcore.stats import paired_bootstrap_difference
-from leaderboard.benchmarks import BENCHMARKS, benchmark_key, benchmark_label, headline_metric
 from leaderboard.models import EvaluationRun, SampleRecord, Score, ScoreHistory, Submission
+from leaderboard.runs.benchmarks import BENCHMARKS, benchmark_key, benchmark_label, headline_metric
 
 SAMPLES_PER_PAGE = 20
 COMPARE_ROUNDS = 2000

@@ -1,19 +1,24 @@
 """Plotly figures for the benchmark leaderboard, built on the server from the board's rows.
 
 The page embeds them as one escaped JSON script (``board-figures``) and draws them with the plotly.js
-the arena page already serves from the installed package (``leaderboard:plotly-js``).
+the site serves from the installed package (``leaderboard:plotly-js``, :func:`plotly_bytes`).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
+from functools import lru_cache
+from pathlib import Path
 
+import plotly
 import plotly.graph_objects as go
 from django.utils.html import json_script
 from django.utils.safestring import SafeString
 
 MAX_MODELS = 25
 _LAYOUT = {"margin": {"l": 60, "r": 20, "t": 50, "b": 110}, "template": "plotly_white", "height": 440}
+PLOTLY_VERSION = plotly.__version__
 _COLOURS = ("#2f5bd3", "#d35f2f", "#2f9e6b", "#8a4fd3", "#c9a227", "#d32f6e", "#4a8fa8", "#6b6b6b")
 
 
@@ -112,3 +117,10 @@ def board_figures(table: dict) -> SafeString | None:
     if arena is not None:
         figures["arena"] = arena
     return json_script({name: json.loads(fig.to_json()) for name, fig in figures.items()}, "board-figures")
+
+
+@lru_cache(maxsize=1)
+def plotly_bytes() -> tuple[bytes, bytes]:
+    """plotly.min.js from the installed package: (raw, gzipped)."""
+    raw = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes()
+    return raw, gzip.compress(raw, compresslevel=6)

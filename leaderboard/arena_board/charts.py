@@ -1,6 +1,6 @@
 """Plotly figures for the arena leaderboard, built on the server from a snapshot's rows and matrices.
 
-Built once per snapshot: :mod:`leaderboard.arena_board` keeps the rendered board per process.
+Built once per snapshot: :mod:`leaderboard.arena_board.page` keeps the rendered board per process.
 """
 
 from __future__ import annotations

@@ -13,17 +13,20 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from leaderboard import evaluation
-from leaderboard.evaluation import _history, _score_changed, json_safe, score_store
-from leaderboard.models import EvaluationRun, SampleRecord, Score, ScoreHistory
+from evalcore.engine import TaskConfig, aggregate, score_records, task_config_from_mapping
+from evalcore.engine.results import code_version as engine_code_version
+from leaderboard import dispatch
+from leaderboard.evaluation.score_store import json_safe, scores_replace, scores_touch
+from leaderboard.evaluation.suites import SEED
+from leaderboard.evaluation.task_index import task_config_current
+from leaderboard.models import EvaluationRun, SampleRecord
 
 log = logging.getLogger(__name__)
-# Numbers the engine may write as -inf / nan, which jsonb stores as strings (see evaluation.json_safe).
+# Numbers the engine may write as -inf / nan, which jsonb stores as strings (see score_store.json_safe).
 FLOAT_FIELDS = ("logprob",)
 FLOAT_LIST_FIELDS = ("choice_logprobs", "unconditional_logprobs")
 
@@ -52,20 +55,6 @@ def record_from_payload(payload: dict) -> dict:
     return record
 
 
-def task_config_current(task: str):
-    """The task's config as the worker would load it now (bundled tasks + ``LEADERBOARD_TASK_PATHS``)."""
-    from evalcore.engine import TaskConfig
-
-    paths = tuple(str(p) for p in settings.LEADERBOARD_TASK_PATHS)
-    index = evaluation._task_index(
-        paths, evaluation._task_files_signature(paths)
-    )  # the worker's cached index
-    config = index.tasks.get(task)
-    if not isinstance(config, TaskConfig):
-        raise ValidationError(f"{task!r} is not a task the engine knows now; give its config to re-score it.")
-    return config
-
-
 def _check(task: str, admin, comment: str) -> str:
     if not getattr(admin, "is_staff", False):
         raise ValidationError("Only staff can re-score runs.")
@@ -79,8 +68,6 @@ def _check(task: str, admin, comment: str) -> str:
 
 def _rescore_one(run_id: int, config, *, admin, comment: str, code_version: dict) -> int:
     """Re-score one run in its own transaction; the number of scores whose values changed."""
-    from evalcore.engine import aggregate, score_records
-
     with transaction.atomic():
         run = EvaluationRun.objects.select_for_update().get(pk=run_id)
         stored = list(SampleRecord.objects.filter(run=run).order_by("doc_id"))
@@ -88,23 +75,10 @@ def _rescore_one(run_id: int, config, *, admin, comment: str, code_version: dict
             log.warning("run %s (%s) has no stored samples: not re-scored", run.pk, run.task)
             return 0
         scored = score_records(config, [record_from_payload(s.payload) for s in stored])
-        metrics = aggregate(config, scored, seed=evaluation.SEED)
+        metrics = aggregate(config, scored, seed=SEED)
         reason = f"re-scored by {admin.get_username()}: {comment}"[:300]
-        old_scores = {s.metric: s for s in run.scores.all()}
-        history, changed = [], 0
-        for metric, value in metrics.items():
-            old = old_scores.pop(metric, None)
-            if old is not None and not _score_changed(old, value):
-                continue
-            changed += 1
-            if old is not None:
-                history.append(_history(old, reason, run.code_version))
-            score_store(run, metric, value)
-        for gone in old_scores.values():
-            changed += 1
-            history.append(_history(gone, f"{reason} (metric no longer reported)"[:300], run.code_version))
-            gone.delete()
-        ScoreHistory.objects.bulk_create(history)
+        changed = scores_replace(run, metrics, reason=reason, gone_reason=f"{reason} (metric no longer reported)"[:300],
+                                 code_version=run.code_version, rewrite_unchanged=False)  # fmt: skip
         updated = []
         for sample, record in zip(stored, scored, strict=True):
             new = json_safe({"filtered": record["filtered"], "metrics": record["metrics"]})
@@ -114,7 +88,7 @@ def _rescore_one(run_id: int, config, *, admin, comment: str, code_version: dict
         SampleRecord.objects.bulk_update(updated, ["payload"], batch_size=500)
         if updated and not changed:
             # Same numbers from other documents: caches keyed on the scores' times (comparisons) must see it.
-            Score.objects.filter(run=run).update(updated_at=timezone.now())
+            scores_touch(run)
         if not changed and not updated and run.config_sha256 == config.sha256:
             return 0  # already scored this way: nothing to record
         previous = {"config_sha256": run.config_sha256, "code_version": run.code_version}
@@ -147,9 +121,6 @@ def runs_rescore(*, task: str, admin, comment: str, task_config=None) -> Rescore
     the task's current config. Raises ValidationError when the caller is not staff, the comment is
     empty, or the config is not this task's.
     """
-    from evalcore.engine import TaskConfig, task_config_from_mapping
-    from evalcore.engine.results import code_version as engine_code_version
-
     comment = _check(task, admin, comment)
     if task_config is None:
         config = task_config_current(task)
@@ -181,11 +152,8 @@ def runs_rescore(*, task: str, admin, comment: str, task_config=None) -> Rescore
 
 def rescore_enqueue(*, task: str, admin, comment: str) -> None:
     """Check the request and send ``leaderboard.tasks.run_rescore`` once the transaction commits."""
-    from leaderboard.tasks import run_rescore
-
     comment = _check(task, admin, comment)
     if not EvaluationRun.objects.filter(task=task, status=EvaluationRun.Status.FINISHED).exists():
         raise ValidationError(f"No finished run of {task!r} to re-score.")
     task_config_current(task)  # fail here, on the form, rather than in the worker
-    admin_id = admin.pk
-    transaction.on_commit(lambda: run_rescore.delay(task, admin_id, comment))
+    dispatch.run_rescore_send(task, admin.pk, comment)

@@ -1,6 +1,6 @@
-"""Leaderboard downloads as chunks of bytes for streaming responses: the table, every score, samples.
+"""Leaderboard downloads as chunks of bytes for streaming responses: the table and every score.
 
-Scores and per-document records come from server-side cursors (``.iterator(chunk_size=...)``) and
+Scores come from a server-side cursor (``.iterator(chunk_size=...)``) and
 are written a chunk of rows at a time, so memory stays flat whatever the table size. The leaderboard
 table is one row per model, the rows the page shows.
 """
@@ -13,8 +13,8 @@ import json
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
-from leaderboard.benchmarks import BENCHMARKS, benchmark_label, headline_metric, task_baseline
-from leaderboard.selectors_runs import SCORE_COLUMNS, samples_for_export, scores_for_export
+from leaderboard.runs.benchmarks import BENCHMARKS, benchmark_label, headline_metric, task_baseline
+from leaderboard.runs.selectors import SCORE_COLUMNS, scores_for_export
 
 CHUNK_ROWS = 500
 TABLE_FIELDS = (
@@ -155,14 +155,3 @@ def scores_json_chunks(viewer=None) -> Iterator[bytes]:
             yield "\n".join(lines).encode()
             lines = []
     yield ("\n".join(lines) + "]\n").encode()
-
-
-def samples_jsonl_chunks(run) -> Iterator[bytes]:
-    lines = []
-    for text in samples_for_export(run):
-        lines.append(text)
-        if len(lines) == CHUNK_ROWS:
-            yield ("\n".join(lines) + "\n").encode()
-            lines = []
-    if lines:
-        yield ("\n".join(lines) + "\n").encode()

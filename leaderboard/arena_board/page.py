@@ -15,7 +15,7 @@ from django.utils.safestring import mark_safe
 
 from arena import selectors as arena_selectors
 from arena.models import RatingSnapshot
-from leaderboard.arena_charts import snapshot_figures
+from leaderboard.arena_board.charts import snapshot_figures
 
 _RENDERED: OrderedDict[tuple, dict] = OrderedDict()
 _RENDERED_SIZE = 64

@@ -6,7 +6,7 @@ from django.contrib.auth import login
 from django.shortcuts import redirect, render
 from django.views.decorators.debug import sensitive_post_parameters
 
-from leaderboard.forms import SignUpForm
+from leaderboard.accounts.forms import SignUpForm
 
 
 @sensitive_post_parameters("password1", "password2")

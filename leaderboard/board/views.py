@@ -1,4 +1,4 @@
-"""The benchmark leaderboard: the table, protocol pages, the sample browser, paired comparison, downloads.
+"""The benchmark leaderboard: the table, paired comparison, downloads, and the plotly.js the pages load.
 
 Every view validates its query string with a Form (an unknown, repeated or bad parameter is a 400
 that says what is allowed), makes one selector call, and renders.
@@ -7,23 +7,25 @@ that says what is allowed), makes one selector call, and renders.
 from __future__ import annotations
 
 from django import forms
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.utils.http import urlencode
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 
 from common.streaming import streaming_download
-from leaderboard import exports, selectors_runs
-from leaderboard.board_page import board_page, board_params, board_query
-from leaderboard.models import Submission
-from leaderboard.selectors_board import (
+from leaderboard.board import exports
+from leaderboard.board.charts import PLOTLY_VERSION, plotly_bytes
+from leaderboard.board.page import board_page, board_params, board_query
+from leaderboard.board.selectors import (
     SIZE_BUCKETS,
     SORT_COLUMNS,
     board_benchmarks,
     board_models,
     board_table,
 )
-from leaderboard.views_arena import PLOTLY_VERSION
+from leaderboard.models import Submission
+from leaderboard.query_forms import query_bad, query_empty, query_validate
+from leaderboard.runs import selectors as selectors_runs
 
 SORT_PATTERN = r"^-?(" + "|".join(SORT_COLUMNS) + r"|score:[a-z0-9_]{1,100})$"
 
@@ -46,51 +48,18 @@ class BoardForm(forms.Form):
         return sort
 
 
-class SamplesForm(forms.Form):
-    only = forms.ChoiceField(required=False, choices=[("", "All"), ("wrong", "Wrong answers"),
-                                                       ("no_answer", "No answer extracted")])  # fmt: skip
-    page = forms.IntegerField(required=False, min_value=1, max_value=10**7)
-
-
-class ProtocolForm(forms.Form):
-    doc = forms.IntegerField(required=False, min_value=0, max_value=10**9, label="Document id")
-
-
 class CompareForm(forms.Form):
     a = forms.IntegerField(min_value=1, max_value=2**62)
     b = forms.IntegerField(min_value=1, max_value=2**62)
     task = forms.RegexField(regex=r"^[A-Za-z0-9_.\-]{1,200}$", max_length=200)
 
 
-class EmptyForm(forms.Form):
-    pass
-
-
-def _validate(request, form_class):
-    """(form, errors): unknown or repeated parameters and field errors as messages."""
-    form = form_class(request.GET)
-    errors = [f"unknown parameter {name!r} (allowed: {', '.join(form.fields) or 'none'})"
-              for name in sorted(set(request.GET) - set(form.fields))]  # fmt: skip
-    errors += [
-        f"parameter {name!r} given more than once"
-        for name in sorted(request.GET)
-        if len(request.GET.getlist(name)) > 1
-    ]
-    if not form.is_valid():
-        errors += [f"{field}: {' '.join(messages)}" for field, messages in form.errors.items()]
-    return form, errors
-
-
-def _bad(request, template: str, errors: list[str], **context):
-    return render(request, template, {"errors": errors, **context}, status=400)
-
-
 @require_GET
 def leaderboard_board(request):
     """``/leaderboard/``: models, arena ratings, benchmark scores with 95% intervals, the average."""
-    form, errors = _validate(request, BoardForm)
+    form, errors = query_validate(request, BoardForm)
     if errors:
-        return _bad(request, "leaderboard/index.html", errors, form=BoardForm())
+        return query_bad(request, "leaderboard/index.html", errors, form=BoardForm())
     data = form.cleaned_data
     page = board_page(viewer=request.user, data=data)
     context = {
@@ -107,45 +76,6 @@ def leaderboard_board(request):
     return render(request, "leaderboard/index.html", context)
 
 
-def _run_or_404(request, run_id: int):
-    run = selectors_runs.run_visible(request.user, run_id)
-    if run is None:
-        raise Http404("no such run")
-    return run
-
-
-@require_GET
-def run_protocol(request, run_id: int):
-    """``/leaderboard/runs/<id>/``: the protocol behind a score, with one document's exact prompt."""
-    run = _run_or_404(request, run_id)
-    form, errors = _validate(request, ProtocolForm)
-    if errors:
-        return _bad(request, "leaderboard/protocol.html", errors, run=run)
-    context = selectors_runs.run_protocol(run, doc_id=form.cleaned_data["doc"])
-    return render(request, "leaderboard/protocol.html", context)
-
-
-@require_GET
-def run_samples(request, run_id: int):
-    """``/leaderboard/runs/<id>/samples/``: per-document outputs, a page at a time, with filters."""
-    run = _run_or_404(request, run_id)
-    form, errors = _validate(request, SamplesForm)
-    metric = selectors_runs.run_headline_metric(run)
-    if not errors:
-        try:
-            found = selectors_runs.samples_page(
-                run, metric=metric, only=form.cleaned_data["only"] or "", page=form.cleaned_data["page"] or 1
-            )
-        except ValueError as exc:
-            errors = [str(exc)]
-    if errors:
-        return _bad(request, "leaderboard/samples.html", errors, run=run)
-    only = form.cleaned_data["only"] or ""
-    context = {"run": run, "metric": metric, "only": only, "form": form, **found,
-               "page_query": urlencode({"only": only}) if only else ""}  # fmt: skip
-    return render(request, "leaderboard/samples.html", context)
-
-
 @require_GET
 def compare(request):
     """``/leaderboard/compare/?a=&b=&task=``: paired difference over the documents both ran."""
@@ -154,7 +84,7 @@ def compare(request):
         return render(
             request, "leaderboard/compare.html", {"form": CompareForm(initial=request.GET.dict()), **pickers}
         )
-    form, errors = _validate(request, CompareForm)
+    form, errors = query_validate(request, CompareForm)
     result = None
     if not errors:
         try:
@@ -162,12 +92,12 @@ def compare(request):
         except ValueError as exc:
             errors = [str(exc)]
     if errors:
-        return _bad(request, "leaderboard/compare.html", errors, form=form, **pickers)
+        return query_bad(request, "leaderboard/compare.html", errors, form=form, **pickers)
     return render(request, "leaderboard/compare.html", {"form": form, "result": result, **pickers})
 
 
 def _export_table(request, kind: str):
-    form, errors = _validate(request, BoardForm)
+    form, errors = query_validate(request, BoardForm)
     if errors:
         return JsonResponse({"detail": errors}, status=400)
     data = form.cleaned_data
@@ -200,16 +130,11 @@ def scores_json(request):
     return _export_table(request, "json")
 
 
-def _no_params(request):
-    _form, errors = _validate(request, EmptyForm)
-    return JsonResponse({"detail": errors}, status=400) if errors else None
-
-
 @require_GET
 def all_scores_csv(request):
     """Every metric of every visible run, as CSV (streamed)."""
     viewer = request.user
-    return _no_params(request) or streaming_download(
+    return query_empty(request) or streaming_download(
         request, lambda: exports.scores_csv_chunks(viewer), "text/csv; charset=utf-8", "podium_all_scores.csv"
     )
 
@@ -218,18 +143,21 @@ def all_scores_csv(request):
 def all_scores_json(request):
     """Every metric of every visible run, as a JSON array (streamed)."""
     viewer = request.user
-    return _no_params(request) or streaming_download(
+    return query_empty(request) or streaming_download(
         request, lambda: exports.scores_json_chunks(viewer), "application/json", "podium_all_scores.json"
     )
 
 
 @require_GET
-def run_samples_jsonl(request, run_id: int):
-    """A run's per-document records as the engine's samples JSONL (``evalcore rescore`` reads it)."""
-    run = _run_or_404(request, run_id)
-    return _no_params(request) or streaming_download(
-        request,
-        lambda: exports.samples_jsonl_chunks(run),
-        "application/x-ndjson",
-        f"samples_{run.task}_{run.pk}.jsonl",
-    )
+def plotly_js(request, version: str):
+    """plotly.min.js from the installed package (the site runs offline: no CDN), cached for a year."""
+    if version != PLOTLY_VERSION:
+        raise Http404("unknown plotly.js version")
+    raw, packed = plotly_bytes()
+    use_gzip = "gzip" in request.headers.get("Accept-Encoding", "")
+    response = HttpResponse(packed if use_gzip else raw, content_type="text/javascript; charset=utf-8")
+    if use_gzip:
+        response["Content-Encoding"] = "gzip"
+    response["Cache-Control"] = "public, max-age=31536000, immutable"
+    patch_vary_headers(response, ["Accept-Encoding"])
+    return response

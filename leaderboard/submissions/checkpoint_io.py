@@ -9,7 +9,7 @@ import struct
 from collections.abc import Iterable
 from pathlib import Path
 
-from leaderboard.checkpoints import CHUNK, SAFETENSORS, CheckpointFile
+from leaderboard.submissions.checkpoints import CHUNK, SAFETENSORS, CheckpointFile
 
 
 def _weight_order(files: Iterable[CheckpointFile]) -> list[CheckpointFile]:
