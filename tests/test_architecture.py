@@ -112,3 +112,14 @@ def test_the_web_process_does_not_import_model_libraries(tmp_path):
                             text=True, timeout=120)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_workers_name_no_app_task():
+    """workers/ holds the Celery app and runtime: routes, beat entries and the like that name an app's
+    task belong to the app (the task's own queue) or to settings (the beat schedule)."""
+    named = [
+        f"{path.relative_to(REPO_ROOT)}: {match}"
+        for path in sorted((REPO_ROOT / "workers").rglob("*.py"))
+        for match in re.findall(r"\b(?:arena|leaderboard)\.tasks(?:\.\w+)?", path.read_text())
+    ]
+    assert not named, named
