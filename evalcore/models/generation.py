@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from evalcore.models.base import ChatParams, GenerationResult, cut_at_stop
+from evalcore.models.base import ChatParams, GenerationRequest, GenerationResult, cut_at_stop
 from evalcore.models.scoring import MIN_SHARED_PREFIX, _common_prefix, run_base
 
 MAX_GEN_ROWS_CPU = 16
@@ -228,8 +228,6 @@ def _held_back(text: str, stops) -> int:
 def stream_tokens(backend, ids: list[int], params: ChatParams) -> Iterator[str]:
     """Yield text deltas generated after the prompt ``ids`` (one row, KV cache)."""
     import torch
-
-    from evalcore.models.base import GenerationRequest
 
     if params.max_new_tokens < 1:
         raise ValueError("max_new_tokens must be at least 1")

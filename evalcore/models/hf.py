@@ -35,6 +35,8 @@ from evalcore.models.base import (
     RollingResult,
     validate_messages,
 )
+from evalcore.models.generation import generate_batch, stream_tokens
+from evalcore.models.scoring import rolling_windows, score_pairs
 
 DTYPES = ("float32", "float16", "bfloat16")
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
@@ -66,7 +68,7 @@ def local_checkpoint(path, *, dtype: str, dtypes: Sequence[str], trust_remote_co
         raise ValueError("trust_remote_code is never enabled: Podium runs no code shipped with a checkpoint")
     if dtype not in dtypes:
         raise ValueError(f"dtype {dtype!r} is not supported; choose one of {tuple(dtypes)}")
-    folder = Path(path).expanduser().resolve()
+    folder = Path(str(path)).expanduser().resolve()
     weight_files = find_weight_files(folder)
     if not (folder / "config.json").is_file():
         raise ValueError(f"model path {str(folder)!r} has no config.json")
@@ -206,8 +208,6 @@ class HFBackend(Backend):
     def loglikelihood_rolling(
         self, requests: Sequence[RollingRequest], *, progress=None
     ) -> list[RollingResult]:
-        from evalcore.models.scoring import rolling_windows
-
         pairs, owners = [], []
         for index, request in enumerate(requests):
             window = request.max_length or self.max_length
@@ -229,16 +229,12 @@ class HFBackend(Backend):
         return [RollingResult(t, c) for t, c in zip(totals, counts)]
 
     def _score_pairs(self, pairs, *, progress=None) -> list[tuple[float, bool, int]]:
-        from evalcore.models.scoring import score_pairs
-
         return score_pairs(self, pairs, progress=progress)
 
     # ----------------------------------------------------------------------------------------------
     def generate_until(
         self, requests: Sequence[GenerationRequest], *, progress=None
     ) -> list[GenerationResult]:
-        from evalcore.models.generation import generate_batch
-
         for request in requests:
             if request.max_gen_toks < 1:
                 raise ValueError("max_gen_toks must be at least 1")
@@ -252,8 +248,6 @@ class HFBackend(Backend):
         return generate_batch(self, rows, progress=progress)
 
     def stream_chat(self, messages: Sequence[dict], params: ChatParams | dict | None = None) -> Iterator[str]:
-        from evalcore.models.generation import stream_tokens
-
         params = ChatParams.from_mapping(params)
         messages = validate_messages(messages)
         if params.system_prompt and messages[0]["role"] != "system":

@@ -7,6 +7,7 @@ last ``len(continuation)`` positions, as in the harness.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -65,8 +66,6 @@ _CACHE_ARGUMENT: dict[type, str] = {}
 
 def _cache_argument(cls) -> str:
     if cls not in _CACHE_ARGUMENT:
-        import inspect
-
         parameters = inspect.signature(cls.forward).parameters
         _CACHE_ARGUMENT[cls] = "cache" if "cache" in parameters else "past_key_values"
     return _CACHE_ARGUMENT[cls]
