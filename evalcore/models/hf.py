@@ -35,6 +35,7 @@ from evalcore.models.base import (
     RollingResult,
     validate_messages,
 )
+from evalcore.models.echo import prompt_token_logprobs
 from evalcore.models.generation import generate_batch, stream_tokens
 from evalcore.models.scoring import rolling_windows, score_pairs
 
@@ -184,6 +185,16 @@ class HFBackend(Backend):
 
     def tok_decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    @property
+    def vocab_size(self) -> int:
+        """Token ids run from 0 to ``vocab_size - 1`` (added tokens included)."""
+        return len(self.tokenizer)
+
+    def prompt_token_logprobs(self, prompt: str | Sequence[int], *, top_n: int, continuation_ids=()) -> dict:
+        """Per-token log-probabilities of a text or token-id prompt and the tokens generated after it
+        (see :mod:`evalcore.models.echo`)."""
+        return prompt_token_logprobs(self, prompt, top_n=top_n, continuation_ids=continuation_ids)
 
     def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
         """Token ids of (context, continuation), split the way the harness splits them."""

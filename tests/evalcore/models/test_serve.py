@@ -213,7 +213,24 @@ def test_hostile_chat_requests_get_openai_errors(served, body, status, param):
     ("body", "param"),
     [
         ({"model": MODEL_NAME}, "prompt"),
-        ({"model": MODEL_NAME, "prompt": [1, 2, 3]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": []}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": [1, "two"]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": ["a", ["b"]]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": [[1, [2]]]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": [[]]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": [True, 5]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": [1.5]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": [-1]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": [[5, 10**9]]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": {"text": "hi"}}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": 42}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": ["hi"] * 257}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": "hi", "max_tokens": -1}, "max_tokens"),
+        ({"model": MODEL_NAME, "prompt": "hi", "echo": True, "max_tokens": -3}, "max_tokens"),
+        ({"model": MODEL_NAME, "prompt": "hi", "logprobs": -1}, "logprobs"),
+        ({"model": MODEL_NAME, "prompt": "hi", "logprobs": True}, "logprobs"),
+        ({"model": MODEL_NAME, "prompt": "", "echo": True, "max_tokens": 0, "logprobs": 1}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": "hi", "stop": {"a": 1}}, "stop"),
         ({"model": MODEL_NAME, "prompt": "hi", "logprobs": 99}, "logprobs"),
         ({"model": MODEL_NAME, "prompt": "hi", "echo": "yes"}, "echo"),
         ({"model": MODEL_NAME, "prompt": "hi", "max_tokens": 0}, "max_tokens"),
@@ -251,7 +268,7 @@ def test_refuses_a_non_loopback_host_without_allow_remote(tmp_path, capsys, host
 
 
 def test_a_busy_model_answers_503_instead_of_queueing_forever():
-    from evalcore.cli.serve import MAX_WAITING, ModelService, RequestError
+    from evalcore.cli.serve import MAX_WAITING, ModelService, RequestError  # the package's public names
 
     service = ModelService(None, name="m", max_tokens_limit=8, queue_timeout=0.05)
     service.acquire()  # a long answer holds the model
