@@ -100,6 +100,13 @@ def test_chat_answers_carry_usage_plain_and_streamed(served, tokenizer):
     assert json.loads(last)["usage"]["completion_tokens"] >= 2
 
 
+def test_a_token_id_prompt_longer_than_the_window_is_a_clear_400(served):
+    body = {"model": MODEL_NAME, "prompt": [[5] * 9000], "echo": True, "max_tokens": 0, "logprobs": 0}
+    status, answer = request(served, "POST", "/v1/completions", body)
+    assert status == 400 and "longer than the model's 8192-token window" in answer["error"]["message"]
+    assert request(served, "GET", "/v1/models")[0] == 200  # still serving
+
+
 def mmlu_requests(shared_data, n_docs: int = 3) -> list[tuple[str, str]]:
     """(context, continuation) pairs of the first MMLU astronomy test questions, letter style."""
     path = shared_data / "benchmarks" / "mmlu" / "test" / "astronomy_test.csv"
