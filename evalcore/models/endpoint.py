@@ -1,12 +1,12 @@
-"""An HTTP client for OpenAI-compatible endpoints: one pooled httpx connection pool, bounded retries
+"""An HTTP client for OpenAI-compatible endpoints: one httpx connection pool, bounded retries
 with exponential backoff, JSON answers and server-sent events.
 
 - One :class:`httpx.Client` per backend: connections are kept alive and reused between requests
   (and shared by the threads of a ``concurrency > 1`` run; httpx's client is thread-safe).
 - Retried: connection errors (refused, reset, broken before an answer) and HTTP 429 / 5xx, at most
-  ``max_retries`` times, waiting ``backoff * 2**attempt`` seconds (or the server's ``Retry-After`` in
-  seconds, up to 60 s, when that is longer). The final error names the method, the URL, the number of
-  attempts and the last cause.
+  ``max_retries`` times (at most 10), waiting ``backoff * 2**attempt`` seconds (or the server's
+  ``Retry-After`` in seconds when that is longer), never more than 60 s. The final error names the
+  method, the URL, the number of attempts and the last cause.
 - Not retried: other 4xx (the request itself is wrong), 3xx (redirects are never followed: one could
   carry the key to another host), and timeouts (the server may still be working on the request).
 - Server-sent events follow the WHATWG rules that matter here: ``data:`` lines are joined with
@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterator
 
 import httpx
 
-MAX_RETRY_AFTER_S = 60.0
+MAX_RETRY_AFTER_S = 60.0  # the longest wait between two attempts
+MAX_RETRIES = 10
 MAX_ERROR_BODY = 65536
 # A continuation token counts as greedy when its log-probability is the top one (up to rounding).
 GREEDY_TOLERANCE = 1e-6
@@ -45,8 +46,9 @@ class EndpointTimeout(EndpointError, TimeoutError):
 
 def retry_delay(attempt: int, *, backoff: float, retry_after: str | None = None) -> float:
     """Seconds to wait before retry number ``attempt + 1``: ``backoff * 2**attempt``, or the server's
-    ``Retry-After`` (seconds, capped at 60) when that is longer; an HTTP-date Retry-After is ignored."""
-    delay = backoff * (2**attempt)
+    ``Retry-After`` in seconds when that is longer, never more than 60 s; an HTTP-date Retry-After is
+    ignored."""
+    delay = min(backoff * (2**attempt), MAX_RETRY_AFTER_S)
     if retry_after:
         try:
             asked = float(retry_after)

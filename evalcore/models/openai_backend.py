@@ -45,6 +45,7 @@ from evalcore.models.base import (
     validate_messages,
 )
 from evalcore.models.endpoint import (
+    MAX_RETRIES,
     EndpointClient,
     EndpointError,
     EndpointTimeout,
@@ -160,8 +161,10 @@ class OpenAIBackend(Backend):
         self.max_retries = _as_number(max_retries, "max_retries", int)
         self.backoff = _as_number(backoff, "backoff", float)
         self.concurrency = _as_number(concurrency, "concurrency", int)
-        if not self.timeout > 0 or self.max_retries < 0 or self.backoff < 0 or self.concurrency < 1:
-            raise ValueError("timeout must be > 0, max_retries >= 0, backoff >= 0 and concurrency >= 1")
+        if not self.timeout > 0 or not 0 <= self.max_retries <= MAX_RETRIES or self.backoff < 0 or self.concurrency < 1:
+            raise ValueError(
+                f"timeout must be > 0, max_retries from 0 to {MAX_RETRIES}, backoff >= 0 and concurrency >= 1"
+            )
         if isinstance(verify, str) and verify.strip().lower() in ("1", "0", "true", "false", "yes", "no"):
             verify = _as_bool(verify, "verify")
         if isinstance(verify, str) and not os.path.isfile(verify):

@@ -199,6 +199,7 @@ def test_retry_delays_double_and_honour_retry_after_within_bounds():
     assert retry_delay(0, backoff=0.5, retry_after="86400") == 60.0  # capped
     assert retry_delay(1, backoff=0.5, retry_after="Wed, 21 Oct 2015 07:28:00 GMT") == 1.0
     assert retry_delay(0, backoff=0.5, retry_after="nan") == 0.5
+    assert retry_delay(10, backoff=0.5) == 60.0  # every wait is bounded
 
 
 def test_one_backend_reuses_its_connection(scripted):
@@ -343,6 +344,7 @@ def test_a_server_without_prompt_logprobs_gives_a_clear_error(scripted):
         ({"base_url": "http://user:pw@host/v1"}, "credentials"),
         ({"base_url": "http://h/v1", "timeout": "soon"}, "numbers"),
         ({"base_url": "http://h/v1", "max_retries": "-1"}, "max_retries"),
+        ({"base_url": "http://h/v1", "max_retries": 1000}, "max_retries from 0 to 10"),
         ({"base_url": "http://h/v1", "temperature": "0"}, "unknown"),
         ({"base_url": "http://h/v1", "api_key_env": "not a name"}, "environment variable name"),
     ],
