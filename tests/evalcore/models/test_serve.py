@@ -161,20 +161,51 @@ def test_concurrent_requests_are_served_one_after_the_other(served):
     assert [status for status, _ in results] == [200, 200, 200]
 
 
-def test_a_client_leaving_mid_stream_frees_the_model(served):
-    body = json.dumps({**CHAT, "max_tokens": 200, "temperature": 0.9, "seed": 1, "stream": True}).encode()
-    head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
-    with socket.create_connection(served, timeout=60) as sock:
-        sock.sendall(head.encode() + body)
-        received = b""
-        while b"data: " not in received:  # wait until the stream has started, then hang up
-            chunk = sock.recv(4096)
-            assert chunk, received
-            received += chunk
-    started = time.monotonic()
-    status, answer = request(served, "POST", "/v1/chat/completions", {**CHAT, "max_tokens": 2}, timeout=60)
-    assert status == 200, answer
-    assert time.monotonic() - started < 50  # not held until a 200-token answer ends or the queue times out
+class CountedChat:
+    """The real backend, counting the deltas its chat streams yield and noting when a stream closes."""
+
+    def __init__(self, backend) -> None:
+        self.backend, self.deltas, self.closed = backend, 0, threading.Event()
+
+    def __getattr__(self, name):
+        return getattr(self.backend, name)
+
+    def stream_chat(self, messages, params):
+        try:
+            for delta in self.backend.stream_chat(messages, params):
+                self.deltas += 1
+                yield delta
+        finally:
+            self.closed.set()
+
+
+def test_a_client_leaving_mid_stream_stops_the_answer_and_frees_the_model(smollm2):
+    from evalcore.cli.serve import ModelService, make_server
+
+    messages = [{"role": "user", "content": "Count from 1 to 500, separated by commas."}]
+    whole = sum(1 for _ in smollm2.stream_chat(messages, {"max_new_tokens": 256, "temperature": 0}))
+    assert whole >= 100  # greedy: the uninterrupted answer is long
+    counted = CountedChat(smollm2)
+    service = ModelService(counted, name="m", max_tokens_limit=256, queue_timeout=60)
+    server = make_server(service, host="127.0.0.1", port=0, max_body_bytes=65536)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        body = json.dumps({"model": "m", "messages": messages, "max_tokens": 256, "temperature": 0, "stream": True})
+        head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
+        with socket.create_connection(server.server_address, timeout=60) as sock:
+            sock.sendall(head.encode() + body.encode())
+            received = b""
+            while received.count(b"data: ") < 3:  # the stream has started: hang up
+                chunk = sock.recv(4096)
+                assert chunk, received
+                received += chunk
+        assert counted.closed.wait(60)  # the answer's generator was closed ...
+        assert counted.deltas < whole // 2  # ... long before the answer's end
+        assert service.lock.acquire(timeout=60)  # and the model is free
+        service.lock.release()
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @pytest.mark.parametrize(
