@@ -144,9 +144,10 @@ def test_websocket_through_the_embedded_layer(tmp_path, start_asgi_server):
 
     async def scenario():
         async with websockets.connect(f"ws://127.0.0.1:{port}/ws/ping/", origin=f"http://127.0.0.1:{port}") as ws:
+            channel = json.loads(await asyncio.wait_for(ws.recv(), 10))["channel"]
             await ws.send(json.dumps({"ping": 1}))
             assert json.loads(await asyncio.wait_for(ws.recv(), 10)) == {"pong": 1}
-            await layer.group_send("ping", {"type": "ping.pong", "value": "from the test process"})
+            await layer.send(channel, {"type": "ping.pong", "value": "from the test process"})
             assert json.loads(await asyncio.wait_for(ws.recv(), 10)) == {"pong": "from the test process"}
 
     run(scenario())
