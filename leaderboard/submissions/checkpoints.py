@@ -8,7 +8,6 @@ claims. :func:`inspect_checkpoint` returns every problem it finds as a sentence 
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -16,9 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from evalcore import boundedjson
+
 CHUNK = 1 << 22
 MAX_HEADER_BYTES = 100_000_000  # the safetensors library's own limit
 MAX_JSON_BYTES = 20_000_000  # config, tokenizer and index files are small; tokenizer.json can reach ~10 MB
+MAX_JSON_DEPTH = 64  # real configs and tokenizers nest a handful of levels; deeper is hostile
+MAX_TENSOR_DIMS = 16  # real tensors have at most 5 or 6; a 40,000-dimension shape took seconds to multiply
 CONFIG = "config.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 INDEX = "model.safetensors.index.json"
@@ -141,9 +144,10 @@ def read_safetensors_header(stream: BinaryIO, size: int, *, name: str = "file") 
     if len(raw) != length:
         raise CheckpointError(f"{name} is not a safetensors file: it ends inside its header.")
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
         raise CheckpointError(f"{name} is not a safetensors file: its header is not UTF-8 JSON.") from None
+    header = _loads(text, name=f"{name}'s safetensors header")
     if not isinstance(header, dict):
         raise CheckpointError(f"{name} is not a safetensors file: its header is not a JSON object.")
     metadata = header.pop("__metadata__", {}) or {}
@@ -175,6 +179,8 @@ def _tensor_entry(name: str, tensor: str, info: object, data_size: int):
         raise CheckpointError(f"{where} has an unknown dtype {str(dtype)[:20]!r}.")
     if not isinstance(shape, list) or not all(type(d) is int and 0 <= d < 2**53 for d in shape):
         raise CheckpointError(f"{where} has a shape that is not a list of non-negative integers.")
+    if len(shape) > MAX_TENSOR_DIMS:
+        raise CheckpointError(f"{where} has {len(shape)} dimensions; at most {MAX_TENSOR_DIMS} are accepted.")
     if (
         not isinstance(offsets, list)
         or len(offsets) != 2
@@ -182,17 +188,23 @@ def _tensor_entry(name: str, tensor: str, info: object, data_size: int):
         or not 0 <= offsets[0] <= offsets[1]
     ):
         raise CheckpointError(f"{where} has data_offsets that are not [begin, end] with 0 <= begin <= end.")
-    nbytes = math.prod(shape) * DTYPE_BYTES[dtype]
+    nbytes = math.prod(shape) * DTYPE_BYTES[dtype]  # at most 16 factors below 2**53: a small integer
     if offsets[1] > data_size or nbytes > data_size:
-        raise CheckpointError(
-            f"{where} claims {nbytes} bytes of data, more than the file holds ({data_size} bytes)."
-        )
+        claimed = f"{nbytes} bytes" if nbytes < 10**30 else "more than 10^30 bytes"
+        raise CheckpointError(f"{where} claims {claimed} of data, more than the file holds ({data_size} bytes).")
     if offsets[1] - offsets[0] != nbytes:
         raise CheckpointError(f"{where}: its byte range does not match its shape and dtype.")
     return dtype, tuple(shape), (offsets[0], offsets[1])
 
 
 # -- JSON files -----------------------------------------------------------------------------------
+
+
+def _loads(text: str, *, name: str) -> object:
+    try:
+        return boundedjson.loads(text, name=name, max_depth=MAX_JSON_DEPTH)
+    except ValueError as exc:
+        raise CheckpointError(str(exc)) from None
 
 
 def read_json_object(stream: BinaryIO, size: int, *, name: str) -> dict:
@@ -204,10 +216,7 @@ def read_json_object(stream: BinaryIO, size: int, *, name: str) -> dict:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise CheckpointError(f"{name} is not UTF-8 text.") from None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CheckpointError(f"{name} is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
+    value = _loads(text, name=name)
     if not isinstance(value, dict):
         raise CheckpointError(f"{name} must hold a JSON object.")
     return value

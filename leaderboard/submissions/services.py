@@ -66,11 +66,13 @@ def variant_review_reason(owner, base_model: str, *, exclude_id: int | None = No
 
 
 def _duplicate_message(existing: Submission, owner) -> str:
-    if existing.private and existing.owner_id != owner.pk:
-        return "These weights were already submitted (as a private variant of another account)."
+    """The owner's own entry is named and linked; anyone else's is not described at all, so the
+    refusal never tells whether another account holds the weights, or whether privately."""
+    if existing.owner_id != owner.pk:
+        return "These weights were already submitted to Podium; each set of weights is evaluated once."
     url = reverse("leaderboard:submission", args=[existing.pk])
     return format_html(
-        'These weights were already submitted as {} ({}): <a href="{}">see its results</a>.',
+        'You already submitted these weights as {} ({}): <a href="{}">see it</a>.',
         existing.model_name, existing.get_status_display(), url,
     )  # fmt: skip
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import TooManyFilesSent, ValidationError
 from django.http import Http404, JsonResponse
@@ -15,6 +17,8 @@ from leaderboard.review import selectors as selectors_review
 from leaderboard.submissions import selectors, services
 from leaderboard.submissions.forms import SubmissionForm
 from leaderboard.submissions.uploads import SizeLimitHandler
+
+log = logging.getLogger(__name__)
 
 
 def _render_form(request, form, status=200, upload_error=""):
@@ -33,6 +37,23 @@ def submit(request):
     except TooManyFilesSent:
         message = "Too many files in one upload."
         return _render_form(request, SubmissionForm(), status=400, upload_error=message)
+    except OSError as exc:  # the temporary folder filled up while the upload arrived
+        log.warning("an upload by %s could not be received: %s", request.user.pk, exc)
+        _discard_partial_uploads(request)
+        message = "The server ran out of space while receiving the upload; nothing was stored. Try again later."
+        return _render_form(request, SubmissionForm(), status=507, upload_error=message)
+
+
+def _discard_partial_uploads(request) -> None:
+    """Close (and so delete) the temporary file a handler was writing when the disk filled; the
+    files already complete are closed by Django when the request ends."""
+    for handler in request.upload_handlers:
+        partial = getattr(handler, "file", None)
+        if partial is not None:
+            try:
+                partial.close()
+            except OSError:  # flushing its buffer fails on the full disk; the file is removed anyway
+                pass
 
 
 @csrf_protect

@@ -108,6 +108,17 @@ def huge_header() -> bytes:
     return struct.pack("<Q", len(raw)) + raw + b"\0" * 64
 
 
+def many_dimensions_header() -> bytes:
+    """0.7 MB: a 40,000-dimension shape whose size has ~630,000 digits (took 5.5 s, then a 500)."""
+    raw = json.dumps({"w": {"dtype": "F32", "shape": [2**52 - 1] * 40_000, "data_offsets": [0, 64]}}).encode()
+    return struct.pack("<Q", len(raw)) + raw + b"\0" * 64
+
+
+def deep_header(depth: int) -> bytes:
+    raw = ('{"__metadata__": ' + "[" * depth + "]" * depth + "}").encode()
+    return struct.pack("<Q", len(raw)) + raw
+
+
 def config_with(tiny_dir, **changes) -> bytes:
     config = json.loads((tiny_dir / "config.json").read_text())
     config.update(changes)
@@ -124,6 +135,11 @@ def config_with(tiny_dir, **changes) -> bytes:
         ("latin-1 config", "config.json is not UTF-8"),
         ("unsupported", "not supported"),
         ("no tokenizer", "No tokenizer"),
+        ("40,000 dimensions", "has 40000 dimensions; at most 16"),
+        ("header nested 100,000 deep", "nests deeper than 64 levels"),
+        ("header nested 100 deep", "nests deeper than 64 levels"),
+        ("config nested 100,000 deep", "config.json nests deeper than 64 levels"),
+        ("tokenizer config nested 70 deep", "tokenizer_config.json nests deeper than 64 levels"),
     ],
 )
 def test_hostile_uploads_are_refused_with_a_message(client, owner, tiny_dir, submissions_dir, case, message):
@@ -135,6 +151,11 @@ def test_hostile_uploads_are_refused_with_a_message(client, owner, tiny_dir, sub
         "latin-1 config": {"config__json": '{"architectures": ["LlamaForCausalLM"], "x": "é"}'.encode("latin-1")},
         "unsupported": {"config__json": config_with(tiny_dir, architectures=["EvilForCausalLM"])},
         "no tokenizer": {"tokenizer__json": None},
+        "40,000 dimensions": {"model__safetensors": many_dimensions_header()},
+        "header nested 100,000 deep": {"model__safetensors": deep_header(100_000)},
+        "header nested 100 deep": {"model__safetensors": deep_header(100)},
+        "config nested 100,000 deep": {"config__json": b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"},
+        "tokenizer config nested 70 deep": {"tokenizer_config__json": b'{"a": ' + b"[" * 70 + b"]" * 70 + b"}"},
     }[case]
     response = client.post(SUBMIT, form_data(uploads(tiny_dir, **replace)))
     assert response.status_code == 400
@@ -195,19 +216,25 @@ def test_rate_limit_per_week(client, owner, make_checkpoint, submissions_dir, se
     assert Submission.objects.count() == 3
 
 
-def test_duplicate_weights_are_refused_with_a_link(client, owner, tiny_dir, submissions_dir):
+def test_duplicate_weights_are_refused_without_telling_whose(client, owner, tiny_dir, submissions_dir):
     other = get_user_model().objects.create_user("other@example.org", "other@example.org", PASSWORD)
     sha = hash_files(sorted(tiny_dir.glob("*.safetensors")))
     first = make_submission(other, name="other/original", sha=sha, status="FINISHED")
-    response = client.post(SUBMIT, form_data(uploads(tiny_dir)))
-    page = response.content.decode()
-    assert response.status_code == 400
-    assert "already submitted as other/original" in page
-    assert f'href="/leaderboard/submissions/{first.pk}/"' in page
+    pages = {}
+    for private in (False, True):  # another account's public entry and its private one read the same
+        Submission.objects.filter(pk=first.pk).update(private=private)
+        response = client.post(SUBMIT, form_data(uploads(tiny_dir)))
+        assert response.status_code == 400
+        pages[private] = response.content.decode()
+        assert "already submitted to Podium" in pages[private]
+        assert "other/original" not in pages[private] and "private" not in pages[private].split("<form")[0]
+        assert f"/leaderboard/submissions/{first.pk}/" not in pages[private]
     assert not list((submissions_dir / ".incoming").iterdir())  # the copy was removed
-    Submission.objects.filter(pk=first.pk).update(private=True)
+    # The owner's own earlier entry is named and linked.
+    Submission.objects.filter(pk=first.pk).update(owner=owner)
     page = client.post(SUBMIT, form_data(uploads(tiny_dir))).content.decode()
-    assert "private variant of another account" in page and "other/original" not in page
+    assert "You already submitted these weights as other/original" in page
+    assert f'href="/leaderboard/submissions/{first.pk}/"' in page
     Submission.objects.filter(pk=first.pk).update(status="FAILED", failure_reason="boom")
     assert client.post(SUBMIT, form_data(uploads(tiny_dir))).status_code == 302  # a failed one may be retried
 
@@ -228,7 +255,7 @@ def test_the_same_weights_resharded_are_a_duplicate(client, owner, make_checkpoi
     assert len(first.tensors_sha256) == 64
     response = client.post(SUBMIT, form_data(uploads(sharded), model_name="acme/seven-sharded"))
     assert response.status_code == 400
-    assert "already submitted as acme/seven" in response.content.decode()
+    assert "You already submitted these weights as acme/seven" in response.content.decode()
     assert Submission.objects.count() == 1
     assert not list((submissions_dir / ".incoming").iterdir())  # the copy was removed
 
