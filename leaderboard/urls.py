@@ -1,5 +1,5 @@
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import path, register_converter
 
 from leaderboard.accounts import views as accounts_views
 from leaderboard.accounts.forms import EmailLoginForm
@@ -8,6 +8,21 @@ from leaderboard.board import views as board_views
 from leaderboard.review import views as review_views
 from leaderboard.runs import views as runs_views
 from leaderboard.submissions import views as submissions_views
+
+
+class PublicIdConverter:
+    """A submission's opaque public id (``Submission.public_id``): 22 URL-safe characters."""
+
+    regex = "[A-Za-z0-9_-]{22}"
+
+    def to_python(self, value: str) -> str:
+        return value
+
+    def to_url(self, value: str) -> str:
+        return value
+
+
+register_converter(PublicIdConverter, "pubid")
 
 app_name = "leaderboard"
 urlpatterns = [
@@ -27,9 +42,9 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("submit/", submissions_views.submit, name="submit"),
     path("submissions/", submissions_views.submissions, name="submissions"),
-    path("submissions/<int:submission_id>/", submissions_views.submission_detail, name="submission"),
-    path("submissions/<int:submission_id>/publish/", submissions_views.submission_publish, name="submission-publish"),
-    path("submissions/<int:submission_id>/status.json", submissions_views.submission_status, name="submission-status"),
+    path("submissions/<pubid:public_id>/", submissions_views.submission_detail, name="submission"),
+    path("submissions/<pubid:public_id>/publish/", submissions_views.submission_publish, name="submission-publish"),
+    path("submissions/<pubid:public_id>/status.json", submissions_views.submission_status, name="submission-status"),
     path("review/", review_views.review_queue, name="review"),
     path("review/<int:submission_id>/", review_views.review_submission, name="review-submission"),
     path("review/rescore/", review_views.rescore, name="review-rescore"),

@@ -214,6 +214,7 @@ def _build() -> dict:
         .order_by("-created_at", "-id")
         .values(
             "id",
+            "public_id",
             "model_name",
             "owner_id",
             "model_type",
@@ -234,7 +235,7 @@ def _build() -> dict:
         cells = {key: _cell(parts) for key, parts in scores.get(sub["id"], {}).items()}
         arena = arena_rows.get(sub["language_model__name"])
         entries.append({
-            "id": sub["id"], "model": sub["model_name"], "owner_id": sub["owner_id"],
+            "id": sub["id"], "public_id": sub["public_id"], "model": sub["model_name"], "owner_id": sub["owner_id"],
             "type": sub["model_type"], "type_label": type_labels.get(sub["model_type"], sub["model_type"]),
             "base_model": sub["base_model"], "parameters": sub["parameter_count"],
             "parameters_label": parameters_label(sub["parameter_count"]), "precision": sub["precision"],

@@ -6,20 +6,23 @@ from django.db.models import Prefetch, QuerySet
 
 from leaderboard.models import EvaluationRun, Score, Submission
 
+# Review states whose entries the public may open (flagged ones wait for an admin; rejected are gone).
+PUBLIC_REVIEW_STATES = (Submission.Review.NONE, Submission.Review.APPROVED, Submission.Review.HIDDEN)
+
 
 def submissions_for_owner(owner) -> QuerySet[Submission]:
     return Submission.objects.filter(owner=owner).order_by("-created_at", "-id")
 
 
-def submission_for_owner(owner, submission_id: int) -> Submission | None:
+def submission_for_owner(owner, public_id: str) -> Submission | None:
     """The owner's submission, or None (also for anyone else's: no one learns it exists)."""
-    return Submission.objects.filter(owner=owner, pk=submission_id).first()
+    return Submission.objects.filter(owner=owner, public_id=public_id).first()
 
 
 def submission_status(submission: Submission) -> dict:
     """What the "my submissions" page polls."""
     return {
-        "id": submission.pk,
+        "id": submission.public_id,
         "status": submission.status,
         "active": submission.is_active,
         "progress": submission.progress,
@@ -30,17 +33,18 @@ def submission_status(submission: Submission) -> dict:
     }
 
 
-def submission_visible(viewer, submission_id: int) -> Submission | None:
-    """A submission the viewer may see: public and not rejected, or theirs, or any for staff.
+def submission_visible(viewer, public_id: str) -> Submission | None:
+    """A submission the viewer may see: theirs, any for staff, else only a published one that is not
+    waiting for review or refused (None otherwise: nobody learns it exists).
 
     Hidden entries stay readable (the board lists them behind ``show=hidden``, their runs are public).
     """
-    submission = Submission.objects.select_related("owner").filter(pk=submission_id).first()
+    submission = Submission.objects.select_related("owner").filter(public_id=public_id).first()
     if submission is None:
         return None
     if getattr(viewer, "is_staff", False) or (viewer.is_authenticated and submission.owner_id == viewer.pk):
         return submission
-    if submission.private or submission.review_state == Submission.Review.REJECTED:
+    if submission.private or submission.review_state not in PUBLIC_REVIEW_STATES:
         return None
     return submission
 

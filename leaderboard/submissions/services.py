@@ -70,7 +70,7 @@ def _duplicate_message(existing: Submission, owner) -> str:
     refusal never tells whether another account holds the weights, or whether privately."""
     if existing.owner_id != owner.pk:
         return "These weights were already submitted to Podium; each set of weights is evaluated once."
-    url = reverse("leaderboard:submission", args=[existing.pk])
+    url = reverse("leaderboard:submission", args=[existing.public_id])
     return format_html(
         'You already submitted these weights as {} ({}): <a href="{}">see it</a>.',
         existing.model_name, existing.get_status_display(), url,

@@ -90,8 +90,8 @@ def submissions(request):
 @never_cache
 @login_required
 @require_GET
-def submission_status(request, submission_id: int):
-    submission = selectors.submission_for_owner(request.user, submission_id)
+def submission_status(request, public_id: str):
+    submission = selectors.submission_for_owner(request.user, public_id)
     if submission is None:
         raise Http404("no such submission")
     return JsonResponse(selectors.submission_status(submission))
@@ -99,19 +99,22 @@ def submission_status(request, submission_id: int):
 
 @login_required
 @require_POST
-def submission_publish(request, submission_id: int):
+def submission_publish(request, public_id: str):
     """Publish one of the owner's private variants (CSRF-protected POST; others get 404)."""
+    submission = selectors.submission_for_owner(request.user, public_id)
+    if submission is None:
+        raise Http404("no such submission")
     try:
-        services.submission_publish(submission_id=submission_id, owner=request.user)
+        services.submission_publish(submission_id=submission.pk, owner=request.user)
     except Submission.DoesNotExist:
         raise Http404("no such submission") from None
     return redirect("leaderboard:submissions")
 
 
 @require_GET
-def submission_detail(request, submission_id: int):
+def submission_detail(request, public_id: str):
     """A submission's results: scores with their 95% intervals, per task."""
-    submission = selectors.submission_visible(request.user, submission_id)
+    submission = selectors.submission_visible(request.user, public_id)
     if submission is None:
         raise Http404("no such submission")
     context = {"submission": submission, "results": selectors.submission_results(submission),

@@ -54,7 +54,7 @@ def test_admin_approves_a_flagged_variant(site, flagged_variant, browser):
     base, best = site, flagged_variant
     page = browser.new_page()
     page.goto(f"{base}/leaderboard/")
-    assert f'data-submission="{best.pk}"' not in page.content()  # waiting for review: not on the board
+    assert f'data-submission="{best.public_id}"' not in page.content()  # waiting for review: not on the board
 
     page.goto(f"{base}/leaderboard/review/")
     page.wait_for_url(re.compile(r".*/leaderboard/accounts/login/\?next=/leaderboard/review/$"))
@@ -77,12 +77,12 @@ def test_admin_approves_a_flagged_variant(site, flagged_variant, browser):
     assert Submission.objects.get(pk=best.pk).review_state == "approved"
 
     page.goto(f"{base}/leaderboard/")
-    row = page.locator(f'tr[data-submission="{best.pk}"]')
+    row = page.locator(f'tr[data-submission="{best.public_id}"]')
     assert "acme/tune-best" in row.inner_text()
     assert re.search(r"best of 5 variants \(\+\d+\.\d expected\)", row.locator(".tag-bestof").inner_text())
 
     row.locator("a", has_text="acme/tune-best").first.click()
-    page.wait_for_url(f"{base}/leaderboard/submissions/{best.pk}/")
+    page.wait_for_url(f"{base}/leaderboard/submissions/{best.public_id}/")
     log = page.locator("table.review-log").inner_text()
     assert "Approve" in log and "Owner disclosed the four private variants" in log
     assert "Approved" in page.inner_text(".review-state")

@@ -86,7 +86,7 @@ def test_upload_runs_the_suite_and_a_retry_overwrites(client, owner, tiny_dir, s
     assert set(scores) == {"acc", "acc_norm"}
     for score in scores.values():
         assert score.n == 4 and score.ci_low <= score.value <= score.ci_high and score.stderr is not None
-    page = client.get(f"/leaderboard/submissions/{submission.pk}/").content.decode()
+    page = client.get(f"/leaderboard/submissions/{submission.public_id}/").content.decode()
     assert "mmlu_cloze_anatomy" in page and "95% interval" in page
 
     # A worker died after one task: the redelivered task resumes, overwriting, never duplicating.
@@ -151,7 +151,7 @@ def test_changed_weights_fail_with_reason_and_log_tail(client, owner, tiny_dir, 
     assert "loading acme/tiny" in submission.log_tail and "Traceback" in submission.log_tail
     assert f"from <submissions>/{submission.pk}" in submission.log_tail  # server folders are not spelled out
     assert str(submissions_dir) not in submission.log_tail and str(settings.BASE_DIR) not in submission.log_tail
-    status = client.get(f"/leaderboard/submissions/{submission.pk}/status.json").json()
+    status = client.get(f"/leaderboard/submissions/{submission.public_id}/status.json").json()
     assert status["status"] == "FAILED" and "loading acme/tiny" in status["log_tail"]
     requeued = submission_requeue(submission)
     assert requeued.status == "PENDING" and requeued.failure_reason == ""

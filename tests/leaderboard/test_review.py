@@ -48,8 +48,11 @@ def staff(client):
 
 
 def board_ids(client, query: str = "") -> list[int]:
+    """Primary keys of the board's rows (the page names each by its opaque public id)."""
     html = client.get(f"/leaderboard/{query}").content.decode()
-    return [int(x) for x in re.findall(r'<tr data-submission="(\d+)"', html)]
+    public_ids = re.findall(r'<tr data-submission="([A-Za-z0-9_-]{22})"', html)
+    by_public_id = dict(Submission.objects.filter(public_id__in=public_ids).values_list("public_id", "pk"))
+    return [by_public_id[x] for x in public_ids]
 
 
 def test_only_staff_see_the_queue(client, flagged):
@@ -120,12 +123,12 @@ def test_approve_hide_reject_and_the_board(staff, flagged):
     staff.post(f"/leaderboard/review/{other.pk}/", {"action": "hide", "comment": "overlap confirmed"})
     assert Submission.objects.get(pk=other.pk).review_state == "hidden"
     assert other.pk not in board_ids(Client()) and other.pk in board_ids(Client(), "?show=hidden")
-    hidden_page = Client().get(f"/leaderboard/submissions/{other.pk}/")  # linked from the show=hidden board
+    hidden_page = Client().get(f"/leaderboard/submissions/{other.public_id}/")  # linked from the show=hidden board
     assert hidden_page.status_code == 200 and "overlap confirmed" in hidden_page.content.decode()
 
     staff.post(f"/leaderboard/review/{other.pk}/", {"action": "reject", "comment": "copied weights"})
     assert other.pk not in board_ids(Client(), "?show=hidden")
-    assert Client().get(f"/leaderboard/submissions/{other.pk}/").status_code == 404
+    assert Client().get(f"/leaderboard/submissions/{other.public_id}/").status_code == 404
     log = list(ReviewAction.objects.filter(submission=other).order_by("pk").values_list("action", "comment"))
     assert log == [("hide", "overlap confirmed"), ("reject", "copied weights")]
 
@@ -136,11 +139,11 @@ def test_the_audit_log_is_on_the_models_page(staff, flagged):
     staff.post(
         f"/leaderboard/review/{entry.pk}/", {"action": "approve", "comment": "owner disclosed all variants"}
     )
-    public = Client().get(f"/leaderboard/submissions/{entry.pk}/").content.decode()
+    public = Client().get(f"/leaderboard/submissions/{entry.public_id}/").content.decode()
     assert "owner disclosed all variants" in public and "asked the owner" in public and "Approved" in public
     assert public.index("owner disclosed all variants") < public.index("asked the owner")  # newest first
     assert "staff@example.org" not in public  # who decided is for staff
-    assert "staff@example.org" in staff.get(f"/leaderboard/submissions/{entry.pk}/").content.decode()
+    assert "staff@example.org" in staff.get(f"/leaderboard/submissions/{entry.public_id}/").content.decode()
     single = staff.get(f"/leaderboard/review/{entry.pk}/").content.decode()
     assert "owner disclosed all variants" in single and "Approved" in single
 

@@ -228,13 +228,13 @@ def test_duplicate_weights_are_refused_without_telling_whose(client, owner, tiny
         pages[private] = response.content.decode()
         assert "already submitted to Podium" in pages[private]
         assert "other/original" not in pages[private] and "private" not in pages[private].split("<form")[0]
-        assert f"/leaderboard/submissions/{first.pk}/" not in pages[private]
+        assert f"/leaderboard/submissions/{first.public_id}/" not in pages[private]
     assert not list((submissions_dir / ".incoming").iterdir())  # the copy was removed
     # The owner's own earlier entry is named and linked.
     Submission.objects.filter(pk=first.pk).update(owner=owner)
     page = client.post(SUBMIT, form_data(uploads(tiny_dir))).content.decode()
     assert "You already submitted these weights as other/original" in page
-    assert f'href="/leaderboard/submissions/{first.pk}/"' in page
+    assert f'href="/leaderboard/submissions/{first.public_id}/"' in page
     Submission.objects.filter(pk=first.pk).update(status="FAILED", failure_reason="boom")
     assert client.post(SUBMIT, form_data(uploads(tiny_dir))).status_code == 302  # a failed one may be retried
 
@@ -272,25 +272,25 @@ def test_names_belong_to_their_owner_and_arena_models_are_taken(client, owner, t
 def test_status_endpoint_and_results_page_are_private(client, owner):
     mine = make_submission(owner, name="acme/mine", status="FAILED", failure_reason="RuntimeError: out of memory",
                            log_tail="loading...\nRuntimeError: out of memory", private=True)  # fmt: skip
-    url = f"/leaderboard/submissions/{mine.pk}/status.json"
+    url = f"/leaderboard/submissions/{mine.public_id}/status.json"
     data = client.get(url).json()
     assert data["status"] == "FAILED" and "out of memory" in data["log_tail"] and data["active"] is False
     page = client.get("/leaderboard/submissions/").content.decode()
     assert "RuntimeError: out of memory" in page and "loading..." in page
-    assert client.get(f"/leaderboard/submissions/{mine.pk}/").status_code == 200
+    assert client.get(f"/leaderboard/submissions/{mine.public_id}/").status_code == 200
     other = get_user_model().objects.create_user("other@example.org", "other@example.org", PASSWORD)
     client.force_login(other)
     assert client.get(url).status_code == 404
     assert client.get("/leaderboard/submissions/999999/status.json").status_code == 404
-    assert client.get(f"/leaderboard/submissions/{mine.pk}/").status_code == 404  # private variant
+    assert client.get(f"/leaderboard/submissions/{mine.public_id}/").status_code == 404  # private variant
     assert "acme/mine" not in client.get("/leaderboard/submissions/").content.decode()
-    assert client.post(f"/leaderboard/submissions/{mine.pk}/publish/").status_code == 404
+    assert client.post(f"/leaderboard/submissions/{mine.public_id}/publish/").status_code == 404
     client.force_login(owner)
-    assert client.get(f"/leaderboard/submissions/{mine.pk}/publish/").status_code == 405
-    assert client.post(f"/leaderboard/submissions/{mine.pk}/publish/").status_code == 302
+    assert client.get(f"/leaderboard/submissions/{mine.public_id}/publish/").status_code == 405
+    assert client.post(f"/leaderboard/submissions/{mine.public_id}/publish/").status_code == 302
     assert not Submission.objects.get(pk=mine.pk).private
     client.force_login(other)
-    assert client.get(f"/leaderboard/submissions/{mine.pk}/").status_code == 200  # published
+    assert client.get(f"/leaderboard/submissions/{mine.public_id}/").status_code == 200  # published
     assert client.get(url).status_code == 404  # its live status stays the owner's
     client.logout()
     assert client.get(url).status_code == 302
@@ -328,7 +328,35 @@ def test_many_private_variants_make_a_public_entry_wait_for_review(client, owner
     assert public.review_state == "flagged" and "3 private variants of llama-3-8b" in public.review_reason
     client.post(SUBMIT, form_data(uploads(make_checkpoint(seed=5)), model_name="acme/other-base", model_type="chat"))
     assert Submission.objects.get(model_name="acme/other-base").review_state == "none"
-    client.post(f"/leaderboard/submissions/{Submission.objects.get(model_name='acme/v0').pk}/publish/")
+    client.post(f"/leaderboard/submissions/{Submission.objects.get(model_name='acme/v0').public_id}/publish/")
     assert Submission.objects.get(model_name="acme/v0").review_state == "none"  # 2 others: within the limit
     client.post(SUBMIT, form_data(uploads(make_checkpoint(seed=6)), model_name="acme/private", private="on", **fields))
     assert Submission.objects.get(model_name="acme/private").review_state == "none"  # private: nobody else sees it
+
+
+def test_flagged_submission_is_seen_only_by_its_owner_and_staff(client, owner):
+    flagged = make_submission(owner, name="acme/flagged", status="FINISHED", review_state="flagged",
+                              review_reason="many private variants")  # fmt: skip
+    url = f"/leaderboard/submissions/{flagged.public_id}/"
+    assert client.get(url).status_code == 200  # its owner
+    client.logout()
+    assert client.get(url).status_code == 404  # the public, while it waits for review
+    client.force_login(get_user_model().objects.create_user("x@example.org", "x@example.org", PASSWORD))
+    assert client.get(url).status_code == 404
+    client.force_login(get_user_model().objects.create_user("s@example.org", "s@example.org", PASSWORD, is_staff=True))
+    assert client.get(url).status_code == 200
+    Submission.objects.filter(pk=flagged.pk).update(review_state="approved")
+    client.logout()
+    assert client.get(url).status_code == 200
+
+
+def test_submission_urls_use_opaque_ids(client, owner):
+    first, second = (make_submission(owner, name=f"acme/m{i}", sha=f"{i}" * 64) for i in (1, 2))
+    assert len({first.public_id, second.public_id}) == 2
+    assert all(len(s.public_id) == 22 for s in (first, second))
+    assert client.get(f"/leaderboard/submissions/{first.pk}/").status_code == 404  # the primary key is no URL
+    page = client.get("/leaderboard/submissions/").content.decode()
+    assert f"/leaderboard/submissions/{first.public_id}/" in page
+    assert f"/leaderboard/submissions/{first.pk}/" not in page
+    for hostile in ("a" * 21, "a" * 23, "..%2F" + "a" * 17, "a" * 21 + "!"):
+        assert client.get(f"/leaderboard/submissions/{hostile}/").status_code == 404
