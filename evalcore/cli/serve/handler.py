@@ -3,6 +3,8 @@ server-sent events over one :class:`~evalcore.cli.serve.service.ModelService`.""
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import json
 import secrets
 import socket
@@ -20,6 +22,8 @@ class Handler(BaseHTTPRequestHandler):
 
     service: ModelService
     max_body_bytes: int
+    api_key: str | None = None  # when set, every route but /health needs "Authorization: Bearer <key>"
+    host_names: frozenset[str] = frozenset({"localhost"})  # Host header names accepted besides IP literals
     timeout = 30  # seconds a client may take to send its request
     server_version = "podium-serve"
 
@@ -28,6 +32,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802
         route = self.path.split("?", 1)[0].rstrip("/")
+        try:
+            self._guard(route)
+        except RequestError as exc:
+            self._error(exc)
+            return
         if route in ("/v1/models", "/models"):
             self._json(200, self.service.models())
         elif route == "/health":
@@ -38,6 +47,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802
         try:
             route = self.path.split("?", 1)[0].rstrip("/")
+            self._guard(route)
             if route not in ("/v1/chat/completions", "/v1/completions"):
                 raise RequestError(404, f"no route {self.path[:100]!r}", code="not_found")
             payload = self._read_json()
@@ -54,7 +64,30 @@ class Handler(BaseHTTPRequestHandler):
             self._error(RequestError(500, f"internal error: {type(exc).__name__}: {str(exc)[:200]}"))
 
     def _method_not_allowed(self):
+        try:
+            self._guard(self.path.split("?", 1)[0].rstrip("/"))
+        except RequestError as exc:
+            self._error(exc)
+            return
         self._error(RequestError(405, f"method {self.command} is not allowed here"))
+
+    # -- who may ask ----------------------------------------------------------------------------------
+    def _guard(self, route: str) -> None:
+        """Refuse a Host header that names another site (DNS rebinding: a web page whose name
+        resolves to this machine must not reach the model) and, with an API key, a missing or wrong
+        bearer token."""
+        host = host_name(self.headers.get("Host"))
+        if host is None:
+            raise RequestError(400, "a Host header is required", code="bad_host")
+        if not _is_ip_literal(host) and host not in self.host_names:
+            raise RequestError(400, f"Host {host[:100]!r} is not a name of this server", code="bad_host")
+        if self.api_key is None or route == "/health":
+            return
+        given = self.headers.get("Authorization", "")
+        scheme, _, token = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), self.api_key.encode()):
+            raise RequestError(401, "a valid API key is required (Authorization: Bearer KEY)",
+                               code="invalid_api_key")  # fmt: skip
 
     do_PUT = do_DELETE = do_PATCH = _method_not_allowed
 
@@ -71,6 +104,9 @@ class Handler(BaseHTTPRequestHandler):
             raise RequestError(
                 413, f"the request body is over this server's {self.max_body_bytes}-byte limit"
             )
+        content_type = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+        if content_type != "application/json":
+            raise RequestError(415, "send the body as JSON with Content-Type: application/json")
         try:
             raw = self.rfile.read(int(length))
         except TimeoutError:
@@ -89,6 +125,8 @@ class Handler(BaseHTTPRequestHandler):
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
+        if status == 401:
+            self.send_header("WWW-Authenticate", "Bearer")
         self.send_header("Content-Length", str(len(data)))
         if status == 503:
             self.send_header("Retry-After", "1")
@@ -175,9 +213,37 @@ class Handler(BaseHTTPRequestHandler):
         self._event("[DONE]")
 
 
-def make_server(service: ModelService, *, host: str, port: int, max_body_bytes: int) -> ThreadingHTTPServer:
-    """A threading HTTP server bound to ``host:port`` (port 0 picks a free one)."""
-    handler = type("BoundHandler", (Handler,), {"service": service, "max_body_bytes": max_body_bytes})
+def host_name(header: str | None) -> str | None:
+    """The name in a Host header, lower-cased, without its port or IPv6 brackets (None when absent)."""
+    if not header or not header.strip():
+        return None
+    value = header.strip().lower()
+    if value.startswith("["):
+        return value[1:].split("]", 1)[0]
+    if value.count(":") == 1:
+        value = value.split(":", 1)[0]
+    return value.rstrip(".")
+
+
+def _is_ip_literal(host: str) -> bool:
+    """An address typed as such: a browser sends one only when its user asked for this address, never
+    after resolving a name, so it cannot come from DNS rebinding."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def make_server(service: ModelService, *, host: str, port: int, max_body_bytes: int, api_key: str | None = None,
+                host_names: tuple[str, ...] = ()) -> ThreadingHTTPServer:  # fmt: skip
+    """A threading HTTP server bound to ``host:port`` (port 0 picks a free one).
+
+    ``api_key``: required as a bearer token on every route but ``/health``. ``host_names``: names a
+    client may put in its Host header besides ``localhost``, the bound name and IP addresses."""
+    names = frozenset({"localhost", host.lower(), *(name.lower().rstrip(".") for name in host_names)})
+    attributes = {"service": service, "max_body_bytes": max_body_bytes, "api_key": api_key or None, "host_names": names}
+    handler = type("BoundHandler", (Handler,), attributes)
     server_class = ThreadingHTTPServer
     if ":" in host:
         server_class = type("IPv6Server", (ThreadingHTTPServer,), {"address_family": socket.AF_INET6})

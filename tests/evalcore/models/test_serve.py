@@ -73,7 +73,8 @@ def request(served, method: str, path: str, body=None, *, headers=None, timeout:
     """(status, parsed JSON or raw text) of one request."""
     connection = http.client.HTTPConnection(*served, timeout=timeout)
     data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
-    connection.request(method, path, body=data, headers=headers or {})
+    sent = {"Content-Type": "application/json"} if data is not None else {}
+    connection.request(method, path, body=data, headers={**sent, **(headers or {})})
     response = connection.getresponse()
     raw = response.read().decode()
     connection.close()
@@ -120,7 +121,7 @@ def test_models_and_plain_chat_answer(served):
 def test_streamed_chat_is_server_sent_events_ending_in_done(served):
     connection = http.client.HTTPConnection(*served, timeout=60)
     body = json.dumps({**CHAT, "max_tokens": 8, "temperature": 0, "stream": True})
-    connection.request("POST", "/v1/chat/completions", body=body)
+    connection.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
     response = connection.getresponse()
     assert response.status == 200 and response.getheader("Content-Type") == "text/event-stream"
     events = [line[6:] for line in response.read().decode().split("\n\n") if line.startswith("data: ")]
@@ -191,7 +192,7 @@ def test_a_client_leaving_mid_stream_stops_the_answer_and_frees_the_model(smollm
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         body = json.dumps({"model": "m", "messages": messages, "max_tokens": 256, "temperature": 0, "stream": True})
-        head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
+        head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
         with socket.create_connection(server.server_address, timeout=60) as sock:
             sock.sendall(head.encode() + body.encode())
             received = b""
@@ -274,11 +275,11 @@ def test_hostile_completion_requests_get_openai_errors(served, body, param):
 
 
 def test_oversized_missing_length_and_unknown_routes(served):
-    huge = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 50000000\r\n\r\n{"
+    huge = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 50000000\r\n\r\n{"
     assert_openai_error(*raw_exchange(served, huge), 413)
-    no_length = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n\r\n"
+    no_length = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\r\n"
     assert_openai_error(*raw_exchange(served, no_length), 411)
-    chunked = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    chunked = b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
     assert_openai_error(*raw_exchange(served, chunked), 411)
     assert_openai_error(*request(served, "POST", "/v1/embeddings", {"model": MODEL_NAME}), 404)
     assert_openai_error(*request(served, "GET", "/etc/passwd"), 404)

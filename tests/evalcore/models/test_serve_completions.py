@@ -91,7 +91,8 @@ def test_chat_answers_carry_usage_plain_and_streamed(served, tokenizer):
     assert body["usage"] == {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                              "total_tokens": prompt_tokens + completion_tokens}  # fmt: skip
     connection = http.client.HTTPConnection(*served, timeout=60)
-    connection.request("POST", "/v1/chat/completions", body=json.dumps({**chat, "stream": True}))
+    connection.request("POST", "/v1/chat/completions", body=json.dumps({**chat, "stream": True}),
+                       headers={"Content-Type": "application/json"})
     events = [e[6:] for e in connection.getresponse().read().decode().split("\n\n") if e.startswith("data: ")]
     connection.close()
     assert events[-1] == "[DONE]" and json.loads(events[-2])["usage"] == body["usage"]
