@@ -7,12 +7,12 @@ table is one row per model, the rows the page shows.
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
+from evalcore import csvsafe
 from leaderboard.runs.benchmarks import BENCHMARKS, benchmark_label, headline_metric, task_baseline
 from leaderboard.runs.selectors import SCORE_COLUMNS, scores_for_export
 
@@ -68,7 +68,7 @@ def table_record(row: dict, columns: list[str]) -> dict:
 
 def _csv_chunks(header: list[str], rows: Iterable[list]) -> Iterator[bytes]:
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csvsafe.writer(buffer, lineterminator="\n")
     writer.writerow(header)
     for count, row in enumerate(rows, start=1):
         writer.writerow(["" if v is None else v for v in row])
