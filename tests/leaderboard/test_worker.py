@@ -105,7 +105,7 @@ def test_killed_worker_is_replaced_and_the_run_completes_once(client, tiny_dir, 
         gate.delete()
     assert Submission.objects.get().status == "RUNNING"
     second = start_worker(env=env, queues="evaluate", name="gpu-host-2")
-    done = wait_for(lambda s: s.status in ("FINISHED", "FAILED"), timeout=150, what="the retry to finish",
+    done = wait_for(lambda s: s.status in ("FINISHED", "FAILED"), timeout=300, what="the retry to finish",
                     log=lambda: processes.log_of(second))  # fmt: skip
     assert done.status == "FINISHED", (done.failure_reason, done.log_tail)
     assert done.attempts == 2
