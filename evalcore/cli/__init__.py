@@ -21,6 +21,7 @@ SUBCOMMAND_MODULES = (
     "evalcore.cli.tasks",
     "evalcore.cli.rescore",
     "evalcore.cli.serve",
+    "evalcore.cli.contamination",
 )
 
 
