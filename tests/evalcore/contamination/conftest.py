@@ -15,3 +15,11 @@ def data_env(shared_data, monkeypatch):
 def gsm8k_items(data_env):
     """The 1,319 GSM8K test items as the gsm8k task renders them."""
     return benchmark_items(["gsm8k"])
+
+
+@pytest.fixture(scope="session")
+def smollm2(smollm2_dir):
+    """The real SmolLM2-135M-Instruct behind the hf backend (loaded once per session)."""
+    from tests.evalcore.models._shared import smollm2_backend
+
+    return smollm2_backend(str(smollm2_dir))
