@@ -7,6 +7,7 @@ import pytest
 
 from evalcore.contamination.items import BenchmarkItem
 from evalcore.contamination.probe import (
+    ProbeRecord,
     SplitRate,
     _split_rate,
     is_hit,
@@ -55,8 +56,6 @@ def test_rates_at_zero_keep_an_honest_interval():
 
 
 def _record(hit: bool):
-    from evalcore.contamination.probe import ProbeRecord
-
     return ProbeRecord("t", "test", 0, "", "", "", hit)
 
 

@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from evalcore.contamination import normalise, scan_items, words, write_scan
+from evalcore.contamination import benchmark_items, normalise, scan_items, words, write_scan
 from evalcore.contamination.ngrams import build_index
 from evalcore.contamination.scan import _confirmed
 from evalcore.contamination.textbook import textbook_scan
@@ -99,8 +99,6 @@ def test_items_are_the_engines_prompts_with_the_engines_doc_ids(data_env, gsm8k_
 
 
 def test_mmlu_items_carry_their_options(data_env):
-    from evalcore.contamination import benchmark_items
-
     cloze = benchmark_items(["mmlu_cloze_abstract_algebra"])
     assert all(choice in cloze[0].text for choice in ("0", "4", "2", "6"))
     assert cloze[0].text.startswith("Question: Find the degree")
