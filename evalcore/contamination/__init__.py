@@ -11,7 +11,13 @@ contamination ...``) and for the site:
   (Oren et al., 2024).
 """
 
+from evalcore.contamination.exchangeability import (
+    ExchangeabilityResult,
+    exchangeability_test,
+    shard_documents,
+)
 from evalcore.contamination.items import BenchmarkItem, benchmark_items, normalise, words
+from evalcore.contamination.probe import ProbeRecord, ProbeResult, SplitRate, memorisation_probe
 from evalcore.contamination.scan import (
     ItemMatch,
     ScanResult,
@@ -23,13 +29,20 @@ from evalcore.contamination.scan import (
 
 __all__ = [
     "BenchmarkItem",
+    "ExchangeabilityResult",
     "ItemMatch",
+    "ProbeRecord",
+    "ProbeResult",
     "ScanResult",
+    "SplitRate",
     "TaskSummary",
     "benchmark_items",
+    "exchangeability_test",
+    "memorisation_probe",
     "normalise",
     "scan_corpus",
     "scan_items",
+    "shard_documents",
     "words",
     "write_scan",
 ]

@@ -5,9 +5,9 @@ punctuation deleted, ASCII whitespace splits words), each word is hashed with a 
 its bytes (vectorised with ``np.add.reduceat``), and the hash is looked up among the benchmark
 vocabulary's hashes. Words holding non-ASCII bytes (a small share of English text) go through
 :func:`evalcore.contamination.items.normalise` one by one, so Unicode punctuation, upper case and
-whitespace are treated exactly as in the benchmark text. The result equals
-``[vocab.get(w, 0) for w in normalise(text).split()]`` up to hash collisions between a corpus word
-and a benchmark word, which the scan rules out by comparing the words of every new match.
+whitespace are treated exactly as in the benchmark text. The words are exactly
+``normalise(text).split()`` (the reader's NUL boundary word comes out as DEL); two different words
+may share a hash, which the scan rules out by comparing the words of every new match.
 """
 
 from __future__ import annotations
