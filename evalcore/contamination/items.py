@@ -56,7 +56,7 @@ class BenchmarkItem:
     text: str
 
 
-def render_item(prompter: Prompter, doc: dict, *, task: str) -> str:
+def render_item(prompter: Prompter, doc: dict) -> str:
     """The text of one document: rendered ``doc_to_text`` and any options it does not contain."""
     text = prompter.text(doc)
     text = str(text)
@@ -107,7 +107,7 @@ def task_items(config: TaskConfig, *, split: str = "evaluation", limit: int | No
     for doc_id, doc in enumerate(docs):
         if not isinstance(doc, dict):
             raise ValueError(f"task {config.task!r}: document {doc_id} is not a mapping")
-        items.append(BenchmarkItem(config.task, doc_id, str(split_name), render_item(prompter, doc, task=config.task)))
+        items.append(BenchmarkItem(config.task, doc_id, str(split_name), render_item(prompter, doc)))
     return items
 
 

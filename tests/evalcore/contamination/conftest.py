@@ -23,3 +23,11 @@ def smollm2(smollm2_dir):
     from tests.evalcore.models._shared import smollm2_backend
 
     return smollm2_backend(str(smollm2_dir))
+
+
+@pytest.fixture(scope="session")
+def tiny_dir(tmp_path_factory, smollm2_dir):
+    """A 2-layer random Llama with SmolLM2's tokenizer (cheap plumbing runs of the commands)."""
+    from tests.evalcore.models._shared import tiny_model_dir
+
+    return tiny_model_dir(str(tmp_path_factory.getbasetemp()), str(smollm2_dir))

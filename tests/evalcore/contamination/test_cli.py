@@ -49,3 +49,24 @@ def test_missing_corpus_and_wrong_suffix_are_clear_errors(data_env, tmp_path, ca
     (tmp_path / "weights.bin").write_bytes(b"\x00\x01")
     assert main(["contamination", "scan", "--tasks", "gsm8k", "--corpus", str(tmp_path / "weights.bin"), "--out", str(tmp_path)]) == 2
     assert "is not one of .txt, .jsonl" in capsys.readouterr().err
+
+
+def test_probe_and_exchangeability_commands_write_their_results(data_env, tiny_dir, tmp_path):
+    """Plumbing on a tiny random model: files written, numbers consistent."""
+    model = ["--model", "hf", "--model-args", f"path={tiny_dir},dtype=float32,device=cpu"]
+    out = tmp_path / "probe"
+    assert main(["contamination", "probe", *model, "--tasks", "gsm8k", "--limit", "2", "--out", str(out)]) == 0
+    summary = json.loads((out / "probe.json").read_text())["tasks"]["gsm8k"]
+    assert summary["test"]["n"] == summary["train"]["n"] == 2
+    assert summary["difference"] == summary["test"]["rate"] - summary["train"]["rate"]
+    records = [json.loads(line) for line in (out / "probe_samples.jsonl").read_text().splitlines()]
+    assert [r["split"] for r in records] == ["test", "test", "train", "train"]
+
+    out = tmp_path / "exch"
+    args = ["--tasks", "gsm8k", "--shard-size", "3", "--permutations", "4", "--out", str(out)]
+    assert main(["contamination", "exchangeability", *model, *args]) == 0
+    result = json.loads((out / "exchangeability.json").read_text())
+    assert result["documents"] == 3 and len(result["permuted_logprobs"]) == 4
+    expected = (1 + sum(p >= result["canonical_logprob"] for p in result["permuted_logprobs"])) / 5
+    assert result["p_value"] == expected
+    assert main(["contamination", "exchangeability", *model, "--tasks", "gsm8k,mmlu", "--out", str(out)]) == 2
