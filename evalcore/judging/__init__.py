@@ -21,7 +21,14 @@ from evalcore.judging.audit import (
 from evalcore.judging.cache import AnswerCache, JudgmentCache, JudgmentStore, MemoryStore, SqliteStore
 from evalcore.judging.grading import Grade, GradeItem, grade_answers
 from evalcore.judging.judge import judge_key, judge_pairs, parse_generated, parse_score, prompt_sha256
-from evalcore.judging.protocol import JudgeProtocol, Outcome, Verdict, bundled_protocols, load_protocol
+from evalcore.judging.protocol import (
+    JudgeProtocol,
+    Outcome,
+    Verdict,
+    bundled_protocols,
+    load_protocol,
+    protocol_from_dict,
+)
 from evalcore.judging.records import (
     ORDERS,
     Judgment,
@@ -58,6 +65,7 @@ __all__ = [
     "parse_generated",
     "parse_score",
     "prompt_sha256",
+    "protocol_from_dict",
     "read_pairs",
     "self_preference_report",
     "verbosity_pairs",
