@@ -154,7 +154,7 @@ def judge_pairs(
     found = cache.lookup(s[3] for s in slots) if cache is not None else {}
     results: list[Judgment | None] = [None] * len(slots)
     todo = []
-    for i, (pair_id, order, _, sha) in enumerate(slots):
+    for i, (pair_id, order, _, sha, _) in enumerate(slots):
         if sha in found:
             results[i] = Judgment(pair_id=pair_id, order=order, prompt_sha256=sha, status="ok", cached=True, **found[sha])
         else:
