@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+from collections import deque
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
@@ -10,25 +12,35 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from arena.selectors_battles import battle_state
 from arena.streams import battle_group
 
-PING_GROUP = "ping"
 MAX_PING_BYTES = 4096
+PING_LIMIT = 30  # messages per connection per PING_WINDOW_S
+PING_WINDOW_S = 60.0
 
 
 class PingConsumer(AsyncWebsocketConsumer):
-    """``/ws/ping/``: proves the WebSocket path and the channel layer work end to end.
+    """``/ws/ping/``: proves the WebSocket path and the channel layer work end to end, for one client.
 
-    A client message ``{"ping": X}`` is published to the ``ping`` group through the channel layer
-    and comes back to every member as ``{"pong": X}``; anything else gets ``{"error": ...}``.
+    On connect the client gets ``{"channel": NAME}``: its own channel on the layer (a process that
+    shares the layer can send ``{"type": "ping.pong", "value": X}`` to it). A client message
+    ``{"ping": X}`` goes through the layer to this connection only and comes back as ``{"pong": X}``;
+    anything else gets ``{"error": ...}``. Nothing a client sends reaches any other client. More than
+    ``PING_LIMIT`` messages in ``PING_WINDOW_S`` seconds closes the connection (code 4008).
     """
 
     async def connect(self):
-        await self.channel_layer.group_add(PING_GROUP, self.channel_name)
+        self.recent: deque[float] = deque()
         await self.accept()
-
-    async def disconnect(self, code):
-        await self.channel_layer.group_discard(PING_GROUP, self.channel_name)
+        await self.send(json.dumps({"channel": self.channel_name}))
 
     async def receive(self, text_data=None, bytes_data=None):
+        now = time.monotonic()
+        while self.recent and now - self.recent[0] > PING_WINDOW_S:
+            self.recent.popleft()
+        self.recent.append(now)
+        if len(self.recent) > PING_LIMIT:
+            await self.send(json.dumps({"error": f"rate limit: at most {PING_LIMIT} messages in {PING_WINDOW_S:.0f} s"}))
+            await self.close(code=4008)
+            return
         if text_data is None or len(text_data) > MAX_PING_BYTES:
             await self.send(json.dumps({"error": f"send a JSON text message of at most {MAX_PING_BYTES} bytes"}))
             return
@@ -40,7 +52,7 @@ class PingConsumer(AsyncWebsocketConsumer):
         if not isinstance(message, dict) or "ping" not in message:
             await self.send(json.dumps({"error": 'expected {"ping": ...}'}))
             return
-        await self.channel_layer.group_send(PING_GROUP, {"type": "ping.pong", "value": message["ping"]})
+        await self.channel_layer.send(self.channel_name, {"type": "ping.pong", "value": message["ping"]})
 
     async def ping_pong(self, event):
         await self.send(json.dumps({"pong": event["value"]}))

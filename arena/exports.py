@@ -8,19 +8,19 @@ battles read either. Rows are written in chunks: memory stays flat whatever the 
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 from collections.abc import Iterator
 
 from arena.selectors import EXPORT_COLUMNS, votes_for_export
+from evalcore import csvsafe
 
 CHUNK_ROWS = 1000
 
 
 def votes_csv_chunks() -> Iterator[bytes]:
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csvsafe.writer(buffer, lineterminator="\n")
     writer.writerow(EXPORT_COLUMNS)
     for count, record in enumerate(votes_for_export(), start=1):
         record["tstamp"] = repr(record["tstamp"])  # shortest exact repr: the export round-trips

@@ -52,12 +52,18 @@ class SQLiteChannelLayer(BaseChannelLayer):
         Messages a channel may hold; ``send`` beyond it raises ``ChannelFull``.
     poll_interval : float
         Seconds between looks for new messages in ``receive``.
+    clock : callable
+        Returns the current time in seconds (``time.time``); expiries are measured with it, and a
+        test passes its own to move time on without waiting.
     """
 
     extensions = ["groups", "flush"]
 
-    def __init__(self, path, expiry=60, group_expiry=86400, capacity=100, poll_interval=0.03, **kwargs):
+    def __init__(
+        self, path, expiry=60, group_expiry=86400, capacity=100, poll_interval=0.03, clock=time.time, **kwargs
+    ):
         super().__init__(expiry=expiry, capacity=capacity, **kwargs)
+        self.clock = clock
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.group_expiry = group_expiry
@@ -93,7 +99,7 @@ class SQLiteChannelLayer(BaseChannelLayer):
             raise ChannelFull(channel)
 
     def _insert(self, db, channel, body) -> bool:
-        now = time.time()
+        now = self.clock()
         db.execute("BEGIN IMMEDIATE")
         try:
             db.execute("DELETE FROM message WHERE expires < ?", (now,))
@@ -118,13 +124,12 @@ class SQLiteChannelLayer(BaseChannelLayer):
                 return msgpack.unpackb(body, raw=False)
             await asyncio.sleep(self.poll_interval)
 
-    @staticmethod
-    def _pop(db, channel):
+    def _pop(self, db, channel):
         db.execute("BEGIN IMMEDIATE")
         try:
             row = db.execute(
                 "SELECT id, body FROM message WHERE channel = ? AND expires >= ? ORDER BY id LIMIT 1",
-                (channel, time.time()),
+                (channel, self.clock()),
             ).fetchone()
             if row:
                 db.execute("DELETE FROM message WHERE id = ?", (row[0],))
@@ -145,7 +150,7 @@ class SQLiteChannelLayer(BaseChannelLayer):
         await self._run(
             lambda db: db.execute(
                 "INSERT OR REPLACE INTO membership (grp, channel, expires) VALUES (?, ?, ?)",
-                (group, channel, time.time() + self.group_expiry),
+                (group, channel, self.clock() + self.group_expiry),
             )
         )
 
@@ -162,7 +167,7 @@ class SQLiteChannelLayer(BaseChannelLayer):
             lambda db: [
                 row[0]
                 for row in db.execute(
-                    "SELECT channel FROM membership WHERE grp = ? AND expires >= ?", (group, time.time())
+                    "SELECT channel FROM membership WHERE grp = ? AND expires >= ?", (group, self.clock())
                 )
             ]
         )

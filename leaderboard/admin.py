@@ -11,7 +11,6 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.html import format_html
 
-from leaderboard import services
 from leaderboard.models import (
     BenchmarkSuite,
     EvaluationRun,
@@ -21,6 +20,8 @@ from leaderboard.models import (
     ScoreHistory,
     Submission,
 )
+from leaderboard.review.services import submission_review
+from leaderboard.submissions.services import submission_requeue
 
 
 class ReviewActionInline(admin.TabularInline):
@@ -57,7 +58,7 @@ class SubmissionAdmin(admin.ModelAdmin):
     def requeue(self, request, queryset):
         for submission in queryset:
             try:
-                services.submission_requeue(submission)
+                submission_requeue(submission)
             except ValidationError as exc:
                 self.message_user(request, f"{submission}: {' '.join(exc.messages)}", messages.WARNING)
 
@@ -76,7 +77,7 @@ class ReviewActionAdmin(admin.ModelAdmin):
         return False
 
     def save_model(self, request, obj, form, change):
-        entry = services.submission_review(
+        entry = submission_review(
             submission=obj.submission, admin=request.user, action=obj.action, comment=obj.comment
         )
         obj.pk = entry.pk

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from leaderboard import api
+from leaderboard.board import api
 
 app_name = "leaderboard-api"
 urlpatterns = [

@@ -8,6 +8,8 @@ task), (run, metric) and (run, doc_id), so a retried evaluation overwrites and n
 
 from __future__ import annotations
 
+import secrets
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
@@ -51,6 +53,12 @@ class Review(models.TextChoices):
 NEEDS_BASE_MODEL = (ModelType.FINE_TUNED, ModelType.MERGE)
 
 
+def new_public_id() -> str:
+    """22 URL-safe characters (128 random bits): a submission's public name in URLs, which unlike
+    its primary key says nothing about how many submissions exist or which came before it."""
+    return secrets.token_urlsafe(16)
+
+
 class Submission(models.Model):
     """A checkpoint an owner submitted, its validation facts, and where its evaluation stands."""
 
@@ -62,6 +70,7 @@ class Submission(models.Model):
     NEEDS_BASE_MODEL = NEEDS_BASE_MODEL
     ACTIVE = (SubmissionStatus.PENDING, SubmissionStatus.RUNNING)
 
+    public_id = models.CharField(max_length=22, unique=True, default=new_public_id, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="submissions")
     model_name = models.CharField(max_length=200)
     language_model = models.ForeignKey(LanguageModel, on_delete=models.PROTECT, related_name="submissions")
@@ -172,7 +181,7 @@ class ReviewAction(models.Model):
 class BenchmarkSuite(models.Model):
     """A frozen, versioned list of tasks: ``[{"task", "num_fewshot", "limit"}, ...]``.
 
-    Never edited: a different list is a new version (``leaderboard.services.suite_freeze``).
+    Never edited: a different list is a new version (``leaderboard.evaluation.suites.suite_freeze``).
     """
 
     name = models.CharField(max_length=100)

@@ -14,10 +14,13 @@ from collections import deque
 
 from celery import shared_task
 from django.conf import settings
+from django.contrib.auth import get_user_model
 
-from leaderboard import services
-from leaderboard.evaluation import submission_run_suite
-from workers.queues import LONG_TASK_OPTIONS
+from leaderboard import dispatch
+from leaderboard.evaluation.rescoring import runs_rescore
+from leaderboard.evaluation.runner import submission_run_suite
+from leaderboard.submissions import lifecycle
+from workers.queues import DEFAULT, EVALUATE, LONG_TASK_OPTIONS
 
 log = logging.getLogger(__name__)
 LOG_TAIL_LINES = 200
@@ -55,7 +58,7 @@ def redact_paths(text: str) -> str:
     return text
 
 
-@shared_task(name="leaderboard.tasks.submission_evaluate", bind=True, max_retries=None, **LONG_TASK_OPTIONS)
+@shared_task(name=dispatch.SUBMISSION_EVALUATE, queue=EVALUATE, bind=True, max_retries=None, **LONG_TASK_OPTIONS)
 def submission_evaluate(self, submission_id: int) -> str:
     """PENDING → RUNNING → FINISHED | FAILED (with the reason and the log tail); safe to run twice.
 
@@ -63,8 +66,8 @@ def submission_evaluate(self, submission_id: int) -> str:
     FINISHED, or takes over if that worker went silent).
     """
     try:
-        started = services.submission_start(submission_id)
-    except services.SubmissionBusy as busy:
+        started = lifecycle.submission_start(submission_id)
+    except lifecycle.SubmissionBusy as busy:
         log.info("%s; checking again in %s s", busy, settings.LEADERBOARD_HEARTBEAT_STALE_S)
         raise self.retry(exc=busy, countdown=settings.LEADERBOARD_HEARTBEAT_STALE_S) from busy
     if started is None:
@@ -83,22 +86,18 @@ def submission_evaluate(self, submission_id: int) -> str:
         reason = f"{type(exc).__name__}: {exc}"
         trace = "".join(traceback.format_exception(exc))[-3000:]
         log_tail = redact_paths(f"{lines}\n{trace}".strip())
-        services.submission_fail(submission_id, reason=redact_paths(reason), log_tail=log_tail)
+        lifecycle.submission_fail(submission_id, reason=redact_paths(reason), log_tail=log_tail)
         return "failed"
     finally:
         root.removeHandler(tail)
         root.setLevel(previous_level)
-    services.submission_finish(submission_id, log_tail=redact_paths(tail.text()))
+    lifecycle.submission_finish(submission_id, log_tail=redact_paths(tail.text()))
     return "finished"
 
 
-@shared_task(name="leaderboard.tasks.run_rescore", **LONG_TASK_OPTIONS)
+@shared_task(name=dispatch.RUN_RESCORE, queue=DEFAULT, **LONG_TASK_OPTIONS)
 def run_rescore(task: str, admin_id: int, comment: str) -> str:
     """Re-score every stored run of ``task`` from its per-sample records (no model is loaded)."""
-    from django.contrib.auth import get_user_model
-
-    from leaderboard.rescoring import runs_rescore
-
     admin = get_user_model().objects.get(pk=admin_id)
     summary = runs_rescore(task=task, admin=admin, comment=comment)
     return f"{summary.runs} runs, {summary.scores_changed} scores changed"

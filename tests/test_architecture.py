@@ -8,7 +8,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, clean_env
 
 LINT_IMPORTS = str(Path(sys.executable).parent / "lint-imports")
 
@@ -17,6 +17,20 @@ def _ini_value(value) -> str:
     if isinstance(value, list):
         return "\n    " + "\n    ".join(str(item) for item in value)
     return str(value)
+
+
+def _touch_module(root: Path, dotted: str) -> None:
+    """An empty module (and its parent packages) at ``dotted``; root packages exist already."""
+    parts = dotted.split(".")
+    if len(parts) < 2:
+        return
+    for depth in range(2, len(parts)):
+        package = root.joinpath(*parts[:depth])
+        package.mkdir(exist_ok=True)
+        (package / "__init__.py").touch()
+    module = root.joinpath(*parts[:-1], f"{parts[-1]}.py")
+    if not module.with_suffix("").is_dir():
+        module.touch()
 
 
 def write_config(tmp_path: Path) -> None:
@@ -31,15 +45,12 @@ def write_config(tmp_path: Path) -> None:
     for index, contract in enumerate(config["contracts"]):
         lines.append(f"\n[importlinter:contract:{index}]")
         lines += [f"{key} = {_ini_value(value)}" for key, value in contract.items()]
-        for container in contract.get("containers", []):
-            folder = tmp_path.joinpath(*container.split("."))
-            for depth in range(2, len(container.split(".")) + 1):
-                package = tmp_path.joinpath(*container.split(".")[:depth])
-                package.mkdir(exist_ok=True)
-                (package / "__init__.py").touch()
-            for layer in contract["layers"]:
+        containers = contract.get("containers") or [""]
+        for container in containers:
+            for layer in contract.get("layers", []):
                 for tail in re.split(r"[|:]", layer):
-                    (folder / f"{tail.strip().strip('()')}.py").touch()
+                    name = tail.strip().strip("()")
+                    _touch_module(tmp_path, f"{container}.{name}" if container else name)
     (tmp_path / ".importlinter").write_text("\n".join(lines) + "\n")
 
 
@@ -117,3 +128,30 @@ def test_arena_layers_contract_accepts_the_downward_direction(tmp_path):
     (tmp_path / "arena" / "exports.py").write_text("from arena import selectors\n")
     result = lint(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_web_process_does_not_import_model_libraries(tmp_path):
+    """The WSGI and ASGI applications with every URL module loaded, and a battle's work dispatched by
+    name: none of it loads torch or transformers (seconds and hundreds of MB per web process)."""
+    script = (
+        "import sys, django; django.setup(); import config.wsgi, config.asgi; "
+        "from django.urls import get_resolver; get_resolver().url_patterns; "
+        "from arena import dispatch, services; dispatch.app.tasks; "
+        "print(sorted(m for m in ('torch', 'transformers', 'vllm', 'arena.tasks') if m in sys.modules))"
+    )
+    env = clean_env(DJANGO_SETTINGS_MODULE="config.settings.dev", PODIUM_VAR_DIR=str(tmp_path))
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, env=env, capture_output=True,
+                            text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_workers_name_no_app_task():
+    """workers/ holds the Celery app and runtime: routes, beat entries and the like that name an app's
+    task belong to the app (the task's own queue) or to settings (the beat schedule)."""
+    named = [
+        f"{path.relative_to(REPO_ROOT)}: {match}"
+        for path in sorted((REPO_ROOT / "workers").rglob("*.py"))
+        for match in re.findall(r"\b(?:arena|leaderboard)\.tasks(?:\.\w+)?", path.read_text())
+    ]
+    assert not named, named

@@ -30,19 +30,67 @@ def test_send_receive_in_order(tmp_path):
     assert [m["i"] for m in run(scenario())] == [0, 1, 2]
 
 
+class Clock:
+    """A clock the test moves by hand: expiry without waiting, and without depending on timing."""
+
+    def __init__(self, now: float = 1_000_000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_capacity_and_expiry(tmp_path):
-    layer = SQLiteChannelLayer(tmp_path / "layer.sqlite3", capacity=2, expiry=1)
+    clock = Clock()
+    layer = SQLiteChannelLayer(tmp_path / "layer.sqlite3", capacity=2, expiry=60, clock=clock)
 
     async def scenario():
-        await layer.send("full", {"type": "x"})
+        await layer.send("full", {"type": "old"})
+        clock.now += 30
         await layer.send("full", {"type": "x"})
         with pytest.raises(ChannelFull):
             await layer.send("full", {"type": "x"})
-        await asyncio.sleep(1.1)
-        await layer.send("full", {"type": "fresh"})  # the expired ones no longer count
-        return await layer.receive("full")
+        clock.now += 30  # the first message is exactly 60 s old: still counted, still delivered
+        with pytest.raises(ChannelFull):
+            await layer.send("full", {"type": "x"})
+        clock.now += 0.5  # now it has expired
+        await layer.send("full", {"type": "fresh"})  # the expired one no longer counts
+        return [await layer.receive("full") for _ in range(2)]
 
-    assert run(scenario())["type"] == "fresh"
+    assert [m["type"] for m in run(scenario())] == ["x", "fresh"]
+
+
+def test_an_expired_message_is_not_delivered(tmp_path):
+    clock = Clock()
+    layer = SQLiteChannelLayer(tmp_path / "layer.sqlite3", expiry=5, clock=clock)
+
+    async def scenario():
+        await layer.send("c", {"type": "stale"})
+        clock.now += 6
+        await layer.send("other", {"type": "unrelated"})  # a send sweeps expired messages
+        clock.now -= 6  # even read back at the old time, it is gone
+        await layer.send("c", {"type": "live"})
+        return await layer.receive("c")
+
+    assert run(scenario())["type"] == "live"
+
+
+def test_group_membership_expires(tmp_path):
+    clock = Clock()
+    layer = SQLiteChannelLayer(tmp_path / "layer.sqlite3", group_expiry=100, clock=clock)
+
+    async def scenario():
+        kept, lapsed = await layer.new_channel(), await layer.new_channel()
+        await layer.group_add("room", lapsed)
+        clock.now += 50
+        await layer.group_add("room", kept)
+        clock.now += 60  # lapsed joined 110 s ago, kept 60 s ago
+        await layer.group_send("room", {"type": "hello"})
+        await layer.send(lapsed, {"type": "marker"})
+        return await layer.receive(kept), await layer.receive(lapsed)
+
+    to_kept, to_lapsed = run(scenario())
+    assert to_kept["type"] == "hello" and to_lapsed["type"] == "marker"
 
 
 def test_groups_and_discard(tmp_path):
@@ -54,12 +102,10 @@ def test_groups_and_discard(tmp_path):
         await layer.group_add("room", b)
         await layer.group_discard("room", b)
         await layer.group_send("room", {"type": "hello"})
-        got = await asyncio.wait_for(layer.receive(a), 5)
-        with pytest.raises(asyncio.TimeoutError):
-            await asyncio.wait_for(layer.receive(b), 0.3)
-        return got
+        await layer.send(b, {"type": "marker"})  # b's first message is this one: it got nothing from the group
+        return await asyncio.wait_for(layer.receive(a), 5), await asyncio.wait_for(layer.receive(b), 5)
 
-    assert run(scenario()) == {"type": "hello"}
+    assert run(scenario()) == ({"type": "hello"}, {"type": "marker"})
 
 
 @pytest.mark.parametrize("name", ["", "has space", "x" * 200, "semi;colon"])
@@ -98,9 +144,10 @@ def test_websocket_through_the_embedded_layer(tmp_path, start_asgi_server):
 
     async def scenario():
         async with websockets.connect(f"ws://127.0.0.1:{port}/ws/ping/", origin=f"http://127.0.0.1:{port}") as ws:
+            channel = json.loads(await asyncio.wait_for(ws.recv(), 10))["channel"]
             await ws.send(json.dumps({"ping": 1}))
             assert json.loads(await asyncio.wait_for(ws.recv(), 10)) == {"pong": 1}
-            await layer.group_send("ping", {"type": "ping.pong", "value": "from the test process"})
+            await layer.send(channel, {"type": "ping.pong", "value": "from the test process"})
             assert json.loads(await asyncio.wait_for(ws.recv(), 10)) == {"pong": "from the test process"}
 
     run(scenario())

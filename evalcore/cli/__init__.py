@@ -21,6 +21,8 @@ SUBCOMMAND_MODULES = (
     "evalcore.cli.tasks",
     "evalcore.cli.rescore",
     "evalcore.cli.serve",
+    "evalcore.cli.judge",
+    "evalcore.cli.contamination",
 )
 
 

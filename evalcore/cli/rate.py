@@ -25,6 +25,7 @@ from evalcore.ratings import (
     read_pair_counts,
 )
 from evalcore.ratings.io import is_pair_counts_file
+from evalcore.ratings.style import fit_style_controlled
 
 DEFAULT_ROUNDS = {"bt": 1000, "style": 100, "elo": 0}
 RATING_COLUMNS = ("model", "rating", "ci_low", "ci_high", "rank", "rank_ub", "battles")
@@ -129,8 +130,6 @@ def run(args: argparse.Namespace) -> int:
             level=args.level,
         )
     else:
-        from evalcore.ratings.style import fit_style_controlled
-
         style = fit_style_controlled(
             read_battles(args.votes),
             ties=args.ties,

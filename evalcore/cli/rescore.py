@@ -10,6 +10,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from evalcore.cli import CliError
+from evalcore.cli.run import print_table
+from evalcore.engine import TaskConfig, TaskIndex, load_config_file, read_samples, score_records
+from evalcore.engine.results import atomic_write, read_results, results_payload, sample_line
+from evalcore.engine.scoring import aggregate
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("rescore", help="recompute metrics from a samples file without a model")
@@ -24,11 +30,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from evalcore.cli import CliError
-    from evalcore.cli.run import print_table
-    from evalcore.engine import TaskConfig, TaskIndex, load_config_file, read_samples, score_records
-    from evalcore.engine.results import _atomic_write, read_results, results_payload, sample_line
-    from evalcore.engine.scoring import aggregate
 
     if Path(args.task).is_file():
         config = load_config_file(args.task, trusted=args.trust_task_code)
@@ -46,7 +47,7 @@ def run(args) -> int:
     print_table(read_results(payload))
     if args.output:
         payload = {**payload, "config_sha256": config.sha256, "config": config.raw, "rescored_from": str(args.samples)}
-        _atomic_write(Path(args.output), json.dumps(payload, indent=2, default=str))
+        atomic_write(Path(args.output), json.dumps(payload, indent=2, default=str))
     if args.samples_out:
-        _atomic_write(Path(args.samples_out), "".join(sample_line(r) + "\n" for r in scored))
+        atomic_write(Path(args.samples_out), "".join(sample_line(r) + "\n" for r in scored))
     return 0

@@ -9,6 +9,12 @@ from __future__ import annotations
 
 import sys
 
+from evalcore.cli import CliError
+from evalcore.engine import TaskIndex, evaluate, write_run
+from evalcore.engine.cache import CachedBackend, RequestCache
+from evalcore.engine.results import read_results, run_to_dict
+from evalcore.models import load_backend, parse_model_args
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("run", help="run benchmark tasks on a model")
@@ -38,10 +44,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from evalcore.cli import CliError
-    from evalcore.engine import TaskIndex, evaluate, write_run
-    from evalcore.engine.results import read_results, run_to_dict
-    from evalcore.models import load_backend, parse_model_args
 
     if args.log_samples and not args.output_dir:
         raise CliError("--log-samples needs --output-dir")
@@ -54,8 +56,6 @@ def run(args) -> int:
         model_args["batch_size"] = args.batch_size
     backend = load_backend(args.model, **model_args)
     if args.cache:
-        from evalcore.engine.cache import CachedBackend, RequestCache
-
         backend = CachedBackend(backend, RequestCache(args.cache))
     result = evaluate(
         backend,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from evalcore.engine.registry import TaskIndex
+
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("tasks", help="list benchmark tasks, groups and tags")
@@ -12,8 +14,6 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from evalcore.engine.registry import TaskIndex
-
     index = TaskIndex(args.include_path, trust_task_code=args.trust_task_code)
     for name in sorted(index.groups):
         print(f"{name}\tgroup\t{len(index.group_members(index.groups[name]))} tasks")

@@ -45,7 +45,7 @@ def code_version() -> dict:
     return info
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
     partial = path.with_name(path.name + ".partial")
     partial.write_text(text, encoding="utf-8")
     os.replace(partial, path)
@@ -139,9 +139,9 @@ def write_run(run: RunResult, output_dir: str | Path, *, log_samples: bool = Fal
     output.mkdir(parents=True, exist_ok=True)
     if log_samples:
         for name, task in run.tasks.items():
-            _atomic_write(output / f"samples_{name}.jsonl", "".join(sample_line(r) + "\n" for r in task.records))
+            atomic_write(output / f"samples_{name}.jsonl", "".join(sample_line(r) + "\n" for r in task.records))
     path = output / "results.json"
-    _atomic_write(path, json.dumps(run_to_dict(run), indent=2, ensure_ascii=False, default=str))
+    atomic_write(path, json.dumps(run_to_dict(run), indent=2, ensure_ascii=False, default=str))
     return path
 
 

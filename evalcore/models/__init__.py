@@ -12,6 +12,7 @@ asked for, so ``vllm`` is imported only on machines that use it::
 from __future__ import annotations
 
 import importlib
+import re
 
 from evalcore.models.base import (
     Backend,
@@ -65,9 +66,14 @@ def load_backend(name: str, **kwargs) -> Backend:
     return backend_class(name)(**kwargs)
 
 
-def parse_model_args(text: str | None) -> dict[str, str]:
-    """Parse ``"path=DIR,dtype=float32"`` into a dict of strings (the harness's --model_args form)."""
-    args: dict[str, str] = {}
+def parse_model_args(text: str | None) -> dict[str, str | int | float | bool]:
+    """Parse ``"path=DIR,dtype=float32,max_retries=3,verify=false"`` (the harness's --model_args form).
+
+    Values keep their types: ``true``/``false`` (any case) become booleans, integers (``3``, ``-1``)
+    ints and decimals (``0.5``, ``1e-3``) floats; anything else, and any value in double quotes
+    (``model="123"``), stays a string. Keys must be identifiers and appear once.
+    """
+    args: dict[str, str | int | float | bool] = {}
     if not text:
         return args
     for part in text.split(","):
@@ -76,9 +82,26 @@ def parse_model_args(text: str | None) -> dict[str, str]:
             continue
         if "=" not in part:
             raise ValueError(f"model argument {part!r} is not of the form key=value")
-        key, value = part.split("=", 1)
-        key = key.strip()
+        key, value = (piece.strip() for piece in part.split("=", 1))
+        if not key.isidentifier():
+            raise ValueError(f"model argument name {key!r} must be an identifier such as max_retries")
         if key in args:
             raise ValueError(f"model argument {key!r} given twice")
-        args[key] = value.strip()
+        args[key] = _typed_value(value)
     return args
+
+
+_INT = re.compile(r"[+-]?(0|[1-9][0-9]*)")
+_FLOAT = re.compile(r"[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+(\.[0-9]*)?[eE][+-]?[0-9]+|[0-9]+\.[0-9]*[eE][+-]?[0-9]+)")
+
+
+def _typed_value(value: str) -> str | int | float | bool:
+    if len(value) >= 2 and value[0] == value[-1] == '"':
+        return value[1:-1]
+    if value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if _INT.fullmatch(value):
+        return int(value)
+    if _FLOAT.fullmatch(value):
+        return float(value)
+    return value

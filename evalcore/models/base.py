@@ -15,6 +15,8 @@ Requests and results are frozen dataclasses, results come back in request order.
 from __future__ import annotations
 
 import abc
+import hashlib
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -128,9 +130,6 @@ class ModelIdentity:
     @property
     def key(self) -> str:
         """A short string that changes whenever any identity field changes."""
-        import hashlib
-        import json
-
         payload = json.dumps(self.as_dict(), sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:32]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 
-from evalcore.models.base import ChatParams, GenerationResult, cut_at_stop
-from evalcore.models.scoring import MIN_SHARED_PREFIX, _common_prefix, run_base
+from evalcore.models.base import ChatParams, GenerationRequest, GenerationResult, cut_at_stop
+from evalcore.models.scoring import MIN_SHARED_PREFIX, common_prefix, run_base
 
 MAX_GEN_ROWS_CPU = 16
 # Draft tokens proposed per pass when one greedy row is left (prompt-lookup speculation).
@@ -114,54 +114,17 @@ def _generate_one_batch(backend, rows) -> list[GenerationResult]:
     size = len(rows)
     prefix = 0
     if size > 1:
-        shared = min(_common_prefix(contexts[0], c) for c in contexts)
+        shared = min(common_prefix(contexts[0], c) for c in contexts)
         if shared >= MIN_SHARED_PREFIX:
             prefix = min(shared, min(len(c) for c in contexts) - 1)
     generators = [torch.Generator().manual_seed(int(r.seed)) for _, _, r in rows]
     requests = [r for _, _, r in rows]
+    answers = _Answers(backend, rows)
+    take, generated, finished = answers.take, answers.generated, answers.finished
     with torch.inference_mode():
-        cache = None
-        if prefix:
-            shared = torch.tensor([contexts[0][:prefix]], device=device)
-            _, cache = run_base(base, input_ids=shared, use_cache=True)
-            cache.batch_repeat_interleave(size)
-        tails = [c[prefix:] for c in contexts]
-        width = max(len(t) for t in tails)
-        input_ids = torch.full((size, width), backend.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((size, prefix + width), dtype=torch.long)
-        mask[:, :prefix] = 1
-        positions = torch.zeros((size, width), dtype=torch.long)
-        for b, tail in enumerate(tails):
-            pad = width - len(tail)
-            input_ids[b, pad:] = torch.tensor(tail)
-            mask[b, prefix + pad :] = 1
-            positions[b, pad:] = torch.arange(prefix, prefix + len(tail))
-        next_position = torch.tensor([prefix + len(t) for t in tails])
-        hidden, cache = run_base(
-            base,
-            input_ids=input_ids.to(device),
-            attention_mask=mask.to(device),
-            position_ids=positions.to(device),
-            cache=cache,
-            use_cache=True,
-        )
-        logits = head(hidden[:, -1]).float()
+        logits, cache, mask, next_position = _prefill(backend, base, head, contexts, prefix)
         active = list(range(size))
-        generated: list[list[int]] = [[] for _ in range(size)]
-        finished: list[GenerationResult | None] = [None] * size
         speculate = _croppable(cache)
-
-        def take(row: int, token: int) -> bool:
-            """Append ``token`` to ``row``; True when that finishes the row."""
-            _, until, request = rows[row]
-            generated[row].append(token)
-            cut, stopped = cut_at_stop(backend.tok_decode(generated[row]), until)
-            if stopped or token == backend.eos_token_id:
-                finished[row] = GenerationResult(cut, len(generated[row]), "stop")
-            elif len(generated[row]) >= request.max_gen_toks:
-                finished[row] = GenerationResult(cut, len(generated[row]), "length")
-            return finished[row] is not None
-
         while active:
             tokens = _pick_tokens(logits, [requests[i] for i in active], [generators[i] for i in active])
             keep = [slot for slot, row in enumerate(active) if not take(row, int(tokens[slot]))]
@@ -212,6 +175,63 @@ def _generate_one_batch(backend, rows) -> list[GenerationResult]:
     return finished  # type: ignore[return-value]
 
 
+class _Answers:
+    """The tokens generated for each row of a batch, and each row's result once it is finished."""
+
+    def __init__(self, backend, rows) -> None:
+        self.backend, self.rows = backend, rows
+        self.generated: list[list[int]] = [[] for _ in rows]
+        self.finished: list[GenerationResult | None] = [None] * len(rows)
+
+    def take(self, row: int, token: int) -> bool:
+        """Append ``token`` to ``row``; True when that finishes the row."""
+        _, until, request = self.rows[row]
+        generated = self.generated[row]
+        generated.append(token)
+        cut, stopped = cut_at_stop(self.backend.tok_decode(generated), until)
+        if stopped or token == self.backend.eos_token_id:
+            self.finished[row] = GenerationResult(cut, len(generated), "stop")
+        elif len(generated) >= request.max_gen_toks:
+            self.finished[row] = GenerationResult(cut, len(generated), "length")
+        return self.finished[row] is not None
+
+
+def _prefill(backend, base, head, contexts: list[list[int]], prefix: int):
+    """Run the prompts (left-padded; a shared ``prefix`` once, its cache repeated for every row).
+
+    Returns (next-token logits, KV cache, attention mask, next position of each row).
+    """
+    import torch
+
+    device, size = backend.device, len(contexts)
+    cache = None
+    if prefix:
+        shared = torch.tensor([contexts[0][:prefix]], device=device)
+        _, cache = run_base(base, input_ids=shared, use_cache=True)
+        cache.batch_repeat_interleave(size)
+    tails = [c[prefix:] for c in contexts]
+    width = max(len(t) for t in tails)
+    input_ids = torch.full((size, width), backend.pad_token_id, dtype=torch.long)
+    mask = torch.zeros((size, prefix + width), dtype=torch.long)
+    mask[:, :prefix] = 1
+    positions = torch.zeros((size, width), dtype=torch.long)
+    for b, tail in enumerate(tails):
+        pad = width - len(tail)
+        input_ids[b, pad:] = torch.tensor(tail)
+        mask[b, prefix + pad :] = 1
+        positions[b, pad:] = torch.arange(prefix, prefix + len(tail))
+    next_position = torch.tensor([prefix + len(t) for t in tails])
+    hidden, cache = run_base(
+        base,
+        input_ids=input_ids.to(device),
+        attention_mask=mask.to(device),
+        position_ids=positions.to(device),
+        cache=cache,
+        use_cache=True,
+    )
+    return head(hidden[:, -1]).float(), cache, mask, next_position
+
+
 def _held_back(text: str, stops) -> int:
     """How many trailing characters might start a stop string (or an unfinished character)."""
     hold = 0
@@ -228,8 +248,6 @@ def _held_back(text: str, stops) -> int:
 def stream_tokens(backend, ids: list[int], params: ChatParams) -> Iterator[str]:
     """Yield text deltas generated after the prompt ``ids`` (one row, KV cache)."""
     import torch
-
-    from evalcore.models.base import GenerationRequest
 
     if params.max_new_tokens < 1:
         raise ValueError("max_new_tokens must be at least 1")

@@ -35,6 +35,9 @@ from evalcore.models.base import (
     RollingResult,
     validate_messages,
 )
+from evalcore.models.echo import prompt_token_logprobs
+from evalcore.models.generation import generate_batch, stream_tokens
+from evalcore.models.scoring import rolling_windows, score_pairs
 
 DTYPES = ("float32", "float16", "bfloat16")
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
@@ -66,7 +69,7 @@ def local_checkpoint(path, *, dtype: str, dtypes: Sequence[str], trust_remote_co
         raise ValueError("trust_remote_code is never enabled: Podium runs no code shipped with a checkpoint")
     if dtype not in dtypes:
         raise ValueError(f"dtype {dtype!r} is not supported; choose one of {tuple(dtypes)}")
-    folder = Path(path).expanduser().resolve()
+    folder = Path(str(path)).expanduser().resolve()
     weight_files = find_weight_files(folder)
     if not (folder / "config.json").is_file():
         raise ValueError(f"model path {str(folder)!r} has no config.json")
@@ -183,6 +186,16 @@ class HFBackend(Backend):
     def tok_decode(self, ids: Sequence[int]) -> str:
         return self.tokenizer.decode(list(ids), skip_special_tokens=True)
 
+    @property
+    def vocab_size(self) -> int:
+        """Token ids run from 0 to ``vocab_size - 1`` (added tokens included)."""
+        return len(self.tokenizer)
+
+    def prompt_token_logprobs(self, prompt: str | Sequence[int], *, top_n: int, continuation_ids=()) -> dict:
+        """Per-token log-probabilities of a text or token-id prompt and the tokens generated after it
+        (see :mod:`evalcore.models.echo`)."""
+        return prompt_token_logprobs(self, prompt, top_n=top_n, continuation_ids=continuation_ids)
+
     def encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
         """Token ids of (context, continuation), split the way the harness splits them."""
         if not context:
@@ -206,8 +219,6 @@ class HFBackend(Backend):
     def loglikelihood_rolling(
         self, requests: Sequence[RollingRequest], *, progress=None
     ) -> list[RollingResult]:
-        from evalcore.models.scoring import rolling_windows
-
         pairs, owners = [], []
         for index, request in enumerate(requests):
             window = request.max_length or self.max_length
@@ -229,16 +240,12 @@ class HFBackend(Backend):
         return [RollingResult(t, c) for t, c in zip(totals, counts)]
 
     def _score_pairs(self, pairs, *, progress=None) -> list[tuple[float, bool, int]]:
-        from evalcore.models.scoring import score_pairs
-
         return score_pairs(self, pairs, progress=progress)
 
     # ----------------------------------------------------------------------------------------------
     def generate_until(
         self, requests: Sequence[GenerationRequest], *, progress=None
     ) -> list[GenerationResult]:
-        from evalcore.models.generation import generate_batch
-
         for request in requests:
             if request.max_gen_toks < 1:
                 raise ValueError("max_gen_toks must be at least 1")
@@ -252,8 +259,6 @@ class HFBackend(Backend):
         return generate_batch(self, rows, progress=progress)
 
     def stream_chat(self, messages: Sequence[dict], params: ChatParams | dict | None = None) -> Iterator[str]:
-        from evalcore.models.generation import stream_tokens
-
         params = ChatParams.from_mapping(params)
         messages = validate_messages(messages)
         if params.system_prompt and messages[0]["role"] != "system":

@@ -14,23 +14,21 @@ Keys: ``api_key_env`` names the environment variable that holds the key; the key
 environment for each request, sent as ``Authorization: Bearer``, and never stored, logged or put in
 an error message. Redirects are not followed (a redirect could carry the key to another host).
 
-Retries: connection errors, HTTP 429 and 5xx are retried ``max_retries`` times with exponential
-backoff (honouring ``Retry-After`` up to 60 s); other 4xx are not retried; a timeout (no byte for
-``timeout`` seconds) is raised at once as :class:`EndpointTimeout`, since the server may still be
-working on the request.
+HTTP goes through :class:`evalcore.models.endpoint.EndpointClient` (httpx): one connection pool per
+backend, connection errors, HTTP 429 and 5xx retried ``max_retries`` times with exponential backoff
+(honouring ``Retry-After`` up to 60 s); other 4xx are not retried; a timeout (no byte for ``timeout``
+seconds) is raised at once as :class:`EndpointTimeout`, since the server may still be working on the
+request. Model arguments may arrive typed (``max_retries=3``, ``verify=false`` from
+:func:`evalcore.models.parse_model_args`) or as strings (older callers); booleans are refused where a
+number is expected.
 """
 
 from __future__ import annotations
 
-import http.client
-import ipaddress
-import json
 import os
-import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from evalcore.models.base import (
     Backend,
@@ -45,43 +43,49 @@ from evalcore.models.base import (
     cut_at_stop,
     validate_messages,
 )
+from evalcore.models.endpoint import (
+    MAX_RETRIES,
+    EndpointClient,
+    EndpointError,
+    EndpointTimeout,
+    first_choice,
+    message_of,
+    parse_json,
+    sum_echoed_logprobs,
+)
+from evalcore.netutil import is_loopback
 
-MAX_RETRY_AFTER_S = 60.0
-# A continuation token counts as greedy when its log-probability is the top one (up to rounding).
-GREEDY_TOLERANCE = 1e-6
+__all__ = ["EndpointError", "EndpointTimeout", "OpenAIBackend"]
 
-
-class EndpointError(RuntimeError):
-    """The endpoint answered with an error, an unreadable body, or could not be reached.
-
-    ``status`` is the HTTP status code when there was one.
-    """
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class EndpointTimeout(EndpointError, TimeoutError):
-    """No answer (or no next byte of a stream) within the backend's ``timeout``."""
+ARGUMENTS = ("base_url", "model", "api_key_env", "timeout", "max_retries", "backoff", "prefix_text",
+             "concurrency", "insecure_http", "verify")  # fmt: skip
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: D102
-        return None
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
+def _as_bool(value, name: str) -> bool:
+    """A boolean model argument: a bool, or the strings true/false/1/0/yes/no."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes"):
         return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
+    if text in ("0", "false", "no"):
         return False
+    raise ValueError(f"{name} must be true or false, got {value!r}")
 
 
-def _as_bool(value) -> bool:
-    return str(value).strip().lower() in ("1", "true", "yes")
+def _as_number(value, name: str, kind: type):
+    """A numeric model argument (a number or its text); booleans are refused."""
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    try:
+        number = kind(value)
+    except (TypeError, ValueError):
+        what = "an integer" if kind is int else "a number"
+        raise ValueError(f"{name} must be {what} (timeout and backoff numbers, max_retries and "
+                         f"concurrency integers), got {value!r}") from None  # fmt: skip
+    if kind is int and isinstance(value, float) and value != number:
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    return number
 
 
 class OpenAIBackend(Backend):
@@ -110,6 +114,9 @@ class OpenAIBackend(Backend):
         results keep request order. A vLLM server batches concurrent requests.
     insecure_http : bool
         Allow sending the key over plain http to a non-loopback host (refused by default).
+    verify : bool or str
+        Check the server's TLS certificate (default true); a string is the path of a CA bundle.
+        ``false`` is for a self-signed test server only.
     """
 
     name = "openai"
@@ -126,6 +133,7 @@ class OpenAIBackend(Backend):
         prefix_text: str | None = None,
         concurrency: int | str = 1,
         insecure_http: bool | str = False,
+        verify: bool | str = True,
         **unexpected,
     ) -> None:
         if "api_key" in unexpected:
@@ -135,46 +143,36 @@ class OpenAIBackend(Backend):
             )
         if unexpected:
             raise ValueError(
-                f"unknown openai backend argument(s) {sorted(unexpected)}; allowed: base_url, model, "
-                "api_key_env, timeout, max_retries, backoff, prefix_text, concurrency, insecure_http"
+                f"unknown openai backend argument(s) {sorted(unexpected)}; allowed: {', '.join(ARGUMENTS)}"
             )
-        parts = urllib.parse.urlsplit(str(base_url))
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"base_url {base_url!r} must be an http(s) URL such as http://127.0.0.1:8000/v1")
-        if parts.username or parts.password:
-            raise ValueError("base_url must not carry credentials; use api_key_env=NAME")
-        if parts.query or parts.fragment:
-            raise ValueError(f"base_url {base_url!r} must not have a query or fragment")
+        host = _check_base_url(base_url)
         self.base_url = str(base_url).rstrip("/")
-        self.model = model or None
-        try:
-            self.timeout = float(timeout)
-            self.max_retries = int(max_retries)
-            self.backoff = float(backoff)
-            self.concurrency = int(concurrency)
-        except (TypeError, ValueError):
+        self.model = str(model) if model not in (None, "") else None
+        self.timeout = _as_number(timeout, "timeout", float)
+        self.max_retries = _as_number(max_retries, "max_retries", int)
+        self.backoff = _as_number(backoff, "backoff", float)
+        self.concurrency = _as_number(concurrency, "concurrency", int)
+        if not self.timeout > 0 or not 0 <= self.max_retries <= MAX_RETRIES or self.backoff < 0 or self.concurrency < 1:
             raise ValueError(
-                "timeout and backoff must be numbers, max_retries and concurrency integers"
-            ) from None
-        if not self.timeout > 0 or self.max_retries < 0 or self.backoff < 0 or self.concurrency < 1:
-            raise ValueError("timeout must be > 0, max_retries >= 0, backoff >= 0 and concurrency >= 1")
+                f"timeout must be > 0, max_retries from 0 to {MAX_RETRIES}, backoff >= 0 and concurrency >= 1"
+            )
+        if isinstance(verify, str) and verify.strip().lower() in ("1", "0", "true", "false", "yes", "no"):
+            verify = _as_bool(verify, "verify")
+        if isinstance(verify, str) and not os.path.isfile(verify):
+            raise ValueError(f"verify must be true, false or the path of a CA bundle file, got {verify!r}")
+        if not isinstance(verify, bool | str):
+            raise ValueError(f"verify must be true, false or the path of a CA bundle file, got {verify!r}")
+        insecure = _as_bool(insecure_http, "insecure_http")
         if api_key_env is not None:
-            if not str(api_key_env).replace("_", "").isalnum():
-                raise ValueError(f"api_key_env must be an environment variable name, got {api_key_env!r}")
-            if not os.environ.get(api_key_env):
-                raise ValueError(f"api_key_env names {api_key_env!r}, which is not set in the environment")
-            plain_remote = parts.scheme == "http" and not _is_loopback(parts.hostname)
-            if plain_remote and not _as_bool(insecure_http):
-                raise ValueError(
-                    f"base_url {self.base_url!r} is plain http to another host: the API key would cross the "
-                    "network unencrypted; use https, or pass insecure_http=true for a trusted private network"
-                )
+            _check_key_env(str(api_key_env), self.base_url, plain_remote=self.base_url.startswith("http:")
+                           and not is_loopback(host), insecure=insecure)  # fmt: skip
         self.api_key_env = api_key_env
-        self.prefix_text = prefix_text or None
-        handlers: list = [_NoRedirect()]
-        if _is_loopback(parts.hostname):
-            handlers.append(urllib.request.ProxyHandler({}))  # loopback never goes through a proxy
-        self._opener = urllib.request.build_opener(*handlers)
+        self.prefix_text = str(prefix_text) if prefix_text else None
+        self._client = EndpointClient(
+            self.base_url, headers=self._headers, timeout=self.timeout, max_retries=self.max_retries,
+            backoff=self.backoff, verify=verify, use_env_proxies=not is_loopback(host),
+            connections=self.concurrency,
+        )  # fmt: skip
 
     # ----------------------------------------------------------------------------------------------
     @property
@@ -228,19 +226,15 @@ class OpenAIBackend(Backend):
         return self._stream_deltas(payload)
 
     def _stream_deltas(self, payload: dict) -> Iterator[str]:
-        response = self._open("POST", "/chat/completions", payload)
+        events = self._client.events("POST", "/chat/completions", payload)
         finished = False
         try:
-            for raw in _read_lines(response, self):
-                line = raw.strip()
-                if not line.startswith("data:"):
-                    continue  # blank separators, comments (": ping"), event names
-                data = line[5:].strip()
-                if data == "[DONE]":
+            for data in events:
+                if data.strip() == "[DONE]":
                     return
-                event = _parse_json(data, "stream event")
+                event = parse_json(data, "stream event")
                 if event.get("error"):
-                    raise EndpointError(f"the endpoint reported an error mid-stream: {_message_of(event)}")
+                    raise EndpointError(f"the endpoint reported an error mid-stream: {message_of(event)}")
                 choices = event.get("choices") or []
                 choice = choices[0] if choices and isinstance(choices[0], dict) else {}
                 delta = (choice.get("delta") or {}).get("content")
@@ -248,7 +242,7 @@ class OpenAIBackend(Backend):
                 if delta:
                     yield delta
         finally:
-            response.close()
+            events.close()
         if not finished:  # closed without [DONE] or a finish_reason: the answer may be cut short
             raise EndpointError(f"the stream from {self.base_url} ended before the answer was complete")
 
@@ -272,7 +266,7 @@ class OpenAIBackend(Backend):
         if request.until:
             payload["stop"] = list(request.until)
         body = self._json("POST", "/completions", payload)
-        choice = _first_choice(body)
+        choice = first_choice(body)
         text, stopped = cut_at_stop(str(choice.get("text") or ""), request.until)
         usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
         reason = "stop" if stopped or choice.get("finish_reason") == "stop" else "length"
@@ -317,8 +311,6 @@ class OpenAIBackend(Backend):
                 if progress is not None:
                     progress(1)
             return results
-        from concurrent.futures import ThreadPoolExecutor
-
         results = []
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
             for result in pool.map(function, items):  # progress is reported from this thread
@@ -345,35 +337,8 @@ class OpenAIBackend(Backend):
             "echo": True,
             "logprobs": 1,
         }
-        logprobs = _first_choice(self._json("POST", "/completions", payload)).get("logprobs") or {}
-        offsets = logprobs.get("text_offset")
-        token_logprobs = logprobs.get("token_logprobs")
-        tops = logprobs.get("top_logprobs") or []
-        if not isinstance(offsets, list) or not isinstance(token_logprobs, list) or not offsets:
-            raise EndpointError(
-                f"{self.base_url}/completions returned no prompt log-probabilities for echo=true, logprobs=1; "
-                "loglikelihood needs a server that returns them (vLLM's server, python -m evalcore serve)"
-            )
-        n_prompt = sum(1 for offset in offsets if offset < len(prompt))
-        total, greedy, count = 0.0, True, 0
-        for i in range(n_prompt):
-            end = offsets[i + 1] if i + 1 < n_prompt else len(prompt)
-            if end <= boundary:
-                continue
-            value = token_logprobs[i]
-            if value is None:
-                raise EndpointError(
-                    "the endpoint gave no log-probability for the first scored token (it starts the prompt); "
-                    "set prefix_text so the scored text does not start the prompt"
-                )
-            total += float(value)
-            count += 1
-            top = tops[i] if i < len(tops) and isinstance(tops[i], dict) else None
-            if not top or float(value) < max(float(v) for v in top.values()) - GREEDY_TOLERANCE:
-                greedy = False
-        if count == 0:
-            raise ValueError("the continuation is empty: there is nothing to score")
-        return total, greedy, count
+        logprobs = first_choice(self._json("POST", "/completions", payload)).get("logprobs") or {}
+        return sum_echoed_logprobs(logprobs, prompt, boundary, where=f"{self.base_url}/completions")
 
     # ----------------------------------------------------------------------------------------------
     def _headers(self) -> dict[str, str]:
@@ -386,106 +351,31 @@ class OpenAIBackend(Backend):
         return headers
 
     def _json(self, method: str, path: str, payload: dict | None = None) -> dict:
-        response = self._open(method, path, payload)
-        try:
-            body = b"".join(_read_chunks(response, self))
-        finally:
-            response.close()
-        return _parse_json(body.decode("utf-8", "replace"), f"{method} {path} response")
+        return self._client.json(method, path, payload)
 
-    def _open(self, method: str, path: str, payload: dict | None = None):
-        """Send a request, retrying connection errors, 429 and 5xx; return the open response."""
-        url = self.base_url + path
-        data = json.dumps(payload).encode() if payload is not None else None
-        attempt = 0
-        while True:
-            request = urllib.request.Request(url, data=data, method=method, headers=self._headers())
-            retry_after = None
-            try:
-                return self._opener.open(request, timeout=self.timeout)
-            except urllib.error.HTTPError as exc:
-                status = exc.code
-                message = _message_of(_parse_json_quietly(exc.read(65536)))
-                retry_after = exc.headers.get("Retry-After") if exc.headers else None
-                exc.close()
-                if not (status == 429 or status >= 500) or attempt >= self.max_retries:
-                    hint = " (is base_url the API root, e.g. http://host:port/v1?)" if status == 404 else ""
-                    raise EndpointError(
-                        f"{method} {url} failed with HTTP {status}: {message}{hint}", status=status
-                    ) from None
-            except TimeoutError:
-                raise EndpointTimeout(f"{method} {url}: no answer within {self.timeout:g} s") from None
-            except urllib.error.URLError as exc:
-                if isinstance(exc.reason, TimeoutError):
-                    raise EndpointTimeout(f"{method} {url}: no answer within {self.timeout:g} s") from None
-                if attempt >= self.max_retries:
-                    raise EndpointError(f"cannot reach {url}: {exc.reason}") from None
-            except (ConnectionError, http.client.HTTPException) as exc:
-                if attempt >= self.max_retries:
-                    raise EndpointError(f"connection to {url} failed: {exc}") from None
-            delay = self.backoff * (2**attempt)
-            try:
-                delay = max(delay, min(float(retry_after), MAX_RETRY_AFTER_S)) if retry_after else delay
-            except ValueError:
-                pass  # an HTTP-date Retry-After: keep the exponential delay
-            time.sleep(delay)
-            attempt += 1
+    def close(self) -> None:
+        self._client.close()
 
 
-def _read_lines(response, backend: OpenAIBackend) -> Iterator[str]:
-    try:
-        for raw in response:
-            yield raw.decode("utf-8", "replace")
-    except TimeoutError:
-        raise EndpointTimeout(
-            f"the stream from {backend.base_url} stalled for {backend.timeout:g} s"
-        ) from None
-    except (OSError, http.client.HTTPException) as exc:
-        raise EndpointError(f"the stream from {backend.base_url} broke off: {exc}") from None
+def _check_base_url(base_url) -> str:
+    """Refuse a base_url that is not a plain http(s) API root; return its host."""
+    parts = urllib.parse.urlsplit(str(base_url))
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"base_url {base_url!r} must be an http(s) URL such as http://127.0.0.1:8000/v1")
+    if parts.username or parts.password:
+        raise ValueError("base_url must not carry credentials; use api_key_env=NAME")
+    if parts.query or parts.fragment:
+        raise ValueError(f"base_url {base_url!r} must not have a query or fragment")
+    return parts.hostname
 
 
-def _read_chunks(response, backend: OpenAIBackend) -> Iterator[bytes]:
-    try:
-        while chunk := response.read(65536):
-            yield chunk
-    except TimeoutError:
-        raise EndpointTimeout(
-            f"the answer from {backend.base_url} stalled for {backend.timeout:g} s"
-        ) from None
-    except (OSError, http.client.HTTPException) as exc:
-        raise EndpointError(f"the answer from {backend.base_url} broke off: {exc}") from None
-
-
-def _parse_json(text: str, what: str) -> dict:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        raise EndpointError(f"the endpoint's {what} is not JSON: {text[:200]!r}") from None
-    if not isinstance(value, dict):
-        raise EndpointError(f"the endpoint's {what} is not a JSON object: {text[:200]!r}")
-    return value
-
-
-def _parse_json_quietly(body: bytes) -> dict | str:
-    try:
-        value = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return body.decode("utf-8", "replace")[:300]
-    return value if isinstance(value, dict) else str(value)[:300]
-
-
-def _message_of(body: dict | str) -> str:
-    """The message of an OpenAI-style error body (``{"error": {"message": ...}}``)."""
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict):
-            return str(error.get("message") or error)[:500]
-        return str(error)[:500]
-    return str(body)[:500] or "(empty body)"
-
-
-def _first_choice(body: dict) -> dict:
-    choices = body.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise EndpointError(f"the endpoint's answer has no choices: {json.dumps(body)[:200]}")
-    return choices[0]
+def _check_key_env(name: str, base_url: str, *, plain_remote: bool, insecure: bool) -> None:
+    if not name.replace("_", "").isalnum():
+        raise ValueError(f"api_key_env must be an environment variable name, got {name!r}")
+    if not os.environ.get(name):
+        raise ValueError(f"api_key_env names {name!r}, which is not set in the environment")
+    if plain_remote and not insecure:
+        raise ValueError(
+            f"base_url {base_url!r} is plain http to another host: the API key would cross the "
+            "network unencrypted; use https, or pass insecure_http=true for a trusted private network"
+        )

@@ -7,6 +7,7 @@ last ``len(continuation)`` positions, as in the harness.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -65,14 +66,12 @@ _CACHE_ARGUMENT: dict[type, str] = {}
 
 def _cache_argument(cls) -> str:
     if cls not in _CACHE_ARGUMENT:
-        import inspect
-
         parameters = inspect.signature(cls.forward).parameters
         _CACHE_ARGUMENT[cls] = "cache" if "cache" in parameters else "past_key_values"
     return _CACHE_ARGUMENT[cls]
 
 
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     limit = min(len(a), len(b))
     i = 0
     while i < limit and a[i] == b[i]:
@@ -89,7 +88,7 @@ def _batching_order(rows: list[tuple[int, ...]]) -> list[int]:
     """
     groups: list[list[int]] = []
     for index in range(len(rows)):
-        if groups and _common_prefix(rows[groups[-1][0]], rows[index]) >= MIN_SHARED_PREFIX:
+        if groups and common_prefix(rows[groups[-1][0]], rows[index]) >= MIN_SHARED_PREFIX:
             groups[-1].append(index)
         else:
             groups.append([index])
@@ -111,7 +110,7 @@ def _plan_batches(
     for index in order:
         row = rows[index]
         if current:
-            new_shared = min(shared, _common_prefix(rows[current[0]], row))
+            new_shared = min(shared, common_prefix(rows[current[0]], row))
             new_longest = max(longest, len(row))
             prefix = new_shared if new_shared >= MIN_SHARED_PREFIX else 0
             cost = prefix + (len(current) + 1) * (new_longest - prefix)
@@ -167,7 +166,7 @@ def score_pairs(backend, pairs, *, progress=None) -> list[tuple[float, bool, int
     with torch.inference_mode():
         for batch in batches:
             batch_rows = [rows[i] for i in batch]
-            shared = min(_common_prefix(batch_rows[0], r) for r in batch_rows)
+            shared = min(common_prefix(batch_rows[0], r) for r in batch_rows)
             prefix = 0
             if len(batch_rows) > 1 and shared >= MIN_BATCH_PREFIX:
                 prefix = min(shared - 1, min(len(rows[i]) - need[i] for i in batch))
@@ -200,11 +199,11 @@ def _stems(tails, needs) -> tuple[list[int], list[int]]:
     cluster_of, stems, members = [], [], []
 
     def close() -> None:
-        common = min(_common_prefix(tails[members[0]], tails[b]) for b in members)
+        common = min(common_prefix(tails[members[0]], tails[b]) for b in members)
         stems.append(min(common, min(len(tails[b]) - needs[b] for b in members)) if len(members) > 1 else 0)
 
     for b, tail in enumerate(tails):
-        if members and _common_prefix(tails[members[0]], tail) < MIN_SHARED_STEM:
+        if members and common_prefix(tails[members[0]], tail) < MIN_SHARED_STEM:
             close()
             members = []
         members.append(b)

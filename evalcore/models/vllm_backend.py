@@ -21,6 +21,7 @@ Untested on a GPU in this repository's CI (no GPU, no vllm): written against vLL
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator, Sequence
 
@@ -124,8 +125,6 @@ class VLLMBackend(Backend):
         try:
             return int(self.llm.llm_engine.model_config.max_model_len)
         except AttributeError:  # engine internals moved: fall back to the checkpoint's config
-            import json
-
             config = json.loads((self.path / "config.json").read_text())
             return int(config.get("max_position_embeddings") or 2048)
 

@@ -22,6 +22,7 @@ from typing import IO
 
 import numpy as np
 
+from evalcore import csvsafe
 from evalcore.ratings.battles import STYLE_FEATURES, WINNER_CODES, Battles, battles_from_records
 from evalcore.ratings.counts import PairCounts, pair_counts_from_arrays
 
@@ -265,7 +266,8 @@ def write_battles_csv(battles: Battles, target) -> None:
         w = csv.writer(fh, lineterminator="\n")
         has_ts = battles.tstamp is not None
         w.writerow(["model_a", "model_b", "winner"] + (["tstamp"] if has_ts else []))
-        names = np.asarray(battles.models, dtype=object)
+        # Names are the only text: escaped once here (evalcore.csvsafe), rows then go out at C speed.
+        names = np.asarray([csvsafe.safe_cell(name) for name in battles.models], dtype=object)
         outcomes = np.asarray(["model_a", "model_b", "tie", "tie (bothbad)"], dtype=object)
         for start in range(0, len(battles), _CHUNK):
             sl = slice(start, start + _CHUNK)
@@ -345,9 +347,10 @@ def write_pair_counts(counts: PairCounts, target) -> None:
     try:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(PAIR_COUNT_COLUMNS)
+        names = [csvsafe.safe_cell(name) for name in counts.models]
         for k in range(counts.n_pairs):
             w.writerow(
-                [counts.models[counts.i[k]], counts.models[counts.j[k]]]
+                [names[counts.i[k]], names[counts.j[k]]]
                 + [f"{v:g}" for v in (counts.wins_i[k], counts.wins_j[k], counts.ties[k], counts.bothbad[k])]
             )
     finally:

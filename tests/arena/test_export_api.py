@@ -196,3 +196,11 @@ def test_openapi_schema_lists_the_endpoints(client):
         paths
     )
     assert "text/csv" in paths["/api/votes.csv"]["get"]["responses"]["200"]["content"]
+
+
+def test_model_names_cannot_become_spreadsheet_formulas(client, db):
+    votes_create({"=cmd|' /C calc'!A0": 0.0, "@SUM(1)": 0.1}, 10, seed=1)
+    rows = list(csv.DictReader(io.StringIO(body(client.get("/api/votes.csv")).decode())))
+    names = {row["model_a"] for row in rows} | {row["model_b"] for row in rows}
+    assert names == {"'=cmd|' /C calc'!A0", "'@SUM(1)"}
+    assert all(float(row["tstamp"]) > 0 for row in rows)

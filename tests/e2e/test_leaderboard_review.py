@@ -10,8 +10,8 @@ import re
 import pytest
 from django.db import connection
 
-from leaderboard import services
 from leaderboard.models import ReviewAction, Submission
+from leaderboard.submissions.services import submission_publish
 from tests.conftest import clean_env, database_url_of
 from tests.leaderboard import board_data as bd
 
@@ -41,7 +41,7 @@ def flagged_variant(transactional_db, settings):
                  base_model="acme/base-1b")  # fmt: skip
     best = bd.entry(owner, "acme/tune-best", gsm8k=bd.pattern(30, 22), private=True, model_type="fine-tuned",
                     base_model="acme/base-1b")  # fmt: skip
-    services.submission_publish(submission_id=best.pk, owner=owner)  # the owner publishes the best one
+    submission_publish(submission_id=best.pk, owner=owner)  # the owner publishes the best one
     best.refresh_from_db()
     assert best.review_state == "flagged" and "4 private variants of acme/base-1b" in best.review_reason
     # The server runs the dev settings, whose hashers do not include the test settings' fast MD5.
@@ -54,7 +54,7 @@ def test_admin_approves_a_flagged_variant(site, flagged_variant, browser):
     base, best = site, flagged_variant
     page = browser.new_page()
     page.goto(f"{base}/leaderboard/")
-    assert f'data-submission="{best.pk}"' not in page.content()  # waiting for review: not on the board
+    assert f'data-submission="{best.public_id}"' not in page.content()  # waiting for review: not on the board
 
     page.goto(f"{base}/leaderboard/review/")
     page.wait_for_url(re.compile(r".*/leaderboard/accounts/login/\?next=/leaderboard/review/$"))
@@ -77,12 +77,12 @@ def test_admin_approves_a_flagged_variant(site, flagged_variant, browser):
     assert Submission.objects.get(pk=best.pk).review_state == "approved"
 
     page.goto(f"{base}/leaderboard/")
-    row = page.locator(f'tr[data-submission="{best.pk}"]')
+    row = page.locator(f'tr[data-submission="{best.public_id}"]')
     assert "acme/tune-best" in row.inner_text()
     assert re.search(r"best of 5 variants \(\+\d+\.\d expected\)", row.locator(".tag-bestof").inner_text())
 
     row.locator("a", has_text="acme/tune-best").first.click()
-    page.wait_for_url(f"{base}/leaderboard/submissions/{best.pk}/")
+    page.wait_for_url(f"{base}/leaderboard/submissions/{best.public_id}/")
     log = page.locator("table.review-log").inner_text()
     assert "Approve" in log and "Owner disclosed the four private variants" in log
     assert "Approved" in page.inner_text(".review-state")

@@ -75,17 +75,48 @@ def test_websocket_round_trip_through_channels_redis(redis_url, start_asgi_serve
 
     async def scenario():
         layer = RedisChannelLayer(hosts=[redis_url])
-        async with websockets.connect(uri, origin=f"http://127.0.0.1:{port}") as ws:
+        origin = f"http://127.0.0.1:{port}"
+        async with websockets.connect(uri, origin=origin) as ws, websockets.connect(uri, origin=origin) as other:
+            channel = json.loads(await asyncio.wait_for(ws.recv(), 10))["channel"]
+            other_channel = json.loads(await asyncio.wait_for(other.recv(), 10))["channel"]
+            assert channel != other_channel
             await ws.send(json.dumps({"ping": "hello"}))
             assert json.loads(await asyncio.wait_for(ws.recv(), 10)) == {"pong": "hello"}
             # A message published by another process (this one) through Redis reaches the browser.
-            await layer.group_send("ping", {"type": "ping.pong", "value": "from another process"})
+            await layer.send(channel, {"type": "ping.pong", "value": "from another process"})
             assert json.loads(await asyncio.wait_for(ws.recv(), 10)) == {"pong": "from another process"}
             await ws.send("not json {")
             assert "error" in json.loads(await asyncio.wait_for(ws.recv(), 10))
             await ws.send(json.dumps({"ping": "x" * 10_000}))
             assert "error" in json.loads(await asyncio.wait_for(ws.recv(), 10))
+            # The other client got none of it: its first message is the one sent to it now.
+            await layer.send(other_channel, {"type": "ping.pong", "value": "marker"})
+            assert json.loads(await asyncio.wait_for(other.recv(), 10)) == {"pong": "marker"}
         await layer.flush()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_websocket_ping_is_rate_limited_per_connection(start_asgi_server):
+    import websockets
+
+    from arena.consumers import PING_LIMIT
+
+    env = clean_env(DJANGO_SETTINGS_MODULE="config.settings.dev", DATABASE_URL=database_url_of(connection))
+    port = start_asgi_server(env=env)
+
+    async def scenario():
+        async with websockets.connect(f"ws://127.0.0.1:{port}/ws/ping/", origin=f"http://127.0.0.1:{port}") as ws:
+            await asyncio.wait_for(ws.recv(), 10)  # {"channel": ...}
+            for n in range(PING_LIMIT):
+                await ws.send(json.dumps({"ping": n}))
+                assert json.loads(await asyncio.wait_for(ws.recv(), 10)) == {"pong": n}
+            await ws.send(json.dumps({"ping": "one too many"}))
+            assert "rate limit" in json.loads(await asyncio.wait_for(ws.recv(), 10))["error"]
+            with pytest.raises(websockets.exceptions.ConnectionClosed) as closed:
+                await asyncio.wait_for(ws.recv(), 10)
+            assert closed.value.rcvd.code == 4008
 
     asyncio.run(scenario())
 

@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from arena.catalogue_services import model_register
-from leaderboard import services
+from leaderboard.evaluation.suites import suite_freeze
 from leaderboard.models import ReviewAction, Submission
 
 pytestmark = pytest.mark.django_db
@@ -28,7 +28,7 @@ def test_admin_pages_and_review_log(staff_client):
         source="upload", architecture="LlamaForCausalLM", weight_sha256="b" * 64, parameter_count=1,
         total_bytes=1, storage_path="/nowhere", status="FAILED", failure_reason="boom",
     )  # fmt: skip
-    services.suite_freeze(name="podium", tasks=[{"task": "gsm8k", "num_fewshot": 5, "limit": 10}])
+    suite_freeze(name="podium", tasks=[{"task": "gsm8k", "num_fewshot": 5, "limit": 10}])
     for name in ("submission", "reviewaction", "benchmarksuite", "evaluationrun", "score", "samplerecord",
                  "scorehistory"):  # fmt: skip
         assert staff_client.get(f"/admin/leaderboard/{name}/").status_code == 200, name

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from evalcore.stats import best_of_k_inflation, paired_bootstrap_difference
-from leaderboard.models import EvaluationRun, Score
-from leaderboard.selectors_runs import COMPARE_ROUNDS, COMPARE_SEED
+from leaderboard.models import EvaluationRun, Score, Submission
+from leaderboard.runs.selectors import COMPARE_ROUNDS, COMPARE_SEED
 from tests.leaderboard import board_data as bd
 
 pytestmark = pytest.mark.django_db
@@ -20,11 +20,15 @@ Z = 1.959963984540054
 
 
 def rows_of(html: str) -> list[int]:
-    return [int(x) for x in re.findall(r'<tr data-submission="(\d+)"', html)]
+    """Primary keys of the board's rows, in order (the page names each by its opaque public id)."""
+    public_ids = re.findall(r'<tr data-submission="([A-Za-z0-9_-]{22})"', html)
+    by_public_id = dict(Submission.objects.filter(public_id__in=public_ids).values_list("public_id", "pk"))
+    return [by_public_id[x] for x in public_ids]
 
 
 def row_html(html: str, submission_id: int) -> str:
-    match = re.search(rf'<tr data-submission="{submission_id}".*?</tr>', html, re.S)
+    public_id = Submission.objects.get(pk=submission_id).public_id
+    match = re.search(rf'<tr data-submission="{re.escape(public_id)}".*?</tr>', html, re.S)
     assert match, f"no row for submission {submission_id}"
     return match.group(0)
 

@@ -12,8 +12,8 @@ from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
-from leaderboard import services
-from leaderboard.evaluation import chat_template_supported, request_cache_path
+from leaderboard.evaluation.runner import request_cache_path
+from leaderboard.evaluation.suites import suite_freeze
 from leaderboard.models import (
     BenchmarkSuite,
     EvaluationRun,
@@ -23,6 +23,9 @@ from leaderboard.models import (
     ScoreHistory,
     Submission,
 )
+from leaderboard.review.services import submission_review
+from leaderboard.submissions.lifecycle import SubmissionBusy, submission_start
+from leaderboard.submissions.services import submission_requeue
 from leaderboard.tasks import submission_evaluate
 
 pytestmark = pytest.mark.django_db
@@ -83,7 +86,7 @@ def test_upload_runs_the_suite_and_a_retry_overwrites(client, owner, tiny_dir, s
     assert set(scores) == {"acc", "acc_norm"}
     for score in scores.values():
         assert score.n == 4 and score.ci_low <= score.value <= score.ci_high and score.stderr is not None
-    page = client.get(f"/leaderboard/submissions/{submission.pk}/").content.decode()
+    page = client.get(f"/leaderboard/submissions/{submission.public_id}/").content.decode()
     assert "mmlu_cloze_anatomy" in page and "95% interval" in page
 
     # A worker died after one task: the redelivered task resumes, overwriting, never duplicating.
@@ -92,7 +95,7 @@ def test_upload_runs_the_suite_and_a_retry_overwrites(client, owner, tiny_dir, s
     EvaluationRun.objects.filter(pk=anatomy.pk).update(status="RUNNING")
     Score.objects.filter(run=anatomy, metric="acc").update(value=0.123)
     SampleRecord.objects.filter(run=anatomy, doc_id=2).delete()
-    with pytest.raises(services.SubmissionBusy):  # its worker spoke moments ago: a duplicate delivery waits
+    with pytest.raises(SubmissionBusy):  # its worker spoke moments ago: a duplicate delivery waits
         submission_evaluate(submission.pk)
     silent = timezone.now() - timedelta(seconds=settings.LEADERBOARD_HEARTBEAT_STALE_S + 1)
     Submission.objects.filter(pk=submission.pk).update(heartbeat_at=silent)  # ...until that worker falls silent
@@ -122,7 +125,7 @@ def test_a_retry_answers_from_the_request_cache(client, owner, tiny_dir, submiss
     EvaluationRun.objects.filter(submission=submission).delete()
     monkeypatch.setenv("PODIUM_DATA_DIR", str(shared_data))
     with django_capture_on_commit_callbacks(execute=True):
-        services.submission_requeue(submission)
+        submission_requeue(submission)
     submission.refresh_from_db()
     assert submission.status == "FINISHED", submission.failure_reason
     assert "16 requests answered from the request cache, 0 computed" in submission.log_tail
@@ -148,44 +151,46 @@ def test_changed_weights_fail_with_reason_and_log_tail(client, owner, tiny_dir, 
     assert "loading acme/tiny" in submission.log_tail and "Traceback" in submission.log_tail
     assert f"from <submissions>/{submission.pk}" in submission.log_tail  # server folders are not spelled out
     assert str(submissions_dir) not in submission.log_tail and str(settings.BASE_DIR) not in submission.log_tail
-    status = client.get(f"/leaderboard/submissions/{submission.pk}/status.json").json()
+    status = client.get(f"/leaderboard/submissions/{submission.public_id}/status.json").json()
     assert status["status"] == "FAILED" and "loading acme/tiny" in status["log_tail"]
-    requeued = services.submission_requeue(submission)
+    requeued = submission_requeue(submission)
     assert requeued.status == "PENDING" and requeued.failure_reason == ""
 
 
-def test_chat_template_is_applied_or_refused_up_front(client, owner, tiny_dir, submissions_dir, eager,
+def test_chat_template_is_applied_or_refused_up_front(client, owner, tiny_dir, submissions_dir, eager, tmp_path,
                                                      django_capture_on_commit_callbacks):  # fmt: skip
-    if chat_template_supported():
-        submission = submit(client, tiny_dir, django_capture_on_commit_callbacks, apply_chat_template="on")
-        submission.refresh_from_db()
-        assert submission.status == "FINISHED"
-        assert EvaluationRun.objects.filter(submission=submission, protocol__apply_chat_template=True).count() == 2
-        return
+    """Ticked on a checkpoint without a chat template: refused on the form, nothing stored or queued.
+    Ticked on one with a template: the model's own template wraps every prompt the engine sends."""
+    bare = tmp_path / "no-template"
+    shutil.copytree(tiny_dir, bare, ignore=shutil.ignore_patterns("chat_template.jinja"))
     data = {"model_name": "acme/tiny", "precision": "float32", "model_type": "chat", "licence": "mit"}
-    files = [SimpleUploadedFile(p.name, p.read_bytes()) for p in sorted(tiny_dir.iterdir())]
-    response = client.post("/leaderboard/submit/", {**data, "files": files, "apply_chat_template": "on"})
-    assert response.status_code == 400 and "cannot apply chat templates yet" in response.content.decode()
-    # Should one get through anyway (submitted before the engine lost the feature): it fails, saying why.
-    files = [SimpleUploadedFile(p.name, p.read_bytes()) for p in sorted(tiny_dir.iterdir())]
-    with django_capture_on_commit_callbacks(execute=False):
-        assert client.post("/leaderboard/submit/", {**data, "files": files}).status_code == 302
-    submission = Submission.objects.get()
-    Submission.objects.filter(pk=submission.pk).update(apply_chat_template=True)
-    assert submission_evaluate(submission.pk) == "failed"
+    files = [SimpleUploadedFile(p.name, p.read_bytes()) for p in sorted(bare.iterdir())]
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        response = client.post("/leaderboard/submit/", {**data, "files": files, "apply_chat_template": "on"})
+    assert response.status_code == 400 and "Apply chat template is ticked but the checkpoint has none" in (
+        response.content.decode()
+    )
+    assert not Submission.objects.exists() and not callbacks
+    assert not (submissions_dir.exists() and any(submissions_dir.rglob("*")))
+    assert "<|im_start|>" in (tiny_dir / "chat_template.jinja").read_text()  # SmolLM2's turns
+    submission = submit(client, tiny_dir, django_capture_on_commit_callbacks, apply_chat_template="on")
     submission.refresh_from_db()
-    assert "cannot apply chat templates" in submission.failure_reason and not EvaluationRun.objects.exists()
+    assert submission.status == "FINISHED", submission.failure_reason
+    assert EvaluationRun.objects.filter(submission=submission, protocol__apply_chat_template=True).count() == 2
+    prompts = [r.payload["prompt"] for r in SampleRecord.objects.filter(run__submission=submission)]
+    assert len(prompts) == 7  # 4 + 3 documents
+    assert all("<|im_start|>user" in p and "<|im_start|>assistant" in p for p in prompts), prompts[0]
 
 
 def test_suites_are_frozen_and_versioned(settings):
-    first = services.suite_freeze(name="s", tasks=SUITE)
-    assert services.suite_freeze(name="s", tasks=[dict(e) for e in SUITE]) == first
-    second = services.suite_freeze(name="s", tasks=SUITE[:1])
+    first = suite_freeze(name="s", tasks=SUITE)
+    assert suite_freeze(name="s", tasks=[dict(e) for e in SUITE]) == first
+    second = suite_freeze(name="s", tasks=SUITE[:1])
     assert (first.version, second.version) == (1, 2)
-    assert services.suite_freeze(name="s", tasks=SUITE) == first  # going back reuses the old version
+    assert suite_freeze(name="s", tasks=SUITE) == first  # going back reuses the old version
     for bad in ([], [{"task": ""}], [{"task": "x", "limit": 0}], [{"task": "x", "shots": 1}], [SUITE[0], SUITE[0]]):
         with pytest.raises(ValidationError):
-            services.suite_freeze(name="s", tasks=bad)
+            suite_freeze(name="s", tasks=bad)
 
 
 def test_review_needs_staff_and_a_comment(owner):
@@ -197,11 +202,11 @@ def test_review_needs_staff_and_a_comment(owner):
         parameter_count=1, total_bytes=1, storage_path="/nowhere",
     )  # fmt: skip
     with pytest.raises(ValidationError, match="staff"):
-        services.submission_review(submission=submission, admin=owner, action="hide", comment="x")
+        submission_review(submission=submission, admin=owner, action="hide", comment="x")
     admin = get_user_model().objects.create_user("admin@example.org", is_staff=True)
     with pytest.raises(ValidationError):
-        services.submission_review(submission=submission, admin=admin, action="hide", comment="  ")
-    services.submission_review(submission=submission, admin=admin, action="hide", comment="duplicate of #3")
+        submission_review(submission=submission, admin=admin, action="hide", comment="  ")
+    submission_review(submission=submission, admin=admin, action="hide", comment="duplicate of #3")
     submission.refresh_from_db()
     assert submission.review_state == "hidden"
     assert ReviewAction.objects.get().comment == "duplicate of #3"
@@ -209,7 +214,7 @@ def test_review_needs_staff_and_a_comment(owner):
 
 def test_counting_backend_reports_requests_done(tiny_dir):
     from evalcore.models import LoglikelihoodRequest, load_backend
-    from leaderboard.progress import CountingBackend
+    from leaderboard.evaluation.progress import CountingBackend
 
     reports = []
     backend = CountingBackend(load_backend("hf", path=str(tiny_dir), dtype="float32", batch_size=2),
@@ -242,9 +247,9 @@ def test_a_worker_that_died_on_this_machine_is_taken_over_at_once():
     host = socket.gethostname()
     for alive in (f"{host}:{os.getppid()}", f"{host}:{os.getpid()}", f"elsewhere:{dead.stdout.strip()}", "", "x:y"):
         Submission.objects.filter(pk=submission.pk).update(worker=alive)
-        with pytest.raises(services.SubmissionBusy):
-            services.submission_start(submission.pk)
+        with pytest.raises(SubmissionBusy):
+            submission_start(submission.pk)
     Submission.objects.filter(pk=submission.pk).update(worker=f"{host}:{dead.stdout.strip()}")
-    started = services.submission_start(submission.pk)
+    started = submission_start(submission.pk)
     assert started is not None and started.worker == f"{host}:{os.getpid()}"
     assert Submission.objects.get(pk=submission.pk).attempts == 1

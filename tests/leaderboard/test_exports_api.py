@@ -182,3 +182,16 @@ def test_samples_stream_under_asgi_in_chunks(data):
         assert len(b"".join(chunks).decode().splitlines()) == 1100
         response, chunks = async_to_sync(fetch)("/leaderboard/all-scores.csv")
         assert response.status_code == 200 and b"bob/long-run" in b"".join(chunks)
+
+
+def test_free_text_cells_cannot_become_spreadsheet_formulas(client, db):
+    """OWASP CSV injection: a base model named like a formula is written as text; numbers stay numbers."""
+    owner = bd.user("mallory@example.org")
+    bd.entry(owner, "mallory/m", gsm8k=bd.pattern(30, 20), model_type="fine-tuned",
+             base_model='=HYPERLINK("http://evil.example","click")')  # fmt: skip
+    text = body(client.get("/leaderboard/scores.csv"))
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [row["base_model"] for row in rows] == ['\'=HYPERLINK("http://evil.example","click")']
+    assert "\n=HYPERLINK" not in text and ",=HYPERLINK" not in text
+    numeric = [k for k in rows[0] if k.endswith("stderr") and rows[0][k]]
+    assert numeric and all(float(rows[0][k]) >= 0 for k in numeric)

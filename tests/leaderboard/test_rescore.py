@@ -11,7 +11,7 @@ from django.core.exceptions import ValidationError
 
 import evalcore.models
 from evalcore.engine import rescore
-from leaderboard import rescoring
+from leaderboard.evaluation import rescoring
 from leaderboard.models import EvaluationRun, SampleRecord, Score, ScoreHistory
 from leaderboard.tasks import run_rescore
 from tests.leaderboard import board_data as bd
@@ -156,7 +156,7 @@ def test_staff_page_and_admin_action_enqueue_on_commit(
     runs, admin, client, monkeypatch, django_capture_on_commit_callbacks
 ):
     sent = []
-    monkeypatch.setattr(run_rescore, "delay", lambda *args: sent.append(args))
+    monkeypatch.setattr(run_rescore, "apply_async", lambda args, kwargs=None, **options: sent.append(tuple(args)))
     admin.is_superuser = True  # Django admin's change permissions
     admin.save()
     client.force_login(admin)

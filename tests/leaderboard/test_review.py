@@ -10,8 +10,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.test import Client
 
-from leaderboard import services
 from leaderboard.models import ReviewAction, Submission
+from leaderboard.review.services import submission_review
+from leaderboard.submissions.services import duplicate_check, variant_review_reason
 from tests.leaderboard import board_data as bd
 
 pytestmark = pytest.mark.django_db
@@ -24,7 +25,7 @@ def flagged(settings):
     for i in range(4):
         bd.entry(owner, f"acme/variant-{i}", gsm8k=bd.pattern(20, 10 + i), private=True, model_type="fine-tuned",
                  base_model="acme/base-1b")  # fmt: skip
-    reason = services.variant_review_reason(owner, "acme/base-1b")
+    reason = variant_review_reason(owner, "acme/base-1b")
     assert reason.startswith("4 private variants of acme/base-1b")
     entry = bd.entry(owner, "acme/public", gsm8k=bd.pattern(20, 15), model_type="fine-tuned", base_model="acme/base-1b",
                      review="flagged")  # fmt: skip
@@ -47,8 +48,11 @@ def staff(client):
 
 
 def board_ids(client, query: str = "") -> list[int]:
+    """Primary keys of the board's rows (the page names each by its opaque public id)."""
     html = client.get(f"/leaderboard/{query}").content.decode()
-    return [int(x) for x in re.findall(r'<tr data-submission="(\d+)"', html)]
+    public_ids = re.findall(r'<tr data-submission="([A-Za-z0-9_-]{22})"', html)
+    by_public_id = dict(Submission.objects.filter(public_id__in=public_ids).values_list("public_id", "pk"))
+    return [by_public_id[x] for x in public_ids]
 
 
 def test_only_staff_see_the_queue(client, flagged):
@@ -119,12 +123,12 @@ def test_approve_hide_reject_and_the_board(staff, flagged):
     staff.post(f"/leaderboard/review/{other.pk}/", {"action": "hide", "comment": "overlap confirmed"})
     assert Submission.objects.get(pk=other.pk).review_state == "hidden"
     assert other.pk not in board_ids(Client()) and other.pk in board_ids(Client(), "?show=hidden")
-    hidden_page = Client().get(f"/leaderboard/submissions/{other.pk}/")  # linked from the show=hidden board
+    hidden_page = Client().get(f"/leaderboard/submissions/{other.public_id}/")  # linked from the show=hidden board
     assert hidden_page.status_code == 200 and "overlap confirmed" in hidden_page.content.decode()
 
     staff.post(f"/leaderboard/review/{other.pk}/", {"action": "reject", "comment": "copied weights"})
     assert other.pk not in board_ids(Client(), "?show=hidden")
-    assert Client().get(f"/leaderboard/submissions/{other.pk}/").status_code == 404
+    assert Client().get(f"/leaderboard/submissions/{other.public_id}/").status_code == 404
     log = list(ReviewAction.objects.filter(submission=other).order_by("pk").values_list("action", "comment"))
     assert log == [("hide", "overlap confirmed"), ("reject", "copied weights")]
 
@@ -135,11 +139,11 @@ def test_the_audit_log_is_on_the_models_page(staff, flagged):
     staff.post(
         f"/leaderboard/review/{entry.pk}/", {"action": "approve", "comment": "owner disclosed all variants"}
     )
-    public = Client().get(f"/leaderboard/submissions/{entry.pk}/").content.decode()
+    public = Client().get(f"/leaderboard/submissions/{entry.public_id}/").content.decode()
     assert "owner disclosed all variants" in public and "asked the owner" in public and "Approved" in public
     assert public.index("owner disclosed all variants") < public.index("asked the owner")  # newest first
     assert "staff@example.org" not in public  # who decided is for staff
-    assert "staff@example.org" in staff.get(f"/leaderboard/submissions/{entry.pk}/").content.decode()
+    assert "staff@example.org" in staff.get(f"/leaderboard/submissions/{entry.public_id}/").content.decode()
     single = staff.get(f"/leaderboard/review/{entry.pk}/").content.decode()
     assert "owner disclosed all variants" in single and "Approved" in single
 
@@ -148,16 +152,16 @@ def test_the_service_writes_state_and_audit_row_in_one_transaction(flagged, monk
     admin = bd.user("staff3@example.org", staff=True)
     entry = flagged["entry"]
     with pytest.raises(ValidationError):
-        services.submission_review(submission=entry, admin=flagged["owner"], action="approve", comment="x")
+        submission_review(submission=entry, admin=flagged["owner"], action="approve", comment="x")
     with pytest.raises(ValidationError):
-        services.submission_review(submission=entry, admin=admin, action="approve", comment="")
+        submission_review(submission=entry, admin=admin, action="approve", comment="")
 
     def broken_save(self, *args, **kwargs):
         raise RuntimeError("database went away")
 
     monkeypatch.setattr(Submission, "save", broken_save)
     with pytest.raises(RuntimeError):
-        services.submission_review(submission=entry, admin=admin, action="approve", comment="fine")
+        submission_review(submission=entry, admin=admin, action="approve", comment="fine")
     monkeypatch.undo()
     assert not ReviewAction.objects.exists()  # the audit row was rolled back with the state change
     assert Submission.objects.get(pk=entry.pk).review_state == "flagged"
@@ -176,4 +180,4 @@ def test_same_weights_from_another_owner_are_refused_not_queued(flagged):
     """Duplicate weights under another name never reach the board: submission_create refuses them
     (and the database's unique constraint backs it), so the queue has nothing to decide."""
     with pytest.raises(ValidationError, match="already submitted"):
-        services._duplicate_check(bd.user("thief@example.org"), flagged["entry"].weight_sha256)
+        duplicate_check(bd.user("thief@example.org"), flagged["entry"].weight_sha256)

@@ -108,6 +108,17 @@ def huge_header() -> bytes:
     return struct.pack("<Q", len(raw)) + raw + b"\0" * 64
 
 
+def many_dimensions_header() -> bytes:
+    """0.7 MB: a 40,000-dimension shape whose size has ~630,000 digits (took 5.5 s, then a 500)."""
+    raw = json.dumps({"w": {"dtype": "F32", "shape": [2**52 - 1] * 40_000, "data_offsets": [0, 64]}}).encode()
+    return struct.pack("<Q", len(raw)) + raw + b"\0" * 64
+
+
+def deep_header(depth: int) -> bytes:
+    raw = ('{"__metadata__": ' + "[" * depth + "]" * depth + "}").encode()
+    return struct.pack("<Q", len(raw)) + raw
+
+
 def config_with(tiny_dir, **changes) -> bytes:
     config = json.loads((tiny_dir / "config.json").read_text())
     config.update(changes)
@@ -124,6 +135,11 @@ def config_with(tiny_dir, **changes) -> bytes:
         ("latin-1 config", "config.json is not UTF-8"),
         ("unsupported", "not supported"),
         ("no tokenizer", "No tokenizer"),
+        ("40,000 dimensions", "has 40000 dimensions; at most 16"),
+        ("header nested 100,000 deep", "nests deeper than 64 levels"),
+        ("header nested 100 deep", "nests deeper than 64 levels"),
+        ("config nested 100,000 deep", "config.json nests deeper than 64 levels"),
+        ("tokenizer config nested 70 deep", "tokenizer_config.json nests deeper than 64 levels"),
     ],
 )
 def test_hostile_uploads_are_refused_with_a_message(client, owner, tiny_dir, submissions_dir, case, message):
@@ -135,6 +151,11 @@ def test_hostile_uploads_are_refused_with_a_message(client, owner, tiny_dir, sub
         "latin-1 config": {"config__json": '{"architectures": ["LlamaForCausalLM"], "x": "é"}'.encode("latin-1")},
         "unsupported": {"config__json": config_with(tiny_dir, architectures=["EvilForCausalLM"])},
         "no tokenizer": {"tokenizer__json": None},
+        "40,000 dimensions": {"model__safetensors": many_dimensions_header()},
+        "header nested 100,000 deep": {"model__safetensors": deep_header(100_000)},
+        "header nested 100 deep": {"model__safetensors": deep_header(100)},
+        "config nested 100,000 deep": {"config__json": b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"},
+        "tokenizer config nested 70 deep": {"tokenizer_config__json": b'{"a": ' + b"[" * 70 + b"]" * 70 + b"}"},
     }[case]
     response = client.post(SUBMIT, form_data(uploads(tiny_dir, **replace)))
     assert response.status_code == 400
@@ -195,19 +216,25 @@ def test_rate_limit_per_week(client, owner, make_checkpoint, submissions_dir, se
     assert Submission.objects.count() == 3
 
 
-def test_duplicate_weights_are_refused_with_a_link(client, owner, tiny_dir, submissions_dir):
+def test_duplicate_weights_are_refused_without_telling_whose(client, owner, tiny_dir, submissions_dir):
     other = get_user_model().objects.create_user("other@example.org", "other@example.org", PASSWORD)
     sha = hash_files(sorted(tiny_dir.glob("*.safetensors")))
     first = make_submission(other, name="other/original", sha=sha, status="FINISHED")
-    response = client.post(SUBMIT, form_data(uploads(tiny_dir)))
-    page = response.content.decode()
-    assert response.status_code == 400
-    assert "already submitted as other/original" in page
-    assert f'href="/leaderboard/submissions/{first.pk}/"' in page
+    pages = {}
+    for private in (False, True):  # another account's public entry and its private one read the same
+        Submission.objects.filter(pk=first.pk).update(private=private)
+        response = client.post(SUBMIT, form_data(uploads(tiny_dir)))
+        assert response.status_code == 400
+        pages[private] = response.content.decode()
+        assert "already submitted to Podium" in pages[private]
+        assert "other/original" not in pages[private] and "private" not in pages[private].split("<form")[0]
+        assert f"/leaderboard/submissions/{first.public_id}/" not in pages[private]
     assert not list((submissions_dir / ".incoming").iterdir())  # the copy was removed
-    Submission.objects.filter(pk=first.pk).update(private=True)
+    # The owner's own earlier entry is named and linked.
+    Submission.objects.filter(pk=first.pk).update(owner=owner)
     page = client.post(SUBMIT, form_data(uploads(tiny_dir))).content.decode()
-    assert "private variant of another account" in page and "other/original" not in page
+    assert "You already submitted these weights as other/original" in page
+    assert f'href="/leaderboard/submissions/{first.public_id}/"' in page
     Submission.objects.filter(pk=first.pk).update(status="FAILED", failure_reason="boom")
     assert client.post(SUBMIT, form_data(uploads(tiny_dir))).status_code == 302  # a failed one may be retried
 
@@ -215,7 +242,7 @@ def test_duplicate_weights_are_refused_with_a_link(client, owner, tiny_dir, subm
 def test_the_same_weights_resharded_are_a_duplicate(client, owner, make_checkpoint, submissions_dir):
     """The file digest changes with names and sharding; the tensor digest does not, so the same weights
     saved in several shards are refused as the duplicate they are."""
-    from leaderboard.checkpoint_io import tensors_hash
+    from leaderboard.submissions.checkpoint_io import tensors_hash
 
     single, sharded = make_checkpoint(seed=7), make_checkpoint(seed=7, max_shard_size="1MB")
     assert len(list(sharded.glob("*.safetensors"))) > 1
@@ -228,7 +255,7 @@ def test_the_same_weights_resharded_are_a_duplicate(client, owner, make_checkpoi
     assert len(first.tensors_sha256) == 64
     response = client.post(SUBMIT, form_data(uploads(sharded), model_name="acme/seven-sharded"))
     assert response.status_code == 400
-    assert "already submitted as acme/seven" in response.content.decode()
+    assert "You already submitted these weights as acme/seven" in response.content.decode()
     assert Submission.objects.count() == 1
     assert not list((submissions_dir / ".incoming").iterdir())  # the copy was removed
 
@@ -245,25 +272,25 @@ def test_names_belong_to_their_owner_and_arena_models_are_taken(client, owner, t
 def test_status_endpoint_and_results_page_are_private(client, owner):
     mine = make_submission(owner, name="acme/mine", status="FAILED", failure_reason="RuntimeError: out of memory",
                            log_tail="loading...\nRuntimeError: out of memory", private=True)  # fmt: skip
-    url = f"/leaderboard/submissions/{mine.pk}/status.json"
+    url = f"/leaderboard/submissions/{mine.public_id}/status.json"
     data = client.get(url).json()
     assert data["status"] == "FAILED" and "out of memory" in data["log_tail"] and data["active"] is False
     page = client.get("/leaderboard/submissions/").content.decode()
     assert "RuntimeError: out of memory" in page and "loading..." in page
-    assert client.get(f"/leaderboard/submissions/{mine.pk}/").status_code == 200
+    assert client.get(f"/leaderboard/submissions/{mine.public_id}/").status_code == 200
     other = get_user_model().objects.create_user("other@example.org", "other@example.org", PASSWORD)
     client.force_login(other)
     assert client.get(url).status_code == 404
     assert client.get("/leaderboard/submissions/999999/status.json").status_code == 404
-    assert client.get(f"/leaderboard/submissions/{mine.pk}/").status_code == 404  # private variant
+    assert client.get(f"/leaderboard/submissions/{mine.public_id}/").status_code == 404  # private variant
     assert "acme/mine" not in client.get("/leaderboard/submissions/").content.decode()
-    assert client.post(f"/leaderboard/submissions/{mine.pk}/publish/").status_code == 404
+    assert client.post(f"/leaderboard/submissions/{mine.public_id}/publish/").status_code == 404
     client.force_login(owner)
-    assert client.get(f"/leaderboard/submissions/{mine.pk}/publish/").status_code == 405
-    assert client.post(f"/leaderboard/submissions/{mine.pk}/publish/").status_code == 302
+    assert client.get(f"/leaderboard/submissions/{mine.public_id}/publish/").status_code == 405
+    assert client.post(f"/leaderboard/submissions/{mine.public_id}/publish/").status_code == 302
     assert not Submission.objects.get(pk=mine.pk).private
     client.force_login(other)
-    assert client.get(f"/leaderboard/submissions/{mine.pk}/").status_code == 200  # published
+    assert client.get(f"/leaderboard/submissions/{mine.public_id}/").status_code == 200  # published
     assert client.get(url).status_code == 404  # its live status stays the owner's
     client.logout()
     assert client.get(url).status_code == 302
@@ -301,7 +328,35 @@ def test_many_private_variants_make_a_public_entry_wait_for_review(client, owner
     assert public.review_state == "flagged" and "3 private variants of llama-3-8b" in public.review_reason
     client.post(SUBMIT, form_data(uploads(make_checkpoint(seed=5)), model_name="acme/other-base", model_type="chat"))
     assert Submission.objects.get(model_name="acme/other-base").review_state == "none"
-    client.post(f"/leaderboard/submissions/{Submission.objects.get(model_name='acme/v0').pk}/publish/")
+    client.post(f"/leaderboard/submissions/{Submission.objects.get(model_name='acme/v0').public_id}/publish/")
     assert Submission.objects.get(model_name="acme/v0").review_state == "none"  # 2 others: within the limit
     client.post(SUBMIT, form_data(uploads(make_checkpoint(seed=6)), model_name="acme/private", private="on", **fields))
     assert Submission.objects.get(model_name="acme/private").review_state == "none"  # private: nobody else sees it
+
+
+def test_flagged_submission_is_seen_only_by_its_owner_and_staff(client, owner):
+    flagged = make_submission(owner, name="acme/flagged", status="FINISHED", review_state="flagged",
+                              review_reason="many private variants")  # fmt: skip
+    url = f"/leaderboard/submissions/{flagged.public_id}/"
+    assert client.get(url).status_code == 200  # its owner
+    client.logout()
+    assert client.get(url).status_code == 404  # the public, while it waits for review
+    client.force_login(get_user_model().objects.create_user("x@example.org", "x@example.org", PASSWORD))
+    assert client.get(url).status_code == 404
+    client.force_login(get_user_model().objects.create_user("s@example.org", "s@example.org", PASSWORD, is_staff=True))
+    assert client.get(url).status_code == 200
+    Submission.objects.filter(pk=flagged.pk).update(review_state="approved")
+    client.logout()
+    assert client.get(url).status_code == 200
+
+
+def test_submission_urls_use_opaque_ids(client, owner):
+    first, second = (make_submission(owner, name=f"acme/m{i}", sha=f"{i}" * 64) for i in (1, 2))
+    assert len({first.public_id, second.public_id}) == 2
+    assert all(len(s.public_id) == 22 for s in (first, second))
+    assert client.get(f"/leaderboard/submissions/{first.pk}/").status_code == 404  # the primary key is no URL
+    page = client.get("/leaderboard/submissions/").content.decode()
+    assert f"/leaderboard/submissions/{first.public_id}/" in page
+    assert f"/leaderboard/submissions/{first.pk}/" not in page
+    for hostile in ("a" * 21, "a" * 23, "..%2F" + "a" * 17, "a" * 21 + "!"):
+        assert client.get(f"/leaderboard/submissions/{hostile}/").status_code == 404

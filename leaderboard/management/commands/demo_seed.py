@@ -13,9 +13,9 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from leaderboard import services
-from leaderboard.forms import SubmissionForm
 from leaderboard.models import Submission
+from leaderboard.submissions import services
+from leaderboard.submissions.forms import SubmissionForm
 
 DEMO_MODEL = "SmolLM2-135M-Instruct"
 

@@ -289,6 +289,12 @@ def test_registry_and_model_args():
     assert parse_model_args("path=/m,dtype=float32") == {"path": "/m", "dtype": "float32"}
     with pytest.raises(ValueError, match="key=value"):
         parse_model_args("path")
+    assert parse_model_args("threads=1,add_bos_token=TRUE,max_length=2048,path=/m/007") == {
+        "threads": 1, "add_bos_token": True, "max_length": 2048, "path": "/m/007"}  # fmt: skip
+    with pytest.raises(ValueError, match="given twice"):
+        parse_model_args("dtype=float32,dtype=float16")
+    with pytest.raises(ValueError, match="identifier"):
+        parse_model_args("max retries=3")
     with pytest.raises(ValueError, match="unknown model backend"):
         backend_class("nope")
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -17,7 +16,9 @@ from evalcore.models import (
     LoglikelihoodRequest,
     RollingRequest,
     load_backend,
+    parse_model_args,
 )
+from evalcore.models.endpoint import retry_delay
 from evalcore.models.openai_backend import EndpointError, EndpointTimeout
 from tests.conftest import FLOAT32_ATOL
 from tests.evalcore.models.test_serve import MODEL_NAME, launch_serve, serve_process
@@ -96,15 +97,20 @@ def test_rolling_and_empty_context_need_the_prefix_text(pair):
 
 # -- tiny real servers for the failure paths ----------------------------------------------------------
 class Script:
-    """Answers to give in turn (status, JSON body, headers); records each request's headers and body."""
+    """Answers to give in turn (status, JSON body, headers); records each request's headers, body and
+    client port (one port for two requests means one reused connection)."""
 
     def __init__(self, *answers):
         self.answers = list(answers)
         self.seen: list[tuple[dict, dict | None]] = []
+        self.ports: list[int] = []
+        self.release = threading.Event()  # a stalled answer waits for this (set at teardown)
 
 
 def tiny_server(script: Script):
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, so that connection reuse is visible
+
         def log_message(self, *args):
             pass
 
@@ -112,19 +118,21 @@ def tiny_server(script: Script):
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length)) if length else None
             script.seen.append((dict(self.headers), body))
+            script.ports.append(self.client_address[1])
             status, payload, headers = script.answers.pop(0) if len(script.answers) > 1 else script.answers[0]
-            if status == "stall-stream":
+            if status in ("stall-stream", "events"):
+                self.close_connection = True
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
                 self.end_headers()
+            if status == "stall-stream":
                 event = {"choices": [{"delta": {"content": "Hel"}}]}
                 self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                 self.wfile.flush()
-                time.sleep(3)
+                script.release.wait(30)
                 return
             if status == "events":
-                self.send_response(200)
-                self.end_headers()
                 self.wfile.write("".join(f"data: {e}\n\n" for e in payload).encode())
                 return
             data = json.dumps(payload).encode()
@@ -150,11 +158,12 @@ def scripted():
     def start(*answers):
         script = Script(*answers)
         server, url = tiny_server(script)
-        servers.append(server)
+        servers.append((server, script))
         return script, url
 
     yield start
-    for server in servers:
+    for server, script in servers:
+        script.release.set()
         server.shutdown()
         server.server_close()
 
@@ -167,20 +176,59 @@ OK_COMPLETION = (
 BUSY = (503, {"error": {"message": "overloaded"}}, None)
 
 
-def test_retries_5xx_and_429_with_backoff_then_succeeds(scripted):
+def test_retries_5xx_and_429_with_exponential_backoff_then_succeeds(scripted):
     script, url = scripted(
-        BUSY, (429, {"error": {"message": "slow down"}}, {"Retry-After": "0"}), OK_COMPLETION
+        BUSY, (429, {"error": {"message": "slow down"}}, {"Retry-After": "0.3"}), OK_COMPLETION
     )
-    backend = load_backend("openai", base_url=url, model="m", max_retries="2", backoff="0.05")
-    started = time.monotonic()
+    backend = load_backend("openai", base_url=url, model="m", max_retries=2, backoff=0.05)
+    waits = []
+    backend._client.sleep = waits.append  # record the backoff instead of sleeping through it
     (result,) = backend.generate_until([GenerationRequest("2+2=", max_gen_toks=3)])
     assert result.text == " 4" and result.num_tokens == 2 and len(script.seen) == 3
-    assert time.monotonic() - started >= 0.05 + 0.1  # backoff 0.05 s, then 0.1 s
+    assert waits == [0.05, 0.3]  # backoff 0.05 s, then Retry-After (0.3 s) beats 0.1 s
     script, url = scripted(BUSY)
-    backend = load_backend("openai", base_url=url, model="m", max_retries="2", backoff="0.01")
-    with pytest.raises(EndpointError, match="HTTP 503: overloaded") as error:
+    backend = load_backend("openai", base_url=url, model="m", max_retries=2, backoff=0.01)
+    with pytest.raises(EndpointError, match=r"HTTP 503: overloaded after 3 attempts") as error:
         backend.generate_until([GenerationRequest("x", max_gen_toks=1)])
-    assert error.value.status == 503 and len(script.seen) == 3
+    assert error.value.status == 503 and len(script.seen) == 3 and url in str(error.value)
+
+
+def test_retry_delays_double_and_honour_retry_after_within_bounds():
+    assert [retry_delay(n, backoff=0.5) for n in range(4)] == [0.5, 1.0, 2.0, 4.0]
+    assert retry_delay(0, backoff=0.5, retry_after="3") == 3.0
+    assert retry_delay(3, backoff=0.5, retry_after="1") == 4.0  # the longer of the two
+    assert retry_delay(0, backoff=0.5, retry_after="86400") == 60.0  # capped
+    assert retry_delay(1, backoff=0.5, retry_after="Wed, 21 Oct 2015 07:28:00 GMT") == 1.0
+    assert retry_delay(0, backoff=0.5, retry_after="nan") == 0.5
+    assert retry_delay(10, backoff=0.5) == 60.0  # every wait is bounded
+
+
+def test_one_backend_reuses_its_connection(scripted):
+    script, url = scripted(OK_COMPLETION)
+    backend = load_backend("openai", base_url=url, model="m")
+    requests = [GenerationRequest("a", max_gen_toks=1), GenerationRequest("b", max_gen_toks=1)]
+    assert [r.text for r in backend.generate_until(requests)] == [" 4", " 4"]
+    assert len(script.ports) == 2 and script.ports[0] == script.ports[1]  # one keep-alive connection
+    backend.close()
+
+
+def test_model_args_keep_their_types_from_the_command_line(scripted):
+    text = "base_url=http://127.0.0.1:9/v1,max_retries=3,verify=false,temperature=0.5,model=\"7\""
+    args = parse_model_args(text)
+    assert args == {"base_url": "http://127.0.0.1:9/v1", "max_retries": 3, "verify": False,
+                    "temperature": 0.5, "model": "7"}  # fmt: skip
+    assert type(args["max_retries"]) is int and type(args["verify"]) is bool and type(args["temperature"]) is float
+    _, url = scripted(OK_COMPLETION)
+    typed = parse_model_args(f"base_url={url},max_retries=3,verify=false,timeout=2.5,backoff=0,model=m")
+    backend = load_backend("openai", **typed)
+    assert (backend.max_retries, backend.timeout, backend.backoff) == (3, 2.5, 0.0)
+    assert backend.generate_until([GenerationRequest("a", max_gen_toks=1)])[0].text == " 4"
+    with pytest.raises(ValueError, match="max_retries must be a number"):
+        load_backend("openai", base_url=url, max_retries=True)
+    with pytest.raises(ValueError, match="max_retries must be an integer"):
+        load_backend("openai", base_url=url, max_retries=2.5)
+    with pytest.raises(ValueError, match="verify must be"):
+        load_backend("openai", base_url=url, verify="/no/such/ca.pem")
 
 
 @pytest.mark.parametrize("status", [400, 401, 404, 422])
@@ -200,17 +248,25 @@ def test_redirects_are_not_followed(scripted):
     assert len(script.seen) == 1
 
 
-def test_a_server_that_never_answers_times_out_within_the_limit():
+def test_a_server_that_never_answers_times_out_and_is_not_retried():
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
-    listener.listen(8)  # accepts connections in the kernel, never reads or answers
+    listener.listen(8)  # the kernel accepts connections; nobody reads them or answers
     try:
         url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
         backend = load_backend("openai", base_url=url, model="m", timeout="0.5", max_retries="3")
-        started = time.monotonic()
         with pytest.raises(EndpointTimeout, match="no answer within 0.5 s"):
             backend.chat([{"role": "user", "content": "hi"}])
-        assert time.monotonic() - started < 2.0  # timeouts are not retried
+        listener.setblocking(False)
+        connections = []
+        while True:  # the connections the backend opened wait in the listen queue
+            try:
+                connections.append(listener.accept()[0])
+            except BlockingIOError:
+                break
+        assert len(connections) == 1  # one attempt: timeouts are not retried
+        for connection in connections:
+            connection.close()
     finally:
         listener.close()
 
@@ -228,9 +284,13 @@ def test_connection_refused_is_retried_then_reported():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # closed again: nothing listens there
-    backend = load_backend("openai", base_url=f"http://127.0.0.1:{port}/v1", model="m", backoff="0.01")
-    with pytest.raises(EndpointError, match="cannot reach"):
+    url = f"http://127.0.0.1:{port}/v1"
+    backend = load_backend("openai", base_url=url, model="m", backoff="0.01", max_retries=2)
+    waits = []
+    backend._client.sleep = waits.append
+    with pytest.raises(EndpointError, match=r"cannot reach .*/v1/chat/completions \(3 attempts\)"):
         backend.chat([{"role": "user", "content": "hi"}])
+    assert waits == [0.01, 0.02]
 
 
 def test_the_key_comes_from_the_named_environment_variable_and_is_never_shown(scripted, monkeypatch):
@@ -258,6 +318,7 @@ def test_the_key_comes_from_the_named_environment_variable_and_is_never_shown(sc
 
 def test_stream_events_errors_and_model_discovery(scripted):
     events = [json.dumps({"choices": [{"delta": {"content": c}}]}) for c in ("Hel", "lo")]
+    events[1] = '{"choices": [{"delta":\ndata: {"content": "lo"}}]}'  # one event over two data lines
     _, url = scripted((200, {"data": [{"id": "only-model"}]}, None), ("events", [*events, "[DONE]"], None))
     backend = load_backend("openai", base_url=url)
     assert backend.chat([{"role": "user", "content": "hi"}]) == "Hello"
@@ -284,6 +345,7 @@ def test_a_server_without_prompt_logprobs_gives_a_clear_error(scripted):
         ({"base_url": "http://user:pw@host/v1"}, "credentials"),
         ({"base_url": "http://h/v1", "timeout": "soon"}, "numbers"),
         ({"base_url": "http://h/v1", "max_retries": "-1"}, "max_retries"),
+        ({"base_url": "http://h/v1", "max_retries": 1000}, "max_retries from 0 to 10"),
         ({"base_url": "http://h/v1", "temperature": "0"}, "unknown"),
         ({"base_url": "http://h/v1", "api_key_env": "not a name"}, "environment variable name"),
     ],

@@ -73,7 +73,8 @@ def request(served, method: str, path: str, body=None, *, headers=None, timeout:
     """(status, parsed JSON or raw text) of one request."""
     connection = http.client.HTTPConnection(*served, timeout=timeout)
     data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
-    connection.request(method, path, body=data, headers=headers or {})
+    sent = {"Content-Type": "application/json"} if data is not None else {}
+    connection.request(method, path, body=data, headers={**sent, **(headers or {})})
     response = connection.getresponse()
     raw = response.read().decode()
     connection.close()
@@ -120,7 +121,7 @@ def test_models_and_plain_chat_answer(served):
 def test_streamed_chat_is_server_sent_events_ending_in_done(served):
     connection = http.client.HTTPConnection(*served, timeout=60)
     body = json.dumps({**CHAT, "max_tokens": 8, "temperature": 0, "stream": True})
-    connection.request("POST", "/v1/chat/completions", body=body)
+    connection.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
     response = connection.getresponse()
     assert response.status == 200 and response.getheader("Content-Type") == "text/event-stream"
     events = [line[6:] for line in response.read().decode().split("\n\n") if line.startswith("data: ")]
@@ -161,20 +162,51 @@ def test_concurrent_requests_are_served_one_after_the_other(served):
     assert [status for status, _ in results] == [200, 200, 200]
 
 
-def test_a_client_leaving_mid_stream_frees_the_model(served):
-    body = json.dumps({**CHAT, "max_tokens": 200, "temperature": 0.9, "seed": 1, "stream": True}).encode()
-    head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n"
-    with socket.create_connection(served, timeout=60) as sock:
-        sock.sendall(head.encode() + body)
-        received = b""
-        while b"data: " not in received:  # wait until the stream has started, then hang up
-            chunk = sock.recv(4096)
-            assert chunk, received
-            received += chunk
-    started = time.monotonic()
-    status, answer = request(served, "POST", "/v1/chat/completions", {**CHAT, "max_tokens": 2}, timeout=60)
-    assert status == 200, answer
-    assert time.monotonic() - started < 50  # not held until a 200-token answer ends or the queue times out
+class CountedChat:
+    """The real backend, counting the deltas its chat streams yield and noting when a stream closes."""
+
+    def __init__(self, backend) -> None:
+        self.backend, self.deltas, self.closed = backend, 0, threading.Event()
+
+    def __getattr__(self, name):
+        return getattr(self.backend, name)
+
+    def stream_chat(self, messages, params):
+        try:
+            for delta in self.backend.stream_chat(messages, params):
+                self.deltas += 1
+                yield delta
+        finally:
+            self.closed.set()
+
+
+def test_a_client_leaving_mid_stream_stops_the_answer_and_frees_the_model(smollm2):
+    from evalcore.cli.serve import ModelService, make_server
+
+    messages = [{"role": "user", "content": "Count from 1 to 500, separated by commas."}]
+    whole = sum(1 for _ in smollm2.stream_chat(messages, {"max_new_tokens": 256, "temperature": 0}))
+    assert whole >= 100  # greedy: the uninterrupted answer is long
+    counted = CountedChat(smollm2)
+    service = ModelService(counted, name="m", max_tokens_limit=256, queue_timeout=60)
+    server = make_server(service, host="127.0.0.1", port=0, max_body_bytes=65536)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        body = json.dumps({"model": "m", "messages": messages, "max_tokens": 256, "temperature": 0, "stream": True})
+        head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        with socket.create_connection(server.server_address, timeout=60) as sock:
+            sock.sendall(head.encode() + body.encode())
+            received = b""
+            while received.count(b"data: ") < 3:  # the stream has started: hang up
+                chunk = sock.recv(4096)
+                assert chunk, received
+                received += chunk
+        assert counted.closed.wait(60)  # the answer's generator was closed ...
+        assert counted.deltas < whole // 2  # ... long before the answer's end
+        assert service.lock.acquire(timeout=60)  # and the model is free
+        service.lock.release()
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @pytest.mark.parametrize(
@@ -213,7 +245,24 @@ def test_hostile_chat_requests_get_openai_errors(served, body, status, param):
     ("body", "param"),
     [
         ({"model": MODEL_NAME}, "prompt"),
-        ({"model": MODEL_NAME, "prompt": [1, 2, 3]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": []}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": [1, "two"]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": ["a", ["b"]]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": [[1, [2]]]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": [[]]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": [True, 5]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": [1.5]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": [-1]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": [[5, 10**9]]}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": {"text": "hi"}}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": 42}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": ["hi"] * 257}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": "hi", "max_tokens": -1}, "max_tokens"),
+        ({"model": MODEL_NAME, "prompt": "hi", "echo": True, "max_tokens": -3}, "max_tokens"),
+        ({"model": MODEL_NAME, "prompt": "hi", "logprobs": -1}, "logprobs"),
+        ({"model": MODEL_NAME, "prompt": "hi", "logprobs": True}, "logprobs"),
+        ({"model": MODEL_NAME, "prompt": "", "echo": True, "max_tokens": 0, "logprobs": 1}, "prompt"),
+        ({"model": MODEL_NAME, "prompt": "hi", "stop": {"a": 1}}, "stop"),
         ({"model": MODEL_NAME, "prompt": "hi", "logprobs": 99}, "logprobs"),
         ({"model": MODEL_NAME, "prompt": "hi", "echo": "yes"}, "echo"),
         ({"model": MODEL_NAME, "prompt": "hi", "max_tokens": 0}, "max_tokens"),
@@ -226,11 +275,11 @@ def test_hostile_completion_requests_get_openai_errors(served, body, param):
 
 
 def test_oversized_missing_length_and_unknown_routes(served):
-    huge = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 50000000\r\n\r\n{"
+    huge = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 50000000\r\n\r\n{"
     assert_openai_error(*raw_exchange(served, huge), 413)
-    no_length = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n\r\n"
+    no_length = b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\r\n"
     assert_openai_error(*raw_exchange(served, no_length), 411)
-    chunked = b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    chunked = b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
     assert_openai_error(*raw_exchange(served, chunked), 411)
     assert_openai_error(*request(served, "POST", "/v1/embeddings", {"model": MODEL_NAME}), 404)
     assert_openai_error(*request(served, "GET", "/etc/passwd"), 404)
@@ -251,7 +300,7 @@ def test_refuses_a_non_loopback_host_without_allow_remote(tmp_path, capsys, host
 
 
 def test_a_busy_model_answers_503_instead_of_queueing_forever():
-    from evalcore.cli.serve import MAX_WAITING, ModelService, RequestError
+    from evalcore.cli.serve import MAX_WAITING, ModelService, RequestError  # the package's public names
 
     service = ModelService(None, name="m", max_tokens_limit=8, queue_timeout=0.05)
     service.acquire()  # a long answer holds the model

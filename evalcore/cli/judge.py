@@ -1,0 +1,232 @@
+"""``python -m evalcore judge``: audit a judge against labelled pairs, or score models with it.
+
+    python -m evalcore judge audit PAIRS --model hf --model-args path=DIR --protocol FILE --out DIR \
+        [--verbosity N] [--self-preference N] [--limit N] [--seed S] [--rounds R] [--cache FILE]
+    python -m evalcore judge run --model hf --model-args path=DIR --protocol FILE --instructions FILE \
+        --baseline NAME=BACKEND:key=value,... --candidate NAME=BACKEND:key=value,... --out DIR
+
+``--model``/``--model-args`` name the judge exactly as ``evalcore run`` names a model (hf, vllm,
+openai). A model spec's ``gen.max_new_tokens`` and ``gen.system`` keys set how it answers. Judgments
+(and answers) are cached in ``--cache`` (default ``DIR/cache.sqlite``): a re-run costs no model call.
+A run with failed judgments still writes its files, then exits with status 1 and names the first one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from evalcore.cli import CliError
+from evalcore.judging.audit import (
+    audit_report,
+    self_preference_report,
+    verbosity_pairs,
+    verbosity_report,
+)
+from evalcore.judging.cache import AnswerCache, JudgmentCache, SqliteStore
+from evalcore.judging.judge import generate_texts, judge_key, judge_pairs
+from evalcore.judging.protocol import load_protocol
+from evalcore.judging.records import PairItem, read_pairs
+from evalcore.judging.run import GenerationSettings, generate_answers, judge_run, read_instructions
+from evalcore.models import load_backend, parse_model_args
+
+GSM8K_DEFAULT = "benchmarks/gsm8k/test.jsonl"
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("judge", help="audit a judge model, or score models with one")
+    commands = parser.add_subparsers(dest="judge_command", metavar="{audit,run}")
+    audit = commands.add_parser("audit", help="judge labelled pairs in both orders and report agreement and bias")
+    audit.add_argument("pairs", metavar="PAIRS", help="JSON or JSONL pairs: input, output_1, output_2, label (1|2)")
+    _judge_arguments(audit)
+    audit.add_argument("--limit", type=int, default=None, help="judge only the first N pairs")
+    audit.add_argument("--verbosity", type=int, default=0, metavar="N",
+                       help="also judge N GSM8K solutions against copies padded with polite filler")
+    audit.add_argument("--gsm8k", default=None, metavar="FILE",
+                       help=f"GSM8K test.jsonl (default $PODIUM_DATA_DIR/{GSM8K_DEFAULT})")
+    audit.add_argument("--self-preference", type=int, default=0, metavar="N",
+                       help="also let the judge answer the first N questions and judge its answer against the labelled better one")
+    audit.set_defaults(func=run_audit)
+    run = commands.add_parser("run", help="score models against a baseline with a judge (win rate, LC, Bradley-Terry)")
+    _judge_arguments(run)
+    run.add_argument("--instructions", required=True, metavar="FILE", help="JSON/JSONL with instruction, input or question")
+    run.add_argument("--limit", type=int, default=None, help="use only the first N instructions")
+    run.add_argument("--baseline", required=True, metavar="NAME=BACKEND:ARGS", help="the baseline model")
+    run.add_argument("--candidate", action="append", default=[], metavar="NAME=BACKEND:ARGS",
+                     help="a judged model (repeat)")
+    run.set_defaults(func=run_scores)
+    parser.set_defaults(func=lambda args: _missing_command(parser))
+
+
+def _missing_command(parser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _judge_arguments(parser) -> None:
+    parser.add_argument("--model", required=True, help="judge backend: hf, vllm or openai")
+    parser.add_argument("--model-args", default="", help="comma-separated key=value, e.g. path=DIR,dtype=float32")
+    parser.add_argument("--protocol", required=True, help="protocol YAML file or bundled name")
+    parser.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    parser.add_argument("--cache", default=None, metavar="FILE", help="SQLite judgment cache (default DIR/cache.sqlite)")
+    parser.add_argument("--seed", type=int, default=0, help="seed for bootstrap intervals and sampling")
+    parser.add_argument("--rounds", type=int, default=1000, help="bootstrap rounds")
+    parser.add_argument("--max-new-tokens", type=int, default=256, help="answer length where the judge answers")
+    parser.add_argument("--token-budget", type=int, default=None, help="padded tokens per forward pass (log-prob)")
+
+
+def _setup(args):
+    if args.rounds < 1:
+        raise CliError("--rounds must be at least 1")
+    judge = load_backend(args.model, **parse_model_args(args.model_args))
+    protocol = load_protocol(args.protocol, tokenizer=getattr(judge, "tokenizer", None))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    store = SqliteStore(args.cache or out / "cache.sqlite")
+    cache = JudgmentCache(store, judge_key=judge_key(judge), protocol_sha256=protocol.sha256)
+    return judge, protocol, out, store, cache
+
+
+def _write_jsonl(path: Path, rows) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def _write_json(path: Path, data) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _failure_exit(judgments) -> int:
+    failed = [j for j in judgments if not j.ok]
+    if not failed:
+        return 0
+    first = failed[0]
+    print(f"error: {len(failed)} of {len(judgments)} judgments failed (recorded as failed, not ties); "
+          f"first: pair {first.pair_id}, order {first.order}: {first.error}", file=sys.stderr)
+    return 1
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    pairs = read_pairs(args.pairs)
+    if args.limit is not None:
+        if args.limit < 1:
+            raise CliError("--limit must be at least 1")
+        pairs = pairs[: args.limit]
+    judge, protocol, out, _, cache = _setup(args)
+    judgments = judge_pairs(judge, protocol, pairs, cache=cache, token_budget=args.token_budget)
+    _write_jsonl(out / "judgments.jsonl", [j.as_dict() for j in judgments])
+    report = {"judge": judge.identity.as_dict(), "protocol": {"name": protocol.name, "sha256": protocol.sha256},
+              "pairs_file": str(args.pairs)}
+    report.update(audit_report(judgments, {p.pair_id: p.label for p in pairs}, rounds=args.rounds, seed=args.seed))
+    everything = list(judgments)
+    if args.verbosity:
+        gsm8k = args.gsm8k or Path(os.environ.get("PODIUM_DATA_DIR", "data")) / GSM8K_DEFAULT
+        extra = judge_pairs(judge, protocol, verbosity_pairs(gsm8k, n=args.verbosity, seed=args.seed), cache=cache,
+                            token_budget=args.token_budget)
+        _write_jsonl(out / "verbosity_judgments.jsonl", [j.as_dict() for j in extra])
+        report["verbosity"] = verbosity_report(extra)
+        everything += extra
+    if args.self_preference:
+        extra = _self_preference(judge, protocol, pairs[: args.self_preference], cache, args)
+        _write_jsonl(out / "self_preference_judgments.jsonl", [j.as_dict() for j in extra])
+        report["self_preference"] = self_preference_report(extra, {j.pair_id: 1 for j in extra})
+        everything += extra
+    _write_json(out / "report.json", report)
+    _print_report(report)
+    return _failure_exit(everything)
+
+
+def _self_preference(judge, protocol, pairs, cache, args):
+    """The judge's own answer (side 1) against the labelled better answer (side 2) of each pair."""
+    conversations = [[{"role": "user", "content": p.question}] for p in pairs]
+    texts = generate_texts(judge, conversations, max_new_tokens=args.max_new_tokens)
+    items = []
+    for pair, text in zip(pairs, texts):
+        if isinstance(text, BaseException):
+            raise CliError(f"pair {pair.pair_id}: the judge could not answer the question: {text}")
+        better = pair.answer_1 if pair.label == 1 else pair.answer_2
+        items.append(PairItem(f"self-{pair.pair_id}", pair.question, text, better))
+    return judge_pairs(judge, protocol, items, cache=cache, token_budget=args.token_budget)
+
+
+def _interval(v: dict) -> str:
+    return f"[{v['ci_low']:.4f}, {v['ci_high']:.4f}]"
+
+
+def _print_report(report: dict) -> None:
+    print(f"{'figure':<24} {'value':>8} {'95% interval':>20} {'n':>6}")
+    for key in ("accuracy_ab", "accuracy_ba", "accuracy_swap_average", "accuracy_both_agree", "consistency",
+                "first_position_rate", "kappa"):
+        v = report[key]
+        if v["value"] is None:
+            print(f"{key:<24} {'-':>8} {'-':>20} {v['n']:>6}")
+        else:
+            print(f"{key:<24} {v['value']:>8.4f} {_interval(v):>20} {v['n']:>6}")
+    for section, key in (("verbosity", "prefers_padded"), ("self_preference", "prefers_own")):
+        if section in report and report[section][key]["share"]["value"] is not None:
+            v = report[section][key]["share"]
+            print(f"{section + ' ' + key:<24} {v['value']:>8.4f} {_interval(v):>20} {v['n']:>6}")
+
+
+def parse_model_spec(text: str) -> tuple[str, str, dict, GenerationSettings]:
+    """``NAME=BACKEND:key=value,...`` -> (name, backend, backend args, generation settings)."""
+    name, sep, rest = text.partition("=")
+    backend, colon, arg_text = rest.partition(":")
+    if not sep or not name.strip() or not backend.strip() or "/" in name:
+        raise CliError(f"model spec {text!r} is not NAME=BACKEND:key=value,... (NAME without '/')")
+    args = parse_model_args(arg_text)
+    settings = {k[4:]: args.pop(k) for k in list(args) if k.startswith("gen.")}
+    unknown = set(settings) - {"max_new_tokens", "system"}
+    if unknown:
+        raise CliError(f"model spec {name!r}: unknown generation key gen.{sorted(unknown)[0]} (use gen.max_new_tokens, gen.system)")
+    try:
+        gen = GenerationSettings(max_new_tokens=int(settings.get("max_new_tokens", 256)), system=settings.get("system"))
+    except ValueError:
+        raise CliError(f"model spec {name!r}: gen.max_new_tokens must be an integer") from None
+    return name.strip(), backend.strip(), args, gen
+
+
+def run_scores(args: argparse.Namespace) -> int:
+    specs = [parse_model_spec(args.baseline)] + [parse_model_spec(c) for c in args.candidate]
+    if len(specs) < 2:
+        raise CliError("give at least one --candidate besides the --baseline")
+    names = [s[0] for s in specs]
+    if len(set(names)) != len(names):
+        raise CliError(f"model names must differ: {names}")
+    instructions = read_instructions(args.instructions, limit=args.limit)
+    judge, protocol, out, store, cache = _setup(args)
+    answer_cache = AnswerCache(store)
+    loaded: dict = {(args.model, tuple(sorted(parse_model_args(args.model_args).items()))): judge}
+    answers, notes = {}, []
+    (out / "answers").mkdir(exist_ok=True)
+    for name, backend_name, backend_args, settings in specs:
+        key = (backend_name, tuple(sorted(backend_args.items())))
+        if key not in loaded:
+            loaded[key] = load_backend(backend_name, **backend_args)
+        backend = loaded[key]
+        rows = generate_answers(backend, instructions, settings=settings, cache=answer_cache)
+        _write_jsonl(out / "answers" / f"{name}.jsonl",
+                     [{**r, "instruction": ins.text, "model": name} for r, ins in zip(rows, instructions)])
+        answers[name] = [r["answer"] for r in rows]
+        if backend is judge:
+            notes.append(f"the judge also answered as {name!r}: its score may carry self-preference")
+    results, judged = judge_run(judge, protocol, instructions, answers, baseline=specs[0][0], cache=cache,
+                                rounds=args.rounds, seed=args.seed, token_budget=args.token_budget)
+    results["notes"] = notes + results["notes"]
+    results["judge"] = judge.identity.as_dict()
+    _write_jsonl(out / "judgments.jsonl", [{"model": m, **j.as_dict()} for m, j in judged])
+    _write_json(out / "results.json", results)
+    print(f"{'model':<24} {'win_rate':>9} {'se':>6} {'lc_win_rate':>12} {'lc_se':>6} {'n':>5}")
+    for name, v in results["models"].items():
+        cells = [v.get(k) for k in ("win_rate", "standard_error", "lc_win_rate", "lc_standard_error")]
+        text = ["-" if c is None else f"{c:.2f}" for c in cells]
+        print(f"{name:<24} {text[0]:>9} {text[1]:>6} {text[2]:>12} {text[3]:>6} {v['n']:>5}")
+    return _failure_exit([j for _, j in judged])

@@ -1,0 +1,148 @@
+"""One loaded backend behind a lock, answering validated OpenAI-style chat and completions payloads."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+
+from evalcore.cli.serve.completions import complete, count_tokens
+from evalcore.cli.serve.validation import (
+    RequestError,
+    check_model,
+    completion_options,
+    prompts,
+    sampling,
+)
+from evalcore.models import ChatParams
+from evalcore.models.base import validate_messages
+
+MAX_WAITING = 32  # requests queued for the model beyond this get 503 at once
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> dict:
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}  # fmt: skip
+
+
+class ModelService:
+    """One loaded backend behind a lock, answering validated OpenAI-style payloads."""
+
+    def __init__(self, backend, *, name: str, max_tokens_limit: int, queue_timeout: float) -> None:
+        self.backend = backend
+        self.name = name
+        self.max_tokens_limit = max_tokens_limit
+        self.queue_timeout = queue_timeout
+        self.lock = threading.Lock()
+        self.waiting = threading.BoundedSemaphore(MAX_WAITING)
+        self.created = int(time.time())
+
+    def models(self) -> dict:
+        entry = {"id": self.name, "object": "model", "created": self.created, "owned_by": "podium"}
+        return {"object": "list", "data": [entry]}
+
+    def acquire(self) -> None:
+        """Take the model lock, waiting at most ``queue_timeout`` behind at most ``MAX_WAITING`` others."""
+        if not self.waiting.acquire(blocking=False):
+            raise RequestError(503, "too many requests are waiting for the model; retry later", code="busy")
+        try:
+            if not self.lock.acquire(timeout=self.queue_timeout):
+                raise RequestError(503, "the model is busy; retry later", code="busy")
+        finally:
+            self.waiting.release()
+
+    # -- chat -----------------------------------------------------------------------------------------
+    def chat(self, payload: dict):
+        """Validate a chat request; return (settings, deltas). ``deltas`` holds the model lock until
+        it is exhausted or closed; errors before the first delta raise :class:`RequestError`."""
+        check_model(payload, self.name)
+        try:
+            messages = validate_messages(payload.get("messages"))
+        except (ValueError, TypeError) as exc:
+            raise RequestError(400, str(exc), param="messages") from None
+        s = sampling(payload, default_max=min(512, self.max_tokens_limit), limit=self.max_tokens_limit)
+        params = ChatParams(
+            max_new_tokens=s["max_tokens"], temperature=s["temperature"], top_p=s["top_p"],
+            seed=s["seed"], stop=s["stop"],
+        )  # fmt: skip
+        self.acquire()
+        try:
+            s["prompt_tokens"] = self.chat_prompt_tokens(messages)
+            deltas = iter(self.backend.stream_chat(messages, params))
+            first = _first_or_error(deltas)
+        except BaseException:
+            self.lock.release()
+            raise
+        return s, LockedDeltas(first, deltas, self.lock)
+
+    def chat_prompt_tokens(self, messages: list[dict]) -> int:
+        render = getattr(self.backend, "chat_prompt_ids", None)
+        return len(render(messages)) if render is not None else 0
+
+    def chat_ending(self, text: str, settings: dict) -> tuple[str, dict]:
+        """(finish_reason, usage) of a finished chat answer."""
+        completion_tokens = count_tokens(self.backend, text)
+        reason = "length" if completion_tokens >= settings["max_tokens"] else "stop"
+        return reason, usage(settings["prompt_tokens"], completion_tokens)
+
+    # -- completions ----------------------------------------------------------------------------------
+    def completion(self, payload: dict) -> tuple[dict, list[dict], dict]:
+        """Validate and run a completions request; return (settings, choices, usage)."""
+        check_model(payload, self.name)
+        batch = prompts(payload, vocab_size=getattr(self.backend, "vocab_size", None))
+        echo, logprobs = completion_options(payload)
+        s = sampling(payload, default_max=min(16, self.max_tokens_limit), limit=self.max_tokens_limit,
+                     allow_zero=echo)  # fmt: skip
+        if any(p == "" for p in batch) and (s["max_tokens"] == 0 or logprobs is not None):
+            raise RequestError(400, "prompt must not be empty", param="prompt")
+        seed = s["seed"] if s["seed"] is not None else secrets.randbelow(2**31)
+        self.acquire()
+        try:
+            done = [complete(self.backend, p, s, echo=echo, logprobs=logprobs, seed=seed) for p in batch]
+        finally:
+            self.lock.release()
+        choices = [{"index": i, **c.choice} for i, c in enumerate(done)]
+        totals = usage(sum(c.prompt_tokens for c in done), sum(c.completion_tokens for c in done))
+        return s, choices, totals
+
+
+class LockedDeltas:
+    """Text deltas of one answer; releases the model lock when exhausted or closed (idempotent)."""
+
+    def __init__(self, first: str | None, deltas, lock: threading.Lock) -> None:
+        self.first, self.deltas, self.lock = first, deltas, lock
+        self.open = True
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        if not self.open:
+            raise StopIteration
+        if self.first is not None:
+            first, self.first = self.first, None
+            return first
+        try:
+            return next(self.deltas)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self.open:
+            self.open = False
+            close = getattr(self.deltas, "close", None)
+            try:
+                if close is not None:
+                    close()
+            finally:
+                self.lock.release()
+
+
+def _first_or_error(deltas):
+    try:
+        return next(deltas)
+    except StopIteration:
+        return None
+    except ValueError as exc:
+        raise RequestError(400, str(exc)) from None

@@ -1,0 +1,225 @@
+"""Judge pairs in both orders through any evalcore backend, with a judgment cache.
+
+::
+
+    from evalcore.judging import judge_pairs, load_protocol, read_pairs
+    from evalcore.models import load_backend
+
+    judge = load_backend("hf", path="/models/SmolLM2-135M-Instruct", dtype="float32")
+    protocol = load_protocol("alpacaeval-logprob", tokenizer=judge.tokenizer)
+    judgments = judge_pairs(judge, protocol, read_pairs("llmbar_natural.json"))
+
+Log-prob protocols need a backend exposing its transformers ``model`` and ``tokenizer`` (``hf``);
+generated verdicts work with every backend: those that render chat prompts themselves (``hf``,
+``vllm``) generate in batches through ``generate_until``, the others (``openai``) answer one chat
+request per judgment. A judgment whose call fails (a timeout, a verdict that matches no pattern, a
+prompt longer than the judge's window) is recorded with ``status="failed"`` and the error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Hashable, Sequence
+
+from evalcore.judging.cache import JudgmentCache
+from evalcore.judging.logprob import p_first_batched, prompt_token_ids
+from evalcore.judging.protocol import JudgeProtocol
+from evalcore.judging.records import ORDERS, Judgment, PairItem
+from evalcore.models.base import Backend, GenerationRequest
+
+# Passes of about this many tokens on CPU: small activations stay in cache (see bench/judging.py).
+CPU_TOKEN_BUDGET = 1024
+MAX_ERROR_CHARS = 500
+
+
+def judge_key(backend: Backend) -> str:
+    """What identifies the judge in cache keys: its weights hash and dtype (a remote endpoint, whose
+    weights are unknown, is identified by its model name and URL)."""
+    identity = backend.identity
+    weights = identity.weights_sha256 or f"{identity.name}@{identity.extra.get('base_url', '')}"
+    return f"{identity.backend}:{weights}:{identity.dtype}"
+
+
+def prompt_sha256(messages: list[dict], prefix: str | None) -> str:
+    """SHA-256 of the judge prompt: the conversation and the verdict prefix, as canonical JSON."""
+    payload = json.dumps({"messages": messages, "prefix": prefix or ""}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def order_messages(protocol: JudgeProtocol, item: PairItem, order: str) -> list[dict]:
+    """The judge conversation for ``item`` shown in ``order`` (``"ab"``: answer_1 first)."""
+    first, second = (item.answer_1, item.answer_2) if order == "ab" else (item.answer_2, item.answer_1)
+    return protocol.messages(question=item.question, answer_a=first, answer_b=second, reference=item.reference)
+
+
+def parse_generated(protocol: JudgeProtocol, text: str) -> tuple[str, str, float]:
+    """(matched pattern, winner A/B/tie, weight) from a generated verdict.
+
+    Exactly one of the protocol's patterns must occur (repeats of it are fine); none, or two
+    different ones, raise ValueError.
+    """
+    found = [o for o in protocol.verdict.outcomes if o.pattern in text]
+    if not found:
+        patterns = ", ".join(o.pattern for o in protocol.verdict.outcomes)
+        raise ValueError(f"the judge's answer contains no verdict ({patterns})")
+    if len(found) > 1:
+        raise ValueError(f"the judge's answer is ambiguous: it contains {found[0].pattern} and {found[1].pattern}")
+    return found[0].pattern, found[0].winner, found[0].weight
+
+
+def parse_score(protocol: JudgeProtocol, text: str) -> float:
+    """The last score matching the protocol's regex, checked against its range."""
+    verdict = protocol.verdict
+    matches = re.findall(verdict.score_regex, text)
+    if not matches:
+        raise ValueError(f"the judge's answer contains no score matching {verdict.score_regex!r}")
+    score = float(matches[-1])
+    if not verdict.score_min <= score <= verdict.score_max:
+        raise ValueError(f"score {score:g} is outside [{verdict.score_min:g}, {verdict.score_max:g}]")
+    return score
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:MAX_ERROR_CHARS]
+
+
+def generate_texts(backend: Backend, conversations: Sequence[list[dict]], *, max_new_tokens: int,
+                   progress=None) -> list[str | BaseException]:
+    """Greedy answers to each conversation (or the exception that stopped it), in order."""
+    try:
+        contexts = [backend.chat_context(messages) for messages in conversations]
+    except ValueError:
+        contexts = None
+    if contexts is not None:
+        requests = [GenerationRequest(context=c, max_gen_toks=max_new_tokens) for c in contexts]
+        try:
+            return [r.text for r in backend.generate_until(requests, progress=progress)]
+        except Exception as exc:  # noqa: BLE001 - recorded per judgment, never a crash
+            return [exc] * len(conversations)
+    out: list[str | BaseException] = []
+    for messages in conversations:
+        try:
+            out.append(backend.chat(messages, {"max_new_tokens": max_new_tokens, "temperature": 0.0}))
+        except Exception as exc:  # noqa: BLE001 - a timeout or an endpoint error fails this judgment only
+            out.append(exc)
+    return out
+
+
+def judge_pairs(
+    backend: Backend,
+    protocol: JudgeProtocol,
+    pairs: Sequence[PairItem],
+    *,
+    cache: JudgmentCache | None = None,
+    token_budget: int | None = None,
+    share_by: Callable[[PairItem, str], Hashable] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Judgment]:
+    """Judge every pair in both orders.
+
+    Parameters
+    ----------
+    backend : Backend
+        The judge.
+    protocol : JudgeProtocol
+        A pairwise protocol.
+    pairs : sequence of PairItem, length n
+    cache : JudgmentCache, optional
+        Judgments found here are not recomputed (``cached=True``); new successful ones are saved.
+    token_budget : int, optional
+        Padded tokens per forward pass for log-prob verdicts (default: 1024 on CPU, 65536 on GPU).
+    share_by : callable(pair, order) -> hashable, optional
+        Log-prob prompts with the same key run their common stem once (default: the pair id, so the
+        two orders of a pair share the question). A judge run keys by (instruction, order): every
+        model's "ab" prompt then shares the question and the baseline's answer.
+    progress : callable(done, total), optional
+
+    Returns
+    -------
+    list of Judgment, length 2n
+        ``[pair 0 ab, pair 0 ba, pair 1 ab, ...]``.
+    """
+    if protocol.kind != "pairwise":
+        raise ValueError(f"protocol {protocol.name!r} grades single answers; judge_pairs needs a pairwise protocol")
+    prefix = protocol.verdict.prefix if protocol.verdict.method == "logprob" else None
+    slots = []
+    for item in pairs:
+        for order in ORDERS:
+            messages = order_messages(protocol, item, order)
+            key = share_by(item, order) if share_by else item.pair_id
+            slots.append((item.pair_id, order, messages, prompt_sha256(messages, prefix), key))
+    found = cache.lookup(s[3] for s in slots) if cache is not None else {}
+    results: list[Judgment | None] = [None] * len(slots)
+    todo = []
+    for i, (pair_id, order, _, sha, _) in enumerate(slots):
+        if sha in found:
+            results[i] = Judgment(pair_id=pair_id, order=order, prompt_sha256=sha, status="ok", cached=True, **found[sha])
+        else:
+            todo.append(i)
+    if todo:
+        run = _judge_logprob if protocol.verdict.method == "logprob" else _judge_generated
+        fresh = run(backend, protocol, [slots[i] for i in todo], token_budget=token_budget, progress=progress)
+        for i, judgment in zip(todo, fresh):
+            results[i] = judgment
+        if cache is not None:
+            cache.save(fresh)
+    return results  # type: ignore[return-value]
+
+
+def _failed(slot, error: str) -> Judgment:
+    return Judgment(pair_id=slot[0], order=slot[1], prompt_sha256=slot[3], status="failed", error=error)
+
+
+def _judge_logprob(backend, protocol, slots, *, token_budget, progress) -> list[Judgment]:
+    model, tokenizer = getattr(backend, "model", None), getattr(backend, "tokenizer", None)
+    if model is None or tokenizer is None:
+        raise ValueError(
+            f"the log-prob protocol {protocol.name!r} needs a judge whose model and tokenizer are local "
+            f"(the hf backend); the {backend.name!r} backend does not expose them: use a generate protocol"
+        )
+    token_ids = protocol.verdict_token_ids(tokenizer)
+    window = getattr(backend, "max_length", None)
+    out: list[Judgment | None] = [None] * len(slots)
+    prompts, keep = [], []
+    for i, slot in enumerate(slots):
+        ids = prompt_token_ids(tokenizer, slot[2], protocol.verdict.prefix)
+        if window and len(ids) > window:
+            out[i] = _failed(slot, f"the judge prompt has {len(ids)} tokens, more than the judge's window ({window})")
+        else:
+            prompts.append(ids)
+            keep.append(i)
+    if token_budget is None:
+        device = getattr(backend, "device", None)
+        token_budget = CPU_TOKEN_BUDGET if getattr(device, "type", "cpu") == "cpu" else 65536
+    if prompts:
+        groups = [slots[i][4] for i in keep]
+        pad = getattr(backend, "pad_token_id", None) or 0
+        p_first = p_first_batched(model, prompts, token_ids, groups=groups, token_budget=token_budget, pad_id=pad)
+        for i, p in zip(keep, p_first):
+            slot = slots[i]
+            out[i] = Judgment(pair_id=slot[0], order=slot[1], prompt_sha256=slot[3], status="ok", p_first=float(p))
+    if progress:
+        progress(len(slots), len(slots))
+    return out  # type: ignore[return-value]
+
+
+def _judge_generated(backend, protocol, slots, *, token_budget, progress) -> list[Judgment]:
+    texts = generate_texts(backend, [s[2] for s in slots], max_new_tokens=protocol.verdict.max_new_tokens,
+                           progress=progress)
+    out = []
+    for slot, text in zip(slots, texts):
+        if isinstance(text, BaseException):
+            out.append(_failed(slot, _short(text)))
+            continue
+        try:
+            verdict, winner, weight = parse_generated(protocol, text)
+        except ValueError as exc:
+            out.append(Judgment(pair_id=slot[0], order=slot[1], prompt_sha256=slot[3], status="failed",
+                                raw=text, error=_short(exc)))
+            continue
+        out.append(Judgment(pair_id=slot[0], order=slot[1], prompt_sha256=slot[3], status="ok",
+                            verdict=verdict, winner=winner, weight=weight, raw=text))
+    return out

@@ -1,0 +1,294 @@
+"""Judge protocols: a YAML file holding the judge's prompt and how its verdict is read.
+
+A protocol has a ``name``, a ``kind`` (``pairwise`` or ``single``), an optional ``system`` message, a
+``user`` template and a ``verdict``::
+
+    name: my-judge
+    kind: pairwise
+    source: https://...            # where the prompt comes from (optional, recorded)
+    system: You are a fair judge.
+    user: "[Question]\\n{question}\\n[A]\\n{answer_a}\\n[B]\\n{answer_b}"
+    verdict:
+      method: logprob              # read P(A) / (P(A) + P(B)) after the prefix
+      prefix: "My verdict: [["
+      tokens: {A: "A", B: "B"}
+
+or ``method: generate`` with ``max_new_tokens`` and ``outcomes`` (a list of ``{pattern, winner,
+weight}``, ``winner`` one of ``A``, ``B``, ``tie``) for pairwise protocols, or ``score`` (``{regex,
+min, max}``) for single-answer grading. Placeholders are ``{question}``, ``{answer_a}``,
+``{answer_b}`` (pairwise) or ``{answer}`` (single), and optionally ``{reference}``. Any other
+``{identifier}`` in a template, an unknown key, a missing placeholder or two verdict strings whose
+first token ids coincide is refused with a ValueError naming the problem.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+MAX_PROTOCOL_BYTES = 256 * 1024
+KINDS = ("pairwise", "single")
+WINNERS = ("A", "B", "tie")
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+REQUIRED = {"pairwise": ("question", "answer_a", "answer_b"), "single": ("question", "answer")}
+OPTIONAL = ("reference",)
+TOP_KEYS = {"name", "kind", "system", "user", "verdict", "source", "description"}
+BUNDLED_DIR = Path(__file__).resolve().parent / "protocols"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A generated-verdict pattern: the literal ``pattern`` means ``winner`` with ``weight``."""
+
+    pattern: str
+    winner: str
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How the verdict is read.
+
+    ``method == "logprob"``: ``prefix`` and ``tokens`` (``(("A", str), ("B", str))``);
+    ``method == "generate"``: ``max_new_tokens`` and ``outcomes`` (pairwise) or ``score_regex``,
+    ``score_min``, ``score_max`` (single).
+    """
+
+    method: str
+    prefix: str = ""
+    tokens: tuple[tuple[str, str], ...] = ()
+    max_new_tokens: int = 0
+    outcomes: tuple[Outcome, ...] = ()
+    score_regex: str = ""
+    score_min: float = 1.0
+    score_max: float = 10.0
+
+    def as_dict(self) -> dict:
+        if self.method == "logprob":
+            return {"method": "logprob", "prefix": self.prefix, "tokens": dict(self.tokens)}
+        out: dict = {"method": "generate", "max_new_tokens": self.max_new_tokens}
+        if self.outcomes:
+            out["outcomes"] = [{"pattern": o.pattern, "winner": o.winner, "weight": o.weight} for o in self.outcomes]
+        else:
+            out["score"] = {"regex": self.score_regex, "min": self.score_min, "max": self.score_max}
+        return out
+
+
+@dataclass(frozen=True)
+class JudgeProtocol:
+    """A validated judge protocol (see the module docs). ``sha256`` covers everything that changes a
+    judgment (kind, system, user, verdict), not the name, source or description."""
+
+    name: str
+    kind: str
+    user: str
+    verdict: Verdict
+    system: str | None = None
+    source: str = ""
+    description: str = ""
+
+    @property
+    def uses_reference(self) -> bool:
+        return "{reference}" in self.user or "{reference}" in (self.system or "")
+
+    def as_dict(self) -> dict:
+        out = {"name": self.name, "kind": self.kind, "system": self.system, "user": self.user}
+        out["verdict"] = self.verdict.as_dict()
+        out.update(source=self.source, description=self.description)
+        return out
+
+    @property
+    def sha256(self) -> str:
+        content = {k: v for k, v in self.as_dict().items() if k in ("kind", "system", "user", "verdict")}
+        return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+    def messages(self, *, question: str, answer_a: str = "", answer_b: str = "", answer: str = "",
+                 reference: str | None = None) -> list[dict]:
+        """The judge conversation, ``[system (if any), user]``, with the placeholders filled in one
+        pass (so text inside an answer that looks like a placeholder is left alone)."""
+        values = {"question": question, "answer_a": answer_a, "answer_b": answer_b, "answer": answer,
+                  "reference": reference if reference is not None else ""}
+        if self.uses_reference and reference is None:
+            raise ValueError(f"protocol {self.name!r} is reference-guided: every item needs a reference")
+
+        def fill(template: str) -> str:
+            return PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+
+        out = [{"role": "system", "content": fill(self.system)}] if self.system else []
+        return [*out, {"role": "user", "content": fill(self.user)}]
+
+    def verdict_token_ids(self, tokenizer) -> tuple[int, int]:
+        """The first token id of each verdict string (``encode(s, add_special_tokens=False)[0]``),
+        ``(id_A, id_B)``; refuses strings that encode to nothing or to the same first id."""
+        if self.verdict.method != "logprob":
+            raise ValueError(f"protocol {self.name!r} reads a generated verdict, not token log-probabilities")
+        ids = {}
+        for label, text in self.verdict.tokens:
+            encoded = tokenizer.encode(text, add_special_tokens=False)
+            if not encoded:
+                raise ValueError(f"protocol {self.name!r}: verdict string {text!r} encodes to no token")
+            ids[label] = int(encoded[0])
+        if ids["A"] == ids["B"]:
+            strings = dict(self.verdict.tokens)
+            raise ValueError(
+                f"protocol {self.name!r}: verdict strings {strings['A']!r} and {strings['B']!r} share the first "
+                f"token id {ids['A']}, so their probabilities cannot be told apart"
+            )
+        return ids["A"], ids["B"]
+
+
+def bundled_protocols() -> dict[str, Path]:
+    """Name (file stem) -> path of every protocol shipped with evalcore."""
+    return {p.stem: p for p in sorted(BUNDLED_DIR.glob("*.yaml"))}
+
+
+def load_protocol(source: str | Path, *, tokenizer=None) -> JudgeProtocol:
+    """Read and validate a protocol from a YAML file, or a bundled one by name.
+
+    Parameters
+    ----------
+    source : str or Path
+        A file path, or the name of a bundled protocol (see :func:`bundled_protocols`).
+    tokenizer : optional
+        The judge's tokenizer; when given, log-prob verdict strings are checked against it.
+    """
+    bundled = bundled_protocols()
+    path = bundled[str(source)] if str(source) in bundled and not Path(source).exists() else Path(source)
+    if not path.is_file():
+        raise ValueError(f"protocol {str(source)!r} is neither a file nor a bundled protocol ({', '.join(bundled)})")
+    if path.stat().st_size > MAX_PROTOCOL_BYTES:
+        raise ValueError(f"protocol file {str(path)!r} is larger than {MAX_PROTOCOL_BYTES} bytes")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ValueError(f"protocol file {str(path)!r} is not valid YAML: {str(exc).splitlines()[0]}") from None
+    protocol = protocol_from_dict(data, where=str(path))
+    if tokenizer is not None and protocol.verdict.method == "logprob":
+        protocol.verdict_token_ids(tokenizer)
+    return protocol
+
+
+def protocol_from_dict(data, *, where: str = "protocol") -> JudgeProtocol:
+    """Validate a parsed protocol mapping (see the module docs); ``where`` prefixes error messages."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: a protocol must be a mapping with name, kind, user and verdict")
+    unknown = sorted(set(map(str, data)) - TOP_KEYS)
+    if unknown:
+        raise ValueError(f"{where}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(TOP_KEYS))}")
+    for key in ("name", "kind", "user", "verdict"):
+        if key not in data:
+            raise ValueError(f"{where}: missing key {key!r}")
+    for key in ("name", "user", "system", "source", "description"):
+        if key in data and data[key] is not None and not isinstance(data[key], str):
+            raise ValueError(f"{where}: {key!r} must be a string")
+    kind = data["kind"]
+    if kind not in KINDS:
+        raise ValueError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}")
+    system = data.get("system") or None
+    check_placeholders(data["user"], system, kind=kind, where=where)
+    verdict = parse_verdict(data["verdict"], kind=kind, where=where)
+    return JudgeProtocol(name=data["name"], kind=kind, user=data["user"], verdict=verdict, system=system,
+                         source=data.get("source") or "", description=data.get("description") or "")
+
+
+def check_placeholders(user: str, system: str | None, *, kind: str, where: str) -> None:
+    """Refuse a template missing a required placeholder, or naming an unknown or foreign one."""
+    allowed = set(REQUIRED[kind]) | set(OPTIONAL)
+    for name, template in (("user", user), ("system", system or "")):
+        for found in PLACEHOLDER.findall(template):
+            if found not in allowed:
+                raise ValueError(
+                    f"{where}: {name} template has placeholder {{{found}}}, not allowed in a {kind} protocol "
+                    f"(allowed: {', '.join('{' + a + '}' for a in sorted(allowed))})"
+                )
+    present = set(PLACEHOLDER.findall(user))
+    for required in REQUIRED[kind]:
+        if required not in present:
+            raise ValueError(f"{where}: user template is missing the placeholder {{{required}}}")
+
+
+def parse_verdict(data, *, kind: str, where: str) -> Verdict:
+    """Validate the ``verdict`` mapping."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: verdict must be a mapping with a method")
+    method = data.get("method")
+    if method == "logprob":
+        _only_keys(data, {"method", "prefix", "tokens"}, f"{where}: verdict")
+        if kind != "pairwise":
+            raise ValueError(f"{where}: verdict method logprob needs kind pairwise")
+        prefix, tokens = data.get("prefix", ""), data.get("tokens")
+        if not isinstance(prefix, str):
+            raise ValueError(f"{where}: verdict prefix must be a string")
+        if not isinstance(tokens, dict) or set(map(str, tokens)) != {"A", "B"}:
+            raise ValueError(f"{where}: verdict tokens must be a mapping with exactly the keys A and B")
+        if not all(isinstance(v, str) and v for v in tokens.values()):
+            raise ValueError(f"{where}: verdict tokens must be non-empty strings")
+        if tokens["A"] == tokens["B"]:
+            raise ValueError(f"{where}: verdict tokens A and B are the same string {tokens['A']!r}")
+        return Verdict(method="logprob", prefix=prefix, tokens=(("A", tokens["A"]), ("B", tokens["B"])))
+    if method != "generate":
+        raise ValueError(f"{where}: verdict method {method!r} is not logprob or generate")
+    _only_keys(data, {"method", "max_new_tokens", "outcomes", "score"}, f"{where}: verdict")
+    max_new = data.get("max_new_tokens")
+    if not isinstance(max_new, int) or isinstance(max_new, bool) or not 1 <= max_new <= 8192:
+        raise ValueError(f"{where}: verdict max_new_tokens must be an integer from 1 to 8192")
+    if kind == "pairwise":
+        if "score" in data:
+            raise ValueError(f"{where}: a pairwise verdict has outcomes, not a score")
+        return Verdict(method="generate", max_new_tokens=max_new, outcomes=_outcomes(data.get("outcomes"), where))
+    if "outcomes" in data:
+        raise ValueError(f"{where}: a single-answer verdict has a score, not outcomes")
+    score = data.get("score")
+    if not isinstance(score, dict):
+        raise ValueError(f"{where}: a single-answer verdict needs score: {{regex, min, max}}")
+    _only_keys(score, {"regex", "min", "max"}, f"{where}: verdict score")
+    regex = score.get("regex")
+    try:
+        groups = re.compile(regex).groups if isinstance(regex, str) else 0
+    except re.error as exc:
+        raise ValueError(f"{where}: verdict score regex does not compile: {exc}") from None
+    if groups != 1:
+        raise ValueError(f"{where}: verdict score regex must be a string with exactly one group (the score)")
+    low, high = score.get("min", 1), score.get("max", 10)
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (low, high)) or not low < high:
+        raise ValueError(f"{where}: verdict score min and max must be numbers with min < max")
+    return Verdict(method="generate", max_new_tokens=max_new, score_regex=regex,
+                   score_min=float(low), score_max=float(high))
+
+
+def _outcomes(items, where: str) -> tuple[Outcome, ...]:
+    if not isinstance(items, list) or not items:
+        raise ValueError(f"{where}: verdict outcomes must be a non-empty list of {{pattern, winner, weight}}")
+    out, seen = [], set()
+    for index, item in enumerate(items):
+        label = f"{where}: verdict outcome {index + 1}"
+        if not isinstance(item, dict):
+            raise ValueError(f"{label} must be a mapping with pattern and winner")
+        _only_keys(item, {"pattern", "winner", "weight"}, label)
+        pattern, winner, weight = item.get("pattern"), item.get("winner"), item.get("weight", 1)
+        if not isinstance(pattern, str) or not pattern:
+            raise ValueError(f"{label}: pattern must be a non-empty string")
+        if pattern in seen:
+            raise ValueError(f"{label}: pattern {pattern!r} is listed twice")
+        if any(pattern in other or other in pattern for other in seen):
+            raise ValueError(f"{label}: pattern {pattern!r} contains (or is contained in) another pattern")
+        if winner not in WINNERS:
+            raise ValueError(f"{label}: winner {winner!r} is not one of {', '.join(WINNERS)}")
+        if not isinstance(weight, int | float) or isinstance(weight, bool) or not 0 < weight <= 100:
+            raise ValueError(f"{label}: weight must be a number in (0, 100]")
+        seen.add(pattern)
+        out.append(Outcome(pattern=pattern, winner=winner, weight=float(weight)))
+    if not {"A", "B"} <= {o.winner for o in out}:
+        raise ValueError(f"{where}: verdict outcomes must include a pattern for A and one for B")
+    return tuple(out)
+
+
+def _only_keys(data: dict, allowed: set[str], where: str) -> None:
+    unknown = sorted(set(map(str, data)) - allowed)
+    if unknown:
+        raise ValueError(f"{where}: unknown key {unknown[0]!r}; allowed: {', '.join(sorted(allowed))}")

@@ -1,0 +1,1 @@
+"""Accounts: sign up and log in with an email address."""

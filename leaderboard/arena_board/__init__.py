@@ -1,0 +1,1 @@
+"""The arena leaderboard page: rating snapshots read from the arena app, with their charts."""

@@ -1,0 +1,82 @@
+"""Plotly figures for the arena leaderboard, built on the server from a snapshot's rows and matrices.
+
+Built once per snapshot: :mod:`leaderboard.arena_board.page` keeps the rendered board per process.
+"""
+
+from __future__ import annotations
+
+import json
+
+import plotly.graph_objects as go
+from django.utils.html import json_script
+from django.utils.safestring import SafeString
+
+_LAYOUT = {"margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "template": "plotly_white", "height": 420}
+
+
+def _ratings_figure(rows: list[dict], title: str) -> go.Figure:
+    best_last = list(reversed(rows))  # the best model at the top of a horizontal chart
+    ratings = [r["rating"] for r in best_last]
+    fig = go.Figure(
+        go.Scatter(
+            x=ratings,
+            y=[r["model"] for r in best_last],
+            mode="markers",
+            marker={"size": 9, "color": "#2f5bd3"},
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": [r["ci_high"] - r["rating"] for r in best_last],
+                "arrayminus": [r["rating"] - r["ci_low"] for r in best_last],
+                "thickness": 1.5,
+                "width": 4,
+            },
+            hovertemplate="%{y}: %{x:.0f}<extra></extra>",
+        )
+    )
+    fig.update_layout(title=title, xaxis_title="rating (95% interval)", **_LAYOUT)
+    fig.update_layout(height=max(260, 60 + 28 * len(rows)))
+    return fig
+
+
+def _heatmap(extra: dict, key: str, title: str, *, percent: bool) -> go.Figure:
+    models = extra["models"]
+    # No model meets itself: leave the diagonal blank rather than print 0 battles or a 50% rate.
+    values = [[None if i == j else v for j, v in enumerate(row)] for i, row in enumerate(extra[key])]
+    text = [
+        ["" if v is None else (f"{100 * v:.0f}%" if percent else f"{v:g}") for v in row] for row in values
+    ]
+    fig = go.Figure(
+        go.Heatmap(
+            z=values,
+            x=models,
+            y=models,
+            text=text,
+            texttemplate="%{text}",
+            colorscale="RdBu" if percent else "Blues",
+            zmin=0 if percent else None,
+            zmax=1 if percent else None,
+            zmid=0.5 if percent else None,
+            hovertemplate="%{y} vs %{x}: %{text}<extra></extra>",
+        )
+    )
+    fig.update_layout(title=title, xaxis_title="opponent", yaxis_title="model", **_LAYOUT)
+    fig.update_yaxes(autorange="reversed")
+    side = max(320, 90 + 36 * len(models))
+    fig.update_layout(height=side)
+    return fig
+
+
+def snapshot_figures(rows: list[dict], extra: dict, method_label: str) -> SafeString:
+    """A ``<script type="application/json" id="arena-figures">`` element holding the snapshot's figures.
+
+    Its JSON maps ``ratings``, ``predicted`` and ``battles`` to Plotly figures (``fig.to_json()``),
+    escaped for HTML by :func:`django.utils.html.json_script`.
+    """
+    figures = {"ratings": _ratings_figure(rows, f"{method_label}: ratings with 95% intervals")}
+    if extra.get("models") and extra.get("predicted"):
+        figures["predicted"] = _heatmap(
+            extra, "predicted", "Predicted win rate (row beats column)", percent=True
+        )
+        figures["battles"] = _heatmap(extra, "battles", "Battles per pair", percent=False)
+    return json_script({name: json.loads(fig.to_json()) for name, fig in figures.items()}, "arena-figures")

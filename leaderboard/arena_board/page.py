@@ -1,0 +1,152 @@
+"""What the arena leaderboard page shows, read from arena's rating snapshots (never fitted here).
+
+Snapshots never change once written, so the board (table, notes and chart data) is rendered once per
+set of latest snapshots and kept per process: a page view then costs three small queries (which
+snapshots are latest, which categories exist) and a dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
+
+from arena import selectors as arena_selectors
+from arena.models import RatingSnapshot
+from leaderboard.arena_board.charts import snapshot_figures
+
+_RENDERED: OrderedDict[tuple, dict] = OrderedDict()
+_RENDERED_SIZE = 64
+_LOCK = threading.Lock()
+
+METHODS = {"bt": "Bradley-Terry", "style": "Style-controlled Bradley-Terry"}
+ELO_NOTE = (
+    "Online Elo replays the votes once, in the order they arrived, moving both ratings a fixed step "
+    "(K={k:g}) after each vote: recent votes weigh more than old ones and another order of the same votes "
+    "gives other numbers (its interval is the spread over {orders} random orders, not sampling error). "
+    "Bradley-Terry fits all votes at once, so vote order does not matter, and its bootstrap interval is "
+    "what the ranks here are built from. The two agree on strong differences and can disagree on close "
+    "ones."
+)
+
+
+def category_label(category: str) -> str:
+    if category.startswith("language:"):
+        return f"Language: {category.split(':', 1)[1]}"
+    return {"overall": "Overall", "multi_turn": "Multi-turn", "long_prompt": "Long prompts"}.get(
+        category, category
+    )
+
+
+def _interval_rows(rows: list[dict], elo: dict[str, dict]) -> list[dict]:
+    shown = []
+    for row in rows:
+        elo_row = elo.get(row["model"])
+        shown.append(
+            {
+                "rank": row["rank_ub"],
+                "rank_ci": row.get("rank_ci"),
+                "model": row["model"],
+                "rating": row["rating"],
+                "ci_low": row["ci_low"],
+                "ci_high": row["ci_high"],
+                "minus": row["rating"] - row["ci_low"],
+                "plus": row["ci_high"] - row["rating"],
+                "battles": row["battles"],
+                "tied": bool(row.get("tied_with_above")),
+                "tied_with": ", ".join(row.get("tied_with", [])),
+                "elo": None if elo_row is None else elo_row["rating"],
+                "elo_low": None if elo_row is None else elo_row["ci_low"],
+                "elo_high": None if elo_row is None else elo_row["ci_high"],
+            }
+        )
+    return shown
+
+
+def arena_board(
+    *,
+    method: str,
+    category: str,
+    categories: list[str],
+    snapshot: RatingSnapshot | None,
+    elo: RatingSnapshot | None,
+) -> dict:
+    """Everything the board shows for one method (``bt`` or ``style``) and category, as plain data.
+
+    ``snapshot`` is None when no refit has run yet; ``rows`` is empty while there are too few votes.
+    """
+    board = {
+        "method": method,
+        "method_label": METHODS[method],
+        "methods": list(METHODS.items()),
+        "category": category,
+        "category_label": category_label(category),
+        "categories": [(c, category_label(c)) for c in categories] or [("overall", "Overall")],
+        "snapshot": None,
+        "rows": [],
+        "figures": None,
+    }
+    if snapshot is None:
+        return board
+    elo_rows = {r["model"]: r for r in elo.rows} if elo is not None else {}
+    settings = snapshot.settings
+    board.update(
+        snapshot={
+            "id": snapshot.id,
+            "created_at": snapshot.created_at,
+            "vote_count": snapshot.vote_count,
+            "first_vote_at": snapshot.first_vote_at,
+            "last_vote_at": snapshot.last_vote_at,
+            "rounds": settings.get("bootstrap_rounds") or settings.get("rounds"),
+            "interval": settings.get("interval", "bootstrap"),
+            "level_percent": round(100 * settings.get("level", 0.95)),
+            "ties": settings.get("ties", "half"),
+            "prior": settings.get("prior", 0.0),
+            "min_votes": settings.get("min_votes"),
+        },
+        rows=_interval_rows(snapshot.rows, elo_rows),
+        notes=list(snapshot.extra.get("notes", [])),
+        coefficients=snapshot.extra.get("coefficients", []),
+        elo_note=ELO_NOTE.format(
+            k=(elo.settings.get("k", 4.0) if elo else 4.0),
+            orders=(elo.settings.get("orders", 0) if elo else 0),
+        ),
+        any_tied=any(r.get("tied_with_above") for r in snapshot.rows),
+    )
+    if snapshot.rows:
+        board["figures"] = snapshot_figures(snapshot.rows, snapshot.extra, METHODS[method])
+    return board
+
+
+def arena_board_page(*, method: str, category: str) -> dict:
+    """The rendered board for the page: ``html`` (safe), ``has_figures``, ``known`` (category exists)."""
+    categories = arena_selectors.snapshot_categories()
+    key = (
+        method,
+        category,
+        arena_selectors.snapshot_latest_id(method, category),
+        arena_selectors.snapshot_latest_id("elo", category),
+        tuple(categories),
+    )
+    with _LOCK:
+        if key in _RENDERED:
+            _RENDERED.move_to_end(key)
+            return _RENDERED[key]
+    snapshot = arena_selectors.snapshot_by_id(key[2]) if key[2] else None
+    elo = arena_selectors.snapshot_by_id(key[3]) if key[3] else None
+    board = arena_board(method=method, category=category, categories=categories, snapshot=snapshot, elo=elo)
+    page = {
+        "html": mark_safe(render_to_string("leaderboard/_arena_board.html", {"board": board})),
+        "has_figures": bool(board["figures"]),
+        "known": category == "overall" or category in categories,
+    }
+    with _LOCK:
+        _RENDERED[key] = page
+        while len(_RENDERED) > _RENDERED_SIZE:
+            _RENDERED.popitem(last=False)
+    return page
+
+
+__all__ = ["METHODS", "arena_board", "arena_board_page", "category_label"]

@@ -1,0 +1,35 @@
+"""The arena leaderboard page (its plotly.js is served by :func:`leaderboard.board.views.plotly_js`)."""
+
+from __future__ import annotations
+
+from django import forms
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from leaderboard.arena_board.page import METHODS, arena_board_page
+from leaderboard.board.charts import PLOTLY_VERSION
+
+
+class ArenaBoardForm(forms.Form):
+    method = forms.ChoiceField(choices=list(METHODS.items()), required=False)
+    category = forms.RegexField(regex=r"^[a-z_]+(:[A-Za-z0-9_-]{1,16})?$", max_length=64, required=False)
+
+
+@require_GET
+def arena_leaderboard(request):
+    """Latest arena ratings: ``?method=bt|style&category=overall|language:xx|multi_turn|long_prompt``."""
+    unknown = sorted(set(request.GET) - {"method", "category"})
+    form = ArenaBoardForm(request.GET)
+    if unknown or not form.is_valid():
+        errors = [f"unknown parameter {name!r}" for name in unknown]
+        errors += [f"{field}: {' '.join(msgs)}" for field, msgs in form.errors.items()]
+        return render(request, "leaderboard/arena.html", {"errors": errors}, status=400)
+    board = arena_board_page(
+        method=form.cleaned_data["method"] or "bt", category=form.cleaned_data["category"] or "overall"
+    )
+    context = {
+        "board_html": board["html"],
+        "has_figures": board["has_figures"],
+        "plotly_version": PLOTLY_VERSION,
+    }
+    return render(request, "leaderboard/arena.html", context, status=200 if board["known"] else 404)

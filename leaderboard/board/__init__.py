@@ -1,0 +1,1 @@
+"""The benchmark board: its table, charts, paired comparison, downloads and the REST API."""

@@ -1,0 +1,194 @@
+"""The leaderboard's read API under ``/api/``: submissions (models), scores, runs, per-document samples.
+
+Same rules as the arena's API: every query parameter is validated (unknown, repeated or bad values
+and page sizes past the limit are a 400 that says what is allowed), limit/offset pages, and only
+what the requester may see (published entries, their own, everything for staff).
+"""
+
+from __future__ import annotations
+
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, serializers
+from rest_framework.exceptions import ValidationError
+
+from arena.api import StrictLimitOffsetPagination
+from leaderboard.models import EvaluationRun, SampleRecord, Score, Submission
+from leaderboard.runs import selectors as selectors_runs
+from leaderboard.runs.benchmarks import benchmark_key
+
+PAGING_PARAMS = {"limit", "offset", "format"}
+SAMPLES_MAX_LIMIT = 200
+TASK_FIELD = {"max_length": 200, "regex": r"^[A-Za-z0-9_.\-]+$"}
+
+
+class SamplesPagination(StrictLimitOffsetPagination):
+    """Records carry prompts and outputs: smaller pages."""
+
+    default_limit = 20
+    max_limit = SAMPLES_MAX_LIMIT
+
+
+def _params(request, serializer_class) -> dict:
+    allowed = set(serializer_class().fields) | PAGING_PARAMS
+    unknown = sorted(set(request.query_params) - allowed)
+    if unknown:
+        raise ValidationError(
+            {"detail": f"unknown parameter(s): {', '.join(unknown)}; allowed: {sorted(allowed)}"}
+        )
+    repeated = sorted(k for k in request.query_params if len(request.query_params.getlist(k)) > 1)
+    if repeated:
+        raise ValidationError({"detail": f"parameter(s) given more than once: {', '.join(repeated)}"})
+    params = serializer_class(data=request.query_params.dict())
+    params.is_valid(raise_exception=True)
+    return {k: v for k, v in params.validated_data.items() if v not in (None, "")}
+
+
+def _params_doc(serializer_class) -> list[OpenApiParameter]:
+    return [
+        OpenApiParameter(name, OpenApiTypes.STR, required=False, description=str(field.help_text or ""))
+        for name, field in serializer_class().fields.items()
+    ]
+
+
+class SubmissionFilters(serializers.Serializer):
+    type = serializers.ChoiceField(
+        choices=Submission.ModelType.values, required=False, help_text="model type"
+    )
+    search = serializers.CharField(
+        required=False, max_length=100, help_text="part of the model or base model name"
+    )
+
+
+class ScoreFilters(serializers.Serializer):
+    submission = serializers.IntegerField(required=False, min_value=1, max_value=2**62)
+    task = serializers.RegexField(required=False, help_text="a leaf task, e.g. gsm8k", **TASK_FIELD)
+    benchmark = serializers.RegexField(required=False, help_text="mmlu, bbh, gsm8k, ...", **TASK_FIELD)
+    metric = serializers.CharField(required=False, max_length=200, help_text="e.g. exact_match,strict-match")
+
+
+class RunFilters(serializers.Serializer):
+    submission = serializers.IntegerField(required=False, min_value=1, max_value=2**62)
+    task = serializers.RegexField(required=False, **TASK_FIELD)
+
+
+class NoFilters(serializers.Serializer):
+    pass
+
+
+class SubmissionSerializer(serializers.ModelSerializer):
+    language_model = serializers.CharField(source="language_model.name")
+    hidden = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Submission
+        fields = [
+            "id", "model_name", "language_model", "model_type", "base_model", "licence", "precision",
+            "parameter_count", "architecture", "weight_sha256", "apply_chat_template", "created_at",
+            "finished_at", "hidden",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    def get_hidden(self, obj) -> bool:
+        return obj.review_state == Submission.Review.HIDDEN
+
+
+class ScoreSerializer(serializers.ModelSerializer):
+    run = serializers.IntegerField(source="run_id")
+    submission = serializers.IntegerField(source="run.submission_id")
+    model = serializers.CharField(source="run.submission.model_name")
+    task = serializers.CharField(source="run.task")
+    benchmark = serializers.SerializerMethodField()
+    suite = serializers.CharField(source="run.suite.name")
+    suite_version = serializers.IntegerField(source="run.suite.version")
+    config_sha256 = serializers.CharField(source="run.config_sha256")
+
+    class Meta:
+        model = Score
+        fields = [
+            "id", "run", "submission", "model", "task", "benchmark", "suite", "suite_version", "metric", "value",
+            "stderr", "ci_low", "ci_high", "n", "higher_is_better", "interval", "config_sha256", "updated_at",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    def get_benchmark(self, obj) -> str:
+        return benchmark_key(obj.run.task)
+
+
+class RunSerializer(serializers.ModelSerializer):
+    model = serializers.CharField(source="submission.model_name")
+    suite = serializers.CharField(source="suite.name")
+    suite_version = serializers.IntegerField(source="suite.version")
+
+    class Meta:
+        model = EvaluationRun
+        fields = [
+            "id", "submission", "model", "task", "suite", "suite_version", "status", "results", "protocol",
+            "config_sha256", "code_version", "wall_time_s", "created_at", "finished_at",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+
+class SampleSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = SampleRecord
+        fields = ["doc_id", "payload"]
+        read_only_fields = fields
+
+
+@extend_schema(parameters=_params_doc(SubmissionFilters), summary="Evaluated models (finished submissions)")
+class SubmissionList(generics.ListAPIView):
+    serializer_class = SubmissionSerializer
+    pagination_class = StrictLimitOffsetPagination
+
+    def get_queryset(self):
+        params = _params(self.request, SubmissionFilters)
+        return selectors_runs.submissions_queryset(
+            self.request.user, model_type=params.get("type"), search=params.get("search")
+        )
+
+
+@extend_schema(parameters=_params_doc(ScoreFilters), summary="Scores with standard errors and 95% intervals")
+class ScoreList(generics.ListAPIView):
+    serializer_class = ScoreSerializer
+    pagination_class = StrictLimitOffsetPagination
+
+    def get_queryset(self):
+        return selectors_runs.scores_queryset(self.request.user, **_params(self.request, ScoreFilters))
+
+
+@extend_schema(
+    parameters=_params_doc(RunFilters), summary="Evaluation runs with their protocol and code version"
+)
+class RunList(generics.ListAPIView):
+    serializer_class = RunSerializer
+    pagination_class = StrictLimitOffsetPagination
+
+    def get_queryset(self):
+        return selectors_runs.runs_queryset(self.request.user, **_params(self.request, RunFilters))
+
+
+@extend_schema(summary="One evaluation run")
+class RunDetail(generics.RetrieveAPIView):
+    serializer_class = RunSerializer
+
+    def get_object(self):
+        _params(self.request, NoFilters)
+        run = selectors_runs.run_visible(self.request.user, self.kwargs["pk"])
+        if run is None:
+            raise Http404("no such run")
+        return run
+
+
+@extend_schema(summary="A run's per-document records (prompt, target, outputs, filtered answers, metrics)")
+class SampleList(generics.ListAPIView):
+    serializer_class = SampleSerializer
+    pagination_class = SamplesPagination
+
+    def get_queryset(self):
+        _params(self.request, NoFilters)
+        run = selectors_runs.run_visible(self.request.user, self.kwargs["pk"])
+        if run is None:
+            raise Http404("no such run")
+        return selectors_runs.samples_queryset(run)

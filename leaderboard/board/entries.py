@@ -1,0 +1,279 @@
+"""The board's entries: one per finished submission, one cell per benchmark, built once and kept.
+
+The whole set (every finished submission with its benchmark cells, arena rating and "best of K"
+badge) is built from three queries and kept per process, keyed by a fingerprint of what it reads
+(two aggregate queries and the latest arena snapshot id). Nothing is fitted or bootstrapped here.
+
+Who sees what (:func:`entry_visible`): entries that are published (not private) and not waiting for
+review (``none`` or ``approved``); hidden ones too when asked for (``show=hidden``), marked; and a
+viewer's own entries whatever their state, marked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from collections import OrderedDict, defaultdict
+from functools import lru_cache
+
+from django.conf import settings
+from django.db.models import Count, Max, Q, Sum
+
+from arena import selectors as arena_selectors
+from evalcore.stats import best_of_k_inflation
+from leaderboard.models import EvaluationRun, Score, Submission
+from leaderboard.runs.benchmarks import (
+    benchmark_key,
+    board_metrics,
+    headline_metric,
+    normalise,
+    task_baseline,
+)
+
+Z95 = 1.959963984540054
+_KEPT: OrderedDict[tuple, dict] = OrderedDict()
+_KEPT_SIZE = 8
+_LOCK = threading.Lock()
+
+PUBLIC_REVIEW = (Submission.Review.NONE, Submission.Review.APPROVED)
+def _finite(x):
+    return x if x is not None and math.isfinite(x) else None
+
+
+def parameters_label(count: int) -> str:
+    """135M, 1.7B, 12B: how model sizes are usually written."""
+    if count >= 1e9:
+        return f"{count / 1e9:.1f}B".replace(".0B", "B") if count < 1e11 else f"{count / 1e9:.0f}B"
+    if count >= 1e6:
+        return f"{count / 1e6:.0f}M"
+    return f"{count / 1e3:.0f}K"
+
+
+def _fingerprint() -> tuple:
+    finished = Submission.objects.filter(status=Submission.Status.FINISHED)
+    states = {
+        f"review_{state}": Sum("id", filter=Q(review_state=state), default=0)
+        for state in Submission.Review.values
+    }
+    subs = finished.aggregate(
+        n=Count("id"),
+        ids=Sum("id", default=0),
+        private=Sum("id", filter=Q(private=True), default=0),
+        **states,
+    )
+    scores = Score.objects.aggregate(n=Count("id"), ids=Sum("id", default=0), updated=Max("updated_at"))
+    return (
+        tuple(sorted(subs.items())),
+        tuple(sorted(scores.items())),
+        arena_selectors.snapshot_latest_id("bt", "overall"),
+    )
+
+
+def _cell(parts: list[dict]) -> dict:
+    """One benchmark of one submission from its leaf tasks' headline scores (micro average)."""
+    total = sum(p["n"] for p in parts)
+    if len(parts) == 1:
+        p = parts[0]
+        value, se, low, high = p["value"], p["stderr"], p["ci_low"], p["ci_high"]
+    else:
+        value = sum(p["value"] * p["n"] for p in parts) / total
+        ses = [p["stderr"] for p in parts]
+        se = (
+            math.sqrt(sum((p["n"] / total * s) ** 2 for p, s in zip(parts, ses))) if None not in ses else None
+        )
+        low, high = (value - Z95 * se, value + Z95 * se) if se is not None else (None, None)
+    norm_parts = [(normalise(p["value"], p["baseline"]), p) for p in parts]
+    norm = sum(v * p["n"] for v, p in norm_parts) / total
+    norm_ses = [None if p["stderr"] is None else p["stderr"] * 100 / (1 - p["baseline"]) for p in parts]
+    norm_se = (
+        math.sqrt(sum((p["n"] / total * s) ** 2 for p, s in zip(parts, norm_ses)))
+        if None not in norm_ses
+        else None
+    )
+    ordered = sorted(parts, key=lambda p: p["task"])
+    if len(parts) == 1:
+        protocol = parts[0]["config_sha256"]
+    else:
+        joined = "\n".join(f"{p['task']}:{p['config_sha256']}" for p in ordered)
+        protocol = hashlib.sha256(joined.encode()).hexdigest()
+    return {
+        "value": value, "se": se, "ci_low": low, "ci_high": high, "n": total, "tasks": len(parts),
+        "norm": norm, "norm_se": norm_se,
+        "norm_low": None if norm_se is None else norm - Z95 * norm_se,
+        "norm_high": None if norm_se is None else norm + Z95 * norm_se,
+        "baseline": sum(p["baseline"] * p["n"] for p in parts) / total,
+        "norm_floor": sum(normalise(0.0, p["baseline"]) * p["n"] for p in parts) / total,
+        "run_id": ordered[0]["run_id"], "run_ids": [p["run_id"] for p in ordered], "protocol_sha256": protocol,
+        "metric": parts[0]["metric"],
+    }  # fmt: skip
+
+
+def cells_average(cells: list[dict], *, normalised: bool) -> dict | None:
+    """Mean over k benchmarks, ``se = sqrt(sum se_i^2) / k`` (benchmarks measured independently)."""
+    if not cells:
+        return None
+    key, se_key = ("norm", "norm_se") if normalised else ("value", "se")
+    k = len(cells)
+    value = sum(c[key] for c in cells) / k
+    ses = [c[se_key] for c in cells]
+    se = math.sqrt(sum(s * s for s in ses)) / k if None not in ses else None
+    return {
+        "value": value, "se": se,
+        "ci_low": None if se is None else value - Z95 * se, "ci_high": None if se is None else value + Z95 * se,
+    }  # fmt: skip
+
+
+def _scores_by_submission(ids: set[int]) -> dict[int, dict[str, list[dict]]]:
+    """{submission: {benchmark: [leaf parts]}} from the newest suite's finished run of each task."""
+    rows = (
+        Score.objects.filter(
+            run__status=EvaluationRun.Status.FINISHED,
+            run__submission__status=Submission.Status.FINISHED,
+            metric__in=board_metrics(),
+        )
+        .exclude(run__submission__review_state=Submission.Review.REJECTED)
+        .order_by()
+        .values_list(
+            "run__submission_id",
+            "run_id",
+            "run__task",
+            "run__suite__version",
+            "run__config_sha256",
+            "metric",
+            "value",
+            "stderr",
+            "ci_low",
+            "ci_high",
+            "n",
+        )  # fmt: skip
+    )
+    # One plain fetch: a server-side cursor would be planned for its first rows (nested loops),
+    # many times slower for a read that needs every row.
+    by_run: dict[int, dict] = {}
+    for sub_id, run_id, task, version, sha, metric, value, stderr, low, high, n in rows:
+        if sub_id in ids:
+            run = by_run.setdefault(run_id, {"sub": sub_id, "task": task, "version": version, "run_id": run_id,
+                                             "sha": sha, "metrics": {}})  # fmt: skip
+            run["metrics"][metric] = (value, stderr, low, high, n)
+    runs: dict[tuple[int, str], dict] = {}
+    for run in by_run.values():  # the newest suite's run of each task
+        kept = runs.get((run["sub"], run["task"]))
+        if kept is None or (run["version"], run["run_id"]) > (kept["version"], kept["run_id"]):
+            runs[(run["sub"], run["task"])] = run
+    found: dict[int, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for (sub_id, task), run in runs.items():
+        metric = headline_metric(task, tuple(run["metrics"]))
+        if metric not in run["metrics"]:
+            continue
+        value, stderr, low, high, n = run["metrics"][metric]
+        if _finite(value) is None or not n:
+            continue
+        found[sub_id][benchmark_key(task)].append({
+            "task": task, "run_id": run["run_id"], "config_sha256": run["sha"], "metric": metric,
+            "value": value, "stderr": _finite(stderr), "ci_low": _finite(low), "ci_high": _finite(high), "n": n,
+            "baseline": task_baseline(task),
+        })  # fmt: skip
+    return found
+
+
+@lru_cache(maxsize=64)
+def _max_z(k: int) -> float:
+    """E[max of k standard normals]: the inflation of the best of k is ``se`` times this."""
+    return best_of_k_inflation(k, se=1.0).max_z
+
+
+def _badges(entries: list[dict]) -> None:
+    """The "best of K variants" where an owner's family (owner, base model) has more than N private variants."""
+    limit = settings.LEADERBOARD_PRIVATE_VARIANTS_LIMIT  # as leaderboard.submissions.services.variant_review_reason
+    families: dict[tuple, list[dict]] = defaultdict(list)
+    for entry in entries:
+        if entry["base_model"].strip():
+            families[(entry["owner_id"], entry["base_model"].strip().lower())].append(entry)
+    for members in families.values():
+        private = sum(1 for m in members if m["private"])
+        if private <= limit:
+            continue
+        k = len(members)
+        for entry in members:
+            avg = entry["average"]
+            se = avg["se"] if avg and avg["se"] is not None else None
+            entry["badge"] = {
+                "k": k, "private": private,
+                "inflation": None if se is None else 100 * se * _max_z(k),
+            }  # fmt: skip
+
+
+def _build() -> dict:
+    arena_rows = {}
+    snapshot = arena_selectors.snapshot_latest("bt", "overall")
+    if snapshot is not None:
+        arena_rows = {r["model"]: r for r in snapshot.rows}
+    subs = list(
+        Submission.objects.filter(status=Submission.Status.FINISHED)
+        .order_by("-created_at", "-id")
+        .values(
+            "id",
+            "public_id",
+            "model_name",
+            "owner_id",
+            "model_type",
+            "base_model",
+            "parameter_count",
+            "precision",
+            "private",
+            "review_state",
+            "created_at",
+            "finished_at",
+            "language_model__name",
+        )  # fmt: skip
+    )
+    scores = _scores_by_submission({s["id"] for s in subs})
+    type_labels = {**dict(Submission.ModelType.choices), Submission.ModelType.CHAT: "Chat"}
+    entries = []
+    for sub in subs:
+        cells = {key: _cell(parts) for key, parts in scores.get(sub["id"], {}).items()}
+        arena = arena_rows.get(sub["language_model__name"])
+        entries.append({
+            "id": sub["id"], "public_id": sub["public_id"], "model": sub["model_name"], "owner_id": sub["owner_id"],
+            "type": sub["model_type"], "type_label": type_labels.get(sub["model_type"], sub["model_type"]),
+            "base_model": sub["base_model"], "parameters": sub["parameter_count"],
+            "parameters_label": parameters_label(sub["parameter_count"]), "precision": sub["precision"],
+            "private": sub["private"], "review_state": sub["review_state"], "created_at": sub["created_at"],
+            "hidden": sub["review_state"] == Submission.Review.HIDDEN,
+            "arena": None if arena is None else {
+                "rating": arena["rating"], "ci_low": arena["ci_low"], "ci_high": arena["ci_high"],
+                "battles": arena.get("battles"),
+            },
+            "cells": cells, "badge": None,
+            "average": cells_average(list(cells.values()), normalised=False),
+        })  # fmt: skip
+    _badges(entries)
+    return {"entries": entries, "arena_snapshot_id": snapshot.id if snapshot else None}
+
+
+def board_entries() -> dict:
+    """Every finished entry (rejected ones too: they count as variants, never shown), kept per fingerprint."""
+    key = _fingerprint()
+    with _LOCK:
+        if key in _KEPT:
+            _KEPT.move_to_end(key)
+            return _KEPT[key]
+    built = {**_build(), "fingerprint": key}
+    with _LOCK:
+        _KEPT[key] = built
+        while len(_KEPT) > _KEPT_SIZE:
+            _KEPT.popitem(last=False)
+    return built
+
+
+def entry_visible(entry: dict, viewer, *, show_hidden: bool) -> bool:
+    if entry["review_state"] == Submission.Review.REJECTED:
+        return False
+    if viewer is not None and viewer.is_authenticated and entry["owner_id"] == viewer.pk:
+        return True
+    if entry["private"]:
+        return False
+    if entry["review_state"] in PUBLIC_REVIEW:
+        return True
+    return show_hidden and entry["hidden"]

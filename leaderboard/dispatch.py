@@ -1,0 +1,37 @@
+"""Sending the leaderboard's tasks by name, once the current transaction commits.
+
+Services enqueue through here and never import :mod:`leaderboard.tasks` (which imports them).
+Each task declares its queue where it is defined; the queue given here is the same one (a test
+pins that), so a web process that has not loaded the tasks still routes them right.
+"""
+
+from __future__ import annotations
+
+from celery import current_app
+from django.db import transaction
+
+from workers.queues import DEFAULT, EVALUATE
+
+SUBMISSION_EVALUATE = "leaderboard.tasks.submission_evaluate"
+RUN_RESCORE = "leaderboard.tasks.run_rescore"
+QUEUES = {SUBMISSION_EVALUATE: EVALUATE, RUN_RESCORE: DEFAULT}
+
+
+def task_send_on_commit(name: str, *args) -> None:
+    """Send task ``name`` with ``args`` to its queue after the current transaction commits.
+
+    A task this process knows is sent through it (so ``task_always_eager`` runs it in place);
+    another goes to the broker by name.
+    """
+    queue = QUEUES[name]
+    transaction.on_commit(lambda: current_app.signature(name, args=args, queue=queue).apply_async())
+
+
+def submission_evaluate_send(submission_id: int) -> None:
+    """Enqueue the benchmark run of a submission (``evaluate`` queue)."""
+    task_send_on_commit(SUBMISSION_EVALUATE, submission_id)
+
+
+def run_rescore_send(task: str, admin_id: int, comment: str) -> None:
+    """Enqueue the re-scoring of every stored run of ``task``."""
+    task_send_on_commit(RUN_RESCORE, task, admin_id, comment)

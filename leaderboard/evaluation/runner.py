@@ -1,0 +1,160 @@
+"""Running the leaderboard suite on a submission with ``evalcore.engine`` and storing what it produced.
+
+Results are keyed (submission, suite, task), (run, metric) and (run, doc_id): a retry after a
+worker died skips tasks already FINISHED and overwrites anything half-written, never duplicating
+rows. Scores that change are kept in :class:`leaderboard.models.ScoreHistory`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+import evalcore.models
+from evalcore.engine import evaluate_task
+from evalcore.engine.cache import CachedBackend, RequestCache
+from evalcore.engine.results import SAMPLE_FIELDS
+from evalcore.engine.results import code_version as engine_code_version
+from leaderboard.evaluation.progress import CountingBackend
+from leaderboard.evaluation.score_store import json_safe, scores_replace
+from leaderboard.evaluation.suites import SEED, suite_current, suite_plan
+from leaderboard.models import BenchmarkSuite, EvaluationRun, SampleRecord, Submission
+from leaderboard.submissions.lifecycle import submission_progress
+
+log = logging.getLogger(__name__)
+
+
+def run_store(*, submission: Submission, suite: BenchmarkSuite, task_result, protocol: dict,
+              code_version: dict) -> EvaluationRun:  # fmt: skip
+    """Store one task's metrics, protocol and per-document records (overwriting an earlier attempt)."""
+    metrics = task_result.metrics
+    with transaction.atomic():
+        run, _ = EvaluationRun.objects.select_for_update().get_or_create(
+            submission=submission, suite=suite, task=task_result.task
+        )
+        run.status = EvaluationRun.Status.FINISHED
+        run.results = json_safe({name: value.as_dict() for name, value in metrics.items()})
+        run.protocol = json_safe(protocol)
+        run.config_sha256 = str(protocol.get("config_sha256", ""))[:64]
+        run.code_version = json_safe(code_version)
+        run.wall_time_s = protocol.get("wall_time_s")
+        run.finished_at = timezone.now()
+        run.full_clean()
+        run.save()
+        records = [
+            SampleRecord(run=run, doc_id=r["doc_id"], payload=json_safe({k: r[k] for k in SAMPLE_FIELDS if k in r}))
+            for r in task_result.records
+        ]
+        SampleRecord.objects.bulk_create(
+            records, batch_size=500, update_conflicts=True, unique_fields=["run", "doc_id"], update_fields=["payload"]
+        )
+        SampleRecord.objects.filter(run=run, doc_id__gte=len(records)).delete()
+        scores_replace(run, metrics, reason="re-run", gone_reason="metric no longer reported",
+                       code_version=code_version, rewrite_unchanged=True)  # fmt: skip
+    return run
+
+
+def request_cache_path(submission_id: int) -> Path:
+    """Model answers of a running submission, local to the worker host (SQLite wants a local disk).
+
+    A retry on the same host answers the requests it already computed from here; a finished run
+    deletes it.
+    """
+    return Path(settings.LEADERBOARD_REQUEST_CACHE_DIR) / f"submission-{submission_id}.sqlite3"
+
+
+def _request_cache_remove(submission_id: int) -> None:
+    request_cache_path(submission_id).unlink(missing_ok=True)  # every result is stored: the cache is spent
+    for suffix in ("-wal", "-shm"):
+        Path(f"{request_cache_path(submission_id)}{suffix}").unlink(missing_ok=True)
+
+
+def _task_run(submission: Submission, suite: BenchmarkSuite, model, backend, config, entry: dict,
+              code_version: dict):  # fmt: skip
+    """Evaluate one task of the plan and store it; the engine's task result."""
+    log.info("task %s: num_fewshot=%s limit=%s", config.task, entry["num_fewshot"], entry["limit"])
+    extra = {"apply_chat_template": True} if submission.apply_chat_template else {}
+    result = evaluate_task(backend, config, num_fewshot=entry["num_fewshot"], limit=entry["limit"], seed=SEED, **extra)
+    protocol = {
+        **result.protocol,
+        "suite": {"name": suite.name, "version": suite.version},
+        "model": model.identity.as_dict(),
+        "precision": submission.precision,
+        "apply_chat_template": submission.apply_chat_template,
+        "seed": SEED,
+    }
+    run_store(submission=submission, suite=suite, task_result=result, protocol=protocol, code_version=code_version)
+    return result
+
+
+def _plan_run(submission: Submission, suite: BenchmarkSuite, plan: list, finished: set, progress: dict) -> None:
+    """Load the model and evaluate every task of ``plan`` not yet ``finished``, reporting progress."""
+    submission_id = submission.pk
+
+    def report(done: int, total: int) -> None:
+        progress["requests"] = {"done": done, "total": total}
+        submission_progress(submission_id, progress)
+
+    log.info("loading %s (%s) from %s", submission.model_name, submission.precision, submission.storage_path)
+    model = evalcore.models.load_backend("hf", path=submission.storage_path, dtype=submission.precision)
+    cache = None
+    try:
+        if model.identity.weights_sha256 != submission.weight_sha256:
+            raise RuntimeError("the checkpoint's weights changed after it was submitted (their hash differs)")
+        cache = RequestCache(request_cache_path(submission_id))
+        cached = CachedBackend(model, cache)
+        backend = CountingBackend(cached, report)
+        code_version = engine_code_version()
+        for config, entry in plan:
+            if config.task in finished:
+                continue
+            progress.update(current_task=config.task, requests={"done": 0, "total": 0})
+            progress["tasks"][config.task] = "running"
+            submission_progress(submission_id, progress)
+            backend.reset()
+            hits, misses = cached.hits, cached.misses
+            result = _task_run(submission, suite, model, backend, config, entry, code_version)
+            summary = ", ".join(f"{k}={v.value:.4f}" for k, v in result.metrics.items() if v.value is not None)
+            log.info("task %s: %d documents, %s; %d requests answered from the request cache, %d computed",
+                     config.task, len(result.records), summary, cached.hits - hits, cached.misses - misses)  # fmt: skip
+            progress["tasks"][config.task] = "finished"
+            progress["tasks_done"] += 1
+            submission_progress(submission_id, progress)
+    finally:
+        if cache is not None:
+            cache.close()
+        model.close()
+
+
+def submission_run_suite(submission_id: int) -> None:
+    """Evaluate a RUNNING submission on the current suite; raises on any failure (the task records it)."""
+    submission = Submission.objects.get(pk=submission_id)
+    if submission.status != Submission.Status.RUNNING:
+        raise RuntimeError(f"submission {submission_id} is {submission.status}, not RUNNING")
+    os.environ.setdefault("PODIUM_DATA_DIR", str(settings.PODIUM_DATA_DIR))
+    suite = suite_current()
+    plan = suite_plan(suite)
+    finished = set(
+        EvaluationRun.objects.filter(
+            submission=submission, suite=suite, status=EvaluationRun.Status.FINISHED
+        ).values_list("task", flat=True)
+    )
+    progress = {
+        "suite": f"{suite.name} v{suite.version}",
+        "tasks_total": len(plan),
+        "tasks_done": sum(1 for config, _ in plan if config.task in finished),
+        "current_task": None,
+        "tasks": {config.task: ("finished" if config.task in finished else "waiting") for config, _ in plan},
+    }
+    submission_progress(submission_id, progress)
+    if progress["tasks_done"] == len(plan):
+        return
+    _plan_run(submission, suite, plan, finished, progress)
+    _request_cache_remove(submission_id)
+    progress.update(current_task=None, requests=None)
+    submission_progress(submission_id, progress)

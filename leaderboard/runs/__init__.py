@@ -1,0 +1,1 @@
+"""Evaluation runs as published: the benchmarks' metadata, run protocol pages, samples, comparisons."""

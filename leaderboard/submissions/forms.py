@@ -1,0 +1,113 @@
+"""The submission form: it runs every checkpoint check before anything is stored or queued."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+from django import forms
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+
+from leaderboard.models import Submission
+from leaderboard.submissions import checkpoints
+
+MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")  # the arena catalogue's name rule
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    widget = MultipleFileInput
+
+    def clean(self, data, initial=None):
+        if isinstance(data, (list, tuple)):
+            return [super(MultipleFileField, self).clean(item, initial) for item in data]
+        return [super().clean(data, initial)] if data else []
+
+
+def limits() -> checkpoints.Limits:
+    return checkpoints.Limits(
+        max_parameters=settings.LEADERBOARD_MAX_PARAMETERS,
+        max_bytes=settings.LEADERBOARD_MAX_UPLOAD_BYTES,
+        max_files=settings.LEADERBOARD_MAX_FILES,
+        architectures=tuple(settings.LEADERBOARD_ARCHITECTURES),
+    )
+
+
+def uploaded_checkpoint_file(upload: UploadedFile) -> checkpoints.CheckpointFile:
+    """An upload as a CheckpointFile: read from its temporary file (or, when small, from memory)."""
+    if hasattr(upload, "temporary_file_path"):
+        path = upload.temporary_file_path()
+        return checkpoints.CheckpointFile(upload.name, upload.size, lambda: open(path, "rb"))
+    upload.seek(0)
+    data = upload.read()
+    return checkpoints.CheckpointFile(upload.name, len(data), lambda: io.BytesIO(data))
+
+
+class SubmissionForm(forms.Form):
+    """A checkpoint by upload or by a path on the model store, and how to evaluate it."""
+
+    model_name = forms.RegexField(
+        regex=MODEL_NAME, max_length=200,
+        error_messages={"invalid": "Use letters, digits and . _ : / @ + - (starting with a letter or digit)."},
+        help_text="The public name, e.g. my-org/my-model-7b.",
+    )  # fmt: skip
+    files = MultipleFileField(
+        required=False, allow_empty_file=False,
+        help_text="config.json, tokenizer files and *.safetensors (with model.safetensors.index.json when sharded).",
+    )  # fmt: skip
+    store_path = forms.CharField(
+        required=False, max_length=500, help_text="Or: a folder on the shared model store, relative to its root."
+    )
+    precision = forms.ChoiceField(choices=Submission.Precision.choices, initial=Submission.Precision.BFLOAT16)
+    model_type = forms.ChoiceField(choices=Submission.ModelType.choices)
+    base_model = forms.CharField(
+        required=False, max_length=200, help_text="Required for fine-tunes and merges."
+    )
+    licence = forms.CharField(max_length=100, help_text="e.g. apache-2.0, mit, llama3.1")
+    apply_chat_template = forms.BooleanField(required=False)
+    private = forms.BooleanField(required=False, label="Private variant (visible only to you until published)")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.report: checkpoints.CheckpointReport | None = None
+        self.checkpoint_files: list[checkpoints.CheckpointFile] = []
+        self.store_folder: Path | None = None
+        if not settings.LEADERBOARD_MODEL_STORE:
+            del self.fields["store_path"]
+
+    def clean_base_model(self) -> str:
+        return self.cleaned_data["base_model"].strip()
+
+    def clean(self):
+        data = super().clean()
+        want_chat_template = bool(data.get("apply_chat_template"))  # add_error drops a field from cleaned_data
+        if data.get("model_type") in Submission.NEEDS_BASE_MODEL and not data.get("base_model"):
+            self.add_error("base_model", "Name the base model of a fine-tune or merge.")
+        uploads = data.get("files") or []
+        store_path = (data.get("store_path") or "").strip()
+        if uploads and store_path:
+            raise forms.ValidationError("Upload files or name a store path, not both.")
+        if not uploads and not store_path:
+            if "files" not in self.errors:
+                raise forms.ValidationError("Upload the checkpoint's files or name a folder on the model store.")
+            return data
+        try:
+            if store_path:
+                root = Path(settings.LEADERBOARD_MODEL_STORE)
+                self.store_folder = checkpoints.store_folder(root, store_path)
+                self.checkpoint_files = checkpoints.folder_files(self.store_folder, root=root)
+            else:
+                self.checkpoint_files = [uploaded_checkpoint_file(u) for u in uploads]
+        except checkpoints.CheckpointError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        self.report = checkpoints.inspect_checkpoint(
+            self.checkpoint_files, limits=limits(), want_chat_template=want_chat_template
+        )
+        if not self.report.ok:
+            raise forms.ValidationError(self.report.errors)
+        return data

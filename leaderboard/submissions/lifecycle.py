@@ -1,0 +1,100 @@
+"""A submission's states while a worker runs it: PENDING → RUNNING → FINISHED | FAILED, with a heartbeat.
+
+Called by :mod:`leaderboard.tasks` and the suite runner; a worker that died is recognised (by its
+heartbeat, or at once when it was a process on this machine) and its submission taken over.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from leaderboard.models import Submission
+
+log = logging.getLogger(__name__)
+
+
+class SubmissionBusy(Exception):
+    """Another worker ran this submission moments ago (a duplicate delivery): try again later."""
+
+
+def submission_start(submission_id: int) -> Submission | None:
+    """PENDING (or RUNNING again, after a worker died) → RUNNING; None when there is nothing to do.
+
+    A RUNNING submission whose worker showed a sign of life within ``LEADERBOARD_HEARTBEAT_STALE_S``
+    is still being evaluated (the broker handed the task out twice, e.g. past Redis's visibility
+    timeout): raises SubmissionBusy rather than running it twice at once.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        submission = Submission.objects.select_for_update().filter(pk=submission_id).first()
+        if submission is None or submission.status not in Submission.ACTIVE:
+            return None
+        stale = timedelta(seconds=settings.LEADERBOARD_HEARTBEAT_STALE_S)
+        fresh = submission.heartbeat_at is not None and now - submission.heartbeat_at < stale
+        if submission.status == Submission.Status.RUNNING and fresh:
+            if not worker_gone(submission.worker):
+                raise SubmissionBusy(f"submission {submission_id} is running on another worker")
+            log.info("submission %s: its worker %s is gone; taking over", submission_id, submission.worker)
+        submission.status = Submission.Status.RUNNING
+        submission.started_at = submission.started_at or now
+        submission.heartbeat_at = now
+        submission.worker = worker_identity()
+        submission.attempts += 1
+        submission.save(update_fields=["status", "started_at", "heartbeat_at", "worker", "attempts"])
+    return submission
+
+
+def worker_identity() -> str:
+    """``host:pid`` of this process, recorded on the submission it runs."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def worker_gone(worker: str) -> bool:
+    """Whether ``worker`` (``host:pid``) was a process on this machine that no longer exists.
+
+    Lets a restarted worker (``make demo`` after Ctrl-C) resume at once instead of waiting out the
+    heartbeat. Another machine's worker, this very process, or anything unreadable counts as alive:
+    the heartbeat decides for those.
+    """
+    host, _, pid = (worker or "").rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) in (0, os.getpid()):
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, owned by someone else
+        return False
+    return False
+
+
+def submission_progress(submission_id: int, progress: dict) -> None:
+    """Store progress; it is also the worker's heartbeat."""
+    Submission.objects.filter(pk=submission_id).update(progress=progress, heartbeat_at=timezone.now())
+
+
+def submission_finish(submission_id: int, *, log_tail: str = "") -> None:
+    with transaction.atomic():
+        submission = Submission.objects.select_for_update().get(pk=submission_id)
+        submission.status = Submission.Status.FINISHED
+        submission.finished_at = timezone.now()
+        submission.failure_reason = ""
+        submission.log_tail = log_tail[-8000:]
+        submission.save(update_fields=["status", "finished_at", "failure_reason", "log_tail"])
+
+
+def submission_fail(submission_id: int, *, reason: str, log_tail: str = "") -> None:
+    with transaction.atomic():
+        submission = Submission.objects.select_for_update().get(pk=submission_id)
+        submission.status = Submission.Status.FAILED
+        submission.finished_at = timezone.now()
+        submission.failure_reason = (reason.strip() or "unknown error")[:1000]
+        submission.log_tail = log_tail[-8000:]
+        submission.save(update_fields=["status", "finished_at", "failure_reason", "log_tail"])

@@ -1,0 +1,78 @@
+"""Leaderboard reads: an owner's submissions, their live status, a submission's results."""
+
+from __future__ import annotations
+
+from django.db.models import Prefetch, QuerySet
+
+from leaderboard.models import EvaluationRun, Score, Submission
+
+# Review states whose entries the public may open (flagged ones wait for an admin; rejected are gone).
+PUBLIC_REVIEW_STATES = (Submission.Review.NONE, Submission.Review.APPROVED, Submission.Review.HIDDEN)
+
+
+def submissions_for_owner(owner) -> QuerySet[Submission]:
+    return Submission.objects.filter(owner=owner).order_by("-created_at", "-id")
+
+
+def submission_for_owner(owner, public_id: str) -> Submission | None:
+    """The owner's submission, or None (also for anyone else's: no one learns it exists)."""
+    return Submission.objects.filter(owner=owner, public_id=public_id).first()
+
+
+def submission_status(submission: Submission) -> dict:
+    """What the "my submissions" page polls."""
+    return {
+        "id": submission.public_id,
+        "status": submission.status,
+        "active": submission.is_active,
+        "progress": submission.progress,
+        "failure_reason": submission.failure_reason,
+        "log_tail": submission.log_tail if submission.status == Submission.Status.FAILED else "",
+        "started_at": submission.started_at.isoformat() if submission.started_at else None,
+        "finished_at": submission.finished_at.isoformat() if submission.finished_at else None,
+    }
+
+
+def submission_visible(viewer, public_id: str) -> Submission | None:
+    """A submission the viewer may see: theirs, any for staff, else only a published one that is not
+    waiting for review or refused (None otherwise: nobody learns it exists).
+
+    Hidden entries stay readable (the board lists them behind ``show=hidden``, their runs are public).
+    """
+    submission = Submission.objects.select_related("owner").filter(public_id=public_id).first()
+    if submission is None:
+        return None
+    if getattr(viewer, "is_staff", False) or (viewer.is_authenticated and submission.owner_id == viewer.pk):
+        return submission
+    if submission.private or submission.review_state not in PUBLIC_REVIEW_STATES:
+        return None
+    return submission
+
+
+def submission_results(submission: Submission) -> list[dict]:
+    """Per task: its run, protocol summary and scores (with intervals), newest suite first."""
+    runs = (
+        EvaluationRun.objects.filter(submission=submission)
+        .select_related("suite")
+        .prefetch_related(Prefetch("scores", queryset=Score.objects.order_by("metric")))
+        .order_by("-suite__version", "task")
+    )
+    return [
+        {
+            "task": run.task,
+            "suite": str(run.suite),
+            "status": run.status,
+            "num_fewshot": run.protocol.get("num_fewshot"),
+            "n_docs": run.protocol.get("n_docs"),
+            "config_sha256": run.config_sha256,
+            "wall_time_s": run.wall_time_s,
+            "scores": [
+                {
+                    "metric": s.metric, "value": s.value, "stderr": s.stderr, "ci_low": s.ci_low,
+                    "ci_high": s.ci_high, "n": s.n, "higher_is_better": s.higher_is_better,
+                }
+                for s in run.scores.all()
+            ],
+        }  # fmt: skip
+        for run in runs
+    ]

@@ -1,0 +1,214 @@
+"""Submission services: create and enqueue submissions, requeue failed ones, publish private variants.
+
+A submission's checkpoint was fully checked by :class:`leaderboard.submissions.forms.SubmissionForm`
+before it reaches :func:`submission_create`, which adds the rules that need the database (rate
+limit, names, duplicate weights), copies and hashes the files, and only then enqueues the evaluation.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from arena.catalogue_services import model_register
+from arena.models import LanguageModel
+from leaderboard import dispatch
+from leaderboard.models import Submission
+from leaderboard.submissions import checkpoint_io, checkpoints
+
+log = logging.getLogger(__name__)
+
+
+def _rate_limit_check(owner) -> None:
+    since = timezone.now() - timedelta(days=7)
+    recent = Submission.objects.filter(owner=owner, created_at__gte=since).count()
+    limit = settings.LEADERBOARD_SUBMISSIONS_PER_WEEK
+    if recent >= limit:
+        raise ValidationError(f"You have made {recent} submissions in the last 7 days; the limit is {limit} a week.")
+
+
+def _name_check(owner, name: str) -> None:
+    """A name belongs to the first owner who submitted it; arena models' names are taken."""
+    model = LanguageModel.objects.filter(name=name).first()
+    if model is None:
+        return
+    if not Submission.objects.filter(language_model=model, owner=owner).exists():
+        raise ValidationError(f"The name {name!r} is already taken; choose another.")
+
+
+def variant_review_reason(owner, base_model: str, *, exclude_id: int | None = None) -> str:
+    """Why a public entry must wait for review: its family (owner, base model) has more than
+    ``LEADERBOARD_PRIVATE_VARIANTS_LIMIT`` private variants evaluated (the best of many looks
+    better than it is); "" when it need not wait."""
+    base = base_model.strip()
+    if not base:
+        return ""
+    limit = settings.LEADERBOARD_PRIVATE_VARIANTS_LIMIT
+    private = (
+        Submission.objects.filter(owner=owner, base_model__iexact=base, private=True, status=Submission.Status.FINISHED)
+        .exclude(pk=exclude_id)
+        .count()
+    )
+    if private <= limit:
+        return ""
+    return f"{private} private variants of {base} evaluated (more than {limit}): best-of-K inflation"
+
+
+def _duplicate_message(existing: Submission, owner) -> str:
+    """The owner's own entry is named and linked; anyone else's is not described at all, so the
+    refusal never tells whether another account holds the weights, or whether privately."""
+    if existing.owner_id != owner.pk:
+        return "These weights were already submitted to Podium; each set of weights is evaluated once."
+    url = reverse("leaderboard:submission", args=[existing.public_id])
+    return format_html(
+        'You already submitted these weights as {} ({}): <a href="{}">see it</a>.',
+        existing.model_name, existing.get_status_display(), url,
+    )  # fmt: skip
+
+
+def duplicate_check(owner, weight_sha256: str, tensors_sha256: str = "") -> None:
+    """Refuse weights already submitted: the same files, or the same tensors in other files."""
+    same = Q(weight_sha256=weight_sha256)
+    if tensors_sha256:
+        same |= Q(tensors_sha256=tensors_sha256)
+    existing = Submission.objects.filter(same).exclude(status=Submission.Status.FAILED).order_by("pk").first()
+    if existing is not None:
+        raise ValidationError(_duplicate_message(existing, owner), code="duplicate")
+
+
+def _checkpoint_store(owner, files: list[checkpoints.CheckpointFile], *, staging: Path | None,
+                      store_folder: Path | None) -> tuple[str, str]:  # fmt: skip
+    """Copy uploaded files into ``staging`` (or read a store folder where it lies) and hash them:
+    (digest of the weight files, digest of the tensors). Refuses files already submitted."""
+    try:
+        if staging is not None:
+            staging.parent.mkdir(parents=True, exist_ok=True)
+            weight_sha256 = checkpoint_io.copy_and_hash(files, staging)
+        else:
+            weight_sha256 = checkpoint_io.hash_weights(files)
+        duplicate_check(owner, weight_sha256)  # before reading everything once more
+        folder = staging if staging is not None else Path(store_folder)
+        weights = [folder / f.name for f in files if f.name.lower().endswith(checkpoints.SAFETENSORS)]
+        return weight_sha256, checkpoint_io.tensors_hash(weights)
+    except OSError as exc:  # a full disk, a file gone from the store
+        log.exception("storing a checkpoint of %s failed", owner.pk)
+        raise ValidationError(f"The checkpoint could not be read and stored ({exc.strerror or exc}).") from exc
+
+
+def _review_flag(submission: Submission) -> None:
+    """Flag a public entry whose family has too many private variants (it waits for review)."""
+    if not submission.private:
+        submission.review_reason = variant_review_reason(submission.owner, submission.base_model)
+        if submission.review_reason:
+            submission.review_state = Submission.Review.FLAGGED
+
+
+def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFile],
+                      report: checkpoints.CheckpointReport, store_folder: Path | None = None) -> Submission:  # fmt: skip
+    """Store a checked checkpoint as a PENDING submission and enqueue its evaluation.
+
+    ``data`` is a SubmissionForm's cleaned data. Uploaded files are copied (and hashed on the way)
+    into ``LEADERBOARD_SUBMISSIONS_DIR/<id>/``; a store folder is hashed where it lies. Raises
+    ValidationError (rate limit, name taken, duplicate weights) with nothing stored.
+    """
+    if not report.ok:
+        raise ValidationError(report.errors)
+    name = data["model_name"].strip()
+    _rate_limit_check(owner)
+    _name_check(owner, name)
+    staging = final = None
+    if store_folder is None:
+        staging = Path(settings.LEADERBOARD_SUBMISSIONS_DIR) / ".incoming" / uuid.uuid4().hex
+    try:
+        weight_sha256, tensors_sha256 = _checkpoint_store(owner, files, staging=staging, store_folder=store_folder)
+        duplicate_check(owner, weight_sha256, tensors_sha256)
+        with transaction.atomic():
+            # Two uploads of one owner at the same moment: the second waits here, then counts the first.
+            get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
+            _rate_limit_check(owner)
+            submission = Submission(
+                owner=owner,
+                model_name=name,
+                language_model=model_register(name=name, family=data.get("base_model") or ""),
+                model_type=data["model_type"],
+                base_model=data.get("base_model") or "",
+                licence=data["licence"].strip(),
+                precision=data["precision"],
+                apply_chat_template=bool(data.get("apply_chat_template")),
+                private=bool(data.get("private")),
+                source=Submission.Source.UPLOAD if store_folder is None else Submission.Source.STORE,
+                architecture=report.architecture,
+                weight_sha256=weight_sha256,
+                tensors_sha256=tensors_sha256,
+                parameter_count=report.parameter_count,
+                total_bytes=report.total_bytes,
+                storage_path=str(store_folder or staging),
+            )
+            _review_flag(submission)
+            submission.full_clean()
+            try:
+                with transaction.atomic():
+                    submission.save()
+            except IntegrityError:  # the same weights submitted at the same moment
+                duplicate_check(owner, weight_sha256)
+                raise
+            if staging is not None:
+                final = Path(settings.LEADERBOARD_SUBMISSIONS_DIR) / str(submission.pk)
+                checkpoint_io.remove_tree(final)  # left by a crash before a rolled-back insert (SQLite reuses ids)
+                staging.rename(final)
+                submission.storage_path = str(final)
+                submission.save(update_fields=["storage_path"])
+            submission_enqueue(submission)
+    except BaseException:
+        for folder in (staging, final):
+            if folder is not None:
+                checkpoint_io.remove_tree(folder)
+        raise
+    log.info("submission %s created: %s (%s parameters)", submission.pk, name, report.parameter_count)
+    return submission
+
+
+def submission_enqueue(submission: Submission) -> None:
+    """Send ``submission_evaluate`` to the ``evaluate`` queue once the current transaction commits."""
+    dispatch.submission_evaluate_send(submission.pk)
+
+
+def submission_requeue(submission: Submission) -> Submission:
+    """Send a FAILED submission back to PENDING and enqueue it again (admin action)."""
+    with transaction.atomic():
+        locked = Submission.objects.select_for_update().get(pk=submission.pk)
+        if locked.status != Submission.Status.FAILED:
+            raise ValidationError(f"Only failed submissions can be requeued; this one is {locked.status}.")
+        locked.status = Submission.Status.PENDING
+        locked.failure_reason = ""
+        locked.progress = {}
+        locked.full_clean()
+        locked.save()
+        submission_enqueue(locked)
+    return locked
+
+
+def submission_publish(*, submission_id: int, owner) -> Submission:
+    """Make an owner's private variant public (it then shows on the board, subject to review)."""
+    with transaction.atomic():
+        submission = Submission.objects.select_for_update().filter(pk=submission_id, owner=owner).first()
+        if submission is None:
+            raise Submission.DoesNotExist(f"no submission {submission_id} of this owner")
+        if submission.private:
+            submission.private = False
+            reason = variant_review_reason(owner, submission.base_model, exclude_id=submission.pk)
+            if reason and submission.review_state == Submission.Review.NONE:
+                submission.review_state, submission.review_reason = Submission.Review.FLAGGED, reason
+            submission.save(update_fields=["private", "review_state", "review_reason"])
+    return submission

@@ -1,0 +1,122 @@
+"""Submitting a checkpoint, an owner's submissions with live status, and a submission's results."""
+
+from __future__ import annotations
+
+import logging
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import TooManyFilesSent, ValidationError
+from django.http import Http404, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET, require_POST
+
+from leaderboard.models import Submission
+from leaderboard.review import selectors as selectors_review
+from leaderboard.submissions import selectors, services
+from leaderboard.submissions.forms import SubmissionForm
+from leaderboard.submissions.uploads import SizeLimitHandler
+
+log = logging.getLogger(__name__)
+
+
+def _render_form(request, form, status=200, upload_error=""):
+    context = {"form": form, "upload_error": upload_error}
+    return render(request, "leaderboard/submit.html", context, status=status)
+
+
+@csrf_exempt  # CSRF is checked in _submit: the upload handler must be installed before the body is read
+@login_required
+def submit(request):
+    """``/leaderboard/submit/``: every check runs before anything is stored or queued."""
+    handler = SizeLimitHandler(request)
+    request.upload_handlers.insert(0, handler)
+    try:
+        return _submit(request, handler)
+    except TooManyFilesSent:
+        message = "Too many files in one upload."
+        return _render_form(request, SubmissionForm(), status=400, upload_error=message)
+    except OSError as exc:  # the temporary folder filled up while the upload arrived
+        log.warning("an upload by %s could not be received: %s", request.user.pk, exc)
+        _discard_partial_uploads(request)
+        message = "The server ran out of space while receiving the upload; nothing was stored. Try again later."
+        return _render_form(request, SubmissionForm(), status=507, upload_error=message)
+
+
+def _discard_partial_uploads(request) -> None:
+    """Close (and so delete) the temporary file a handler was writing when the disk filled; the
+    files already complete are closed by Django when the request ends."""
+    for handler in request.upload_handlers:
+        partial = getattr(handler, "file", None)
+        if partial is not None:
+            try:
+                partial.close()
+            except OSError:  # flushing its buffer fails on the full disk; the file is removed anyway
+                pass
+
+
+@csrf_protect
+def _submit(request, handler: SizeLimitHandler):
+    if request.method != "POST":
+        return _render_form(request, SubmissionForm())
+    form = SubmissionForm(request.POST, request.FILES)
+    if handler.too_large:
+        message = f"The upload is larger than the limit of {handler.limit} bytes; nothing was stored."
+        form = SubmissionForm(initial=request.POST.dict())
+        return _render_form(request, form, status=413, upload_error=message)
+    if not form.is_valid():
+        return _render_form(request, form, status=400)
+    try:
+        services.submission_create(
+            owner=request.user, data=form.cleaned_data, files=form.checkpoint_files, report=form.report,
+            store_folder=form.store_folder,
+        )  # fmt: skip
+    except ValidationError as exc:
+        for message in exc.messages:
+            form.add_error(None, message)
+        return _render_form(request, form, status=400)
+    return redirect("leaderboard:submissions")
+
+
+@login_required
+@require_GET
+def submissions(request):
+    """``/leaderboard/submissions/``: the owner's submissions, polled while any is active."""
+    rows = [(s, selectors.submission_status(s)) for s in selectors.submissions_for_owner(request.user)]
+    return render(request, "leaderboard/submissions.html", {"rows": rows})
+
+
+@never_cache
+@login_required
+@require_GET
+def submission_status(request, public_id: str):
+    submission = selectors.submission_for_owner(request.user, public_id)
+    if submission is None:
+        raise Http404("no such submission")
+    return JsonResponse(selectors.submission_status(submission))
+
+
+@login_required
+@require_POST
+def submission_publish(request, public_id: str):
+    """Publish one of the owner's private variants (CSRF-protected POST; others get 404)."""
+    submission = selectors.submission_for_owner(request.user, public_id)
+    if submission is None:
+        raise Http404("no such submission")
+    try:
+        services.submission_publish(submission_id=submission.pk, owner=request.user)
+    except Submission.DoesNotExist:
+        raise Http404("no such submission") from None
+    return redirect("leaderboard:submissions")
+
+
+@require_GET
+def submission_detail(request, public_id: str):
+    """A submission's results: scores with their 95% intervals, per task."""
+    submission = selectors.submission_visible(request.user, public_id)
+    if submission is None:
+        raise Http404("no such submission")
+    context = {"submission": submission, "results": selectors.submission_results(submission),
+               "review_log": selectors_review.submission_review_log(submission, with_admins=request.user.is_staff)}  # fmt: skip
+    return render(request, "leaderboard/submission.html", context)

@@ -1,0 +1,121 @@
+"""Static scores from a judge: win rate, LC win rate, Bradley-Terry; a re-run is exact and makes no model call."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+
+from evalcore.judging import (
+    AnswerCache,
+    GradeItem,
+    JudgmentCache,
+    SqliteStore,
+    grade_answers,
+    judge_key,
+    load_protocol,
+    pair_outcomes,
+)
+from evalcore.judging.run import (
+    GenerationSettings,
+    Instruction,
+    generate_answers,
+    judge_run,
+    read_instructions,
+)
+
+MODELS = {"base": 12, "terse": 5, "wordy": 24}  # one checkpoint, three answer lengths
+
+
+@pytest.fixture
+def counted(judge, monkeypatch):
+    """Count the judge's real generation calls and forward passes."""
+    calls = {"generate": 0, "forward": 0}
+    original = judge.generate_until
+
+    def generate_until(requests, **kwargs):
+        calls["generate"] += 1
+        return original(requests, **kwargs)
+
+    monkeypatch.setattr(judge, "generate_until", generate_until)
+    handle = judge.model.base_model.register_forward_hook(lambda *a: calls.__setitem__("forward", calls["forward"] + 1))
+    yield calls
+    handle.remove()
+
+
+def score(judge, protocol, instructions, path):
+    store = SqliteStore(path)
+    answers_cache = AnswerCache(store)
+    answers = {
+        name: [r["answer"] for r in generate_answers(judge, instructions, settings=GenerationSettings(max_new_tokens=n),
+                                                     cache=answers_cache)]
+        for name, n in MODELS.items()
+    }
+    cache = JudgmentCache(store, judge_key=judge_key(judge), protocol_sha256=protocol.sha256)
+    results, judged = judge_run(judge, protocol, instructions, answers, baseline="base", cache=cache, rounds=200, seed=3)
+    store.close()
+    return answers, results, judged
+
+
+def test_judge_run_scores_and_reruns_from_the_cache(judge, llmbar, tmp_path, counted):
+    instructions = read_instructions(llmbar, limit=3)
+    protocol = load_protocol("alpacaeval-logprob", tokenizer=judge.tokenizer)
+    answers, results, judged = score(judge, protocol, instructions, tmp_path / "cache.sqlite")
+    assert counted["generate"] == 3 and counted["forward"] > 0
+    assert [m for m, _ in judged] == ["terse"] * 6 + ["wordy"] * 6
+    for model in ("terse", "wordy"):
+        outcomes, failed = pair_outcomes([j for m, j in judged if m == model])
+        entry = results["models"][model]
+        assert not failed and entry["n"] == 3
+        assert entry["win_rate"] == pytest.approx(100 * np.mean([1 - o.swap_average for o in outcomes]), abs=1e-9)
+        assert 0 <= entry["lc_win_rate"] <= 100 and entry["lc_standard_error"] >= 0
+    bt = results["bradley_terry"]["ratings"]
+    assert set(bt) == set(MODELS)
+    assert all(v["ci_low"] <= v["rating"] <= v["ci_high"] for v in bt.values())
+    assert results["bradley_terry_style"] is not None or any("style" in n for n in results["notes"])
+
+    counted.update(generate=0, forward=0)
+    again_answers, again, again_judged = score(judge, protocol, instructions, tmp_path / "cache.sqlite")
+    assert counted == {"generate": 0, "forward": 0}
+    assert again_answers == answers and again == results
+    assert all(j.cached for _, j in again_judged)
+    assert [j.p_first for _, j in again_judged] == [j.p_first for _, j in judged]
+
+
+def test_instruction_file_errors_name_the_item(tmp_path):
+    path = tmp_path / "ins.jsonl"
+    path.write_text('{"instruction": "Say hi."}\n{"prompt": "x"}\n')
+    with pytest.raises(ValueError, match=r"instruction 1 \(line 2\) needs a non-empty instruction"):
+        read_instructions(path)
+    path.write_text('{"instruction": "a", "id": "q1"}\n{"instruction": "b", "id": "q1"}\n')
+    with pytest.raises(ValueError, match="instruction id 'q1' appears twice"):
+        read_instructions(path)
+
+
+def test_judge_run_refuses_mismatched_answers(judge):
+    protocol = load_protocol("alpacaeval-logprob")
+    instructions = [Instruction("0", "Say hi.")]
+    with pytest.raises(ValueError, match="has 2 answers for 1 instructions"):
+        judge_run(judge, protocol, instructions, {"base": ["hi"], "m": ["a", "b"]}, baseline="base")
+    with pytest.raises(ValueError, match="baseline 'x' has no answers"):
+        judge_run(judge, protocol, instructions, {"base": ["hi"]}, baseline="x")
+
+
+def test_single_answer_grades_are_scores_or_failures(judge, tmp_path):
+    protocol = load_protocol("mt-bench-single")
+    small = dataclasses.replace(protocol, verdict=dataclasses.replace(protocol.verdict, max_new_tokens=12))
+    items = [GradeItem("q1", "What is 2+2?", "4"), GradeItem("q2", "Name a colour.", "Blue.")]
+    cache = JudgmentCache(SqliteStore(tmp_path / "g.sqlite"), judge_key=judge_key(judge), protocol_sha256=small.sha256)
+    grades = grade_answers(judge, small, items, cache=cache)
+    for grade in grades:
+        has_score = bool(re.search(small.verdict.score_regex, grade.raw or ""))
+        assert grade.status in ("ok", "failed") and (grade.score is not None) == (grade.status == "ok")
+        if grade.status == "failed":
+            assert not has_score or "outside" in grade.error
+    assert [g.score for g in grade_answers(judge, small, items, cache=cache)] == [g.score for g in grades]
+    with pytest.raises(ValueError, match="item q3 \\(index 0\\): the answer is empty"):
+        grade_answers(judge, small, [GradeItem("q3", "Hi?", " ")])
+    with pytest.raises(ValueError, match="needs a single-answer protocol"):
+        grade_answers(judge, load_protocol("arena-hard"), items)

@@ -1,0 +1,65 @@
+"""A disk that fills up during an upload leaves a clear error and nothing half-stored.
+
+Real full disks: tmpfs mounts of 1 MiB (the tiny checkpoint is several MB), one for the folder
+Django writes incoming files to and one for the submissions folder they are copied into.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from leaderboard.models import Submission
+from tests.leaderboard.test_submit import PASSWORD, SUBMIT, form_data, uploads
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1 MiB filesystem (tmpfs; mounting needs root, as CI and `make test` on a fresh machine have)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mount = tmp_path / "small-disk"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def owner(client):
+    user = get_user_model().objects.create_user("owner@example.org", "owner@example.org", PASSWORD)
+    client.force_login(user)
+    return user
+
+
+def test_full_temporary_folder_while_receiving(client, owner, tiny_dir, submissions_dir, small_disk, settings):
+    settings.FILE_UPLOAD_TEMP_DIR = str(small_disk)
+    response = client.post(SUBMIT, form_data(uploads(tiny_dir)))
+    assert response.status_code == 507
+    assert "ran out of space while receiving the upload; nothing was stored" in response.content.decode()
+    assert not Submission.objects.exists()
+    assert not submissions_dir.exists()
+    assert list(small_disk.iterdir()) == []  # the partial temporary files are gone
+
+
+def test_full_submissions_folder_while_storing(client, owner, tiny_dir, small_disk, settings, tmp_path):
+    settings.LEADERBOARD_SUBMISSIONS_DIR = small_disk
+    settings.LEADERBOARD_REQUEST_CACHE_DIR = tmp_path / "request-cache"
+    response = client.post(SUBMIT, form_data(uploads(tiny_dir)))
+    assert response.status_code == 400
+    assert "could not be read and stored (No space left on device)" in response.content.decode()
+    assert not Submission.objects.exists()
+    leftovers = [p for p in Path(small_disk).rglob("*") if p.is_file()]
+    assert leftovers == []
+    # The same upload goes through once there is room.
+    settings.LEADERBOARD_SUBMISSIONS_DIR = tmp_path / "roomy"
+    assert client.post(SUBMIT, form_data(uploads(tiny_dir))).status_code == 302
+    assert Submission.objects.count() == 1
