@@ -1,0 +1,178 @@
+"""Running a judge run on a worker: answers, judgments in both orders, scores (``evalcore.judging``).
+
+Every result is keyed: answers by (model, instruction set hash, index), judgments by (run, index,
+order), cached verdicts by (judge key, protocol hash, prompt hash). A retry after a worker died
+reuses every stored answer and verdict and overwrites the rest, never duplicating a row; judging a
+second model re-reads the first one's verdicts from the cache (no model call) to refit the
+length-controlled win rates across all judged models.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+from django.db import transaction
+from django.utils import timezone
+
+from evalcore.judging import JudgmentCache, judge_key
+from evalcore.judging.run import Instruction, judge_run
+from evalcore.models.base import GenerationRequest
+from leaderboard.judging.configs import (
+    answerer_of,
+    instructions_check,
+    instructions_sha256,
+    judge_spec,
+    model_load,
+    protocol_of,
+)
+from leaderboard.judging.states import judge_run_progress
+from leaderboard.judging.store import DatabaseStore
+from leaderboard.models import JudgeAnswer, JudgeRun, Judgment
+
+log = logging.getLogger(__name__)
+
+ROUNDS = 200  # Bradley-Terry bootstrap rounds over judgments
+SEED = 0
+Z95 = 1.959963984540054
+
+
+def answers_generate(backend, instructions: list[str], *, generation: dict, max_new_tokens: int,
+                     progress=None) -> list[str]:  # fmt: skip
+    """Each instruction's answer, decoded as ``generation`` says (greedy unless a temperature is set).
+
+    Backends that render chat prompts (``hf``, ``vllm``) generate in batches; others answer one chat
+    request per instruction. Sampling is seeded per instruction, so a retry gives the same answers.
+    """
+    system = [{"role": "system", "content": generation["system_prompt"]}] if generation.get("system_prompt") else []
+    conversations = [[*system, {"role": "user", "content": text}] for text in instructions]
+    temperature, top_p, seed = generation.get("temperature", 0.0), generation.get("top_p", 1.0), generation.get("seed", 0)
+    try:
+        contexts = [backend.chat_context(c) for c in conversations]
+    except ValueError:
+        contexts = None
+    if contexts is not None:
+        requests = [
+            GenerationRequest(context=c, max_gen_toks=max_new_tokens, do_sample=temperature > 0,
+                              temperature=temperature, top_p=top_p, seed=seed + i)
+            for i, c in enumerate(contexts)
+        ]  # fmt: skip
+        return [r.text for r in backend.generate_until(requests, progress=progress)]
+    params = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p}
+    return [backend.chat(c, {**params, "seed": seed + i}) for i, c in enumerate(conversations)]
+
+
+def answers_ensure(model, instructions: list[str], set_sha: str, *, max_new_tokens: int, report) -> list[str]:
+    """The stored answers of ``model`` to the instruction set, generating (and storing) the missing ones."""
+    stored = dict(JudgeAnswer.objects.filter(model=model, instructions_sha256=set_sha).values_list("idx", "text"))
+    missing = [i for i in range(len(instructions)) if i not in stored]
+    if missing:
+        spec, generation = answerer_of(model)
+        log.info("judge answers: %s answers %d instructions (%s)", model.name, len(missing), generation["source"])
+        done = [0]
+
+        def progress(n: int) -> None:
+            done[0] += n
+            report(f"answers of {model.name}", done[0], len(missing))
+
+        texts = answers_generate(model_load(spec), [instructions[i] for i in missing], generation=generation,
+                                 max_new_tokens=max_new_tokens, progress=progress)  # fmt: skip
+        rows = [JudgeAnswer(model=model, instructions_sha256=set_sha, idx=i, text=t) for i, t in zip(missing, texts)]
+        JudgeAnswer.objects.bulk_create(rows, update_conflicts=True, unique_fields=["model", "instructions_sha256", "idx"],
+                                        update_fields=["text"])  # fmt: skip
+        stored.update(zip(missing, texts))
+    return [stored[i] for i in range(len(instructions))]
+
+
+def _peers(run: JudgeRun, keys: dict) -> list[JudgeRun]:
+    """The latest finished run of every other model under the same config, judge, protocol and answers."""
+    latest: dict[int, JudgeRun] = {}
+    candidates = JudgeRun.objects.filter(config=run.config, status=JudgeRun.Status.FINISHED, **keys).exclude(
+        model=run.model
+    ).select_related("model").order_by("id")
+    for peer in candidates:
+        latest[peer.model_id] = peer
+    return list(latest.values())
+
+
+def _finite(x):
+    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def run_results(entry: dict, rating: dict | None, notes: list[str]) -> dict:
+    """The numbers a run shows: win rate, LC win rate with SE and 95% interval, Bradley-Terry rating."""
+    lc, lc_se = _finite(entry.get("lc_win_rate")), _finite(entry.get("lc_standard_error"))
+    return {
+        "n": entry.get("n", 0), "failed_pairs": entry.get("failed_pairs", 0),
+        "win_rate": _finite(entry.get("win_rate")), "standard_error": _finite(entry.get("standard_error")),
+        "lc_win_rate": lc, "lc_standard_error": lc_se,
+        "lc_ci_low": None if lc is None or lc_se is None else lc - Z95 * lc_se,
+        "lc_ci_high": None if lc is None or lc_se is None else lc + Z95 * lc_se,
+        "bradley_terry": rating, "notes": notes,
+    }  # fmt: skip
+
+
+def _judgments_store(run: JudgeRun, judged) -> None:
+    rows = []
+    for _, j in judged:
+        idx = int(str(j.pair_id).rsplit("/", 1)[1])
+        rows.append(Judgment(run=run, idx=idx, order=j.order, p_first=j.p_first, verdict=j.verdict or "",
+                             winner=j.winner or "", weight=j.weight, raw=j.raw or "", prompt_sha256=j.prompt_sha256,
+                             ok=j.ok, error=(j.error or "")[:500]))  # fmt: skip
+    fields = ["p_first", "verdict", "winner", "weight", "raw", "prompt_sha256", "ok", "error"]
+    Judgment.objects.bulk_create(rows, batch_size=500, update_conflicts=True, unique_fields=["run", "idx", "order"],
+                                 update_fields=fields)  # fmt: skip
+
+
+def judge_run_execute(run_id: int) -> None:
+    """Judge a RUNNING run's model against the baseline and store everything; raises on failure."""
+    run = JudgeRun.objects.select_related("config", "config__baseline", "config__judge_model", "model").get(pk=run_id)
+    if run.status != JudgeRun.Status.RUNNING:
+        raise RuntimeError(f"judge run {run_id} is {run.status}, not RUNNING")
+    config = run.config
+    if run.model_id == config.baseline_id:
+        raise ValueError(f"{run.model.name} is this judge's baseline: it is not judged against itself")
+    instructions = instructions_check(config.instructions)
+    set_sha = instructions_sha256(instructions, config.max_new_tokens)
+    progress: dict = {}
+
+    def report(stage: str, done: int, total: int) -> None:
+        progress.update(stage=stage, done=done, total=total)
+        judge_run_progress(run_id, progress)
+
+    report("loading the judge", 0, 1)
+    judge = model_load(judge_spec(config))
+    protocol = protocol_of(config, tokenizer=getattr(judge, "tokenizer", None))
+    keys = {"judge_key": judge_key(judge)[:200], "protocol_sha256": protocol.sha256, "instructions_sha256": set_sha}
+    JudgeRun.objects.filter(pk=run_id).update(**keys)
+    answers = {
+        config.baseline.name: answers_ensure(config.baseline, instructions, set_sha,
+                                             max_new_tokens=config.max_new_tokens, report=report),
+        run.model.name: answers_ensure(run.model, instructions, set_sha, max_new_tokens=config.max_new_tokens,
+                                       report=report),
+    }  # fmt: skip
+    peers = [p for p in _peers(run, keys) if p.model_id != config.baseline_id]
+    for peer in peers:
+        answers[peer.model.name] = answers_ensure(peer.model, instructions, set_sha,
+                                                  max_new_tokens=config.max_new_tokens, report=report)  # fmt: skip
+    report("judging", 0, 2 * len(instructions))
+    cache = JudgmentCache(DatabaseStore(), judge_key=judge_key(judge), protocol_sha256=protocol.sha256)
+    items = [Instruction(str(i), text) for i, text in enumerate(instructions)]
+    results, judged = judge_run(judge, protocol, items, answers, baseline=config.baseline.name, cache=cache,
+                                rounds=ROUNDS, seed=SEED)  # fmt: skip
+    fresh = sum(1 for _, j in judged if not j.cached)
+    log.info("judge run %s: %d judgments, %d computed, %d from the cache", run_id, len(judged), fresh, len(judged) - fresh)
+    ratings = (results.get("bradley_terry") or {}).get("ratings", {})
+    with transaction.atomic():
+        _judgments_store(run, [(m, j) for m, j in judged if m == run.model.name])
+        for peer in JudgeRun.objects.select_for_update().filter(pk__in=[p.pk for p in peers]).select_related("model"):
+            peer.results = run_results(results["models"][peer.model.name], ratings.get(peer.model.name), results["notes"])
+            peer.save(update_fields=["results", "updated_at"])
+        run = JudgeRun.objects.select_for_update().get(pk=run_id)
+        run.results = run_results(results["models"][run.model.name], ratings.get(run.model.name), results["notes"])
+        run.results["judgments_computed"] = fresh
+        run.status = JudgeRun.Status.FINISHED
+        run.finished_at = timezone.now()
+        run.failure_reason = ""
+        run.progress = {**progress, "stage": "finished"}
+        run.save()
