@@ -57,7 +57,8 @@ class JudgeConfigSerializer(serializers.ModelSerializer):
 class JudgeScoreSerializer(serializers.Serializer):
     model = serializers.CharField()
     model_id = serializers.IntegerField()
-    run_id = serializers.IntegerField()
+    run_id = serializers.IntegerField(allow_null=True, help_text="null for the baseline row")
+    baseline = serializers.BooleanField(help_text="the baseline itself: 50% by construction")
     value = serializers.FloatField(help_text="LC win rate (percent), or the win rate when LC is not available")
     ci_low = serializers.FloatField(allow_null=True)
     ci_high = serializers.FloatField(allow_null=True)

@@ -15,7 +15,7 @@ import math
 from django.db import transaction
 from django.utils import timezone
 
-from evalcore.judging import JudgmentCache, judge_key
+from evalcore.judging import JudgmentCache, PairItem, judge_key, judge_pairs
 from evalcore.judging.run import Instruction, judge_run
 from evalcore.models.base import GenerationRequest
 from leaderboard.judging.configs import (
@@ -28,7 +28,7 @@ from leaderboard.judging.configs import (
 )
 from leaderboard.judging.states import judge_run_progress
 from leaderboard.judging.store import DatabaseStore
-from leaderboard.models import JudgeAnswer, JudgeRun, Judgment
+from leaderboard.models import JudgeAnswer, JudgeConfig, JudgeRun, Judgment
 
 log = logging.getLogger(__name__)
 
@@ -151,20 +151,34 @@ def judge_run_execute(run_id: int) -> None:
         run.model.name: answers_ensure(run.model, instructions, set_sha, max_new_tokens=config.max_new_tokens,
                                        report=report),
     }  # fmt: skip
-    peers = [p for p in _peers(run, keys) if p.model_id != config.baseline_id]
-    for peer in peers:
-        answers[peer.model.name] = answers_ensure(peer.model, instructions, set_sha,
-                                                  max_new_tokens=config.max_new_tokens, report=report)  # fmt: skip
     report("judging", 0, 2 * len(instructions))
     cache = JudgmentCache(DatabaseStore(), judge_key=judge_key(judge), protocol_sha256=protocol.sha256)
     items = [Instruction(str(i), text) for i, text in enumerate(instructions)]
-    results, judged = judge_run(judge, protocol, items, answers, baseline=config.baseline.name, cache=cache,
-                                rounds=ROUNDS, seed=SEED)  # fmt: skip
-    fresh = sum(1 for _, j in judged if not j.cached)
-    log.info("judge run %s: %d judgments, %d computed, %d from the cache", run_id, len(judged), fresh, len(judged) - fresh)
-    ratings = (results.get("bradley_terry") or {}).get("ratings", {})
+    base, mine = answers[config.baseline.name], answers[run.model.name]
+    pairs = [PairItem(f"{run.model.name}/{ins.instruction_id}", ins.text, base[k], mine[k]) for k, ins in enumerate(items)]
+    own = judge_pairs(judge, protocol, pairs, cache=cache)
+    fresh = sum(1 for j in own if not j.cached)
+    log.info("judge run %s: %d judgments, %d computed, %d from the cache", run_id, len(own), fresh, len(own) - fresh)
+    _judgments_store(run, [(run.model.name, j) for j in own])
+    _scores_refresh(run_id, judge, protocol, cache, items, answers, keys, progress, fresh)
+
+
+def _scores_refresh(run_id, judge, protocol, cache, items, answers, keys, progress, fresh) -> None:
+    """Refit the scores of every model judged under the same config, judge and protocol (their verdicts
+    come from the cache), then mark the run FINISHED; serialised per config, so two runs finishing at
+    once each see the other."""
     with transaction.atomic():
-        _judgments_store(run, [(m, j) for m, j in judged if m == run.model.name])
+        run = JudgeRun.objects.select_related("config", "config__baseline", "model").get(pk=run_id)
+        JudgeConfig.objects.select_for_update().get(pk=run.config_id)
+        config = run.config
+        peers = [p for p in _peers(run, keys) if p.model_id != config.baseline_id]
+        texts = [i.text for i in items]
+        for peer in peers:
+            answers[peer.model.name] = answers_ensure(peer.model, texts, keys["instructions_sha256"],
+                                                      max_new_tokens=config.max_new_tokens, report=lambda *a: None)  # fmt: skip
+        results, judged = judge_run(judge, protocol, items, answers, baseline=config.baseline.name, cache=cache,
+                                    rounds=ROUNDS, seed=SEED)  # fmt: skip
+        ratings = (results.get("bradley_terry") or {}).get("ratings", {})
         for peer in JudgeRun.objects.select_for_update().filter(pk__in=[p.pk for p in peers]).select_related("model"):
             peer.results = run_results(results["models"][peer.model.name], ratings.get(peer.model.name), results["notes"])
             peer.save(update_fields=["results", "updated_at"])

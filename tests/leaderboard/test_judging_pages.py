@@ -13,7 +13,11 @@ import re
 import pytest
 
 import leaderboard.tasks  # noqa: F401 - registers the tasks, so eager sends run them in place
-from leaderboard.judging.services import judge_audit_request, judge_run_request, judge_runs_request_for_submission
+from leaderboard.judging.services import (
+    judge_audit_request,
+    judge_run_request,
+    judge_runs_request_for_submission,
+)
 from leaderboard.models import JudgeAudit, JudgeRun, Judgment, Submission
 from tests.leaderboard import board_data as bd
 from tests.leaderboard.judging_data import INSTRUCTIONS, judge_setup
@@ -99,7 +103,8 @@ def test_board_judge_page_browser_exports_and_api(client, judged):
     assert entry["arena_rating"] == 1050.0
 
     api = client.get(f"/api/judges/{config.pk}/").json()
-    assert {s["model"] for s in api["scores"]} == {"acme/smol-sub", "smol-terse", "smol-wordy"}
+    assert {s["model"] for s in api["scores"]} == {"acme/smol-sub", "smol-terse", "smol-wordy", "smol-baseline"}
+    assert [s["value"] for s in api["scores"] if s["baseline"]] == [50.0]
     assert api["correlation"]["n"] == 3 and api["audit"]["chance"] is True
     listed = client.get(f"/api/judges/{config.pk}/judgments/?model={sub.language_model_id}").json()
     assert listed["count"] == 2 * len(INSTRUCTIONS)
