@@ -105,3 +105,9 @@ def judge_audit_request(config: JudgeConfig, *, pairs_file: str = AUDIT_PAIRS_DE
     audit.save()
     dispatch.judge_audit_send(audit.pk)
     return audit
+
+
+def judge_audit_requeue(audit: JudgeAudit) -> None:
+    """Send a waiting or interrupted audit again (its start is idempotent)."""
+    if audit.status in (JudgeAudit.Status.PENDING, JudgeAudit.Status.RUNNING):
+        dispatch.judge_audit_send(audit.pk)
