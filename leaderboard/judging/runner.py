@@ -70,6 +70,7 @@ def answers_ensure(model, instructions: list[str], set_sha: str, *, max_new_toke
         spec, generation = answerer_of(model)
         log.info("judge answers: %s answers %d instructions (%s)", model.name, len(missing), generation["source"])
         done = [0]
+        report(f"answers of {model.name}", 0, len(missing))
 
         def progress(n: int) -> None:
             done[0] += n
@@ -180,7 +181,9 @@ def _scores_refresh(run_id, judge, protocol, cache, items, answers, keys, progre
                                     rounds=ROUNDS, seed=SEED)  # fmt: skip
         ratings = (results.get("bradley_terry") or {}).get("ratings", {})
         for peer in JudgeRun.objects.select_for_update().filter(pk__in=[p.pk for p in peers]).select_related("model"):
+            computed = (peer.results or {}).get("judgments_computed")
             peer.results = run_results(results["models"][peer.model.name], ratings.get(peer.model.name), results["notes"])
+            peer.results["judgments_computed"] = computed
             peer.save(update_fields=["results", "updated_at"])
         run = JudgeRun.objects.select_for_update().get(pk=run_id)
         run.results = run_results(results["models"][run.model.name], ratings.get(run.model.name), results["notes"])

@@ -63,12 +63,8 @@ def judge_scores(config: JudgeConfig, viewer=None) -> list[dict]:
     arena = {r["model"]: r for r in snapshot.rows} if snapshot is not None else {}
     rows = []
     for model_id, cell in cells.items():
-        run = JudgeRun.objects.get(pk=cell["run_id"])
-        bt = (run.results or {}).get("bradley_terry")
-        rows.append({**cell, "baseline": False, "model_id": model_id, "model": names[model_id], "bradley_terry": bt,
-                     "arena": arena.get(names[model_id]), "failed_pairs": (run.results or {}).get("failed_pairs", 0),
-                     "lc_standard_error": (run.results or {}).get("lc_standard_error"),
-                     "standard_error": (run.results or {}).get("standard_error")})  # fmt: skip
+        rows.append({**cell, "baseline": False, "model_id": model_id, "model": names[model_id],
+                     "arena": arena.get(names[model_id])})  # fmt: skip
     if rows:  # the baseline against itself: exactly 50% by construction (AlpacaEval lists it so)
         baseline = config.baseline
         rows.append({"model_id": baseline.pk, "model": baseline.name, "run_id": None, "value": 50.0, "ci_low": None,
