@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
+from django.utils import timezone
 
 from arena.models import LanguageModel
+from evalcore.judging import Judgment, audit_report, read_pairs
 from leaderboard import dispatch
 from leaderboard.judging.configs import (
     default_instructions,
@@ -111,3 +116,51 @@ def judge_audit_requeue(audit: JudgeAudit) -> None:
     """Send a waiting or interrupted audit again (its start is idempotent)."""
     if audit.status in (JudgeAudit.Status.PENDING, JudgeAudit.Status.RUNNING):
         dispatch.judge_audit_send(audit.pk)
+
+
+MAX_IMPORT_BYTES = 64 * 1024 * 1024
+
+
+def _json_file(path: Path, *, lines: bool):
+    if not path.is_file():
+        raise ValueError(f"{path} does not exist")
+    if path.stat().st_size > MAX_IMPORT_BYTES:
+        raise ValueError(f"{path} is larger than {MAX_IMPORT_BYTES} bytes")
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        if lines:
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not valid JSON: {exc.msg} (line {exc.lineno})") from None
+
+
+def judge_audit_import(config: JudgeConfig, folder: Path) -> JudgeAudit:
+    """Store the audit in ``folder`` (``python -m evalcore judge audit --out``) as a finished audit of
+    ``config``, after recomputing its figures from ``judgments.jsonl``; ValueError naming what is wrong."""
+    report = _json_file(folder / "report.json", lines=False)
+    records = _json_file(folder / "judgments.jsonl", lines=True)
+    if not isinstance(report, dict) or not isinstance(records, list) or not records:
+        raise ValueError("report.json must be an object and judgments.jsonl must hold judgments")
+    try:
+        judgments = [Judgment.from_dict(r) for r in records]
+        pairs = read_pairs(report["pairs_file"]) if Path(str(report.get("pairs_file", ""))).is_file() else None
+    except (TypeError, KeyError) as exc:
+        raise ValueError(f"judgments.jsonl or report.json lacks a field: {exc}") from None
+    labels = {p.pair_id: p.label for p in pairs} if pairs else None
+    if labels is None:
+        raise ValueError("the pairs file the report names is not readable here: its labels are needed to check it")
+    recomputed = audit_report(judgments, labels, rounds=report.get("kappa", {}).get("rounds", 1000) or 1000,
+                              seed=report.get("kappa", {}).get("seed", 0) or 0)  # fmt: skip
+    for key in ("accuracy_swap_average", "accuracy_ab", "accuracy_ba", "first_position_rate", "consistency"):
+        if key not in report or report[key].get("value") != recomputed[key]["value"]:
+            raise ValueError(f"report.json's {key} does not match its judgments.jsonl")
+    protocol = report.get("protocol") or {}
+    audit = JudgeAudit(config=config, pairs_file=str(report["pairs_file"])[:300], limit=max(1, min(1000, recomputed["pairs"])),
+                       status=JudgeAudit.Status.FINISHED, finished_at=timezone.now(),
+                       protocol_sha256=str(protocol.get("sha256", ""))[:64],
+                       report={**recomputed, "judge": report.get("judge"), "protocol": protocol,
+                               "pairs_file": report["pairs_file"], "records": records, "imported": True})  # fmt: skip
+    audit.full_clean()
+    audit.save()
+    return audit
