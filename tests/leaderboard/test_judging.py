@@ -4,7 +4,9 @@ both orders, scores with intervals; a retry or a re-run computes nothing again a
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
+from django.core.files.uploadedfile import SimpleUploadedFile
 
 from evalcore.judging import pair_outcomes
 from evalcore.judging.records import Judgment as CoreJudgment
@@ -120,3 +122,23 @@ def test_hostile_judge_configs_are_refused_naming_the_field(setup, change, field
         judge_config_save(config)
     assert field in caught.value.message_dict
     assert message in " ".join(caught.value.message_dict[field])
+
+
+def test_a_submission_that_finishes_its_suite_is_judged_by_every_active_judge(
+    client, setup, eager, tiny_dir, submissions_dir, settings, django_capture_on_commit_callbacks
+):
+    settings.LEADERBOARD_SUITE_TASKS = [{"task": "mmlu_cloze_abstract_algebra", "num_fewshot": 0, "limit": 2}]
+    inactive = JudgeConfig.objects.get(pk=setup["config"].pk)
+    inactive.pk, inactive.name, inactive.active = None, "inactive-judge", False
+    inactive.save()
+    owner = get_user_model().objects.create_user("owner@example.org", "owner@example.org", "a-long-passphrase-42")
+    client.force_login(owner)
+    files = [SimpleUploadedFile(p.name, p.read_bytes()) for p in sorted(tiny_dir.iterdir())]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/leaderboard/submit/", {"model_name": "acme/tiny", "files": files, "precision": "float32",
+                                                        "model_type": "pretrained", "licence": "mit"})  # fmt: skip
+    assert response.status_code == 302
+    (run,) = JudgeRun.objects.all()  # the active judge only
+    assert run.config_id == setup["config"].pk and run.model.name == "acme/tiny"
+    assert run.status == "FINISHED", run.failure_reason
+    assert run.judgments.count() == 2 * len(INSTRUCTIONS)
