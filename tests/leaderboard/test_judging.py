@@ -10,9 +10,11 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from evalcore.judging import pair_outcomes
 from evalcore.judging.records import Judgment as CoreJudgment
+from leaderboard.judging.configs import answerer_of, judge_spec
 from leaderboard.judging.services import judge_config_save, judge_run_request
 from leaderboard.models import JudgeAnswer, JudgeConfig, JudgeRun, Judgment, JudgmentCacheEntry
 from leaderboard.tasks import judge_run
+from tests.leaderboard import board_data as bd
 from tests.leaderboard.judging_data import INSTRUCTIONS, judge_setup
 
 pytestmark = pytest.mark.django_db
@@ -142,3 +144,26 @@ def test_a_submission_that_finishes_its_suite_is_judged_by_every_active_judge(
     assert run.config_id == setup["config"].pk and run.model.name == "acme/tiny"
     assert run.status == "FINISHED", run.failure_reason
     assert run.judgments.count() == 2 * len(INSTRUCTIONS)
+
+
+def test_what_a_worker_loads_for_the_judge_and_for_each_model(setup, smollm2_dir, settings, tmp_path):
+    settings.PODIUM_MODELS_DIR = tmp_path
+    config = setup["config"]
+    assert judge_spec(config) == ("hf", (("dtype", "float32"), ("path", str(smollm2_dir))))
+    config.judge_model = setup["wordy"]  # a catalogue entry as the judge: its backend and arguments
+    setup["wordy"].model_args = {"path": "SmolLM2-135M-Instruct"}  # relative: under PODIUM_MODELS_DIR
+    assert judge_spec(config) == ("hf", (("path", str(tmp_path / "SmolLM2-135M-Instruct")),))
+    spec, generation = answerer_of(setup["wordy"])  # an arena model answers with its system prompt
+    assert generation["source"] == "arena" and generation["system_prompt"].startswith("Always answer")
+    sub = bd.entry(bd.user("o@example.org"), "acme/sub", gsm8k=bd.pattern(4, 2), precision="float32")
+    spec, generation = answerer_of(sub.language_model)  # a finished submission: its checkpoint, greedy
+    assert spec == ("hf", (("dtype", "float32"), ("path", sub.storage_path))) and generation["temperature"] == 0.0
+    lonely = bd.submission(bd.user("p@example.org"), "acme/running", status="RUNNING").language_model
+    with pytest.raises(ValueError, match="no finished submission and no backend"):
+        answerer_of(lonely)
+
+
+def test_the_board_sorts_by_the_judge_column(client, setup):
+    assert client.get("/leaderboard/?sort=-judge").status_code == 200
+    assert client.get("/leaderboard/?sort=judge").status_code == 200
+    assert client.get("/leaderboard/?sort=judges").status_code == 400
