@@ -3,6 +3,10 @@ both orders, scores with intervals; a retry or a re-run computes nothing again a
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
@@ -11,6 +15,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from evalcore.judging import pair_outcomes
 from evalcore.judging.records import Judgment as CoreJudgment
 from leaderboard.judging.configs import answerer_of, judge_spec
+from leaderboard.judging.exports import JUDGMENT_FIELDS, judgments_csv_chunks, judgments_jsonl_chunks
 from leaderboard.judging.services import judge_config_save, judge_run_request
 from leaderboard.models import JudgeAnswer, JudgeConfig, JudgeRun, Judgment, JudgmentCacheEntry
 from leaderboard.tasks import judge_run
@@ -167,3 +172,13 @@ def test_the_board_sorts_by_the_judge_column(client, setup):
     assert client.get("/leaderboard/?sort=-judge").status_code == 200
     assert client.get("/leaderboard/?sort=judge").status_code == 200
     assert client.get("/leaderboard/?sort=judges").status_code == 400
+
+
+def test_judgment_downloads_escape_formulas_and_keep_floats_exact():
+    record = dict.fromkeys(JUDGMENT_FIELDS, "")
+    record.update(run_id=1, model="m", instruction_idx=0, order="ab", p_first=0.1 + 0.2, weight=1.0,
+                  raw='=HYPERLINK("http://evil.example")', error="@SUM(A1)", status="ok")  # fmt: skip
+    rows = list(csv.DictReader(io.StringIO(b"".join(judgments_csv_chunks([record])).decode())))
+    assert rows[0]["raw"].startswith("'=") and rows[0]["error"].startswith("'@")
+    assert float(rows[0]["p_first"]) == 0.1 + 0.2
+    assert json.loads(b"".join(judgments_jsonl_chunks([record])))["raw"] == record["raw"]  # JSON is data, kept as is
