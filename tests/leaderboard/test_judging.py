@@ -11,12 +11,14 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.utils import timezone
 
 from evalcore.judging import pair_outcomes
 from evalcore.judging.records import Judgment as CoreJudgment
 from leaderboard.judging.configs import answerer_of, judge_spec
 from leaderboard.judging.exports import JUDGMENT_FIELDS, judgments_csv_chunks, judgments_jsonl_chunks
 from leaderboard.judging.services import judge_config_save, judge_run_request
+from leaderboard.judging.states import JudgeRunWaiting, judge_run_start
 from leaderboard.models import JudgeAnswer, JudgeConfig, JudgeRun, Judgment, JudgmentCacheEntry
 from leaderboard.tasks import judge_run
 from tests.leaderboard import board_data as bd
@@ -182,3 +184,15 @@ def test_judgment_downloads_escape_formulas_and_keep_floats_exact():
     assert rows[0]["raw"].startswith("'=") and rows[0]["error"].startswith("'@")
     assert float(rows[0]["p_first"]) == 0.1 + 0.2
     assert json.loads(b"".join(judgments_jsonl_chunks([record])))["raw"] == record["raw"]  # JSON is data, kept as is
+
+
+def test_a_run_waits_while_another_generates_the_baselines_answers(setup):
+    other = JudgeRun.objects.create(config=setup["config"], model=setup["wordy"], status="RUNNING",
+                                    heartbeat_at=timezone.now(), worker="elsewhere:1",
+                                    progress={"stage": "answers of smol-baseline"})  # fmt: skip
+    waiting = JudgeRun.objects.create(config=setup["config"], model=setup["terse"])
+    with pytest.raises(JudgeRunWaiting):
+        judge_run_start(waiting.pk)
+    assert JudgeRun.objects.get(pk=waiting.pk).status == "PENDING"
+    JudgeRun.objects.filter(pk=other.pk).update(progress={"stage": "answers of smol-wordy"})  # baseline's are stored
+    assert judge_run_start(waiting.pk).status == "RUNNING"
