@@ -28,7 +28,6 @@ from workers.queues import DEFAULT, EVALUATE, JUDGE, LONG_TASK_OPTIONS
 
 log = logging.getLogger(__name__)
 LOG_TAIL_LINES = 200
-JUDGE_WAIT_S = 15  # a judge run waiting for the baseline's answers another run is generating
 
 
 class LogTail(logging.Handler):
@@ -116,8 +115,6 @@ def judge_run(self, run_id: int) -> str:
         started = judge_states.judge_run_start(run_id)
     except judge_states.JudgeRunBusy as busy:
         raise self.retry(exc=busy, countdown=settings.LEADERBOARD_HEARTBEAT_STALE_S) from busy
-    except judge_states.JudgeRunWaiting as waiting:
-        raise self.retry(exc=waiting, countdown=JUDGE_WAIT_S) from waiting
     if started is None:
         return "nothing to do"
     try:

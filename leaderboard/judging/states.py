@@ -24,33 +24,13 @@ class JudgeRunBusy(Exception):
     """Another worker ran this judge run moments ago: try again later."""
 
 
-class JudgeRunWaiting(Exception):
-    """Another run of the same judge is generating the baseline's answers, which this run needs too:
-    start a little later and read them, rather than generate the same answers twice at once."""
-
-
-def baseline_answers_in_progress(run: JudgeRun, now) -> bool:
-    """Whether a live run of the same config is now generating the baseline's answers."""
-    stale = timedelta(seconds=settings.LEADERBOARD_HEARTBEAT_STALE_S)
-    stage = f"answers of {run.config.baseline.name}"
-    others = JudgeRun.objects.filter(config_id=run.config_id, status=JudgeRun.Status.RUNNING,
-                                     heartbeat_at__gte=now - stale).exclude(pk=run.pk)  # fmt: skip
-    return any(other.progress.get("stage") == stage and not worker_gone(other.worker) for other in others)
-
-
 def judge_run_start(run_id: int) -> JudgeRun | None:
-    """PENDING (or RUNNING after its worker died) → RUNNING; None when there is nothing to do.
-
-    Raises JudgeRunBusy when another worker is on this run, JudgeRunWaiting when another run of the
-    same judge is generating the baseline's answers (both: the task tries again later).
-    """
+    """PENDING (or RUNNING after its worker died) → RUNNING; None when there is nothing to do."""
     now = timezone.now()
     with transaction.atomic():
-        run = JudgeRun.objects.select_for_update().select_related("config__baseline").filter(pk=run_id).first()
+        run = JudgeRun.objects.select_for_update().filter(pk=run_id).first()
         if run is None or run.status not in JudgeRun.ACTIVE:
             return None
-        if run.status == JudgeRun.Status.PENDING and baseline_answers_in_progress(run, now):
-            raise JudgeRunWaiting(f"judge run {run_id} waits for the baseline's answers another run is generating")
         stale = timedelta(seconds=settings.LEADERBOARD_HEARTBEAT_STALE_S)
         fresh = run.heartbeat_at is not None and now - run.heartbeat_at < stale
         if run.status == JudgeRun.Status.RUNNING and fresh:
@@ -63,6 +43,29 @@ def judge_run_start(run_id: int) -> JudgeRun | None:
         run.attempts += 1
         run.save(update_fields=["status", "heartbeat_at", "worker", "attempts", "updated_at"])
     return run
+
+
+def answers_claim(run_id: int, model_name: str, set_sha: str, total: int) -> bool:
+    """Claim the generation of ``model_name``'s answers to an instruction set for run ``run_id``.
+
+    False while another live run (fresh heartbeat, worker not gone) is generating the same answers:
+    two runs that need the same model's answers (the baseline's, typically) do not generate them twice
+    at once; the loser waits and reads them. Claims are serialised by the run row's lock (and SQLite's
+    write lock).
+    """
+    now = timezone.now()
+    stage = f"answers of {model_name}"
+    stale = timedelta(seconds=settings.LEADERBOARD_HEARTBEAT_STALE_S)
+    with transaction.atomic():
+        run = JudgeRun.objects.select_for_update().get(pk=run_id)
+        others = JudgeRun.objects.select_for_update().filter(
+            status=JudgeRun.Status.RUNNING, instructions_sha256=set_sha, heartbeat_at__gte=now - stale
+        ).exclude(pk=run_id)  # fmt: skip
+        if any(o.progress.get("stage") == stage and not worker_gone(o.worker) for o in others):
+            return False
+        progress = {**run.progress, "stage": stage, "done": 0, "total": total}
+        JudgeRun.objects.filter(pk=run_id).update(progress=progress, heartbeat_at=now)
+    return True
 
 
 def judge_run_progress(run_id: int, progress: dict) -> None:

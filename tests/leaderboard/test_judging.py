@@ -18,7 +18,7 @@ from evalcore.judging.records import Judgment as CoreJudgment
 from leaderboard.judging.configs import answerer_of, judge_spec
 from leaderboard.judging.exports import JUDGMENT_FIELDS, judgments_csv_chunks, judgments_jsonl_chunks
 from leaderboard.judging.services import judge_config_save, judge_run_request
-from leaderboard.judging.states import JudgeRunWaiting, judge_run_start
+from leaderboard.judging.states import answers_claim
 from leaderboard.models import JudgeAnswer, JudgeConfig, JudgeRun, Judgment, JudgmentCacheEntry
 from leaderboard.tasks import judge_run
 from tests.leaderboard import board_data as bd
@@ -186,13 +186,16 @@ def test_judgment_downloads_escape_formulas_and_keep_floats_exact():
     assert json.loads(b"".join(judgments_jsonl_chunks([record])))["raw"] == record["raw"]  # JSON is data, kept as is
 
 
-def test_a_run_waits_while_another_generates_the_baselines_answers(setup):
+def test_one_run_at_a_time_generates_a_models_answers(setup):
+    sha = setup["config"].instructions_sha256
     other = JudgeRun.objects.create(config=setup["config"], model=setup["wordy"], status="RUNNING",
-                                    heartbeat_at=timezone.now(), worker="elsewhere:1",
+                                    heartbeat_at=timezone.now(), worker="elsewhere:1", instructions_sha256=sha,
                                     progress={"stage": "answers of smol-baseline"})  # fmt: skip
-    waiting = JudgeRun.objects.create(config=setup["config"], model=setup["terse"])
-    with pytest.raises(JudgeRunWaiting):
-        judge_run_start(waiting.pk)
-    assert JudgeRun.objects.get(pk=waiting.pk).status == "PENDING"
-    JudgeRun.objects.filter(pk=other.pk).update(progress={"stage": "answers of smol-wordy"})  # baseline's are stored
-    assert judge_run_start(waiting.pk).status == "RUNNING"
+    mine = JudgeRun.objects.create(config=setup["config"], model=setup["terse"], status="RUNNING", instructions_sha256=sha)
+    assert not answers_claim(mine.pk, "smol-baseline", sha, 3)  # the other run is generating them
+    assert answers_claim(mine.pk, "smol-terse", sha, 3)
+    assert JudgeRun.objects.get(pk=mine.pk).progress["stage"] == "answers of smol-terse"
+    JudgeRun.objects.filter(pk=other.pk).update(progress={"stage": "answers of smol-wordy"})  # done with the baseline
+    assert answers_claim(mine.pk, "smol-baseline", sha, 3)
+    JudgeRun.objects.filter(pk=other.pk).update(progress={"stage": "answers of smol-terse"}, heartbeat_at=None)
+    assert answers_claim(mine.pk, "smol-terse", sha, 3)  # a silent run's claim lapses
