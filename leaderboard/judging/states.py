@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from arena.models import LanguageModel
 from leaderboard.models import JudgeRun
 from leaderboard.submissions.lifecycle import worker_gone, worker_identity
 
@@ -50,15 +51,17 @@ def answers_claim(run_id: int, model_name: str, set_sha: str, total: int) -> boo
 
     False while another live run (fresh heartbeat, worker not gone) is generating the same answers:
     two runs that need the same model's answers (the baseline's, typically) do not generate them twice
-    at once; the loser waits and reads them. Claims are serialised by the run row's lock (and SQLite's
-    write lock).
+    at once; the loser waits and reads them.
     """
     now = timezone.now()
     stage = f"answers of {model_name}"
     stale = timedelta(seconds=settings.LEADERBOARD_HEARTBEAT_STALE_S)
     with transaction.atomic():
-        run = JudgeRun.objects.select_for_update().get(pk=run_id)
-        others = JudgeRun.objects.select_for_update().filter(
+        # One lock per answering model (its catalogue row), taken alone: claims for the same answers
+        # queue behind it, and no two claims ever hold locks the other waits for.
+        LanguageModel.objects.select_for_update().filter(name=model_name).first()
+        run = JudgeRun.objects.get(pk=run_id)
+        others = JudgeRun.objects.filter(
             status=JudgeRun.Status.RUNNING, instructions_sha256=set_sha, heartbeat_at__gte=now - stale
         ).exclude(pk=run_id)  # fmt: skip
         if any(o.progress.get("stage") == stage and not worker_gone(o.worker) for o in others):
