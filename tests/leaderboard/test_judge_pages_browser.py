@@ -35,6 +35,7 @@ def judged_site(transactional_db, smollm2_dir, start_asgi_server):
     setup = judge_setup(smollm2_dir)
     sub = bd.entry(bd.user("owner@example.org"), "acme/smol-sub", gsm8k=bd.pattern(20, 12))
     Submission.objects.filter(pk=sub.pk).update(storage_path=str(smollm2_dir), precision="float32")
+    app.set_current()  # a test before may have left its own Celery app as the current one
     app.conf.task_always_eager = True
     try:  # each request commits at once here: its task runs in place
         judge_runs_request_for_submission(sub.pk)
@@ -42,7 +43,7 @@ def judged_site(transactional_db, smollm2_dir, start_asgi_server):
         judge_audit_request(setup["config"], limit=4)
     finally:
         app.conf.task_always_eager = False
-    assert JudgeRun.objects.filter(status="FINISHED").count() == 2
+    assert JudgeRun.objects.filter(status="FINISHED").count() == 2, list(JudgeRun.objects.values("status", "failure_reason"))
     env = clean_env(DJANGO_SETTINGS_MODULE="config.settings.dev", DATABASE_URL=database_url_of(connection),
                     DEBUG="false", SECRET_KEY="judge-pages-browser-test-key")  # fmt: skip
     return {**setup, "sub": sub, "url": f"http://127.0.0.1:{start_asgi_server(env=env)}"}

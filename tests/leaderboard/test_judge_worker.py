@@ -37,7 +37,7 @@ def test_killed_judge_worker_is_replaced_and_the_run_completes_once(smollm2_dir,
     env = clean_env(DJANGO_SETTINGS_MODULE="tests.leaderboard.worker_settings", DATABASE_URL=database_url_of(connection),
                     CELERY_BROKER_URL=redis_url, DEBUG="false")  # fmt: skip
     first = start_worker(env=env, queues="judge", name="judge-host-1")
-    sender = Celery("podium-test-sender", broker=redis_url)
+    sender = Celery("podium-test-sender", broker=redis_url, set_as_current=False)
     try:
         sender.send_task("leaderboard.tasks.judge_run", args=[run.pk], queue="judge")
     finally:

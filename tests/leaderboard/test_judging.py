@@ -31,6 +31,7 @@ pytestmark = pytest.mark.django_db
 def eager():
     from workers.celery import app
 
+    app.set_current()  # a test before may have left its own Celery app as the current one
     app.conf.task_always_eager = True
     yield
     app.conf.task_always_eager = False

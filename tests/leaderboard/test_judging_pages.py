@@ -33,6 +33,7 @@ def body(response) -> str:
 def eager():
     from workers.celery import app
 
+    app.set_current()  # a test before may have left its own Celery app as the current one
     app.conf.task_always_eager = True
     yield
     app.conf.task_always_eager = False
