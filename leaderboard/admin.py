@@ -5,15 +5,28 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.html import format_html
 
+from leaderboard.judging.services import (
+    AUDIT_LIMIT_DEFAULT,
+    AUDIT_PAIRS_DEFAULT,
+    judge_audit_request,
+    judge_candidates,
+    judge_config_check,
+    judge_run_request,
+    judge_run_requeue,
+)
 from leaderboard.models import (
     BenchmarkSuite,
     EvaluationRun,
+    JudgeAudit,
+    JudgeConfig,
+    JudgeRun,
     ReviewAction,
     SampleRecord,
     Score,
@@ -131,3 +144,75 @@ class SampleRecordAdmin(admin.ModelAdmin):
 @admin.register(ScoreHistory)
 class ScoreHistoryAdmin(admin.ModelAdmin):
     list_display = ("run", "metric", "value", "reason", "replaced_at")
+
+
+class JudgeConfigForm(forms.ModelForm):
+    """Validated by the service: the protocol parses, the judge can be loaded, the instructions are sane."""
+
+    class Meta:
+        model = JudgeConfig
+        fields = ["name", "judge_model", "judge_backend", "judge_model_args", "protocol_name", "protocol_yaml",
+                  "baseline", "instructions", "max_new_tokens", "active"]  # fmt: skip
+
+    def _post_clean(self):
+        super()._post_clean()
+        if not self.errors:
+            try:
+                judge_config_check(self.instance)
+            except ValidationError as exc:
+                self._update_errors(exc)
+
+
+@admin.register(JudgeConfig)
+class JudgeConfigAdmin(admin.ModelAdmin):
+    form = JudgeConfigForm
+    list_display = ("name", "judge_model", "judge_backend", "protocol_name", "baseline", "active", "created_at")
+    list_filter = ("active",)
+    readonly_fields = ("protocol_sha256", "instructions_sha256", "created_at")
+    actions = ["judge_every_model", "audit"]
+
+    @admin.action(description="Judge every arena model and finished submission with the selected judges")
+    def judge_every_model(self, request, queryset):
+        queued = 0
+        for config in queryset:
+            for model in judge_candidates():
+                queued += judge_run_request(config, model) is not None
+        self.message_user(request, f"{queued} judge run(s) queued on the judge queue.")
+
+    @admin.action(description=f"Audit the selected judges on the first {AUDIT_LIMIT_DEFAULT} pairs of {AUDIT_PAIRS_DEFAULT}")
+    def audit(self, request, queryset):
+        for config in queryset:
+            judge_audit_request(config)
+        self.message_user(request, f"{queryset.count()} audit(s) queued on the judge queue.")
+
+
+@admin.register(JudgeRun)
+class JudgeRunAdmin(admin.ModelAdmin):
+    list_display = ("id", "config", "model", "status", "attempts", "created_at", "finished_at")
+    list_filter = ("status", "config")
+    readonly_fields = ("config", "model", "status", "failure_reason", "progress", "attempts", "heartbeat_at", "worker",
+                       "judge_key", "protocol_sha256", "instructions_sha256", "results", "created_at", "finished_at")  # fmt: skip
+    actions = ["requeue"]
+
+    def has_add_permission(self, request):
+        return False  # runs are requested by the service (a finished submission, or the judge's action)
+
+    @admin.action(description="Send the selected waiting or interrupted runs again")
+    def requeue(self, request, queryset):
+        for run in queryset:
+            judge_run_requeue(run)
+
+
+@admin.register(JudgeAudit)
+class JudgeAuditAdmin(admin.ModelAdmin):
+    list_display = ("id", "config", "pairs_file", "limit", "status", "created_at", "finished_at")
+    list_filter = ("status", "config")
+    readonly_fields = ("status", "failure_reason", "judge_key", "protocol_sha256", "report", "created_at", "finished_at")
+    fields = ("config", "pairs_file", "limit", *readonly_fields)
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return super().save_model(request, obj, form, change)
+        audit = judge_audit_request(obj.config, pairs_file=obj.pairs_file, limit=obj.limit)
+        obj.pk = audit.pk
+        return None

@@ -3,6 +3,7 @@
 from django.urls import path
 
 from leaderboard.board import api
+from leaderboard.judging import api as judging_api
 
 app_name = "leaderboard-api"
 urlpatterns = [
@@ -11,4 +12,7 @@ urlpatterns = [
     path("runs/", api.RunList.as_view(), name="run-list"),
     path("runs/<int:pk>/", api.RunDetail.as_view(), name="run-detail"),
     path("runs/<int:pk>/samples/", api.SampleList.as_view(), name="sample-list"),
+    path("judges/", judging_api.JudgeList.as_view(), name="judge-list"),
+    path("judges/<int:pk>/", judging_api.JudgeDetail.as_view(), name="judge-detail"),
+    path("judges/<int:pk>/judgments/", judging_api.JudgmentList.as_view(), name="judgment-list"),
 ]

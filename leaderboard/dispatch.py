@@ -10,11 +10,13 @@ from __future__ import annotations
 from celery import current_app
 from django.db import transaction
 
-from workers.queues import DEFAULT, EVALUATE
+from workers.queues import DEFAULT, EVALUATE, JUDGE
 
 SUBMISSION_EVALUATE = "leaderboard.tasks.submission_evaluate"
 RUN_RESCORE = "leaderboard.tasks.run_rescore"
-QUEUES = {SUBMISSION_EVALUATE: EVALUATE, RUN_RESCORE: DEFAULT}
+JUDGE_RUN = "leaderboard.tasks.judge_run"
+JUDGE_AUDIT = "leaderboard.tasks.judge_audit"
+QUEUES = {SUBMISSION_EVALUATE: EVALUATE, RUN_RESCORE: DEFAULT, JUDGE_RUN: JUDGE, JUDGE_AUDIT: JUDGE}
 
 
 def task_send_on_commit(name: str, *args) -> None:
@@ -35,3 +37,13 @@ def submission_evaluate_send(submission_id: int) -> None:
 def run_rescore_send(task: str, admin_id: int, comment: str) -> None:
     """Enqueue the re-scoring of every stored run of ``task``."""
     task_send_on_commit(RUN_RESCORE, task, admin_id, comment)
+
+
+def judge_run_send(run_id: int) -> None:
+    """Enqueue a judge run (``judge`` queue)."""
+    task_send_on_commit(JUDGE_RUN, run_id)
+
+
+def judge_audit_send(audit_id: int) -> None:
+    """Enqueue a judge audit (``judge`` queue)."""
+    task_send_on_commit(JUDGE_AUDIT, audit_id)

@@ -19,8 +19,12 @@ from django.contrib.auth import get_user_model
 from leaderboard import dispatch
 from leaderboard.evaluation.rescoring import runs_rescore
 from leaderboard.evaluation.runner import submission_run_suite
+from leaderboard.judging import states as judge_states
+from leaderboard.judging.audits import judge_audit_execute
+from leaderboard.judging.runner import judge_run_execute
+from leaderboard.judging.services import judge_runs_request_for_submission
 from leaderboard.submissions import lifecycle
-from workers.queues import DEFAULT, EVALUATE, LONG_TASK_OPTIONS
+from workers.queues import DEFAULT, EVALUATE, JUDGE, LONG_TASK_OPTIONS
 
 log = logging.getLogger(__name__)
 LOG_TAIL_LINES = 200
@@ -92,6 +96,7 @@ def submission_evaluate(self, submission_id: int) -> str:
         root.removeHandler(tail)
         root.setLevel(previous_level)
     lifecycle.submission_finish(submission_id, log_tail=redact_paths(tail.text()))
+    judge_runs_request_for_submission(submission_id)  # every active judge, each run sent by name
     return "finished"
 
 
@@ -101,3 +106,27 @@ def run_rescore(task: str, admin_id: int, comment: str) -> str:
     admin = get_user_model().objects.get(pk=admin_id)
     summary = runs_rescore(task=task, admin=admin, comment=comment)
     return f"{summary.runs} runs, {summary.scores_changed} scores changed"
+
+
+@shared_task(name=dispatch.JUDGE_RUN, queue=JUDGE, bind=True, max_retries=None, **LONG_TASK_OPTIONS)
+def judge_run(self, run_id: int) -> str:
+    """PENDING → RUNNING → FINISHED | FAILED (with the reason); safe to run twice, resumable."""
+    try:
+        started = judge_states.judge_run_start(run_id)
+    except judge_states.JudgeRunBusy as busy:
+        raise self.retry(exc=busy, countdown=settings.LEADERBOARD_HEARTBEAT_STALE_S) from busy
+    if started is None:
+        return "nothing to do"
+    try:
+        judge_run_execute(run_id)
+    except Exception as exc:  # noqa: BLE001 - every failure becomes the run's reason
+        log.exception("judge run %s failed", run_id)
+        judge_states.judge_run_fail(run_id, reason=redact_paths(f"{type(exc).__name__}: {exc}"))
+        return "failed"
+    return "finished"
+
+
+@shared_task(name=dispatch.JUDGE_AUDIT, queue=JUDGE, **LONG_TASK_OPTIONS)
+def judge_audit(audit_id: int) -> str:
+    """Audit a judge config on labelled pairs and store the report."""
+    return judge_audit_execute(audit_id)

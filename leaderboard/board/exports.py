@@ -20,6 +20,7 @@ CHUNK_ROWS = 500
 TABLE_FIELDS = (
     "submission_id", "model", "type", "base_model", "parameters", "precision", "submitted_at", "hidden",
     "rank", "arena_rating", "arena_ci_low", "arena_ci_high",
+    "judge_score", "judge_ci_low", "judge_ci_high", "judge_length_controlled", "judge_win_rate",
 )  # fmt: skip
 CELL_FIELDS = ("value", "stderr", "ci_low", "ci_high", "n", "normalised", "normalised_ci_low",
                "normalised_ci_high", "baseline", "metric", "protocol_sha256", "run_ids")  # fmt: skip
@@ -44,6 +45,14 @@ def _cell_record(cell: dict | None) -> dict:
     }  # fmt: skip
 
 
+def _judge_record(cell: dict | None) -> dict:
+    """The judge column in percent: the LC win rate (or the plain one, ``judge_length_controlled`` false)."""
+    if cell is None:
+        return dict.fromkeys(("judge_score", "judge_ci_low", "judge_ci_high", "judge_length_controlled", "judge_win_rate"))
+    return {"judge_score": cell["value"], "judge_ci_low": cell["ci_low"], "judge_ci_high": cell["ci_high"],
+            "judge_length_controlled": cell["lc"], "judge_win_rate": cell["win_rate"]}  # fmt: skip
+
+
 def table_record(row: dict, columns: list[str]) -> dict:
     """One board row as plain values: scores as fractions (0..1), normalised scores on 0..100."""
     avg = row["avg"]
@@ -56,6 +65,7 @@ def table_record(row: dict, columns: list[str]) -> dict:
         "arena_rating": row["arena"]["rating"] if row["arena"] else None,
         "arena_ci_low": row["arena"]["ci_low"] if row["arena"] else None,
         "arena_ci_high": row["arena"]["ci_high"] if row["arena"] else None,
+        **_judge_record(row.get("judge")),
         "scores": {key: _cell_record(row["cells"].get(key)) for key in columns},
         "average": None if avg is None else avg["value"] * scale,
         "average_stderr": None if avg is None or avg["se"] is None else avg["se"] * scale,
@@ -124,6 +134,7 @@ def table_json_chunks(table: dict, filters: dict) -> Iterator[bytes]:
             for key in columns
         ],
         "arena_snapshot_id": table["arena_snapshot_id"],
+        "judge": table.get("judge"),
     }  # fmt: skip
     yield (json.dumps(head)[:-1] + ', "rows": [').encode()
     lines = []

@@ -18,7 +18,7 @@ SIZE_BUCKETS = {  # parameters, in [low, high)
     "8to15b": ("8B – 15B", 8e9, 15e9),
     "gte15b": ("≥ 15B", 15e9, math.inf),
 }
-SORT_COLUMNS = ("average", "model", "type", "parameters", "precision", "arena", "date")
+SORT_COLUMNS = ("average", "model", "type", "parameters", "precision", "arena", "judge", "date")
 
 
 
@@ -27,6 +27,8 @@ def _sort_value(row: dict, column: str):
         return row["avg"]["value"] if row["avg"] else None
     if column == "arena":
         return row["arena"]["rating"] if row["arena"] else None
+    if column == "judge":
+        return row["judge"]["value"] if row["judge"] else None
     if column.startswith("score:"):
         cell = row["cells"].get(column.removeprefix("score:"))
         return cell["shown"] if cell else None
@@ -145,6 +147,7 @@ def board_table(
         "columns": [(key, benchmark_label(key)) for key in columns],
         "normalised": normalised,
         "arena_snapshot_id": built["arena_snapshot_id"],
+        "judge": built["judge"],
         "total": len(shown_rows),
     }
 

@@ -284,7 +284,7 @@ def test_comparison_refuses_what_the_viewer_cannot_see(client, board):
 
 def test_rendered_once_then_follows_every_change(client, board, django_assert_max_num_queries):
     client.get("/leaderboard/")
-    with django_assert_max_num_queries(3):  # fingerprint (2) and the arena snapshot id: nothing else
+    with django_assert_max_num_queries(4):  # fingerprint (2), the arena snapshot id, the judges: nothing else
         html = client.get("/leaderboard/").content.decode()
     assert board["weak"].pk in rows_of(html)
     board["weak"].review_state = "hidden"

@@ -1,0 +1,137 @@
+"""The judges' read API under ``/api/judges/``: configs, a judge's scores, audit and rank correlation
+with the arena, and its judgments. Query parameters are validated like the rest of the API (unknown,
+repeated or bad values are a 400 that says what is allowed); hidden models' judgments are left out."""
+
+from __future__ import annotations
+
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, serializers
+from rest_framework.exceptions import ValidationError
+
+from arena.api import StrictLimitOffsetPagination
+from leaderboard.judging import selectors
+from leaderboard.models import JudgeConfig, Judgment
+
+PAGING_PARAMS = {"limit", "offset", "format"}
+
+
+class JudgmentFilters(serializers.Serializer):
+    model = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1,
+                                     help_text="a catalogue model id: only its judgments")  # fmt: skip
+
+
+class NoFilters(serializers.Serializer):
+    pass
+
+
+def _params(request, serializer_class) -> dict:
+    allowed = set(serializer_class().fields) | PAGING_PARAMS
+    unknown = sorted(set(request.query_params) - allowed)
+    if unknown:
+        raise ValidationError({"detail": f"unknown parameter(s): {', '.join(unknown)}; allowed: {sorted(allowed)}"})
+    repeated = sorted(k for k in request.query_params if len(request.query_params.getlist(k)) > 1)
+    if repeated:
+        raise ValidationError({"detail": f"parameter(s) given more than once: {', '.join(repeated)}"})
+    params = serializer_class(data=request.query_params.dict())
+    params.is_valid(raise_exception=True)
+    return {k: v for k, v in params.validated_data.items() if v not in (None, "")}
+
+
+class JudgeConfigSerializer(serializers.ModelSerializer):
+    baseline = serializers.CharField(source="baseline.name")
+    judge_model = serializers.CharField(source="judge_model.name", allow_null=True, default=None)
+    instructions = serializers.SerializerMethodField()
+
+    class Meta:
+        model = JudgeConfig
+        fields = ["id", "name", "judge_model", "judge_backend", "protocol_name", "protocol_sha256", "baseline",
+                  "instructions", "instructions_sha256", "max_new_tokens", "active", "created_at"]  # fmt: skip
+        read_only_fields = fields
+
+    def get_instructions(self, obj) -> int:
+        return len(obj.instructions)
+
+
+class JudgeScoreSerializer(serializers.Serializer):
+    model = serializers.CharField()
+    model_id = serializers.IntegerField()
+    run_id = serializers.IntegerField(allow_null=True, help_text="null for the baseline row")
+    baseline = serializers.BooleanField(help_text="the baseline itself: 50% by construction")
+    value = serializers.FloatField(help_text="LC win rate (percent), or the win rate when LC is not available")
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+    lc = serializers.BooleanField(help_text="whether value is length-controlled")
+    win_rate = serializers.FloatField(allow_null=True)
+    standard_error = serializers.FloatField(allow_null=True)
+    lc_standard_error = serializers.FloatField(allow_null=True)
+    n = serializers.IntegerField()
+    bradley_terry = serializers.DictField(allow_null=True)
+    arena = serializers.DictField(allow_null=True)
+
+
+class JudgeDetailSerializer(serializers.Serializer):
+    config = JudgeConfigSerializer()
+    judge_key = serializers.CharField()
+    scores = JudgeScoreSerializer(many=True, source="rows")
+    correlation = serializers.DictField(help_text="Spearman's rho with arena ratings, bootstrap 95% interval")
+    audit = serializers.SerializerMethodField()
+
+    def get_audit(self, obj) -> dict | None:
+        audit = obj["audit"]
+        if audit is None:
+            return None
+        return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in audit.items()}
+
+
+class JudgmentSerializer(serializers.ModelSerializer):
+    model = serializers.CharField(source="run.model.name")
+    model_id = serializers.IntegerField(source="run.model_id")
+    run = serializers.IntegerField(source="run_id")
+
+    class Meta:
+        model = Judgment
+        fields = ["id", "run", "model", "model_id", "idx", "order", "p_first", "verdict", "winner", "weight", "raw",
+                  "prompt_sha256", "ok", "error"]  # fmt: skip
+        read_only_fields = fields
+
+
+def _config(pk: int) -> JudgeConfig:
+    config = selectors.judge_config_get(pk)
+    if config is None:
+        raise Http404("no such judge")
+    return config
+
+
+@extend_schema(summary="Judge configurations")
+class JudgeList(generics.ListAPIView):
+    serializer_class = JudgeConfigSerializer
+    pagination_class = StrictLimitOffsetPagination
+
+    def get_queryset(self):
+        _params(self.request, NoFilters)
+        return JudgeConfig.objects.select_related("baseline", "judge_model").order_by("id")
+
+
+@extend_schema(summary="A judge: its scores with intervals, its latest audit, its rank correlation with the arena")
+class JudgeDetail(generics.RetrieveAPIView):
+    serializer_class = JudgeDetailSerializer
+
+    def get_object(self):
+        _params(self.request, NoFilters)
+        return selectors.judge_page(_config(self.kwargs["pk"]), self.request.user)
+
+
+@extend_schema(
+    parameters=[OpenApiParameter("model", OpenApiTypes.INT, required=False, description="a catalogue model id")],
+    summary="A judge's judgments: each instruction in both orders (ab: the baseline's answer first)",
+)
+class JudgmentList(generics.ListAPIView):
+    serializer_class = JudgmentSerializer
+    pagination_class = StrictLimitOffsetPagination
+
+    def get_queryset(self):
+        params = _params(self.request, JudgmentFilters)
+        config = _config(self.kwargs["pk"])
+        return selectors.judgments_queryset(config, params.get("model"), self.request.user)

@@ -1,0 +1,74 @@
+"""The judge column's data: each model's latest judged score under the board's judge (read-only).
+
+The board's judge is the first active judge config. A model's cell is its latest finished run under
+that config's current protocol and instruction set: the length-controlled win rate against the
+baseline with its 95% interval (the plain win rate when LC could not be fitted).
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count, F, Max, Q, Subquery, Sum
+
+from leaderboard.models import JudgeConfig, JudgeRun
+
+
+def board_judge() -> JudgeConfig | None:
+    """The judge whose scores the board shows: the first active config."""
+    return JudgeConfig.objects.filter(active=True).select_related("baseline").order_by("id").first()
+
+
+def judge_fingerprint() -> tuple:
+    """One query that changes whenever a run is stored or refreshed, or a config changes (the board's
+    kept set is rebuilt then)."""
+    found = JudgeConfig.objects.aggregate(
+        n=Count("id", distinct=True), updated=Max("updated_at"), active=Count("id", filter=Q(active=True), distinct=True),
+        n_runs=Count("runs", distinct=True), run_ids=Sum("runs__id", default=0), run_updated=Max("runs__updated_at"),
+    )  # fmt: skip
+    return tuple(sorted(found.items()))
+
+
+def judge_cell(run: JudgeRun) -> dict:
+    r = run.results or {}
+    lc = r.get("lc_win_rate")
+    value, low, high = (lc, r.get("lc_ci_low"), r.get("lc_ci_high")) if lc is not None else (r.get("win_rate"), None, None)
+    if lc is None and r.get("win_rate") is not None and r.get("standard_error") is not None:
+        low, high = r["win_rate"] - 1.959963984540054 * r["standard_error"], r["win_rate"] + 1.959963984540054 * r["standard_error"]
+    return {
+        "value": value, "ci_low": low, "ci_high": high, "lc": lc is not None, "run_id": run.pk,
+        "win_rate": r.get("win_rate"), "n": r.get("n", 0), "config_id": run.config_id,
+        "standard_error": r.get("standard_error"), "lc_standard_error": r.get("lc_standard_error"),
+        "bradley_terry": r.get("bradley_terry"), "failed_pairs": r.get("failed_pairs", 0),
+    }  # fmt: skip
+
+
+def board_judge_cells() -> tuple[dict | None, dict[int, dict]]:
+    """(the board's judge as ``{id, name, baseline}``, {catalogue model id: cell}) in one query; the
+    judge is None when no model has been judged by the first active config yet."""
+    first = JudgeConfig.objects.filter(active=True).order_by("id").values("id")[:1]
+    runs = JudgeRun.objects.filter(
+        config_id=Subquery(first), status=JudgeRun.Status.FINISHED, protocol_sha256=F("config__protocol_sha256"),
+        instructions_sha256=F("config__instructions_sha256"),
+    ).select_related("config__baseline").order_by("id")  # fmt: skip
+    judge, cells = None, {}
+    for run in runs:
+        judge = {"id": run.config_id, "name": run.config.name, "baseline": run.config.baseline.name}
+        cell = judge_cell(run)
+        if cell["value"] is not None:
+            cells[run.model_id] = cell
+    return judge, cells
+
+
+def judge_cells(config: JudgeConfig | None) -> dict[int, dict]:
+    """{catalogue model id: cell} for ``config`` (empty when there is none)."""
+    if config is None:
+        return {}
+    runs = JudgeRun.objects.filter(
+        config=config, status=JudgeRun.Status.FINISHED, protocol_sha256=config.protocol_sha256,
+        instructions_sha256=config.instructions_sha256,
+    ).order_by("id")  # fmt: skip
+    cells: dict[int, dict] = {}
+    for run in runs:
+        cell = judge_cell(run)
+        if cell["value"] is not None:
+            cells[run.model_id] = cell
+    return cells

@@ -1,0 +1,132 @@
+"""What a judge config resolves to: its protocol, its instructions, and the models a worker loads.
+
+Domain helpers below the services: no writes. Relative checkpoint paths live under
+``PODIUM_MODELS_DIR``, as for the arena's models.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import yaml
+from django.conf import settings
+
+import evalcore.models
+from arena.models import LanguageModel
+from evalcore.judging import JudgeProtocol, bundled_protocols, load_protocol
+from evalcore.judging.protocol import protocol_from_dict
+from leaderboard.models import JudgeConfig, Submission
+from workers.runtime import pool
+
+DEFAULT_INSTRUCTIONS_FILE = Path(__file__).resolve().parent / "data" / "llmbar-natural-12.json"
+MAX_INSTRUCTIONS = 500
+MAX_INSTRUCTION_CHARS = 20_000
+MAX_PROTOCOL_CHARS = 50_000
+BACKENDS = ("hf", "vllm", "openai")
+SUBMISSION_KEY = "submission"
+
+
+def default_instructions(limit: int | None = None) -> list[str]:
+    """The bundled instruction slice (real LLMBar instructions, MIT), first ``limit`` of them."""
+    data = json.loads(DEFAULT_INSTRUCTIONS_FILE.read_text(encoding="utf-8"))
+    return list(data["instructions"][:limit] if limit else data["instructions"])
+
+
+def instructions_check(instructions) -> list[str]:
+    """A list of 1..500 non-empty strings, each at most 20,000 characters; ValueError naming the item."""
+    if not isinstance(instructions, list) or not instructions:
+        raise ValueError("instructions must be a non-empty list of strings")
+    if len(instructions) > MAX_INSTRUCTIONS:
+        raise ValueError(f"at most {MAX_INSTRUCTIONS} instructions, got {len(instructions)}")
+    for i, text in enumerate(instructions):
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"instruction {i} must be a non-empty string")
+        if len(text) > MAX_INSTRUCTION_CHARS:
+            raise ValueError(f"instruction {i} is longer than {MAX_INSTRUCTION_CHARS} characters")
+    return instructions
+
+
+def instructions_sha256(instructions: list[str], max_new_tokens: int) -> str:
+    """What keys stored answers: the instruction texts and the answer length limit."""
+    payload = json.dumps({"instructions": instructions, "max_new_tokens": max_new_tokens}, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def protocol_of(config: JudgeConfig, *, tokenizer=None) -> JudgeProtocol:
+    """The config's protocol (its YAML text when given, else the bundled name); ValueError when invalid."""
+    if config.protocol_yaml.strip():
+        if len(config.protocol_yaml) > MAX_PROTOCOL_CHARS:
+            raise ValueError(f"the protocol is longer than {MAX_PROTOCOL_CHARS} characters")
+        try:
+            data = yaml.safe_load(config.protocol_yaml)
+        except yaml.YAMLError as exc:
+            raise ValueError(f"the protocol is not valid YAML: {str(exc).splitlines()[0]}") from None
+        protocol = protocol_from_dict(data, where="protocol")
+        if tokenizer is not None and protocol.verdict.method == "logprob":
+            protocol.verdict_token_ids(tokenizer)
+    else:
+        name = config.protocol_name.strip()
+        if not name:
+            raise ValueError("give a bundled protocol name or the protocol's YAML")
+        if name not in bundled_protocols():
+            raise ValueError(f"protocol {name!r} is not bundled; choose one of {', '.join(bundled_protocols())}")
+        protocol = load_protocol(name, tokenizer=tokenizer)
+    if protocol.kind != "pairwise":
+        raise ValueError(f"protocol {protocol.name!r} grades single answers; a judge config needs a pairwise one")
+    return protocol
+
+
+def _resolved(args: dict) -> dict:
+    args = dict(args)
+    if "path" in args and not Path(str(args["path"])).is_absolute():
+        args["path"] = str(Path(settings.PODIUM_MODELS_DIR) / str(args["path"]))
+    return args
+
+
+def spec_of(backend: str, args: dict) -> tuple[str, tuple]:
+    """A hashable model-pool key: the backend name and its sorted, resolved arguments."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+    return backend, tuple(sorted((str(k), str(v)) for k, v in _resolved(args).items()))
+
+
+def judge_spec(config: JudgeConfig) -> tuple[str, tuple]:
+    """The judge's pool key: its catalogue entry's backend, or the config's own backend and arguments."""
+    if config.judge_model_id is not None:
+        model = config.judge_model
+        return spec_of(model.backend or "hf", model.model_args)
+    if not config.judge_backend or not config.judge_model_args:
+        raise ValueError("the judge needs a catalogue model, or a backend with model arguments (a path)")
+    return spec_of(config.judge_backend, config.judge_model_args)
+
+
+def answerer_of(model: LanguageModel) -> tuple[tuple[str, tuple], dict]:
+    """How to load ``model`` and decode its answers: (pool key, generation settings).
+
+    A finished submission registered under this catalogue entry is loaded from its checkpoint and
+    answers greedily; an arena model from its backend, with its system prompt and decoding settings.
+    """
+    submission = (
+        Submission.objects.filter(language_model=model, status=Submission.Status.FINISHED).order_by("-id").first()
+    )
+    if submission is not None:
+        spec = spec_of("hf", {"path": submission.storage_path, "dtype": submission.precision})
+        return spec, {"source": SUBMISSION_KEY, "temperature": 0.0, "top_p": 1.0, "system_prompt": ""}
+    if not model.backend or not model.model_args:
+        raise ValueError(f"model {model.name!r} has no finished submission and no backend to load it with")
+    generation = model.generation or {}
+    return spec_of(model.backend, model.model_args), {
+        "source": "arena",
+        "temperature": float(generation.get("temperature", 0.0) or 0.0),
+        "top_p": float(generation.get("top_p", 1.0) or 1.0),
+        "seed": int(generation.get("seed", 0) or 0),
+        "system_prompt": model.system_prompt or "",
+    }
+
+
+def model_load(spec: tuple[str, tuple]):
+    """The worker's loaded copy of the model behind ``spec`` (kept in the per-process pool)."""
+    backend, args = spec
+    return pool.get(spec, lambda: evalcore.models.load_backend(backend, **dict(args)))

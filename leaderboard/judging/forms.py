@@ -1,0 +1,14 @@
+"""Query strings of the judge pages and downloads (an unknown, repeated or bad parameter is a 400)."""
+
+from __future__ import annotations
+
+from django import forms
+
+
+class JudgmentsForm(forms.Form):
+    page = forms.IntegerField(required=False, min_value=1, max_value=10**6)
+
+
+class JudgmentsExportForm(forms.Form):
+    model = forms.IntegerField(required=False, min_value=1, max_value=2**31 - 1,
+                               help_text="A catalogue model id: only its judgments.")  # fmt: skip

@@ -1,0 +1,59 @@
+"""``manage.py demo_judge``: the demo's judge, for ``make demo`` (after ``arena_models_sync``). Idempotent.
+
+Configures ``smollm2-judge``: SmolLM2-135M-Instruct judging the arena's SmolLM2 variants against the
+sampled one (``smollm2-135m-t0.9``) on 8 real instructions (LLMBar), answers up to 64 tokens, with
+AlpacaEval's log-prob verdict in both orders. Queues a run for every arena model (the leaderboard
+submission, the same catalogue entry as the greedy arena model, is judged when its suite finishes, or
+now if it already has) and an audit on the first 16 labelled LLMBar pairs, which shows how far the
+small judge is from trustworthy (position bias, accuracy near chance). Interrupted runs are sent again.
+"""
+
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from arena.models import LanguageModel
+from leaderboard.judging.configs import default_instructions
+from leaderboard.judging.services import (
+    judge_audit_request,
+    judge_audit_requeue,
+    judge_candidates,
+    judge_config_save,
+    judge_run_request,
+    judge_run_requeue,
+)
+from leaderboard.models import JudgeAudit, JudgeConfig, JudgeRun
+
+DEMO_JUDGE = "smollm2-judge"
+DEMO_JUDGE_MODEL = "SmolLM2-135M-Instruct"  # under PODIUM_MODELS_DIR
+DEMO_BASELINE = "smollm2-135m-t0.9"
+DEMO_INSTRUCTIONS = 8
+DEMO_MAX_NEW_TOKENS = 64
+DEMO_AUDIT_PAIRS = 16
+
+
+class Command(BaseCommand):
+    help = "Configure the demo's judge (SmolLM2 judging the SmolLM2 variants) and queue its runs and audit."
+
+    def handle(self, *args, **options):
+        baseline = LanguageModel.objects.filter(name=DEMO_BASELINE).first()
+        if baseline is None:
+            self.stdout.write(f"No model {DEMO_BASELINE!r} in the catalogue (run arena_models_sync first): no demo judge.")
+            return
+        config = JudgeConfig.objects.filter(name=DEMO_JUDGE).first()
+        if config is None:
+            config = judge_config_save(JudgeConfig(
+                name=DEMO_JUDGE, judge_backend="hf", judge_model_args={"path": DEMO_JUDGE_MODEL, "dtype": "float32"},
+                protocol_name="alpacaeval-logprob", baseline=baseline,
+                instructions=default_instructions(DEMO_INSTRUCTIONS), max_new_tokens=DEMO_MAX_NEW_TOKENS,
+            ))  # fmt: skip
+        with transaction.atomic():
+            queued = [run for model in judge_candidates() if (run := judge_run_request(config, model))]
+            for run in config.runs.filter(status__in=JudgeRun.ACTIVE).exclude(pk__in=[r.pk for r in queued]):
+                judge_run_requeue(run)  # interrupted by the last Ctrl-C
+            if not config.audits.exclude(status=JudgeAudit.Status.FAILED).exists():
+                judge_audit_request(config, limit=DEMO_AUDIT_PAIRS)
+            else:
+                for audit in config.audits.filter(status__in=(JudgeAudit.Status.PENDING, JudgeAudit.Status.RUNNING)):
+                    judge_audit_requeue(audit)
+        self.stdout.write(f"Judge {DEMO_JUDGE}: {len(queued)} model(s) queued for judging against {DEMO_BASELINE}; "
+                          f"scores at /leaderboard/judges/{config.pk}/")  # fmt: skip
