@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('arena', '0001_initial'),
-        ('leaderboard', '0004_submission_tensors_sha256'),
+        ('leaderboard', '0005_submission_public_id'),
     ]
 
     operations = [

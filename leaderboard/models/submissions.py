@@ -1,0 +1,173 @@
+"""Submissions, their review and its audit log."""
+
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from arena.models import LanguageModel
+
+
+class ModelType(models.TextChoices):
+    PRETRAINED = "pretrained", "Pretrained"
+    FINE_TUNED = "fine-tuned", "Fine-tuned"
+    CHAT = "chat", "Chat (instruction-tuned)"
+    MERGE = "merge", "Merge"
+
+
+class Precision(models.TextChoices):
+    FLOAT32 = "float32"
+    BFLOAT16 = "bfloat16"
+    FLOAT16 = "float16"
+
+
+class Source(models.TextChoices):
+    UPLOAD = "upload", "Uploaded files"
+    STORE = "store", "Shared model store"
+
+
+class SubmissionStatus(models.TextChoices):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    FINISHED = "FINISHED"
+    FAILED = "FAILED"
+
+
+class Review(models.TextChoices):
+    NONE = "none", "Not reviewed"
+    FLAGGED = "flagged", "Flagged for review"
+    APPROVED = "approved", "Approved"
+    HIDDEN = "hidden", "Hidden"
+    REJECTED = "rejected", "Rejected"
+
+
+NEEDS_BASE_MODEL = (ModelType.FINE_TUNED, ModelType.MERGE)
+
+
+def new_public_id() -> str:
+    """22 URL-safe characters (128 random bits): a submission's public name in URLs, which unlike
+    its primary key says nothing about how many submissions exist or which came before it."""
+    return secrets.token_urlsafe(16)
+
+
+class Submission(models.Model):
+    """A checkpoint an owner submitted, its validation facts, and where its evaluation stands."""
+
+    ModelType = ModelType
+    Precision = Precision
+    Source = Source
+    Status = SubmissionStatus
+    Review = Review
+    NEEDS_BASE_MODEL = NEEDS_BASE_MODEL
+    ACTIVE = (SubmissionStatus.PENDING, SubmissionStatus.RUNNING)
+
+    public_id = models.CharField(max_length=22, unique=True, default=new_public_id, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="submissions")
+    model_name = models.CharField(max_length=200)
+    language_model = models.ForeignKey(LanguageModel, on_delete=models.PROTECT, related_name="submissions")
+    model_type = models.CharField(max_length=16, choices=ModelType.choices)
+    base_model = models.CharField(max_length=200, blank=True)
+    licence = models.CharField(max_length=100)
+    precision = models.CharField(max_length=16, choices=Precision.choices, default=Precision.BFLOAT16)
+    apply_chat_template = models.BooleanField(default=False)
+    private = models.BooleanField(default=False, help_text="Visible only to its owner until published.")
+    source = models.CharField(max_length=8, choices=Source.choices)
+    architecture = models.CharField(max_length=100)
+    weight_sha256 = models.CharField(
+        max_length=64, help_text="SHA-256 over the safetensors files' names and bytes, in sorted name order."
+    )
+    tensors_sha256 = models.CharField(
+        max_length=64, blank=True, db_index=True,
+        help_text="SHA-256 over the tensors (name, dtype, shape, bytes): the same whatever the files' layout.",
+    )  # fmt: skip
+    parameter_count = models.BigIntegerField(help_text="Read from the safetensors headers.")
+    total_bytes = models.BigIntegerField()
+    storage_path = models.CharField(max_length=1000, help_text="The checkpoint folder the worker loads.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    failure_reason = models.CharField(max_length=1000, blank=True)
+    log_tail = models.TextField(blank=True)
+    progress = models.JSONField(default=dict, blank=True)
+    attempts = models.PositiveIntegerField(default=0, help_text="How many times a worker started it.")
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life of its worker.")
+    worker = models.CharField(max_length=300, blank=True, help_text="host:pid of the process running it.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    review_state = models.CharField(max_length=16, choices=Review.choices, default=Review.NONE)
+    review_reason = models.CharField(max_length=300, blank=True, help_text="Why it was flagged.")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["owner", "created_at"]), models.Index(fields=["weight_sha256"])]
+        constraints = [
+            models.CheckConstraint(condition=~Q(model_name=""), name="submission_name_not_empty"),
+            models.CheckConstraint(
+                condition=Q(status__in=SubmissionStatus.values), name="submission_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(model_type__in=ModelType.values), name="submission_type_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(precision__in=Precision.values), name="submission_precision_valid"
+            ),
+            models.CheckConstraint(condition=Q(source__in=Source.values), name="submission_source_valid"),
+            models.CheckConstraint(
+                condition=Q(review_state__in=Review.values), name="submission_review_valid"
+            ),
+            models.CheckConstraint(
+                condition=~Q(model_type__in=NEEDS_BASE_MODEL) | ~Q(base_model=""),
+                name="submission_base_model_when_derived",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status=SubmissionStatus.FAILED) | ~Q(failure_reason=""),
+                name="submission_failure_has_reason",
+            ),  # fmt: skip
+            models.CheckConstraint(condition=Q(parameter_count__gt=0), name="submission_parameters_positive"),
+            models.CheckConstraint(condition=Q(total_bytes__gt=0), name="submission_bytes_positive"),
+            # One live evaluation per set of weights: a failed one may be submitted again.
+            models.UniqueConstraint(
+                fields=["weight_sha256"], condition=~Q(status="FAILED"), name="submission_unique_live_weights"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model_name} (#{self.pk})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE
+
+
+class ReviewKind(models.TextChoices):
+    FLAG = "flag", "Flag"
+    APPROVE = "approve", "Approve"
+    HIDE = "hide", "Hide"
+    REJECT = "reject", "Reject"
+
+
+class ReviewAction(models.Model):
+    """An admin's decision on a submission, with the required comment: the audit log."""
+
+    Action = ReviewKind
+
+    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="review_actions")
+    admin = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    action = models.CharField(max_length=16, choices=Action.choices)
+    comment = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(action__in=ReviewKind.values), name="reviewaction_action_valid"
+            ),
+            models.CheckConstraint(condition=~Q(comment=""), name="reviewaction_comment_required"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.submission_id} by {self.admin_id}"
