@@ -52,7 +52,7 @@ class GenerationTimeout(Exception):
 @shared_task(
     bind=True,
     name="arena.tasks.battle_generate",
-    queue=GENERATE,  # models with their own workers go to generate.<suffix>: see arena.dispatch
+    declared_queue=GENERATE,  # models with their own workers go to generate.<suffix>: see arena.dispatch
     soft_time_limit=settings.ARENA_GENERATION_TIMEOUT_S + 60,
     time_limit=settings.ARENA_GENERATION_TIMEOUT_S + 90,
     **LONG_TASK_OPTIONS,
@@ -111,7 +111,7 @@ def battle_generate(self, turn_id: int, side: str) -> str:
 REFIT_RUNNING_KEY = "arena:ratings_refit:running"
 
 
-@shared_task(name="arena.tasks.ratings_refit", queue=DEFAULT, **LONG_TASK_OPTIONS)
+@shared_task(name="arena.tasks.ratings_refit", declared_queue=DEFAULT, **LONG_TASK_OPTIONS)
 def ratings_refit(force: bool = False) -> dict:
     """Refit every rating snapshot from the counted votes (:func:`arena.ratings.snapshots_refit`).
 

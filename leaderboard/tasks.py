@@ -62,7 +62,7 @@ def redact_paths(text: str) -> str:
     return text
 
 
-@shared_task(name=dispatch.SUBMISSION_EVALUATE, queue=EVALUATE, bind=True, max_retries=None, **LONG_TASK_OPTIONS)
+@shared_task(name=dispatch.SUBMISSION_EVALUATE, declared_queue=EVALUATE, bind=True, max_retries=None, **LONG_TASK_OPTIONS)
 def submission_evaluate(self, submission_id: int) -> str:
     """PENDING → RUNNING → FINISHED | FAILED (with the reason and the log tail); safe to run twice.
 
@@ -100,7 +100,7 @@ def submission_evaluate(self, submission_id: int) -> str:
     return "finished"
 
 
-@shared_task(name=dispatch.RUN_RESCORE, queue=DEFAULT, **LONG_TASK_OPTIONS)
+@shared_task(name=dispatch.RUN_RESCORE, declared_queue=DEFAULT, **LONG_TASK_OPTIONS)
 def run_rescore(task: str, admin_id: int, comment: str) -> str:
     """Re-score every stored run of ``task`` from its per-sample records (no model is loaded)."""
     admin = get_user_model().objects.get(pk=admin_id)
@@ -108,7 +108,7 @@ def run_rescore(task: str, admin_id: int, comment: str) -> str:
     return f"{summary.runs} runs, {summary.scores_changed} scores changed"
 
 
-@shared_task(name=dispatch.JUDGE_RUN, queue=JUDGE, bind=True, max_retries=None, **LONG_TASK_OPTIONS)
+@shared_task(name=dispatch.JUDGE_RUN, declared_queue=JUDGE, bind=True, max_retries=None, **LONG_TASK_OPTIONS)
 def judge_run(self, run_id: int) -> str:
     """PENDING → RUNNING → FINISHED | FAILED (with the reason); safe to run twice, resumable."""
     try:
@@ -126,7 +126,7 @@ def judge_run(self, run_id: int) -> str:
     return "finished"
 
 
-@shared_task(name=dispatch.JUDGE_AUDIT, queue=JUDGE, **LONG_TASK_OPTIONS)
+@shared_task(name=dispatch.JUDGE_AUDIT, declared_queue=JUDGE, **LONG_TASK_OPTIONS)
 def judge_audit(audit_id: int) -> str:
     """Audit a judge config on labelled pairs and store the report."""
     return judge_audit_execute(audit_id)

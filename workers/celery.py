@@ -1,8 +1,9 @@
 """The Celery app. Configuration comes from Django settings (``CELERY_*``, the beat schedule
 included), tasks from each app's ``tasks.py`` (autodiscovered) and from :mod:`workers.diagnostics`.
 
-No app task is named here: each task declares its queue where it is defined (``@shared_task(queue=...)``),
-and the apps enqueue by name with an explicit queue (``arena.dispatch``)."""
+No app task is named here: each task declares its queue where it is defined
+(``@shared_task(declared_queue=...)``, routed by :func:`workers.queues.route_by_declared_queue`), and the
+apps enqueue by name with an explicit queue (``arena.dispatch``, ``leaderboard.dispatch``)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ app.conf.update(
     task_default_queue=queues.DEFAULT,
     task_default_exchange=queues.DEFAULT,
     task_default_routing_key=queues.DEFAULT,
+    task_routes=(queues.route_by_declared_queue,),
     imports=("workers.diagnostics",),
     # One task at a time per process: generation and evaluation hold a model in memory.
     worker_prefetch_multiplier=1,

@@ -5,8 +5,9 @@
 ``evaluate`` benchmark runs of submitted checkpoints (GPU work where there is a GPU)
 ``judge``    judge-model comparisons
 
-Each task names its queue where it is defined (``@shared_task(queue=...)``); this module names no
-task. A worker chooses what it serves with ``-Q``: a GPU host runs ``celery -A workers worker -Q evaluate``.
+Each task names its queue where it is defined (``@shared_task(declared_queue=...)``) and
+:func:`route_by_declared_queue` routes it there; this module names no task. (Celery's own ``queue``
+task attribute would do the same but is deprecated for removal in Celery 6.) A worker chooses what it serves with ``-Q``: a GPU host runs ``celery -A workers worker -Q evaluate``.
 Arena models served by one worker only can be given their own queue (``generate.<model>``), see
 :func:`generation_queue`.
 """
@@ -28,6 +29,13 @@ ALL_QUEUES = (DEFAULT, GENERATE, EVALUATE, JUDGE)
 LONG_TASK_OPTIONS = {"acks_late": True, "reject_on_worker_lost": True}
 
 _QUEUE_SUFFIX = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def route_by_declared_queue(name, args, kwargs, options, task=None, **extra):
+    """Celery router: the queue a task declared where it is defined (``declared_queue``), unless the
+    sender named one (an explicit ``queue=`` given to ``apply_async`` wins, as Celery merges it last)."""
+    queue = getattr(task, "declared_queue", None)
+    return {"queue": queue} if queue else None
 
 
 def generation_queue(queue_suffix: str | None) -> str:

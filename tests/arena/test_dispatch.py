@@ -24,8 +24,8 @@ SMALL = {"max_new_tokens": 8, "temperature": 0.0}
 def test_every_name_dispatch_sends_is_a_task_declaring_that_queue():
     app.loader.import_default_modules()  # what a worker does at start: autodiscover every tasks.py
     registered = app.tasks
-    assert registered[dispatch.BATTLE_GENERATE].queue == GENERATE
-    assert registered[dispatch.RATINGS_REFIT].queue == DEFAULT
+    assert registered[dispatch.BATTLE_GENERATE].declared_queue == GENERATE
+    assert registered[dispatch.RATINGS_REFIT].declared_queue == DEFAULT
     beat = app.conf.beat_schedule
     assert {entry["task"] for entry in beat.values()} <= set(registered), "the beat names a task nobody defines"
 

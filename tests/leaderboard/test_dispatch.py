@@ -16,7 +16,7 @@ def test_every_dispatched_task_exists_and_declares_the_same_queue():
                                     tasks.judge_audit.name}
     for name, queue in dispatch.QUEUES.items():
         assert queue in ALL_QUEUES
-        assert current_app.tasks[name].queue == queue, name
+        assert current_app.tasks[name].declared_queue == queue, name
 
 
 @pytest.mark.django_db(transaction=True)
