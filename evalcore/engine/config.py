@@ -59,6 +59,8 @@ def read_yaml(path: Path) -> dict:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ValueError(f"task file {str(path)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"task file {str(path)!r} cannot be read as UTF-8 text: {exc}") from None
     try:
         data = yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
     except yaml.YAMLError as exc:
@@ -85,18 +87,28 @@ def resolve_includes(path: Path, _seen: tuple = ()) -> dict:
 
 
 def _check_functions(data: dict, source: str) -> None:
-    for key, value in data.items():
-        if isinstance(value, PythonFunction):
+    """Refuse ``!function`` values, keys that are not strings, and YAML aliases that contain themselves."""
+    stack, open_ids = [(data, "", False)], set()
+    while stack:
+        node, key, done = stack.pop()
+        if done:
+            open_ids.discard(id(node))
+            continue
+        if isinstance(node, PythonFunction):
             raise ValueError(
-                f"{source}: key {key!r} is {value!r}, Python code that Podium does not run; "
+                f"{source}: key {key!r} is {node!r}, Python code that Podium does not run; "
                 "write it as a Jinja2 template or a field name"
             )
-        if isinstance(value, dict):
-            _check_functions(value, source)
-        if isinstance(value, list):
-            for item in value:
-                if isinstance(item, dict):
-                    _check_functions(item, source)
+        if not isinstance(node, dict | list):
+            continue
+        if id(node) in open_ids:
+            raise ValueError(f"{source}: key {key!r} contains itself (a YAML alias inside its own anchor)")
+        open_ids.add(id(node))
+        stack.append((node, key, True))
+        for k, value in node.items() if isinstance(node, dict) else ((key, v) for v in node):
+            if not isinstance(k, str):
+                raise ValueError(f"{source}: key {k!r} is not a string")
+            stack.append((value, k, False))
 
 
 @dataclass(frozen=True)
@@ -157,7 +169,7 @@ def task_config_from_mapping(data: dict, *, source: str = "<mapping>", base_dir:
     if not isinstance(name, str) or not name:
         raise ValueError(f"{source}: 'task' must be a task name (a string)")
     output_type = data.get("output_type", "generate_until")
-    if output_type not in OUTPUT_TYPES:
+    if not isinstance(output_type, str) or output_type not in OUTPUT_TYPES:
         raise ValueError(f"{source}: output_type {output_type!r} is not one of {OUTPUT_TYPES}")
     if not data.get("dataset_path"):
         raise ValueError(f"{source}: task {name!r} needs dataset_path")
@@ -171,9 +183,11 @@ def task_config_from_mapping(data: dict, *, source: str = "<mapping>", base_dir:
     bad = sorted(set(fewshot) - FEWSHOT_KEYS)
     if bad:
         raise ValueError(f"{source}: unsupported fewshot_config key(s) {bad}; supported: {sorted(FEWSHOT_KEYS)}")
-    if fewshot.get("sampler", "default") not in SAMPLERS:
+    if not isinstance(fewshot.get("sampler", "default"), str) or fewshot.get("sampler", "default") not in SAMPLERS:
         raise ValueError(f"{source}: fewshot sampler {fewshot['sampler']!r} is not one of {SAMPLERS}")
     generation = data.get("generation_kwargs") or {}
+    if not isinstance(generation, dict):
+        raise ValueError(f"{source}: generation_kwargs must be a mapping")
     bad = sorted(set(generation) - GENERATION_KEYS)
     if bad:
         raise ValueError(f"{source}: unsupported generation_kwargs {bad}; supported: {sorted(GENERATION_KEYS)}")
@@ -185,12 +199,15 @@ def task_config_from_mapping(data: dict, *, source: str = "<mapping>", base_dir:
         raise ValueError(f"{source}: repeats must be a positive integer")
     validate_filter_list(data.get("filter_list"), source)
     validate_metric_list(data.get("metric_list"), output_type, source)
-    tags = data.get("tag") or ()
+    tags = data.get("tag") or []
+    if not isinstance(tags, str) and not (isinstance(tags, list) and all(isinstance(t, str) for t in tags)):
+        raise ValueError(f"{source}: tag must be a name or a list of names")
     tags = (tags,) if isinstance(tags, str) else tuple(tags)
     return TaskConfig(task=name, output_type=output_type, raw=data, source=source, base_dir=base_dir, tags=tags)
 
 
 def group_config_from_mapping(data: dict, *, source: str = "<mapping>") -> GroupConfig:
+    _check_functions(data, source)
     unknown = sorted(set(data) - GROUP_KEYS)
     if unknown:
         raise ValueError(f"{source}: unsupported group key(s) {unknown}; supported keys are {sorted(GROUP_KEYS)}")
@@ -202,6 +219,8 @@ def group_config_from_mapping(data: dict, *, source: str = "<mapping>") -> Group
     aggregate = data.get("aggregate_metric_list") or []
     if isinstance(aggregate, dict):
         aggregate = [aggregate]
+    if not isinstance(aggregate, list):
+        raise ValueError(f"{source}: aggregate_metric_list must be a list of {{metric, aggregation}}")
     for item in aggregate:
         if not isinstance(item, dict) or "metric" not in item:
             raise ValueError(f"{source}: each aggregate_metric_list entry needs 'metric'")

@@ -39,12 +39,14 @@ def validate_filter_list(filter_list, source: str) -> None:
         bad = sorted(set(pipeline) - {"name", "filter"})
         if bad:
             raise ValueError(f"{source}: unsupported filter_list key(s) {bad}")
+        if not isinstance(pipeline["name"], str) or not isinstance(pipeline["filter"], list):
+            raise ValueError(f"{source}: a filter_list entry's name must be a string and its filter a list of steps")
         if pipeline["name"] in names:
             raise ValueError(f"{source}: filter pipeline name {pipeline['name']!r} used twice")
         names.add(pipeline["name"])
         for step in pipeline["filter"]:
             function = step.get("function") if isinstance(step, dict) else None
-            if function not in FILTER_ARGS:
+            if not isinstance(function, str) or function not in FILTER_ARGS:
                 raise ValueError(f"{source}: filter function {function!r} is not one of {sorted(FILTER_ARGS)}")
             bad = sorted(set(step) - {"function"} - FILTER_ARGS[function])
             if bad:
@@ -54,7 +56,7 @@ def validate_filter_list(filter_list, source: str) -> None:
                     raise ValueError(f"{source}: regex filter needs regex_pattern")
                 try:
                     re.compile(step["regex_pattern"])
-                except re.error as exc:
+                except (re.error, TypeError) as exc:
                     raise ValueError(f"{source}: regex_pattern {step['regex_pattern']!r} is invalid: {exc}") from None
 
 

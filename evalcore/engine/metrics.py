@@ -65,12 +65,12 @@ def validate_metric_list(metric_list, output_type: str, source: str) -> None:
         if not isinstance(entry, dict) or "metric" not in entry:
             raise ValueError(f"{source}: each metric_list entry needs 'metric'")
         name = entry["metric"]
-        if name not in allowed:
+        if not isinstance(name, str) or name not in allowed:
             raise ValueError(f"{source}: metric {name!r} is not available for {output_type}; choose from {sorted(allowed)}")
         bad = sorted(set(entry) - ENTRY_KEYS - METRIC_OPTIONS.get(name, set()))
         if bad:
             raise ValueError(f"{source}: metric {name!r} does not take {bad}")
-        if entry.get("aggregation", "mean") not in AGGREGATIONS:
+        if not isinstance(entry.get("aggregation", "mean"), str) or entry.get("aggregation", "mean") not in AGGREGATIONS:
             raise ValueError(f"{source}: aggregation {entry['aggregation']!r} is not one of {sorted(AGGREGATIONS)}")
         if name == "pass@k":
             ks = entry.get("k", [1])
