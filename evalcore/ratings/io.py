@@ -98,6 +98,8 @@ def read_battles(source, *, format: str | None = None) -> Battles:
         raise ValueError(f"unknown format {format!r}; expected csv, json or jsonl")
     except UnicodeDecodeError as exc:
         raise _not_utf8(name, exc) from None
+    except csv.Error as exc:
+        raise ValueError(f"{name}: not valid CSV ({exc})") from None
     finally:
         if close:
             fh.close()
@@ -302,6 +304,8 @@ def is_pair_counts_file(source) -> bool:
             header = next(csv.reader(fh), [])
         except UnicodeDecodeError as exc:
             raise _not_utf8(str(path), exc) from None
+        except csv.Error as exc:
+            raise ValueError(f"{path}: not valid CSV ({exc})") from None
     return {"model_i", "model_j", "wins_i", "wins_j"}.issubset(h.strip() for h in header)
 
 
@@ -326,6 +330,8 @@ def read_pair_counts(source) -> PairCounts:
         rows = [r for r in reader if r]
     except UnicodeDecodeError as exc:
         raise _not_utf8(name, exc) from None
+    except csv.Error as exc:
+        raise ValueError(f"{name}: not valid CSV ({exc})") from None
     finally:
         if close:
             fh.close()
