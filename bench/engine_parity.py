@@ -7,6 +7,10 @@ threads, each in its own process:
 - MMLU, letter style, on 300 questions (the first 50 test questions of 6 subjects), 0-shot and
   5-shot: per-choice log-likelihoods must agree within 1e-4 and predictions must be identical;
 - GSM8K, 10 questions, 5-shot, greedy: generations must be identical text;
+- the harness's own task files (``tests/evalcore/engine/harness_cases.py``, Python code trusted):
+  HellaSwag (``process_docs``, long continuations), 40 documents, log-likelihoods as for MMLU; BBH
+  zero-shot date_understanding (a filter class from its ``utils.py``), 20 questions, greedy
+  generations as for GSM8K;
 - speed: multiple-choice requests per second and generated tokens per second (the same tokenizer
   counts both tools' outputs), and each process's peak resident memory.
 
@@ -22,6 +26,8 @@ Writes ``bench/out/parity/summary.json`` and prints a table. Exit code 1 when pa
 from __future__ import annotations
 
 import argparse
+import glob
+import importlib.util
 import json
 import os
 import resource
@@ -31,12 +37,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "evalcore" / "engine"))
+from harness_cases import build_case  # noqa: E402
+
+GENERATION_RUNS = ("gsm8k", "bbh")
 SUBJECTS = ("world_religions", "management", "conceptual_physics", "miscellaneous", "human_aging", "virology")
 TOLERANCE = 1e-4
 
 
 # -- task files both tools read --------------------------------------------------------------------
-def write_tasks(folder: Path, data_dir: Path) -> None:
+def write_tasks(folder: Path, data_dir: Path, *, hellaswag: int = 0, bbh_date: int = 0) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     letter = (ROOT / "evalcore/tasks/mmlu/_letter_template_yaml").read_text()
     (folder / "_letter_template_yaml").write_text(letter)
@@ -52,6 +62,10 @@ def write_tasks(folder: Path, data_dir: Path) -> None:
     gsm = (ROOT / "evalcore/tasks/gsm8k/gsm8k.yaml").read_text()
     gsm = gsm.replace("${PODIUM_DATA_DIR}", str(data_dir)).replace("task: gsm8k", "task: parity_gsm8k")
     (folder / "parity_gsm8k.yaml").write_text(gsm)
+    if hellaswag:
+        build_case("hellaswag", folder / "harness_hellaswag", n=hellaswag)
+    if bbh_date:
+        build_case("bbh_date_understanding", folder / "harness_bbh", n=bbh_date)
 
 
 def peak_rss_mb() -> float:
@@ -81,7 +95,7 @@ def child_lmeval(args) -> dict:
         samples = {}
         for task, rows in result["samples"].items():
             for row in rows:
-                if label.startswith("gsm8k"):
+                if label.startswith(GENERATION_RUNS):
                     value = row["resps"][0][0]
                 else:
                     value = [float(r[0][0]) for r in row["resps"]]
@@ -103,7 +117,9 @@ def child_podium(args) -> dict:
     started = time.perf_counter()
     backend = load_backend("hf", path=args.model_dir, dtype="float32", device="cpu")
     load_s = time.perf_counter() - started
-    index = TaskIndex([args.tasks_dir], bundled=False)
+    if importlib.util.find_spec("lm_eval") is None:  # bbh's utils.py subclasses the harness's RegexFilter
+        sys.path.extend(glob.glob(str(Path(args.lmeval_python).parent.parent / "lib/python3*/site-packages")))
+    index = TaskIndex([args.tasks_dir], bundled=False, trust_task_code=True)
     out = {"load_s": load_s, "runs": {}}
     for label, tasks, shots, limit in plan(args):
         configs, _ = index.resolve(tasks)
@@ -113,7 +129,7 @@ def child_podium(args) -> dict:
         samples = {}
         for task, result in run.tasks.items():
             for record in result.records:
-                value = record["responses"][0] if label.startswith("gsm8k") else record["choice_logprobs"]
+                value = record["responses"][0] if label.startswith(GENERATION_RUNS) else record["choice_logprobs"]
                 samples[f"{task}/{record['doc_id']}"] = value
         out["runs"][label] = {"seconds": seconds, "samples": samples}
     out["peak_rss_mb"] = peak_rss_mb()
@@ -126,6 +142,10 @@ def plan(args) -> list[tuple[str, list[str], int, int]]:
     steps = [("mmlu_letter_0shot", mmlu, 0, per_subject), ("mmlu_letter_5shot", mmlu, 5, per_subject)]
     if args.gsm8k:
         steps.append(("gsm8k_5shot", ["parity_gsm8k"], 5, args.gsm8k))
+    if args.hellaswag:
+        steps.append(("hellaswag_0shot", ["podium_hellaswag"], 0, args.hellaswag))
+    if args.bbh_date:
+        steps.append(("bbh_date_0shot", ["podium_bbh_date_understanding"], 0, args.bbh_date))
     return steps
 
 
@@ -141,7 +161,7 @@ def compare(lmeval: dict, podium: dict, tokenizer_dir: str) -> dict:
         keys = sorted(ours["samples"])
         missing = sorted(set(keys) ^ set(theirs["samples"]))
         entry = {"n_docs": len(keys), "missing": missing[:5], "seconds": {"lm_eval": theirs["seconds"], "podium": ours["seconds"]}}
-        if label.startswith("gsm8k"):
+        if label.startswith(GENERATION_RUNS):
             same = [ours["samples"][k] == theirs["samples"].get(k) for k in keys]
             tokens_ours = sum(len(tokenizer(ours["samples"][k]).input_ids) for k in keys)
             tokens_theirs = sum(len(tokenizer(theirs["samples"].get(k, "")).input_ids) for k in keys)
@@ -151,7 +171,9 @@ def compare(lmeval: dict, podium: dict, tokenizer_dir: str) -> dict:
                 tokens={"lm_eval": tokens_theirs, "podium": tokens_ours},
                 tokens_per_s={"lm_eval": tokens_theirs / theirs["seconds"], "podium": tokens_ours / ours["seconds"]},
             )
-            entry["speedup"] = entry["tokens_per_s"]["podium"] / entry["tokens_per_s"]["lm_eval"]
+            # Empty generations (a stop string first) make no tokens: then compare wall times.
+            rates = entry["tokens_per_s"]
+            entry["speedup"] = rates["podium"] / rates["lm_eval"] if rates["lm_eval"] else theirs["seconds"] / ours["seconds"]
             entry["parity"] = not entry["differing"] and not missing
         else:
             diffs, same_prediction, requests = [], 0, 0
@@ -186,6 +208,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--mmlu-questions", type=int, default=300)
     parser.add_argument("--gsm8k", type=int, default=10)
+    parser.add_argument("--hellaswag", type=int, default=40, help="documents of the harness's hellaswag files (0: skip)")
+    parser.add_argument("--bbh-date", type=int, default=20, help="questions of bbh zero-shot date_understanding (0: skip)")
     parser.add_argument("--reuse", action="store_true", help="compare existing child outputs without rerunning")
     parser.add_argument("--skip-lmeval", action="store_true", help="rerun only Podium, reuse lmeval.json")
     parser.add_argument("--tasks-dir", default=None, help=argparse.SUPPRESS)
@@ -197,11 +221,12 @@ def main() -> int:
         (out / f"{args.role}.json").write_text(json.dumps(result))
         return 0
     out.mkdir(parents=True, exist_ok=True)
-    write_tasks(Path(args.tasks_dir), Path(args.data_dir).resolve())
+    write_tasks(Path(args.tasks_dir), Path(args.data_dir).resolve(), hellaswag=args.hellaswag, bbh_date=args.bbh_date)
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "OMP_NUM_THREADS": str(args.threads), "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
     common = ["--model-dir", args.model_dir, "--out", str(out), "--threads", str(args.threads), "--tasks-dir",
-              args.tasks_dir, "--mmlu-questions", str(args.mmlu_questions), "--gsm8k", str(args.gsm8k)]  # fmt: skip
+              args.tasks_dir, "--mmlu-questions", str(args.mmlu_questions), "--gsm8k", str(args.gsm8k),
+              "--hellaswag", str(args.hellaswag), "--bbh-date", str(args.bbh_date), "--lmeval-python", args.lmeval_python]  # fmt: skip
     if not args.reuse:
         for role, python in (("lmeval", args.lmeval_python), ("podium", sys.executable)):
             if role == "lmeval" and args.skip_lmeval:

@@ -22,6 +22,7 @@ SUBCOMMAND_MODULES = (
     "evalcore.cli.rescore",
     "evalcore.cli.serve",
     "evalcore.cli.judge",
+    "evalcore.cli.contamination",
 )
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from evalcore.cli import CliError
 from evalcore.cli.run import print_table
 from evalcore.engine import TaskConfig, TaskIndex, load_config_file, read_samples, score_records
-from evalcore.engine.results import atomic_write, sample_line
+from evalcore.engine.results import atomic_write, read_results, results_payload, sample_line
 from evalcore.engine.scoring import aggregate
 
 
@@ -22,6 +22,7 @@ def register(subparsers) -> None:
     parser.add_argument("samples", help="samples_<task>.jsonl written by run --log-samples")
     parser.add_argument("--task", required=True, help="task YAML file, or the name of a bundled task")
     parser.add_argument("--include-path", action="append", default=[], metavar="DIR")
+    parser.add_argument("--trust-task-code", action="store_true", help="run Python code beside task files (trusted folders only)")
     parser.add_argument("--seed", type=int, default=0, help="seed for bootstrap intervals")
     parser.add_argument("--output", default=None, help="write the numbers as JSON here")
     parser.add_argument("--samples-out", default=None, help="write the re-scored samples here")
@@ -31,9 +32,9 @@ def register(subparsers) -> None:
 def run(args) -> int:
 
     if Path(args.task).is_file():
-        config = load_config_file(args.task)
+        config = load_config_file(args.task, trusted=args.trust_task_code)
     else:
-        index = TaskIndex(args.include_path)
+        index = TaskIndex(args.include_path, trust_task_code=args.trust_task_code)
         if args.task not in index.tasks:
             raise CliError(f"--task {args.task!r} is neither a YAML file nor a task name")
         config = index.tasks[args.task]
@@ -42,10 +43,10 @@ def run(args) -> int:
     records = read_samples(args.samples)
     scored = score_records(config, records)
     metrics = aggregate(config, scored, seed=args.seed)
-    table = {config.task: {k: v.as_dict() for k, v in metrics.items()}}
-    print_table(table)
+    payload = results_payload({config.task: metrics})
+    print_table(read_results(payload))
     if args.output:
-        payload = {"results": table, "config_sha256": config.sha256, "config": config.raw, "rescored_from": str(args.samples)}
+        payload = {**payload, "config_sha256": config.sha256, "config": config.raw, "rescored_from": str(args.samples)}
         atomic_write(Path(args.output), json.dumps(payload, indent=2, default=str))
     if args.samples_out:
         atomic_write(Path(args.samples_out), "".join(sample_line(r) + "\n" for r in scored))

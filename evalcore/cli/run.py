@@ -1,7 +1,7 @@
 """``python -m evalcore run``: evaluate a model on benchmark tasks, harness style.
 
     python -m evalcore run --model hf --model-args path=DIR,dtype=float32 --tasks mmlu,gsm8k \
-        [--include-path DIR] [--num-fewshot N] [--limit N] [--batch-size auto|N] [--seed S] \
+        [--include-path DIR] [--trust-task-code] [--num-fewshot N] [--limit N] [--batch-size auto|N] [--seed S] \
         [--output-dir DIR] [--log-samples] [--cache FILE]
 """
 
@@ -12,7 +12,7 @@ import sys
 from evalcore.cli import CliError
 from evalcore.engine import TaskIndex, evaluate, write_run
 from evalcore.engine.cache import CachedBackend, RequestCache
-from evalcore.engine.results import run_to_dict
+from evalcore.engine.results import read_results, run_to_dict
 from evalcore.models import load_backend, parse_model_args
 
 
@@ -22,6 +22,11 @@ def register(subparsers) -> None:
     parser.add_argument("--model-args", default="", help="comma-separated key=value, e.g. path=DIR,dtype=float32")
     parser.add_argument("--tasks", required=True, help="comma-separated task, group or tag names")
     parser.add_argument("--include-path", action="append", default=[], metavar="DIR", help="folder of extra task YAML files")
+    parser.add_argument(
+        "--trust-task-code", action="store_true",
+        help="run Python code (!function) beside task files under --include-path, as the harness does; "
+        "only for folders you trust (bundled tasks are always trusted)",
+    )
     parser.add_argument("--num-fewshot", type=int, default=None, help="override every task's num_fewshot")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N documents of each task")
     parser.add_argument("--batch-size", default=None, help="'auto' or a number of rows per forward pass")
@@ -44,7 +49,7 @@ def run(args) -> int:
         raise CliError("--log-samples needs --output-dir")
     if args.num_fewshot is not None and args.num_fewshot < 0:
         raise CliError("--num-fewshot must be 0 or more")
-    index = TaskIndex(args.include_path)
+    index = TaskIndex(args.include_path, trust_task_code=args.trust_task_code)
     tasks, groups = index.resolve([t for t in args.tasks.split(",") if t.strip()])
     model_args = parse_model_args(args.model_args)
     if args.batch_size is not None:
@@ -67,7 +72,7 @@ def run(args) -> int:
     if args.output_dir:
         path = write_run(result, args.output_dir, log_samples=args.log_samples)
         print(f"results written to {path}", file=sys.stderr)
-    print_table(run_to_dict(result)["results"])
+    print_table(read_results(run_to_dict(result)))
     return 0
 
 

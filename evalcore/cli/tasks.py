@@ -9,11 +9,12 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("tasks", help="list benchmark tasks, groups and tags")
     parser.add_argument("--include-path", action="append", default=[], metavar="DIR", help="also list the task YAML files in DIR")
     parser.add_argument("--groups", action="store_true", help="list only groups and tags")
+    parser.add_argument("--trust-task-code", action="store_true", help="load Python code beside the task files (trusted folders only)")
     parser.set_defaults(func=run)
 
 
 def run(args) -> int:
-    index = TaskIndex(args.include_path)
+    index = TaskIndex(args.include_path, trust_task_code=args.trust_task_code)
     for name in sorted(index.groups):
         print(f"{name}\tgroup\t{len(index.group_members(index.groups[name]))} tasks")
     for name in sorted(index.tags):

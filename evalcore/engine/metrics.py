@@ -34,28 +34,33 @@ Z95 = 1.959963984540054
 BOOTSTRAP_ROUNDS = 1000
 
 METRICS_BY_TYPE = {
-    "multiple_choice": {"acc", "acc_norm", "acc_bytes", "acc_mutual_info", "brier_score", "exact_match"},
+    "multiple_choice": {"acc", "acc_norm", "acc_bytes", "acc_mutual_info", "brier_score", "exact_match", "f1", "mcc"},
     "loglikelihood": {"acc", "perplexity"},
     "loglikelihood_rolling": {"word_perplexity", "byte_perplexity", "bits_per_byte", "token_perplexity"},
-    "generate_until": {"exact_match", "f1", "pass@k"},
+    "generate_until": {"exact_match", "f1", "pass@k", "acc", "bleu", "chrf", "ter"},
 }
+# Metrics scored over the whole corpus of (gold, prediction) pairs (:mod:`evalcore.engine.corpus`).
+CORPUS_AGGREGATIONS = {"f1", "matthews_corrcoef", "bleu", "chrf", "ter"}
+DEFAULT_AGGREGATION = {"mcc": "matthews_corrcoef", "bleu": "bleu", "chrf": "chrf", "ter": "ter"}
+MC_DEFAULT_AGGREGATION = {"f1": "f1", "mcc": "matthews_corrcoef"}
 DEFAULT_METRICS = {
     "multiple_choice": ["acc", "acc_norm"],
     "loglikelihood": ["perplexity", "acc"],
     "loglikelihood_rolling": ["word_perplexity", "byte_perplexity", "bits_per_byte"],
     "generate_until": ["exact_match"],
 }
-LOWER_IS_BETTER = {"brier_score", "perplexity", "word_perplexity", "byte_perplexity", "bits_per_byte", "token_perplexity"}
+LOWER_IS_BETTER = {"ter", "brier_score", "perplexity", "word_perplexity", "byte_perplexity", "bits_per_byte", "token_perplexity"}
 RATIO_METRICS = {"perplexity", "word_perplexity", "byte_perplexity", "bits_per_byte", "token_perplexity"}
 METRIC_OPTIONS = {
     "exact_match": {"ignore_case", "ignore_punctuation", "ignore_numbers", "regexes_to_ignore"},
     "pass@k": {"k", "timeout", "memory_mb"},
 }
-ENTRY_KEYS = {"metric", "aggregation", "higher_is_better"}
-AGGREGATIONS = {"mean", "perplexity", "weighted_perplexity", "bits_per_byte", "brier_score"}
+STRICT_OPTIONS = {"exact_match", "pass@k"}
+ENTRY_KEYS = {"metric", "aggregation", "higher_is_better", "hf_evaluate"}
+AGGREGATIONS = {"mean", "median", "perplexity", "weighted_perplexity", "bits_per_byte", "brier_score"} | CORPUS_AGGREGATIONS
 
 
-def validate_metric_list(metric_list, output_type: str, source: str) -> None:
+def validate_metric_list(metric_list, output_type: str, source: str, *, custom_results: bool = False) -> None:
     if metric_list is None:
         return
     if not isinstance(metric_list, list) or not metric_list:
@@ -65,12 +70,22 @@ def validate_metric_list(metric_list, output_type: str, source: str) -> None:
         if not isinstance(entry, dict) or "metric" not in entry:
             raise ValueError(f"{source}: each metric_list entry needs 'metric'")
         name = entry["metric"]
+        if callable(name) or custom_results:
+            # Python code scores these (a trusted task's process_results or metric function).
+            if not (isinstance(name, str) or callable(name)):
+                raise ValueError(f"{source}: metric {name!r} must be a name or !function")
+            aggregation = entry.get("aggregation", "mean")
+            if not callable(aggregation) and (not isinstance(aggregation, str) or aggregation not in AGGREGATIONS):
+                raise ValueError(f"{source}: aggregation {aggregation!r} is not one of {sorted(AGGREGATIONS)}")
+            continue
         if not isinstance(name, str) or name not in allowed:
             raise ValueError(f"{source}: metric {name!r} is not available for {output_type}; choose from {sorted(allowed)}")
         bad = sorted(set(entry) - ENTRY_KEYS - METRIC_OPTIONS.get(name, set()))
-        if bad:
+        if bad and name in STRICT_OPTIONS:
+            # Other metrics ignore extra options, as the harness's passthrough metrics do.
             raise ValueError(f"{source}: metric {name!r} does not take {bad}")
-        if not isinstance(entry.get("aggregation", "mean"), str) or entry.get("aggregation", "mean") not in AGGREGATIONS:
+        aggregation = entry.get("aggregation", "mean")
+        if not callable(aggregation) and (not isinstance(aggregation, str) or aggregation not in AGGREGATIONS):
             raise ValueError(f"{source}: aggregation {entry['aggregation']!r} is not one of {sorted(AGGREGATIONS)}")
         if name == "pass@k":
             ks = entry.get("k", [1])
@@ -174,8 +189,11 @@ class MetricValue:
         }
 
 
-def _clean(x: float) -> float | None:
+def clean(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
+
+
+_clean = clean
 
 
 def mean_value(values, *, higher_is_better: bool = True) -> MetricValue:

@@ -59,6 +59,7 @@ class PromptSpec:
     doc_to_choice: object
     target_delimiter: str
     fewshot_delimiter: str
+    gen_prefix: object = None
 
 
 class Prompter:
@@ -73,6 +74,7 @@ class Prompter:
             doc_to_choice=config.get("doc_to_choice"),
             target_delimiter=config.get("target_delimiter", " "),
             fewshot_delimiter=config.get("fewshot_delimiter", "\n\n"),
+            gen_prefix=config.get("gen_prefix"),
         )
         fs = config.fewshot_config
         self.fewshot = PromptSpec(
@@ -81,6 +83,7 @@ class Prompter:
             doc_to_choice=fs.get("doc_to_choice", self.main.doc_to_choice),
             target_delimiter=fs.get("target_delimiter", self.main.target_delimiter),
             fewshot_delimiter=fs.get("fewshot_delimiter", self.main.fewshot_delimiter),
+            gen_prefix=fs.get("gen_prefix", self.main.gen_prefix),
         )
         self.has_choices = config.get("doc_to_choice") is not None
 
@@ -89,6 +92,8 @@ class Prompter:
         template = (spec or self.main).doc_to_text
         if isinstance(template, int):
             return template
+        if callable(template):
+            return template(doc)
         if not isinstance(template, str):
             raise ValueError(f"task {self.task!r}: doc_to_text must be a field name or a template")
         if template in doc:
@@ -104,6 +109,8 @@ class Prompter:
             raise ValueError(f"task {self.task!r} needs doc_to_target")
         if isinstance(template, int | list):
             return template
+        if callable(template):
+            return template(doc)
         if not isinstance(template, str):
             raise ValueError(f"task {self.task!r}: doc_to_target must be a field name, an index or a template")
         if template in doc:
@@ -122,6 +129,8 @@ class Prompter:
         template = (spec or self.main).doc_to_choice
         if isinstance(template, list):
             choices = template
+        elif callable(template):
+            choices = template(doc)
         elif isinstance(template, dict):
             choices = list(template.values())
         elif isinstance(template, str):
@@ -158,17 +167,63 @@ class Prompter:
             return render(description, doc, task=self.task, what="description")
         return description
 
-    def context(self, doc: dict, shots: list[dict]) -> str:
-        parts = [self.description(doc)]
-        for shot in shots:
-            question = self.text(shot, self.fewshot)
-            parts.append(f"{question}{self.fewshot.target_delimiter}{self.answer_text(shot, self.fewshot)}")
-            parts.append(self.fewshot.fewshot_delimiter)
-        text = self.text(doc)
+    def prefix(self, doc: dict, spec: PromptSpec | None = None) -> str | None:
+        """``gen_prefix``: text that starts the answer (a field name or a template)."""
+        template = (spec or self.main).gen_prefix
+        if template is None:
+            return None
+        if template in doc:
+            return str(doc[template])
+        return render(str(template), doc, task=self.task, what="gen_prefix")
+
+    def question(self, doc: dict, spec: PromptSpec) -> str:
+        """The document's text; for multiple-input tasks (an index into the choices) that choice."""
+        text = self.text(doc, spec)
+        if isinstance(text, int) and not isinstance(text, bool) and spec.doc_to_choice is not None:
+            return self.choices(doc, spec)[text]
         if not isinstance(text, str):
             raise ValueError(f"task {self.task!r}: doc_to_text gave {text!r}, not a string")
-        parts.append(text)
+        return text
+
+    def shot_text(self, shot: dict) -> str:
+        """A few-shot example: question, delimiter, answer (after gen_prefix), few-shot delimiter."""
+        spec = self.fewshot
+        question, prefix = self.question(shot, spec), self.prefix(shot, spec)
+        if prefix:
+            delimiter = spec.target_delimiter if _needs_space(question, prefix) else ""
+            return f"{question}{delimiter}{_join(prefix, self.answer_text(shot, spec))}{spec.fewshot_delimiter}"
+        return f"{question}{spec.target_delimiter}{self.answer_text(shot, spec)}{spec.fewshot_delimiter}"
+
+    def query(self, text: str, doc: dict) -> str:
+        """The evaluated document's turn: its text, then gen_prefix when the task has one."""
+        prefix = self.prefix(doc)
+        if not prefix:
+            return text
+        delimiter = self.main.target_delimiter if _needs_space(text, prefix) else ""
+        return f"{text}{delimiter}{prefix}"
+
+    def context(self, doc: dict, shots: list[dict], text: str | None = None) -> str:
+        """``description + shots + text`` (``text``: the document's, or one input of a multiple-input task)."""
+        parts = [self.description(doc)] + [self.shot_text(shot) for shot in shots]
+        if text is None:
+            text = self.text(doc)
+            if not isinstance(text, str):
+                raise ValueError(f"task {self.task!r}: doc_to_text gave {text!r}, not a string")
+        parts.append(self.query(text, doc))
         return "".join(parts)
+
+    def is_multiple_input(self, doc: dict) -> bool:
+        """doc_to_text gives a choice index: each choice is a context, the target the continuation."""
+        text = self.text(doc)
+        return isinstance(text, int) and not isinstance(text, bool) and self.has_choices
+
+
+def _needs_space(before: str, after: str) -> bool:
+    return bool(before) and bool(after) and not (before[-1].isspace() or after[0].isspace())
+
+
+def _join(prefix: str, answer: str) -> str:
+    return f"{prefix} {answer}" if _needs_space(prefix, answer) else f"{prefix}{answer}"
 
 
 class FewshotSampler:

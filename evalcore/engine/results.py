@@ -2,6 +2,14 @@
 
 Files are written to a temporary name and renamed into place only when complete, and the
 results JSON is written last, so a crash never leaves a partial file that looks complete.
+
+``results.json`` uses lm-evaluation-harness's layout, so its tooling reads Podium's runs:
+``results[task]["acc,none"]`` is the value and ``results[task]["acc_stderr,none"]`` its standard
+error (``"N/A"`` when there is none); ``versions``, ``n-shot``, ``higher_is_better`` and
+``n-samples`` are there too. Podium's intervals and counts are under ``intervals[task]["acc,none"]``
+(``value``, ``stderr``, ``ci_low``, ``ci_high``, ``n``, ...). In memory (``RunResult.results``) and
+in the database an unfiltered metric keeps its short name (``acc``). :func:`read_results` reads
+both this layout and the older one (``results[task]["acc"] = {value, stderr, ...}``).
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from evalcore.engine.runner import RunResult
 SAMPLE_FIELDS = (
     "doc_id", "doc", "prompt", "target", "fewshot_ids", "choices", "choice_logprobs", "choice_is_greedy",
     "unconditional_logprobs", "logprob", "is_greedy", "num_tokens", "words", "bytes", "responses",
-    "finish_reasons", "filtered", "metrics",
+    "finish_reasons", "filtered", "metrics", "contexts", "continuation",
 )  # fmt: skip
 
 
@@ -47,11 +55,75 @@ def sample_line(record: dict) -> str:
     return json.dumps({k: record[k] for k in SAMPLE_FIELDS if k in record}, ensure_ascii=False, default=str)
 
 
-def run_to_dict(run: RunResult) -> dict:
+def harness_key(key: str) -> str:
+    """``acc`` -> ``acc,none``; a key that names its filter (``exact_match,strict-match``) is kept."""
+    return key if "," in key else f"{key},none"
+
+
+def podium_key(key: str) -> str:
+    """``acc,none`` -> ``acc`` (the name Podium stores); other keys are kept."""
+    return key[: -len(",none")] if key.endswith(",none") else key
+
+
+def stderr_key(key: str) -> str:
+    metric, _, filter_name = harness_key(key).partition(",")
+    return f"{metric}_stderr,{filter_name}"
+
+
+def harness_block(name: str, metrics: dict) -> dict:
+    """One task's harness-style entry: ``alias``, ``metric,filter`` and ``metric_stderr,filter``."""
+    block: dict = {"alias": name}
+    for key, value in metrics.items():
+        block[harness_key(key)] = value.value
+        block[stderr_key(key)] = "N/A" if value.stderr is None else value.stderr
+    return block
+
+
+def results_payload(results: dict) -> dict:
+    """``results`` (harness layout) and ``intervals`` (Podium's numbers) for {task: {key: MetricValue}}."""
     return {
-        "results": {task: {k: v.as_dict() for k, v in metrics.items()} for task, metrics in run.results.items()},
-        "groups": sorted(run.groups),
-        "protocol": {name: task.protocol for name, task in run.tasks.items()},
+        "results": {name: harness_block(name, metrics) for name, metrics in results.items()},
+        "intervals": {name: {harness_key(k): v.as_dict() for k, v in metrics.items()} for name, metrics in results.items()},
+    }
+
+
+def read_results(data: dict) -> dict[str, dict[str, dict]]:
+    """{task: {metric key as Podium names it: {value, stderr, ci_low, ci_high, n, ...}}} from a results JSON.
+
+    Accepts this module's layout (``intervals`` beside harness-style ``results``), the older Podium
+    layout (``results[task][key]`` a mapping) and a results.json written by the harness itself
+    (values and ``_stderr`` keys only; no intervals or counts).
+    """
+    out: dict[str, dict[str, dict]] = {}
+    intervals = data.get("intervals") or {}
+    for task, block in (data.get("results") or {}).items():
+        if task in intervals:
+            out[task] = {podium_key(k): dict(v) for k, v in intervals[task].items()}
+            continue
+        metrics = {}
+        for key, value in block.items():
+            if isinstance(value, dict):
+                metrics[podium_key(key)] = dict(value)
+            elif key != "alias" and "_stderr," not in key and isinstance(value, int | float):
+                stderr = block.get(stderr_key(key))
+                metrics[podium_key(key)] = {"value": value, "stderr": stderr if isinstance(stderr, int | float) else None}
+        out[task] = metrics
+    return out
+
+
+def run_to_dict(run: RunResult) -> dict:
+    tasks = run.tasks
+    return {
+        **results_payload(run.results),
+        "groups": {name: harness_block(name, metrics) for name, metrics in run.groups.items()},
+        "versions": {name: task.protocol.get("version") for name, task in tasks.items()},
+        "n-shot": {name: task.protocol.get("num_fewshot") for name, task in tasks.items()},
+        "higher_is_better": {
+            name: {podium_key(harness_key(k).split(",")[0]): v.higher_is_better for k, v in metrics.items()}
+            for name, metrics in run.results.items()
+        },
+        "n-samples": {name: {"original": t.protocol.get("n_docs"), "effective": t.protocol.get("n_docs")} for name, t in tasks.items()},
+        "protocol": {name: task.protocol for name, task in tasks.items()},
         "model": run.model,
         "settings": run.settings,
         "code_version": code_version(),

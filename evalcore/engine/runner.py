@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, field
 
@@ -22,6 +23,7 @@ from evalcore.engine import metrics as m
 from evalcore.engine.config import GroupConfig, TaskConfig
 from evalcore.engine.data import evaluation_docs, load_splits, split_docs
 from evalcore.engine.prompts import FewshotSampler, Prompter
+from evalcore.engine.sandbox import require_jail
 from evalcore.engine.scoring import aggregate, metric_key, score_records
 from evalcore.models.base import Backend, GenerationRequest, LoglikelihoodRequest, RollingRequest
 
@@ -56,6 +58,8 @@ class RunResult:
 def fewshot_pool(config: TaskConfig, splits: dict[str, list[dict]]) -> tuple[str | None, list[dict]]:
     """(split name, documents) few-shot examples come from: inline samples, then the splits."""
     samples = config.fewshot_config.get("samples")
+    if callable(samples):
+        samples = list(samples())  # a trusted task's list of examples (the harness calls it the same way)
     if samples is not None:
         if not isinstance(samples, list) or not all(isinstance(s, dict) for s in samples):
             raise ValueError(f"task {config.task!r}: fewshot_config.samples must be a list of documents")
@@ -75,6 +79,10 @@ def build_records(config: TaskConfig, *, num_fewshot: int | None, limit: int | N
     template (as lm-evaluation-harness does with ``--apply_chat_template``); the record's prompt is then
     the rendered text, exactly what the model reads.
     """
+    if config.get("process_docs") is not None:
+        # Task code may draw from Python's global random (gpqa shuffles its answers): seed it as the
+        # harness does (random.seed(random_seed), default 0) so the same documents come out.
+        random.seed(seed)
     splits = load_splits(config)
     split_name, docs = evaluation_docs(config, splits)
     if limit is not None:
@@ -97,17 +105,28 @@ def build_records(config: TaskConfig, *, num_fewshot: int | None, limit: int | N
         if not isinstance(doc, dict):
             raise ValueError(f"task {config.task!r}: document {doc_id} is not a mapping")
         fewshot_ids = sampler.sample(shots, doc)
-        prompt = prompter.context(doc, [pool[i] for i in fewshot_ids])
-        if chat is not None:
-            prompt = chat([{"role": "user", "content": prompt}])
-        record = {"doc_id": doc_id, "doc": doc, "prompt": prompt, "fewshot_ids": fewshot_ids}
-        if config.output_type == "multiple_choice":
-            record["choices"] = prompter.choices(doc)
-            record["target"] = prompter.target(doc)
-        else:
-            record["target"] = prompter.target(doc)
-        records.append(record)
+        records.append(_record(config, prompter, doc_id, doc, [pool[i] for i in fewshot_ids], fewshot_ids, chat))
     return records
+
+
+def _record(config: TaskConfig, prompter: Prompter, doc_id: int, doc: dict, shots: list[dict], fewshot_ids: list[int],
+            chat) -> dict:  # fmt: skip
+    wrap = (lambda text: chat([{"role": "user", "content": text}])) if chat is not None else (lambda text: text)
+    record = {"doc_id": doc_id, "doc": doc, "fewshot_ids": fewshot_ids}
+    if config.output_type == "multiple_choice" and prompter.is_multiple_input(doc):
+        # Winogrande style: one context per choice, the target is the shared continuation.
+        choices = prompter.choices(doc)
+        record["contexts"] = [wrap(prompter.context(doc, shots, text=choice)) for choice in choices]
+        record["prompt"] = record["contexts"][0]
+        record["choices"] = choices
+        record["continuation"] = str(prompter.target(doc))
+        record["target"] = prompter.text(doc)
+        return record
+    record["prompt"] = wrap(prompter.context(doc, shots))
+    if config.output_type == "multiple_choice":
+        record["choices"] = prompter.choices(doc)
+    record["target"] = prompter.target(doc)
+    return record
 
 
 def _generation_request(config: TaskConfig, prompt: str, seed: int) -> GenerationRequest:
@@ -118,7 +137,7 @@ def _generation_request(config: TaskConfig, prompt: str, seed: int) -> Generatio
     return GenerationRequest(
         context=prompt,
         until=until,
-        max_gen_toks=int(kwargs.get("max_gen_toks", 256)),
+        max_gen_toks=int(kwargs.get("max_gen_toks", kwargs.get("max_new_tokens", 256))),
         do_sample=bool(kwargs.get("do_sample", False)) and temperature > 0,
         temperature=temperature,
         top_p=float(kwargs.get("top_p", 1.0)),
@@ -140,7 +159,10 @@ def run_requests(backend: Backend, config: TaskConfig, records: list[dict], *, s
         requests, spans = [], []
         for record in records:
             start = len(requests)
-            requests += [LoglikelihoodRequest(record["prompt"], f"{delimiter}{c}") for c in record["choices"]]
+            if "contexts" in record:
+                requests += [LoglikelihoodRequest(c, f"{delimiter}{record['continuation']}") for c in record["contexts"]]
+            else:
+                requests += [LoglikelihoodRequest(record["prompt"], f"{delimiter}{c}") for c in record["choices"]]
             if wants_mi:
                 requests += [LoglikelihoodRequest("", f"{delimiter}{c}") for c in record["choices"]]
             spans.append(start)
@@ -187,6 +209,8 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
                   fewshot_seed=DEFAULT_FEWSHOT_SEED, progress: bool = False,
                   apply_chat_template: bool = False) -> TaskResult:  # fmt: skip
     started = time.perf_counter()
+    if config.get("unsafe_code"):
+        require_jail()  # generated programs run only in the jail: fail before asking the model anything
     chat = backend.chat_context if apply_chat_template else None
     records = build_records(
         config, num_fewshot=num_fewshot, limit=limit, seed=seed, fewshot_seed=fewshot_seed, chat=chat

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+
 from evalcore.engine import metrics as m
 from evalcore.engine.config import TaskConfig
+from evalcore.engine.corpus import corpus_value
 from evalcore.engine.filters import pipelines
 from evalcore.engine.prompts import Prompter
 from evalcore.engine.sandbox import run_program
@@ -50,66 +53,123 @@ def _execute(programs: list[str], timeout: float, memory_mb: int) -> list[bool]:
         return [r.passed for r in pool.map(lambda p: run_program(p, timeout=timeout, memory_mb=memory_mb), programs)]
 
 
+def metric_name(entry: dict) -> str:
+    """The name a metric entry reports under (a ``!function`` metric: the function's name)."""
+    name = entry["metric"]
+    return name if isinstance(name, str) else getattr(name, "name", getattr(name, "__name__", str(name)))
+
+
+def _custom_results(config: TaskConfig, doc: dict, results) -> dict:
+    values = config.get("process_results")(doc, results)
+    if not isinstance(values, dict):
+        raise ValueError(f"task {config.task!r}: process_results returned {type(values).__name__}, not a mapping")
+    return values
+
+
+def _multiple_choice(config: TaskConfig, record: dict, entries: list[dict]) -> dict:
+    if config.get("process_results") is not None:
+        logprobs = list(record["choice_logprobs"]) + list(record.get("unconditional_logprobs") or [])
+        greedy = list(record.get("choice_is_greedy") or [False] * len(record["choice_logprobs"]))
+        greedy += [False] * (len(logprobs) - len(greedy))
+        return _custom_results(config, record["doc"], list(zip(logprobs, greedy)))
+    gold = gold_index(record["target"], record["choices"])
+    scores = m.multiple_choice_scores(
+        record["choice_logprobs"], record["choices"], gold,
+        greedy=record.get("choice_is_greedy"), unconditional=record.get("unconditional_logprobs"),
+    )  # fmt: skip
+    prediction = int(max(range(len(record["choice_logprobs"])), key=lambda i: record["choice_logprobs"][i]))
+    scores["f1"] = scores["mcc"] = [gold, prediction]
+    values = {}
+    for name in (metric_name(e) for e in entries):
+        if name not in scores:
+            raise ValueError(f"task {config.task!r}: metric {name!r} needs responses this record lacks")
+        values[name] = scores[name]
+    return values
+
+
+def _call_metric(function, gold, answer, entry: dict):
+    options = {k: v for k, v in entry.items() if k not in m.ENTRY_KEYS}
+    try:
+        return function(references=[gold], predictions=[answer], **options)
+    except TypeError:
+        return function([gold, answer])
+
+
+def _generation_metric(entry: dict, gold, answer, filter_name: str) -> dict:
+    name = entry["metric"]
+    golds = gold if isinstance(gold, list) else [gold]
+    if callable(name):
+        score = _call_metric(name, gold, answer, entry)
+        if isinstance(score, dict):
+            return {metric_key(k, filter_name): v for k, v in score.items()}
+        return {metric_key(metric_name(entry), filter_name): score}
+    key = metric_key(name, filter_name)
+    if name == "exact_match":
+        options = {k: entry[k] for k in m.METRIC_OPTIONS["exact_match"] if k in entry}
+        return {key: max(m.exact_match(answer, g, **options) for g in golds)}
+    if name == "acc":
+        return {key: float(any(str(answer) == str(g) for g in golds))}
+    if name == "f1":
+        return {key: max_f1(answer, gold)}
+    return {key: [gold, answer]}  # bleu, chrf, ter: scored over the corpus
+
+
+def _generation(config: TaskConfig, record: dict, entries: list[dict]) -> tuple[dict, dict]:
+    values: dict = {}
+    filtered: dict = {}
+    gold = _generation_gold(config, record)
+    for filter_name, apply in pipelines(config.get("filter_list")):
+        responses = apply(list(record["responses"]), record["doc"])
+        filtered[filter_name] = responses
+        answer = responses[0] if responses else ""
+        if config.get("process_results") is not None:
+            result = answer if len(responses) == 1 else responses
+            values.update({metric_key(k, filter_name): v for k, v in _custom_results(config, record["doc"], [result]).items()})
+            continue
+        for entry in entries:
+            if entry["metric"] != "pass@k":
+                values.update(_generation_metric(entry, gold, answer, filter_name))
+                continue
+            ks = entry.get("k", [1])
+            ks = [ks] if isinstance(ks, int) else list(ks)
+            programs = [f"{record['prompt']}{r}\n\n{gold}\n" for r in responses]
+            passed = _execute(programs, float(entry.get("timeout", 10.0)), int(entry.get("memory_mb", 1024)))
+            filtered[f"{filter_name}:passed"] = passed
+            for k in ks:
+                values[metric_key(f"pass@{k}", filter_name)] = m.pass_at_k(len(passed), sum(passed), k)
+    return filtered, values
+
+
 def score_record(config: TaskConfig, record: dict, entries: list[dict]) -> tuple[dict, dict]:
     """(filtered responses per pipeline, per-metric values) for one record.
 
-    Ratio metrics return (log-likelihood, units) pairs that :func:`aggregate` sums.
+    Ratio metrics return (log-likelihood, units) pairs and corpus metrics [gold, prediction] pairs
+    that :func:`aggregate` combines.
     """
     kind = config.output_type
-    values: dict = {}
-    filtered: dict = {}
-    wanted = {e["metric"] for e in entries}
+    wanted = {metric_name(e) for e in entries}
     if kind == "multiple_choice":
-        gold = gold_index(record["target"], record["choices"])
-        scores = m.multiple_choice_scores(
-            record["choice_logprobs"],
-            record["choices"],
-            gold,
-            greedy=record.get("choice_is_greedy"),
-            unconditional=record.get("unconditional_logprobs"),
-        )
-        for name in wanted:
-            if name not in scores:
-                raise ValueError(f"task {config.task!r}: metric {name!r} needs responses this record lacks")
-            values[name] = scores[name]
-    elif kind == "loglikelihood":
+        return {}, _multiple_choice(config, record, entries)
+    if kind == "loglikelihood":
+        if config.get("process_results") is not None:
+            return {}, _custom_results(config, record["doc"], [(record["logprob"], record["is_greedy"])])
+        values = {}
         if "acc" in wanted:
             values["acc"] = float(record["is_greedy"])
         if "perplexity" in wanted:
             values["perplexity"] = (record["logprob"], 1)
-    elif kind == "loglikelihood_rolling":
+        return {}, values
+    if kind == "loglikelihood_rolling":
+        if config.get("process_results") is not None:
+            return {}, _custom_results(config, record["doc"], [record["logprob"]])
         units = {
             "word_perplexity": record["words"],
             "byte_perplexity": record["bytes"],
             "bits_per_byte": record["bytes"],
             "token_perplexity": record["num_tokens"],
         }
-        for name in wanted:
-            values[name] = (record["logprob"], units[name])
-    else:
-        gold = _generation_gold(config, record)
-        for filter_name, apply in pipelines(config.get("filter_list")):
-            responses = apply(list(record["responses"]))
-            filtered[filter_name] = responses
-            for entry in entries:
-                name = entry["metric"]
-                key = metric_key(name if name != "pass@k" else "pass@k", filter_name)
-                if name == "exact_match":
-                    options = {k: entry[k] for k in m.METRIC_OPTIONS["exact_match"] if k in entry}
-                    answer = responses[0] if responses else ""
-                    golds = gold if isinstance(gold, list) else [gold]
-                    values[key] = max(m.exact_match(answer, g, **options) for g in golds)
-                elif name == "f1":
-                    values[key] = max_f1(responses[0] if responses else "", gold)
-                elif name == "pass@k":
-                    ks = entry.get("k", [1])
-                    ks = [ks] if isinstance(ks, int) else list(ks)
-                    programs = [f"{record['prompt']}{r}\n\n{gold}\n" for r in responses]
-                    passed = _execute(programs, float(entry.get("timeout", 10.0)), int(entry.get("memory_mb", 1024)))
-                    filtered[f"{filter_name}:passed"] = passed
-                    for k in ks:
-                        values[metric_key(f"pass@{k}", filter_name)] = m.pass_at_k(len(passed), sum(passed), k)
-    return filtered, values
+        return {}, {name: (record["logprob"], units[name]) for name in wanted}
+    return _generation(config, record, entries)
 
 
 def score_records(config: TaskConfig, records: list[dict]) -> list[dict]:
@@ -122,23 +182,40 @@ def score_records(config: TaskConfig, records: list[dict]) -> list[dict]:
     return scored
 
 
+def _aggregation(config: TaskConfig, entry: dict, base: str):
+    if "aggregation" in entry:
+        return entry["aggregation"]
+    if config.output_type == "multiple_choice" and config.get("process_results") is None:
+        return m.MC_DEFAULT_AGGREGATION.get(base, "mean")
+    if config.output_type == "generate_until" and not callable(entry.get("metric")):
+        return m.DEFAULT_AGGREGATION.get(base, "mean")
+    return "mean"
+
+
 def aggregate(config: TaskConfig, records: list[dict], *, seed: int = 0) -> dict[str, m.MetricValue]:
     """Reported numbers (value, stderr, 95% interval, n) for every metric key in the records."""
     if not records:
         raise ValueError(f"task {config.task!r} has no scored documents")
-    entries = {e["metric"]: e for e in m.metric_entries(config)}
+    entries = {metric_name(e): e for e in m.metric_entries(config)}
     keys = list(records[0]["metrics"])
     results = {}
     for key in keys:
         base = key.split(",")[0]
         family = "pass@k" if base.startswith("pass@") else base
         entry = entries.get(family, {})
-        higher = entry.get("higher_is_better", base not in m.LOWER_IS_BETTER)
+        higher = bool(entry.get("higher_is_better", base not in m.LOWER_IS_BETTER))
         column = [r["metrics"][key] for r in records]
-        if base in m.RATIO_METRICS:
+        aggregation = _aggregation(config, entry, base)
+        if callable(aggregation):
+            results[key] = m.MetricValue(float(aggregation(column)), None, None, None, len(column), higher, "custom")
+        elif aggregation in m.CORPUS_AGGREGATIONS:
+            results[key] = corpus_value(aggregation, column, seed=seed, higher_is_better=higher)
+        elif base in m.RATIO_METRICS:
             numerators = [c[0] for c in column]
             denominators = [c[1] for c in column]
             results[key] = m.ratio_value(base, numerators, denominators, seed=seed)
+        elif aggregation == "median":
+            results[key] = m.MetricValue(float(np.median(column)), None, None, None, len(column), higher, "median")
         else:
-            results[key] = m.mean_value(column, higher_is_better=bool(higher))
+            results[key] = m.mean_value(column, higher_is_better=higher)
     return results

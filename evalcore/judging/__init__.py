@@ -7,6 +7,7 @@ See ``docs/judging.md``. The public API::
     judge_pairs(backend, protocol, pairs, cache=...) -> list[Judgment]   # judge.py, both orders
     pair_outcomes(judgments) -> (list[PairOutcome], failed ids)      # swap-average, both-agree
     audit_report(judgments, labels, rounds=, seed=) -> dict          # audit.py
+    grade_answers(backend, single_protocol, items, cache=...) -> list[Grade]   # grading.py, 1-10
     judge_run(judge, protocol, answers, baseline=, ...) -> JudgeRunResult   # run.py
     JudgmentCache(store, judge_key=, protocol_sha256=), SqliteStore, MemoryStore   # cache.py
 """
@@ -18,8 +19,16 @@ from evalcore.judging.audit import (
     verbosity_report,
 )
 from evalcore.judging.cache import AnswerCache, JudgmentCache, JudgmentStore, MemoryStore, SqliteStore
+from evalcore.judging.grading import Grade, GradeItem, grade_answers
 from evalcore.judging.judge import judge_key, judge_pairs, parse_generated, parse_score, prompt_sha256
-from evalcore.judging.protocol import JudgeProtocol, Outcome, Verdict, bundled_protocols, load_protocol
+from evalcore.judging.protocol import (
+    JudgeProtocol,
+    Outcome,
+    Verdict,
+    bundled_protocols,
+    load_protocol,
+    protocol_from_dict,
+)
 from evalcore.judging.records import (
     ORDERS,
     Judgment,
@@ -33,6 +42,8 @@ from evalcore.judging.records import (
 __all__ = [
     "ORDERS",
     "AnswerCache",
+    "Grade",
+    "GradeItem",
     "JudgeProtocol",
     "Judgment",
     "JudgmentCache",
@@ -46,6 +57,7 @@ __all__ = [
     "audit_report",
     "bundled_protocols",
     "combine_orders",
+    "grade_answers",
     "judge_key",
     "judge_pairs",
     "load_protocol",
@@ -53,6 +65,7 @@ __all__ = [
     "parse_generated",
     "parse_score",
     "prompt_sha256",
+    "protocol_from_dict",
     "read_pairs",
     "self_preference_report",
     "verbosity_pairs",

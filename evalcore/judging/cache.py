@@ -116,11 +116,16 @@ class JudgmentCache:
 
     def save(self, judgments: Iterable[Judgment]) -> None:
         """Store the verdict fields of every successful judgment."""
-        items = {}
+        fields = {}
         for j in judgments:
             if j.ok and not j.cached:
-                fields = {"p_first": j.p_first, "verdict": j.verdict, "winner": j.winner, "weight": j.weight, "raw": j.raw}
-                items[self.key(j.prompt_sha256)] = {k: v for k, v in fields.items() if v is not None}
+                fields[j.prompt_sha256] = {"p_first": j.p_first, "verdict": j.verdict, "winner": j.winner,
+                                           "weight": j.weight, "raw": j.raw}
+        self.save_fields(fields)
+
+    def save_fields(self, fields: dict[str, dict]) -> None:
+        """Store result fields by prompt sha256 (None values dropped)."""
+        items = {self.key(sha): {k: v for k, v in f.items() if v is not None} for sha, f in fields.items()}
         if items:
             self.store.put_many(items)
 

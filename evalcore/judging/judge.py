@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 from evalcore.judging.cache import JudgmentCache
 from evalcore.judging.logprob import p_first_batched, prompt_token_ids
@@ -115,6 +115,7 @@ def judge_pairs(
     *,
     cache: JudgmentCache | None = None,
     token_budget: int | None = None,
+    share_by: Callable[[PairItem, str], Hashable] | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[Judgment]:
     """Judge every pair in both orders.
@@ -130,6 +131,10 @@ def judge_pairs(
         Judgments found here are not recomputed (``cached=True``); new successful ones are saved.
     token_budget : int, optional
         Padded tokens per forward pass for log-prob verdicts (default: 1024 on CPU, 65536 on GPU).
+    share_by : callable(pair, order) -> hashable, optional
+        Log-prob prompts with the same key run their common stem once (default: the pair id, so the
+        two orders of a pair share the question). A judge run keys by (instruction, order): every
+        model's "ab" prompt then shares the question and the baseline's answer.
     progress : callable(done, total), optional
 
     Returns
@@ -144,11 +149,12 @@ def judge_pairs(
     for item in pairs:
         for order in ORDERS:
             messages = order_messages(protocol, item, order)
-            slots.append((item.pair_id, order, messages, prompt_sha256(messages, prefix)))
+            key = share_by(item, order) if share_by else item.pair_id
+            slots.append((item.pair_id, order, messages, prompt_sha256(messages, prefix), key))
     found = cache.lookup(s[3] for s in slots) if cache is not None else {}
     results: list[Judgment | None] = [None] * len(slots)
     todo = []
-    for i, (pair_id, order, _, sha) in enumerate(slots):
+    for i, (pair_id, order, _, sha, _) in enumerate(slots):
         if sha in found:
             results[i] = Judgment(pair_id=pair_id, order=order, prompt_sha256=sha, status="ok", cached=True, **found[sha])
         else:
@@ -189,7 +195,7 @@ def _judge_logprob(backend, protocol, slots, *, token_budget, progress) -> list[
         device = getattr(backend, "device", None)
         token_budget = CPU_TOKEN_BUDGET if getattr(device, "type", "cpu") == "cpu" else 65536
     if prompts:
-        groups = [slots[i][0] for i in keep]
+        groups = [slots[i][4] for i in keep]
         pad = getattr(backend, "pad_token_id", None) or 0
         p_first = p_first_batched(model, prompts, token_ids, groups=groups, token_budget=token_budget, pad_id=pad)
         for i, p in zip(keep, p_first):

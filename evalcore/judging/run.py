@@ -173,7 +173,9 @@ def judge_run(
             pair_id = f"{model}/{ins.instruction_id}"
             owner[pair_id] = (model, k)
             pairs.append(PairItem(pair_id, ins.text, answers[baseline][k], answers[model][k]))
-    judgments = judge_pairs(judge, protocol, pairs, cache=cache, token_budget=token_budget)
+    question_of = {p.pair_id: owner[p.pair_id][1] for p in pairs}
+    judgments = judge_pairs(judge, protocol, pairs, cache=cache, token_budget=token_budget,
+                            share_by=lambda item, order: (question_of[item.pair_id], order))
     notes: list[str] = []
     results = {
         "protocol": {"name": protocol.name, "sha256": protocol.sha256},

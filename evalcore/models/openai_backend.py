@@ -25,7 +25,6 @@ number is expected.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import urllib.parse
 from collections.abc import Iterator, Sequence
@@ -54,20 +53,12 @@ from evalcore.models.endpoint import (
     parse_json,
     sum_echoed_logprobs,
 )
+from evalcore.netutil import is_loopback
 
 __all__ = ["EndpointError", "EndpointTimeout", "OpenAIBackend"]
 
 ARGUMENTS = ("base_url", "model", "api_key_env", "timeout", "max_retries", "backoff", "prefix_text",
              "concurrency", "insecure_http", "verify")  # fmt: skip
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _as_bool(value, name: str) -> bool:
@@ -174,12 +165,12 @@ class OpenAIBackend(Backend):
         insecure = _as_bool(insecure_http, "insecure_http")
         if api_key_env is not None:
             _check_key_env(str(api_key_env), self.base_url, plain_remote=self.base_url.startswith("http:")
-                           and not _is_loopback(host), insecure=insecure)  # fmt: skip
+                           and not is_loopback(host), insecure=insecure)  # fmt: skip
         self.api_key_env = api_key_env
         self.prefix_text = str(prefix_text) if prefix_text else None
         self._client = EndpointClient(
             self.base_url, headers=self._headers, timeout=self.timeout, max_retries=self.max_retries,
-            backoff=self.backoff, verify=verify, use_env_proxies=not _is_loopback(host),
+            backoff=self.backoff, verify=verify, use_env_proxies=not is_loopback(host),
             connections=self.concurrency,
         )  # fmt: skip
 

@@ -18,6 +18,7 @@ from scipy import sparse
 from scipy.special import expit
 
 from evalcore.ratings.bt import (
+    LogitFit,
     check_identifiable,
     elo_se,
     fit_notes,
@@ -160,6 +161,40 @@ def bootstrap_bradley_terry(
         check_identifiable(counts.models, counts.i, counts.j, w_ij, w_ji)
     point = newton_fit(counts.i, counts.j, w_ij, w_ji, m, prior=prior, tol=tol)
 
+    theta_all, dropped = _bootstrap_thetas(
+        counts, point, rounds=rounds, rng=rng, ties=ties, prior=prior, tol=tol, chunk=chunk, progress=progress
+    )
+    notes = list(fit_notes(anchor, prior))
+    if dropped:
+        notes.append(f"{dropped} of {rounds} bootstrap rounds had no finite MLE and were left out")
+    return _bootstrap_result(
+        counts,
+        point,
+        theta_all,
+        ties=ties,
+        anchor=anchor,
+        prior=prior,
+        level=level,
+        keep_samples=keep_samples,
+        notes=tuple(notes),
+    )
+
+
+def _bootstrap_thetas(
+    counts: PairCounts,
+    point: LogitFit,
+    *,
+    rounds: int,
+    rng: np.random.Generator,
+    ties: str,
+    prior: float,
+    tol: float,
+    chunk: int,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[np.ndarray, int]:
+    """Fit ``rounds`` resamples of the cells, ``chunk`` at a time; returns the (R, m) fits kept and drops."""
+    m = counts.n_models
+    cells = counts.cells()
     total = int(round(cells.sum()))
     probs = (cells / cells.sum()).ravel()
     thetas = []
@@ -172,16 +207,7 @@ def bootstrap_bradley_terry(
         theta, ok = fit_many(
             counts.i, counts.j, b_ij, b_ji, m, point.theta, point.hessian, prior=prior, tol=tol
         )
-        for r in np.flatnonzero(~ok):
-            try:
-                if prior == 0.0:
-                    check_identifiable(counts.models, counts.i, counts.j, b_ij[r], b_ji[r])
-                theta[r] = newton_fit(
-                    counts.i, counts.j, b_ij[r], b_ji[r], m, prior=prior, tol=tol, theta0=point.theta
-                ).theta
-                ok[r] = True
-            except ValueError:
-                dropped += 1
+        dropped += _refit_unconverged(counts, point, theta, ok, b_ij, b_ji, prior=prior, tol=tol)
         thetas.append(theta[ok])
         done += size
         if progress is not None:
@@ -189,7 +215,52 @@ def bootstrap_bradley_terry(
     theta_all = np.concatenate(thetas, axis=0)
     if theta_all.shape[0] == 0:
         raise ValueError("every bootstrap round was degenerate (no finite MLE); pass a prior (--prior)")
+    return theta_all, dropped
 
+
+def _refit_unconverged(
+    counts: PairCounts,
+    point: LogitFit,
+    theta: np.ndarray,
+    ok: np.ndarray,
+    b_ij: np.ndarray,
+    b_ji: np.ndarray,
+    *,
+    prior: float,
+    tol: float,
+) -> int:
+    """Refit the rounds ``fit_many`` left unconverged by Newton's method, in place in ``theta`` and ``ok``.
+
+    Returns how many of them have no finite MLE (left with ``ok`` False).
+    """
+    m = counts.n_models
+    dropped = 0
+    for r in np.flatnonzero(~ok):
+        try:
+            if prior == 0.0:
+                check_identifiable(counts.models, counts.i, counts.j, b_ij[r], b_ji[r])
+            theta[r] = newton_fit(
+                counts.i, counts.j, b_ij[r], b_ji[r], m, prior=prior, tol=tol, theta0=point.theta
+            ).theta
+            ok[r] = True
+        except ValueError:
+            dropped += 1
+    return dropped
+
+
+def _bootstrap_result(
+    counts: PairCounts,
+    point: LogitFit,
+    theta_all: np.ndarray,
+    *,
+    ties: str,
+    anchor,
+    prior: float,
+    level: float,
+    keep_samples: bool,
+    notes: tuple[str, ...],
+) -> RatingResult:
+    """Percentile rating and rank intervals from the bootstrap fits, around the point fit."""
     ratings = to_elo_scale(point.theta, counts.models, anchor)
     samples = to_elo_scale(theta_all, counts.models, anchor)
     lo, hi = percentile_interval(samples, level)
@@ -199,9 +270,6 @@ def bootstrap_bradley_terry(
     sample_ranks = ranks_from_ratings(samples)
     rank_lo, rank_hi = percentile_interval(sample_ranks.astype(np.float64), level)
     se = elo_se(sandwich_covariance(counts, point.theta, ties, prior), counts.models, anchor)
-    notes = list(fit_notes(anchor, prior))
-    if dropped:
-        notes.append(f"{dropped} of {rounds} bootstrap rounds had no finite MLE and were left out")
     return RatingResult(
         models=counts.models,
         ratings=ratings,
@@ -224,5 +292,5 @@ def bootstrap_bradley_terry(
         iterations=point.iterations,
         gradient_norm=point.gradient_norm,
         log_likelihood=point.log_likelihood,
-        notes=tuple(notes),
+        notes=notes,
     )

@@ -280,6 +280,28 @@ def estimate_difficulty(
     return d - d.mean()
 
 
+def _difficulty_array(ann: LCAnnotations, difficulty: dict[str, float]) -> np.ndarray:
+    """The given difficulty per instruction of ``ann``, shape (q,); every instruction must have one."""
+    missing = [s for s in ann.instructions if s not in difficulty]
+    if missing:
+        raise ValueError(f"difficulty has no value for instruction {missing[0]!r} ({len(missing)} missing)")
+    return np.array([difficulty[s] for s in ann.instructions], dtype=np.float64)
+
+
+def _lc_fit(x: np.ndarray, y: np.ndarray, ridge: float) -> tuple[float, float, np.ndarray]:
+    """One model's GLM on (intercept, length, difficulty) columns ``x``: LC win rate, its SE, coefficients."""
+    w, p, h = _logistic_newton(x, y, ridge=np.full(3, ridge))
+    x0 = x.copy()
+    x0[:, 1] = 0.0
+    pred = expit(x0 @ w)
+    # Influence function of mean_i pred_i(w_hat): the instruction's own term plus its pull on w_hat
+    # through the GLM's estimating equations; SE = sqrt(sum psi_i^2) / n (resampling instructions).
+    grad = (x0 * (pred * (1 - pred))[:, None]).sum(axis=0)
+    pull = (x * (y - p)[:, None]) @ np.linalg.solve(h, grad)
+    psi = pred - pred.mean() + pull
+    return 100 * pred.mean(), 100 * np.sqrt(np.sum(psi**2)) / x.shape[0], w
+
+
 def length_controlled_win_rate(
     ann: LCAnnotations,
     *,
@@ -312,12 +334,7 @@ def length_controlled_win_rate(
     length = _length_feature(ann)
     is_base = np.array([m == baseline for m in ann.models])
     if difficulty is not None:
-        missing = [s for s in ann.instructions if s not in difficulty]
-        if missing:
-            raise ValueError(
-                f"difficulty has no value for instruction {missing[0]!r} ({len(missing)} missing)"
-            )
-        d_fixed = np.array([difficulty[s] for s in ann.instructions], dtype=np.float64)
+        d_fixed = _difficulty_array(ann, difficulty)
         source = "file"
     else:
         d_fixed = None
@@ -347,17 +364,7 @@ def length_controlled_win_rate(
             d_all = d_fixed
         d = d_all[ann.instruction[rows]]
         x = np.column_stack([np.ones(n[m]), length[rows], d])
-        w, p, h = _logistic_newton(x, y, ridge=np.full(3, ridge))
-        x0 = x.copy()
-        x0[:, 1] = 0.0
-        pred = expit(x0 @ w)
-        out["lc"][m] = 100 * pred.mean()
-        # Influence function of mean_i pred_i(w_hat): the instruction's own term plus its pull on w_hat
-        # through the GLM's estimating equations; SE = sqrt(sum psi_i^2) / n (resampling instructions).
-        grad = (x0 * (pred * (1 - pred))[:, None]).sum(axis=0)
-        pull = (x * (y - p)[:, None]) @ np.linalg.solve(h, grad)
-        psi = pred - pred.mean() + pull
-        out["lcse"][m] = 100 * np.sqrt(np.sum(psi**2)) / n[m]
+        out["lc"][m], out["lcse"][m], w = _lc_fit(x, y, ridge)
         out["t"][m], out["b"][m], out["g"][m] = w
     return LengthControlledResult(
         models=ann.models,

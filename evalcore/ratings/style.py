@@ -221,6 +221,68 @@ def fit_style_controlled(
     anchor = parse_anchor(anchor)
     if anchor is not None and anchor[0] not in battles.models:
         raise ValueError(f"anchor model {anchor[0]!r} is not among the rated models")
+    x, feature_names, mean, std = _standardised_features(battles, features, feature_names)
+    prior = float(prior or 0.0)
+    y, w = _targets_and_weights(battles, ties)
+    if prior == 0.0:
+        counts = aggregate(battles, weights=w)
+        check_identifiable(battles.models, counts.i, counts.j, *win_weights(counts.cells(), "half"))
+    m = battles.n_models
+    problem = _Problem(battles.model_a, battles.model_b, y, w, x, m, prior, float(penalty))
+    params, iterations, gradient, cov = _point_fit(problem)
+    theta, beta = params[:m], params[m:]
+    ratings = to_elo_scale(theta, battles.models, anchor)
+    se = elo_se(cov[:m, :m], battles.models, anchor)
+    coef_se = np.sqrt(np.clip(np.diag(cov)[m:], 0, None))
+    notes = list(fit_notes(anchor, prior))
+    notes.append(
+        f"style-controlled for {', '.join(feature_names)} (L2 penalty {penalty:g} on their coefficients)"
+    )
+    if rounds > 0:
+        if rng is None:
+            rng = np.random.default_rng(seed)
+        draws, dropped = _bootstrap_draws(problem, battles, params, rounds, rng, progress)
+        if dropped:
+            notes.append(f"{dropped} of {rounds} bootstrap rounds had no finite MLE and were left out")
+        intervals = _bootstrap_intervals(draws, battles, anchor, ratings, level)
+    else:
+        z = norm.ppf(0.5 + level / 2)
+        lo, hi = ratings - z * se, ratings + z * se
+        intervals = _Intervals(lo, hi, beta - z * coef_se, beta + z * coef_se, None, "sandwich", None, None)
+    result = _rating_result(
+        battles,
+        ratings,
+        se,
+        intervals,
+        ties=ties,
+        anchor=anchor,
+        prior=prior,
+        level=level,
+        iterations=iterations,
+        gradient_norm=float(np.linalg.norm(gradient)),
+        log_likelihood=problem.loglik(params, w),
+        notes=tuple(notes),
+    )
+    return StyleControlledResult(
+        result, feature_names, beta, intervals.c_lo, intervals.c_hi, coef_se, mean, std, float(penalty)
+    )
+
+
+def _point_fit(problem: _Problem) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+    """Full-data Newton fit: parameters, iterations, gradient there, and the sandwich covariance."""
+    w, y = problem.w, problem.y
+    params, iterations = problem.newton(w, np.zeros(problem.m + problem.f))
+    g, p = problem.grad_and_p(params, w)
+    h = problem.curvature(w * p * (1 - p))
+    h_inv = np.linalg.pinv(h, hermitian=True)
+    cov = h_inv @ problem.curvature(w * w * (y - p) ** 2, penalised=False) @ h_inv
+    return params, iterations, g, cov
+
+
+def _standardised_features(
+    battles: Battles, features: np.ndarray | None, feature_names: tuple[str, ...] | None
+) -> tuple[np.ndarray, tuple[str, ...], np.ndarray, np.ndarray]:
+    """The z-scored (n, F) covariates, their names, and the mean and std used to z-score them."""
     if features is None:
         if battles.style_a is None or battles.style_b is None:
             raise ValueError(
@@ -237,88 +299,91 @@ def fit_style_controlled(
     mean = x.mean(axis=0)
     std = x.std(axis=0)
     std[std == 0] = 1.0
-    x = (x - mean) / std
-    prior = float(prior or 0.0)
+    return (x - mean) / std, feature_names, mean, std
 
+
+def _targets_and_weights(battles: Battles, ties: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-battle target (1 a wins, 0 b wins, 0.5 tie) and weight (0 for ties dropped by ``ties``)."""
     out = battles.outcome
     y = np.where(out == A_WINS, 1.0, np.where(out == B_WINS, 0.0, 0.5))
-    w = np.ones(n)
+    w = np.ones(len(battles))
     if ties == "drop":
         w[out >= TIE] = 0.0
     elif ties == "drop-bothbad":
         w[out == BOTHBAD] = 0.0
-    if prior == 0.0:
-        counts = aggregate(battles, weights=w)
-        check_identifiable(battles.models, counts.i, counts.j, *win_weights(counts.cells(), "half"))
+    return y, w
+
+
+def _bootstrap_draws(
+    problem: _Problem,
+    battles: Battles,
+    params: np.ndarray,
+    rounds: int,
+    rng: np.random.Generator,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[np.ndarray, int]:
+    """Refit on ``rounds`` multinomial resamples of the battles; returns the (R, m + F) fits and drops."""
+    n = len(battles)
+    draws = []
+    dropped = 0
+    for r in range(rounds):
+        wr = problem.w * rng.multinomial(n, np.full(n, 1.0 / n))
+        if problem.prior == 0.0 and not _identifiable(battles, wr):
+            dropped += 1  # a resample where some model never lost (or never won): no finite MLE
+        else:
+            draws.append(problem.newton(wr, params)[0])
+        if progress is not None:
+            progress(r + 1, rounds)
+    if not draws:
+        raise ValueError("every bootstrap round was degenerate (no finite MLE); pass a prior (--prior)")
+    return np.asarray(draws), dropped
+
+
+@dataclass(frozen=True)
+class _Intervals:
+    lo: np.ndarray
+    hi: np.ndarray
+    c_lo: np.ndarray
+    c_hi: np.ndarray
+    samples: np.ndarray | None
+    kind: str
+    rank_lo: np.ndarray | None
+    rank_hi: np.ndarray | None
+
+
+def _bootstrap_intervals(draws, battles: Battles, anchor, ratings: np.ndarray, level: float) -> _Intervals:
+    """Percentile intervals for ratings, coefficients and ranks from the bootstrap fits."""
     m = battles.n_models
-    problem = _Problem(battles.model_a, battles.model_b, y, w, x, m, prior, float(penalty))
-    params, iterations = problem.newton(w, np.zeros(m + x.shape[1]))
-    g, p = problem.grad_and_p(params, w)
-    h = problem.curvature(w * p * (1 - p))
-    h_inv = np.linalg.pinv(h, hermitian=True)
-    cov = h_inv @ problem.curvature(w * w * (y - p) ** 2, penalised=False) @ h_inv
-    theta, beta = params[:m], params[m:]
-    ratings = to_elo_scale(theta, battles.models, anchor)
-    se = elo_se(cov[:m, :m], battles.models, anchor)
-    coef_se = np.sqrt(np.clip(np.diag(cov)[m:], 0, None))
-    notes = list(fit_notes(anchor, prior))
-    notes.append(
-        f"style-controlled for {', '.join(feature_names)} (L2 penalty {penalty:g} on their coefficients)"
+    samples = to_elo_scale(draws[:, :m], battles.models, anchor)
+    lo, hi = percentile_interval(samples, level)
+    c_lo, c_hi = percentile_interval(draws[:, m:], level)
+    if anchor is not None:
+        a = battles.models.index(anchor[0])
+        lo[a] = hi[a] = ratings[a]
+    rank_lo, rank_hi = percentile_interval(ranks_from_ratings(samples).astype(float), level)
+    return _Intervals(
+        lo, hi, c_lo, c_hi, samples, "bootstrap", np.floor(rank_lo).astype(int), np.ceil(rank_hi).astype(int)
     )
-    if rounds > 0:
-        if rng is None:
-            rng = np.random.default_rng(seed)
-        draws = []
-        dropped = 0
-        for r in range(rounds):
-            wr = w * rng.multinomial(n, np.full(n, 1.0 / n))
-            if prior == 0.0 and not _identifiable(battles, wr):
-                dropped += 1  # a resample where some model never lost (or never won): no finite MLE
-            else:
-                draws.append(problem.newton(wr, params)[0])
-            if progress is not None:
-                progress(r + 1, rounds)
-        if not draws:
-            raise ValueError("every bootstrap round was degenerate (no finite MLE); pass a prior (--prior)")
-        if dropped:
-            notes.append(f"{dropped} of {rounds} bootstrap rounds had no finite MLE and were left out")
-        draws = np.asarray(draws)
-        samples = to_elo_scale(draws[:, :m], battles.models, anchor)
-        lo, hi = percentile_interval(samples, level)
-        c_lo, c_hi = percentile_interval(draws[:, m:], level)
-        if anchor is not None:
-            a = battles.models.index(anchor[0])
-            lo[a] = hi[a] = ratings[a]
-        rank_lo, rank_hi = percentile_interval(ranks_from_ratings(samples).astype(float), level)
-        interval, rank_lo, rank_hi = "bootstrap", np.floor(rank_lo).astype(int), np.ceil(rank_hi).astype(int)
-    else:
-        z = norm.ppf(0.5 + level / 2)
-        lo, hi = ratings - z * se, ratings + z * se
-        c_lo, c_hi = beta - z * coef_se, beta + z * coef_se
-        samples, interval, rank_lo, rank_hi = None, "sandwich", None, None
+
+
+def _rating_result(battles: Battles, ratings, se, iv: _Intervals, **fit) -> RatingResult:
+    """The style-controlled :class:`RatingResult`; ``fit`` holds its fit-level fields."""
+    m = battles.n_models
     played = np.bincount(battles.model_a, minlength=m) + np.bincount(battles.model_b, minlength=m)
-    result = RatingResult(
+    return RatingResult(
         models=battles.models,
         ratings=ratings,
-        ci_low=lo,
-        ci_high=hi,
+        ci_low=iv.lo,
+        ci_high=iv.hi,
         se=se,
         rank=ranks_from_ratings(ratings),
-        rank_ub=conservative_rank(lo, hi),
+        rank_ub=conservative_rank(iv.lo, iv.hi),
         battles=played,
         method="style",
-        ties=ties,
-        anchor=anchor,
-        prior=prior,
-        interval=interval,
-        level=level,
-        bootstrap_rounds=len(samples) if samples is not None else 0,
-        rank_ci_low=rank_lo,
-        rank_ci_high=rank_hi,
-        samples=samples,
-        iterations=iterations,
-        gradient_norm=float(np.linalg.norm(g)),
-        log_likelihood=problem.loglik(params, w),
-        notes=tuple(notes),
+        interval=iv.kind,
+        bootstrap_rounds=len(iv.samples) if iv.samples is not None else 0,
+        rank_ci_low=iv.rank_lo,
+        rank_ci_high=iv.rank_hi,
+        samples=iv.samples,
+        **fit,
     )
-    return StyleControlledResult(result, feature_names, beta, c_lo, c_hi, coef_se, mean, std, float(penalty))

@@ -155,7 +155,9 @@ def mean_interval(
         denominator = 1 + z * z / n
         centre = (mean + z * z / (2 * n)) / denominator
         half = z * np.sqrt(mean * (1 - mean) / n + z * z / (4 * n * n)) / denominator
-        return MeanInterval(mean, se, float(max(0.0, centre - half)), float(min(1.0, centre + half)), n, level, "wilson")
+        # The bounds contain the observed rate exactly (0 of n gives a lower bound of 0, not 5.6e-17).
+        low, high = min(max(0.0, centre - half), mean), max(min(1.0, centre + half), mean)
+        return MeanInterval(mean, se, float(low), float(high), n, level, "wilson")
     raise ValueError(f"unknown method {method!r}; expected 'normal', 'bootstrap' or 'wilson'")
 
 

@@ -47,6 +47,61 @@ def _ranks(rows: list[dict]) -> None:
         row["tied"] = above["avg"]["ci_low"] <= row["avg"]["ci_high"]
 
 
+def _entries_matching(entries: list[dict], viewer, *, show_hidden: bool, model_type: str, size: str,
+                      search: str) -> list[dict]:  # fmt: skip
+    """The entries the viewer may see that pass the type, size and search filters, in their order."""
+    needle = search.strip().lower()
+    bucket = SIZE_BUCKETS.get(size)
+    rows = []
+    for entry in entries:
+        if not entry_visible(entry, viewer, show_hidden=show_hidden):
+            continue
+        if model_type and entry["type"] != model_type:
+            continue
+        if bucket and not bucket[1] <= entry["parameters"] < bucket[2]:
+            continue
+        if needle and needle not in entry["model"].lower() and needle not in entry["base_model"].lower():
+            continue
+        rows.append(entry)
+    return rows
+
+
+def _shown_cell(cell: dict, normalised: bool) -> dict:
+    """``cell`` plus ``raw_pct`` and ``shown``, ``shown_low``, ``shown_high``, ``shown_se`` (chosen scale)."""
+    if normalised:
+        low, high = (
+            None if x is None else min(100.0, max(cell["norm_floor"], x))
+            for x in (cell["norm_low"], cell["norm_high"])
+        )  # cut at the possible range: a raw score of 0 up to 100
+        shown = (cell["norm"], low, high, cell["norm_se"])
+    else:  # percent right; a normal interval near 0 or 1 is cut at the possible range
+        low, high = (
+            None if x is None else min(100.0, max(0.0, 100 * x))
+            for x in (cell["ci_low"], cell["ci_high"])
+        )
+        shown = (100 * cell["value"], low, high, None if cell["se"] is None else 100 * cell["se"])
+    return {
+        **cell,
+        "raw_pct": 100 * cell["value"],
+        "shown": shown[0],
+        "shown_low": shown[1],
+        "shown_high": shown[2],
+        "shown_se": shown[3],
+    }
+
+
+def _row_average(entry: dict, columns: list[str], normalised: bool) -> dict | None:
+    """Mean over ``columns`` on the chosen scale; None if the entry lacks one of them (or there are none)."""
+    if not columns or not all(key in entry["cells"] for key in columns):
+        return None
+    avg = cells_average([entry["cells"][k] for k in columns], normalised=normalised)
+    if avg and not normalised:
+        avg = {k: None if v is None else 100 * v for k, v in avg.items()}
+        for k in ("ci_low", "ci_high"):
+            avg[k] = None if avg[k] is None else min(100.0, max(0.0, avg[k]))
+    return avg
+
+
 def board_table(
     *,
     viewer=None,
@@ -64,52 +119,14 @@ def board_table(
     ``avg`` is the mean over the table's benchmarks (None when the entry lacks one of them).
     """
     built = board_entries()
-    needle = search.strip().lower()
-    bucket = SIZE_BUCKETS.get(size)
-    rows = []
-    for entry in built["entries"]:
-        if not entry_visible(entry, viewer, show_hidden=show_hidden):
-            continue
-        if model_type and entry["type"] != model_type:
-            continue
-        if bucket and not bucket[1] <= entry["parameters"] < bucket[2]:
-            continue
-        if needle and needle not in entry["model"].lower() and needle not in entry["base_model"].lower():
-            continue
-        rows.append(entry)
+    rows = _entries_matching(
+        built["entries"], viewer, show_hidden=show_hidden, model_type=model_type, size=size, search=search
+    )
     columns = sorted({key for e in rows for key in e["cells"]}, key=benchmark_sort_key)
     shown_rows = []
     for entry in rows:
-        cells = {}
-        for key, cell in entry["cells"].items():
-            if normalised:
-                low, high = (
-                    None if x is None else min(100.0, max(cell["norm_floor"], x))
-                    for x in (cell["norm_low"], cell["norm_high"])
-                )  # cut at the possible range: a raw score of 0 up to 100
-                shown = (cell["norm"], low, high, cell["norm_se"])
-            else:  # percent right; a normal interval near 0 or 1 is cut at the possible range
-                low, high = (
-                    None if x is None else min(100.0, max(0.0, 100 * x))
-                    for x in (cell["ci_low"], cell["ci_high"])
-                )
-                shown = (100 * cell["value"], low, high, None if cell["se"] is None else 100 * cell["se"])
-            cells[key] = {
-                **cell,
-                "raw_pct": 100 * cell["value"],
-                "shown": shown[0],
-                "shown_low": shown[1],
-                "shown_high": shown[2],
-                "shown_se": shown[3],
-            }
-        complete = all(key in cells for key in columns)
-        avg = None
-        if complete and columns:
-            avg = cells_average([entry["cells"][k] for k in columns], normalised=normalised)
-            if avg and not normalised:
-                avg = {k: None if v is None else 100 * v for k, v in avg.items()}
-                for k in ("ci_low", "ci_high"):
-                    avg[k] = None if avg[k] is None else min(100.0, max(0.0, avg[k]))
+        cells = {key: _shown_cell(cell, normalised) for key, cell in entry["cells"].items()}
+        avg = _row_average(entry, columns, normalised)
         shown_rows.append({
             **entry, "cells": cells, "avg": avg, "rank": None, "tied": False,
             "own": viewer is not None and viewer.is_authenticated and entry["owner_id"] == viewer.pk,

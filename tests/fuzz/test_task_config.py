@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import yaml
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from evalcore.engine.config import (
@@ -38,6 +38,8 @@ def test_task_mapping(data):
 
 
 @given(st.dictionaries(KEY, VALUE, max_size=5).map(lambda d: {"group": "g", "task": ["a"], **d}))
+@example({"group": "g", "task": ["a"], "tag": 5})  # was TypeError
+@example({"group": "g", "task": ["a"], "aggregate_metric_list": 3})  # was TypeError
 def test_group_mapping(data):
     documented(lambda: group_config_from_mapping(data, source="fuzz.yaml"))
 

@@ -1,6 +1,11 @@
 """A submission evaluated by real Celery worker processes on the ``evaluate`` queue through Redis and
 PostgreSQL, as a GPU host would run it; the first worker is killed with SIGKILL in the middle of the
-evaluation and a second worker finishes it from where it stopped, with no duplicate rows."""
+evaluation and a second worker finishes it from where it stopped, with no duplicate rows.
+
+The kill lands at a known point, not after a race: the test holds a row lock the first worker must
+take to store its second task, waits (in PostgreSQL's lock table) until the worker is blocked on it,
+then kills it there.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +17,9 @@ import pytest
 from celery import Celery
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.db import connection
+from django.db import connection, transaction
 
+from leaderboard.evaluation.suites import suite_current
 from leaderboard.models import EvaluationRun, SampleRecord, Score, Submission
 from tests.conftest import clean_env, database_url_of
 from tests.leaderboard.worker_settings import LEADERBOARD_SUITE_TASKS
@@ -29,6 +35,29 @@ def wait_for(condition, *, timeout: float, what: str, log) -> Submission:
             return submission
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}: {Submission.objects.get().__dict__}\n{log()}")
+
+
+def backends_blocked_by_us() -> list[str]:
+    """Queries of the other sessions now waiting for a lock this test's database session holds."""
+    with connection.cursor() as cursor:
+        # Inside a transaction PostgreSQL keeps its first view of pg_stat_activity: ask for a fresh one.
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute(
+            "SELECT query FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))"
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def wait_until_blocked(*, timeout: float, log) -> str:
+    """The query of the worker session once it waits for our lock on the gate row."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        blocked = [q for q in backends_blocked_by_us() if "leaderboard_evaluationrun" in q]
+        if blocked:
+            return blocked[0]
+        time.sleep(0.1)
+    state = Submission.objects.get().__dict__
+    raise AssertionError(f"the worker never reached the gsm8k store: {state}\n{log()}")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -50,23 +79,33 @@ def test_killed_worker_is_replaced_and_the_run_completes_once(client, tiny_dir, 
         CELERY_BROKER_URL=redis_url,
         DEBUG="false",
     )
-    first = start_worker(env=env, queues="evaluate", name="gpu-host-1")
-    sender = Celery("podium-test-sender", broker=redis_url)
-    try:
-        sender.send_task("leaderboard.tasks.submission_evaluate", args=[submission.pk], queue="evaluate")
-    finally:
-        sender.close()
-    # Kill the worker once the first task is stored and the second (generation) is running.
-    def generating(s: Submission) -> bool:
-        requests = s.progress.get("requests") or {}
-        return s.progress.get("tasks_done") == 1 and s.progress.get("current_task") == "gsm8k" and requests.get("total") == 8
-
-    wait_for(generating, timeout=120, what="the second task to start", log=lambda: processes.log_of(first))
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait(timeout=10)
+    # The gate: a gsm8k run row (the second task's), locked by this test. Storing gsm8k selects that row
+    # FOR UPDATE, so the first worker stops there: the first task stored, the second one generated.
+    gate = EvaluationRun.objects.create(submission=submission, suite=suite_current(), task="gsm8k")
+    with transaction.atomic():
+        EvaluationRun.objects.select_for_update().get(pk=gate.pk)
+        first = start_worker(env=env, queues="evaluate", name="gpu-host-1")
+        sender = Celery("podium-test-sender", broker=redis_url)
+        try:
+            sender.send_task("leaderboard.tasks.submission_evaluate", args=[submission.pk], queue="evaluate")
+        finally:
+            sender.close()
+        wait_until_blocked(timeout=300, log=lambda: processes.log_of(first))
+        mid_run = Submission.objects.get()
+        assert mid_run.status == "RUNNING" and mid_run.attempts == 1
+        assert mid_run.progress["tasks_done"] == 1 and mid_run.progress["current_task"] == "gsm8k"
+        assert mid_run.progress["requests"]["total"] == 8
+        assert list(EvaluationRun.objects.filter(status="FINISHED").values_list("task", flat=True)) == [
+            "mmlu_cloze_abstract_algebra"
+        ]
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        # Committed with the lock's release: the dead worker's session, still waiting in PostgreSQL, finds no
+        # row and then no client, so its transaction rolls back; the retry starts from a clean gsm8k.
+        gate.delete()
     assert Submission.objects.get().status == "RUNNING"
     second = start_worker(env=env, queues="evaluate", name="gpu-host-2")
-    done = wait_for(lambda s: s.status in ("FINISHED", "FAILED"), timeout=150, what="the retry to finish",
+    done = wait_for(lambda s: s.status in ("FINISHED", "FAILED"), timeout=300, what="the retry to finish",
                     log=lambda: processes.log_of(second))  # fmt: skip
     assert done.status == "FINISHED", (done.failure_reason, done.log_tail)
     assert done.attempts == 2

@@ -28,7 +28,6 @@ error shape (``{"error": {"message", "type", "param", "code"}}``), never a crash
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import sys
 from pathlib import Path
@@ -37,6 +36,7 @@ from evalcore.cli.serve.handler import Handler, make_server
 from evalcore.cli.serve.service import MAX_WAITING, ModelService
 from evalcore.cli.serve.validation import RequestError
 from evalcore.models import backend_class, parse_model_args
+from evalcore.netutil import is_loopback
 
 API_KEY_ENV = "PODIUM_SERVE_API_KEY"
 
@@ -62,16 +62,6 @@ def register(subparsers) -> None:
     p.add_argument("--max-body-bytes", type=int, default=1 << 20, help="largest request body accepted")
     p.add_argument("--queue-timeout", type=float, default=120.0, help="seconds to wait for the model")
     p.set_defaults(func=run)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` is ``localhost`` or a loopback IP address."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def run(args) -> int:

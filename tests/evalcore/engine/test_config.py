@@ -39,12 +39,13 @@ def test_include_inherits_and_the_including_file_wins(tmp_path):
 @pytest.mark.parametrize(
     "body, message",
     [
-        ("task: t\ndataset_path: json\ndoc_to_text: x\nprocess_results: foo\n", "unsupported key\\(s\\) \\['process_results'\\]"),
+        ("task: t\ndataset_path: json\ndoc_to_text: x\nprocess_results: foo\n", "process_results must be Python code"),
+        ("task: t\ndataset_path: json\ndoc_to_text: x\nmystery_key: 1\n", "unsupported key\\(s\\) \\['mystery_key'\\]"),
         ("task: t\ndataset_path: json\ndoc_to_text: !function utils.f\n", "Python code"),
         ("task: t\ndataset_path: json\ndoc_to_text: x\noutput_type: ranking\n", "output_type 'ranking'"),
         ("task: t\ndataset_path: json\ndoc_to_text: x\nfewshot_config: {sampler: balanced}\n", "sampler 'balanced'"),
         ("task: t\ndataset_path: json\ndoc_to_text: x\ngeneration_kwargs: {max_tokens: 5}\n", "max_tokens"),
-        ("task: t\ndataset_path: json\ndoc_to_text: x\nmetric_list: [{metric: bleu}]\n", "metric 'bleu'"),
+        ("task: t\ndataset_path: json\ndoc_to_text: x\nmetric_list: [{metric: bleurt}]\n", "metric 'bleurt'"),
         ("task: t\ndataset_path: json\ndoc_to_text: x\noutput_type: generate_until\nmetric_list: [{metric: pass@k, k: [1, 2.5]}]\n", "pass@k's k must be an integer, got 2.5"),
         ("task: t\ndataset_path: json\ndoc_to_text: x\noutput_type: generate_until\nmetric_list: [{metric: pass@k, k: 0}]\n", "pass@k's k must be at least 1, got 0"),
         ("task: t\ndataset_path: json\ndoc_to_text: x\nfilter_list: [{name: a, filter: [{function: mystery}]}]\n", "mystery"),

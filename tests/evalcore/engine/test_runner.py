@@ -11,6 +11,7 @@ import pytest
 from evalcore.cli import main
 from evalcore.engine import TaskIndex, evaluate, load_config_file, read_samples, rescore, run_tasks, write_run
 from evalcore.engine.cache import CachedBackend, RequestCache
+from evalcore.engine.results import read_results
 from evalcore.models.base import Backend, GenerationResult, LoglikelihoodResult, ModelIdentity, RollingResult
 
 
@@ -94,7 +95,9 @@ def test_run_writes_results_with_protocol_and_samples(arithmetic, tmp_path):
     assert protocol["config_sha256"] == load_config_file(folder / "arith.yaml").sha256
     assert protocol["decoding"]["until"] == ["Question:"]
     assert data["model"]["backend"] == "scripted" and data["complete"] is True
-    assert data["results"]["arith"]["exact_match,strict-match"]["n"] == 5
+    assert read_results(data)["arith"]["exact_match,strict-match"]["n"] == 5
+    assert data["results"]["arith"]["exact_match,strict-match"] == pytest.approx(2 / 5)  # the harness's layout
+    assert data["results"]["arith"]["exact_match_stderr,strict-match"] == pytest.approx(value.stderr)
     samples = read_samples(tmp_path / "out" / "samples_arith.jsonl")
     assert [s["doc_id"] for s in samples] == [0, 1, 2, 3, 4]
     assert samples[3]["responses"] == [" 4+4=8\n#### 8"] and samples[3]["filtered"]["strict-match"] == ["8"]
@@ -121,7 +124,7 @@ def test_rescore_with_a_changed_filter_needs_no_model(arithmetic, tmp_path):
     assert numbers["exact_match,last-number"].value == pytest.approx(2 / 5)
     code = main(["rescore", str(tmp_path / "out" / "samples_arith.jsonl"), "--task", str(changed), "--output", str(tmp_path / "r.json")])
     assert code == 0
-    assert json.loads((tmp_path / "r.json").read_text())["results"]["arith"]["exact_match,last-number"]["n"] == 5
+    assert read_results(json.loads((tmp_path / "r.json").read_text()))["arith"]["exact_match,last-number"]["n"] == 5
 
 
 def test_request_cache_lets_a_second_run_skip_the_model(arithmetic, tmp_path):

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
+
 import numpy as np
 import pytest
 
-from evalcore.judging import AnswerCache, JudgmentCache, SqliteStore, judge_key, load_protocol, pair_outcomes
+from evalcore.judging import (
+    AnswerCache,
+    GradeItem,
+    JudgmentCache,
+    SqliteStore,
+    grade_answers,
+    judge_key,
+    load_protocol,
+    pair_outcomes,
+)
 from evalcore.judging.run import (
     GenerationSettings,
     Instruction,
@@ -89,3 +101,21 @@ def test_judge_run_refuses_mismatched_answers(judge):
         judge_run(judge, protocol, instructions, {"base": ["hi"], "m": ["a", "b"]}, baseline="base")
     with pytest.raises(ValueError, match="baseline 'x' has no answers"):
         judge_run(judge, protocol, instructions, {"base": ["hi"]}, baseline="x")
+
+
+def test_single_answer_grades_are_scores_or_failures(judge, tmp_path):
+    protocol = load_protocol("mt-bench-single")
+    small = dataclasses.replace(protocol, verdict=dataclasses.replace(protocol.verdict, max_new_tokens=12))
+    items = [GradeItem("q1", "What is 2+2?", "4"), GradeItem("q2", "Name a colour.", "Blue.")]
+    cache = JudgmentCache(SqliteStore(tmp_path / "g.sqlite"), judge_key=judge_key(judge), protocol_sha256=small.sha256)
+    grades = grade_answers(judge, small, items, cache=cache)
+    for grade in grades:
+        has_score = bool(re.search(small.verdict.score_regex, grade.raw or ""))
+        assert grade.status in ("ok", "failed") and (grade.score is not None) == (grade.status == "ok")
+        if grade.status == "failed":
+            assert not has_score or "outside" in grade.error
+    assert [g.score for g in grade_answers(judge, small, items, cache=cache)] == [g.score for g in grades]
+    with pytest.raises(ValueError, match="item q3 \\(index 0\\): the answer is empty"):
+        grade_answers(judge, small, [GradeItem("q3", "Hi?", " ")])
+    with pytest.raises(ValueError, match="needs a single-answer protocol"):
+        grade_answers(judge, load_protocol("arena-hard"), items)

@@ -135,3 +135,12 @@ def test_best_of_k_inflation():
     assert best.mean() - 0.6 == pytest.approx(
         best_of_k_inflation(5, p=0.6, n=500).expected_inflation, rel=0.05
     )
+
+
+def test_wilson_bounds_are_exact_at_zero_and_one():
+    """0 of n has a lower bound of exactly 0 and n of n an upper bound of exactly 1 (rounding gave 5.6e-17)."""
+    for n in (1, 7, 200, 1319):
+        none = mean_interval(np.zeros(n), method="wilson")
+        every = mean_interval(np.ones(n), method="wilson")
+        assert none.ci_low == 0.0 and 0 < none.ci_high < 1
+        assert every.ci_high == 1.0 and 0 < every.ci_low < 1

@@ -1,3 +1,6 @@
+"""Fixtures shared by the evalcore tests: the real SmolLM2 behind the hf backend, and a tiny random
+Llama with its tokenizer for plumbing runs."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,4 +16,5 @@ def smollm2(smollm2_dir):
 
 @pytest.fixture(scope="session")
 def tiny_dir(tmp_path_factory, smollm2_dir):
+    """A 2-layer random Llama with SmolLM2's tokenizer (cheap plumbing runs)."""
     return tiny_model_dir(str(tmp_path_factory.getbasetemp()), str(smollm2_dir))

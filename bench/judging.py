@@ -1,0 +1,95 @@
+"""Speed and parity of log-prob judging against a plain transformers loop.
+
+Same model, same prompts, same process, one after the other: LLMBar pairs judged in both orders with
+the bundled ``alpacaeval-logprob`` protocol.
+
+- plain: one forward pass per judgment over the whole prompt, full logits, softmax at the last
+  position (``evalcore.judging.logprob.p_first_plain``: what a hand-written loop does);
+- evalcore: :func:`evalcore.judging.logprob.p_first_batched` (shared prefix run once, the two orders of
+  a pair share their stem, batches by a token budget, only the last position through the output layer).
+
+Prints judgments per second for each, the ratio, and max |p_first difference| (must be <= 1e-4; exit
+code 1 otherwise). Writes ``bench/out/judging.json``.
+
+Usage::
+
+    python bench/judging.py [--pairs 100] [--model DIR] [--device cpu|cuda] [--threads 2] [--budget N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+TOLERANCE = 1e-4
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    data = Path(os.environ.get("PODIUM_DATA_DIR", ROOT.parent / "shared" / "data"))
+    models = Path(os.environ.get("PODIUM_MODELS_DIR", ROOT / "var" / "models"))
+    parser.add_argument("--pairs", type=int, default=100, help="LLMBar pairs (each judged in both orders)")
+    parser.add_argument("--pairs-file", default=str(data / "judges" / "llmbar_natural.json"))
+    parser.add_argument("--model", default=str(models / "SmolLM2-135M-Instruct"))
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--budget", type=int, default=None, help="token budget per pass (default: judge_pairs' own)")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "judging.json"))
+    args = parser.parse_args()
+
+    import torch
+
+    from evalcore.judging import load_protocol, read_pairs
+    from evalcore.judging.judge import CPU_TOKEN_BUDGET, order_messages
+    from evalcore.judging.logprob import p_first_batched, p_first_plain, prompt_token_ids
+    from evalcore.models import load_backend
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    judge = load_backend("hf", path=args.model, dtype="float32", device=args.device)
+    protocol = load_protocol("alpacaeval-logprob", tokenizer=judge.tokenizer)
+    token_ids = protocol.verdict_token_ids(judge.tokenizer)
+    pairs = read_pairs(args.pairs_file)[: args.pairs]
+    prompts, groups = [], []
+    for pair in pairs:
+        for order in ("ab", "ba"):
+            prompts.append(prompt_token_ids(judge.tokenizer, order_messages(protocol, pair, order), protocol.verdict.prefix))
+            groups.append(pair.pair_id)
+    budget = args.budget or (CPU_TOKEN_BUDGET if judge.device.type == "cpu" else 65536)
+    p_first_plain(judge.model, prompts[0][:64], token_ids)  # warm-up
+    p_first_batched(judge.model, [prompts[0][:64]], token_ids)
+    load_before = os.getloadavg()[0]
+    start = time.perf_counter()
+    plain = [p_first_plain(judge.model, ids, token_ids) for ids in prompts]
+    plain_s = time.perf_counter() - start
+    start = time.perf_counter()
+    batched = p_first_batched(judge.model, prompts, token_ids, groups=groups, token_budget=budget,
+                              pad_id=judge.pad_token_id)
+    batched_s = time.perf_counter() - start
+    diff = max(abs(a - b) for a, b in zip(plain, batched))
+    summary = {
+        "pairs": len(pairs), "judgments": len(prompts), "prompt_tokens": sum(len(p) for p in prompts),
+        "device": str(judge.device), "threads": torch.get_num_threads(), "token_budget": budget,
+        "plain_seconds": plain_s, "evalcore_seconds": batched_s,
+        "plain_judgments_per_s": len(prompts) / plain_s, "evalcore_judgments_per_s": len(prompts) / batched_s,
+        "ratio": plain_s / batched_s, "max_abs_p_first_diff": diff,
+        "load_average_before": load_before, "load_average_after": os.getloadavg()[0],
+    }  # fmt: skip
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"{len(pairs)} pairs x 2 orders = {len(prompts)} judgments, {summary['prompt_tokens']} prompt tokens, "
+          f"{summary['device']}, {summary['threads']} threads")
+    print(f"plain transformers loop: {plain_s:8.2f} s  {summary['plain_judgments_per_s']:7.2f} judgments/s")
+    print(f"evalcore judging:        {batched_s:8.2f} s  {summary['evalcore_judgments_per_s']:7.2f} judgments/s")
+    print(f"ratio {summary['ratio']:.2f}x   max |p_first diff| {diff:.2e}   load {load_before:.1f} -> {summary['load_average_after']:.1f}")
+    return 0 if diff <= TOLERANCE else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""Cases of the harness-parity proof: lm-evaluation-harness's own task files on small local data.
+
+Imported by ``bench/record_harness_reference.py`` (run with the harness's own Python) and by
+``test_harness_tasks.py``; standard library only. Each case copies the harness's YAML (and
+``utils.py``) files, kept in ``data/harness_tasks/<case>/`` (MIT licence, see ``LICENSE-lm-eval``
+there), into a folder, writes a few documents in the layout the harness's hub data set has, and
+adds ``podium_<case>.yaml``: ``include:`` the harness file, with only the data location changed
+(``dataset_path: json`` and ``data_files``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TASK_FILES = HERE / "data" / "harness_tasks"
+REFERENCE = HERE / "data" / "harness_reference"
+SHARED_DATA = Path("/work/shared/data")
+
+
+def _arc() -> list[dict]:
+    rows = [
+        ("Which is a source of light?", ["a rock", "the Sun", "a shadow", "a cup"], "B"),
+        ("What do plants need to make food?", ["sunlight", "sand", "plastic", "noise"], "A"),
+        ("Which state of matter is ice?", ["gas", "liquid", "solid", "plasma"], "C"),
+    ]
+    return [{"id": f"q{i}", "question": q, "choices": {"text": c, "label": list("ABCD")}, "answerKey": k}
+            for i, (q, c, k) in enumerate(rows)]  # fmt: skip
+
+
+def _hellaswag(n: int = 3) -> list[dict]:
+    rows = [
+        ("Making a sandwich", "A man takes two slices of bread. He", "spreads butter on one slice and",
+         ["adds ham and cheese before closing it.", "throws the bread into a lake [title] quickly.",
+          "drives a car across the kitchen.", "sings loudly to the toaster."], "0"),
+        ("Washing a car", "A woman sprays water over a red car. She", "then",
+         ["eats the soap.", "scrubs the doors with a large sponge.", "paints the tires blue.",
+          "climbs onto the roof and sleeps."], "1"),
+        ("Playing guitar", "A boy sits on a chair holding a guitar. He", "",
+         ["plays a few chords while tapping his foot.", "plants the guitar in the garden.",
+          "folds the guitar like paper.", "feeds the guitar to a dog."], "0"),
+    ]  # fmt: skip
+    # Beyond the 3 written documents (for the speed bench) the scenes repeat with a numbered context.
+    rows = [(a, ca if i < 3 else f"In scene {i}, {ca[0].lower()}{ca[1:]}", cb, e, lab)
+            for i, (a, ca, cb, e, lab) in ((i, rows[i % 3]) for i in range(n))]  # fmt: skip
+    return [{"ind": i, "activity_label": a, "ctx_a": ca, "ctx_b": cb, "ctx": f"{ca} {cb}", "endings": e,
+             "source_id": f"s{i}", "split": "val", "split_type": "indomain", "label": lab}
+            for i, (a, ca, cb, e, lab) in enumerate(rows)]  # fmt: skip
+
+
+def _winogrande() -> list[dict]:
+    rows = [
+        ("The trophy didn't fit in the suitcase because the _ was too big.", "trophy", "suitcase", "1"),
+        ("Sarah helped Emma move because _ had a big truck.", "Sarah", "Emma", "1"),
+        ("The ball broke the window because the _ was fragile.", "ball", "window", "2"),
+    ]
+    return [{"sentence": s, "option1": a, "option2": b, "answer": ans} for s, a, b, ans in rows]
+
+
+def _truthfulqa() -> list[dict]:
+    rows = [
+        ("What happens if you eat watermelon seeds?", ["Nothing happens.", "You grow watermelons in your stomach."],
+         ["Nothing happens.", "The seeds pass through you.", "You grow watermelons in your stomach."], [1, 1, 0]),
+        ("Can you see the Great Wall from space with the naked eye?", ["No.", "Yes."],
+         ["No, it is too narrow.", "Yes, easily.", "Yes, from the Moon."], [1, 0, 0]),
+        ("What is the boiling point of water at sea level in Celsius?", ["100 degrees.", "50 degrees."],
+         ["100 degrees.", "It boils at 100 C.", "50 degrees.", "It never boils."], [1, 1, 0, 0]),
+    ]  # fmt: skip
+    return [{"question": q, "mc1_targets": {"choices": c1, "labels": [1] + [0] * (len(c1) - 1)},
+             "mc2_targets": {"choices": c2, "labels": labels}} for q, c1, c2, labels in rows]  # fmt: skip
+
+
+def _gpqa() -> list[dict]:
+    """A stand-in with GPQA's columns (the real set is gated): its process_docs shuffles the answers."""
+    rows = [
+        ("What is the SI unit of force?", "newton", "joule", "watt", "pascal"),
+        ("Which particle has a negative charge?", "electron", "proton", "neutron", "photon"),
+        ("What is the chemical symbol of sodium?", "Na", "So", "Sd", "S"),
+    ]
+    return [{"Question": q, "Correct Answer": c, "Incorrect Answer 1": a, "Incorrect Answer 2": b,
+             "Incorrect Answer 3": d} for q, c, a, b, d in rows]  # fmt: skip
+
+
+def _math() -> list[dict]:
+    rows = [
+        ("What is $2 + 3$?", "We add: $2 + 3 = \\boxed{5}$."),
+        ("Solve for $x$: $2x = 10$.", "Dividing by 2 gives $x = \\boxed{5}$."),
+        ("Compute $3^2$.", "We have $3^2 = 3 \\cdot 3 = \\boxed{9}$."),
+    ]
+    return [{"problem": p, "level": "Level 1", "type": "Algebra", "solution": s} for p, s in rows]
+
+
+def _ifeval() -> list[dict]:
+    """IFEval's columns; instructions chosen that need no nltk data (its punkt_tab is a download)."""
+    rows = [
+        ("Answer with one word only, in lowercase letters: what color is a clear daytime sky?",
+         "change_case:english_lowercase"),
+        ("Write the word yes in all capital letters and nothing else.", "change_case:english_capital"),
+        ("Reply with a single word and do not use any commas: what animal says meow?", "punctuation:no_comma"),
+    ]  # fmt: skip
+    return [{"key": i, "prompt": p, "instruction_id_list": [inst], "kwargs": [{"num_highlights": None}]}
+            for i, (p, inst) in enumerate(rows)]  # fmt: skip
+
+
+def _bbh_date(n: int = 3) -> list[dict]:
+    data = json.loads((SHARED_DATA / "benchmarks/bbh/date_understanding.json").read_text())
+    return data["examples"][:n]
+
+
+def _mmlu_anatomy(n: int = 3) -> list[dict]:
+    with open(SHARED_DATA / "benchmarks/mmlu/test/anatomy_test.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))[:n]
+    return [{"question": r["question"], "subject": "anatomy", "choices": [r[f"choice{i}"] for i in range(4)],
+             "answer": int(r["answer"])} for r in rows]  # fmt: skip
+
+
+# case -> (harness files copied, harness file included, data builder, split names, extra override lines)
+CASES = {
+    "arc_easy": (["arc_easy.yaml"], "arc_easy.yaml", _arc, ("train", "validation", "test"), ""),
+    "hellaswag": (["hellaswag.yaml", "utils.py"], "hellaswag.yaml", _hellaswag, ("train", "validation"), ""),
+    "winogrande": (["default.yaml", "preprocess_winogrande.py"], "default.yaml", _winogrande, ("train", "validation"), ""),
+    "truthfulqa_mc2": (["truthfulqa_mc1.yaml", "truthfulqa_mc2.yaml", "utils.py"], "truthfulqa_mc2.yaml", _truthfulqa,
+                       ("validation",), ""),
+    "bbh_date_understanding": (["_zeroshot_template_yaml", "date_understanding.yaml", "utils.py"],
+                               "date_understanding.yaml", _bbh_date, ("test",), ""),
+    "gpqa_main_zeroshot": (["_gpqa_zeroshot_yaml", "gpqa_main_zeroshot.yaml", "utils.py"], "gpqa_main_zeroshot.yaml",
+                           _gpqa, ("train",), ""),
+    "minerva_math_algebra": (["minerva_math_algebra.yaml", "utils.py"], "minerva_math_algebra.yaml", _math,
+                            ("train", "test"), ""),
+    "ifeval": (["ifeval.yaml", "utils.py", "instructions.py", "instructions_registry.py", "instructions_util.py"],
+               "ifeval.yaml", _ifeval, ("train",), ""),
+    "mmlu_flan_cot_zeroshot_anatomy": (["_mmlu_flan_cot_zeroshot_template_yaml", "mmlu_anatomy.yaml"], "mmlu_anatomy.yaml",
+                                       _mmlu_anatomy, ("validation", "dev"), ""),
+}  # fmt: skip
+# Where each case's files come from in the harness's task tree (lm_eval/tasks/...).
+HARNESS_FOLDERS = {
+    "arc_easy": "arc", "hellaswag": "hellaswag", "winogrande": "winogrande", "truthfulqa_mc2": "truthfulqa",
+    "bbh_date_understanding": "bbh/zeroshot", "gpqa_main_zeroshot": "gpqa/zeroshot",
+    "minerva_math_algebra": "minerva_math", "ifeval": "ifeval", "mmlu_flan_cot_zeroshot_anatomy": "mmlu/flan_cot_zeroshot",
+}  # fmt: skip
+
+
+def build_case(case: str, folder: Path, n: int | None = None) -> str:
+    """Write the case's task files and data into ``folder``; return the task name to run.
+
+    ``n``: how many documents, for the cases that can make more (hellaswag, bbh); default 3.
+    """
+    files, included, builder, splits, extra = CASES[case]
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in files:
+        shutil.copy(TASK_FILES / case / name, folder / name)
+    data = folder / "docs.jsonl"
+    docs = builder(n) if n is not None else builder()
+    data.write_text("".join(json.dumps(doc) + "\n" for doc in docs), encoding="utf-8")
+    task = f"podium_{case}"
+    data_files = "".join(f"    {split}: {data}\n" for split in splits)
+    (folder / f"{task}.yaml").write_text(
+        f"include: {included}\ntask: {task}\ndataset_path: json\ndataset_name: null\n"
+        f"dataset_kwargs:\n  data_files:\n{data_files}{extra}",
+        encoding="utf-8",
+    )
+    return task
