@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 
 from django.http import Http404, JsonResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.negotiation import BaseContentNegotiation
@@ -55,6 +55,15 @@ class StrictLimitOffsetPagination(LimitOffsetPagination):
 
     def get_offset(self, request):
         return _int_param(request, "offset", 0, 0, MAX_OFFSET)
+
+    def get_schema_operation_parameters(self, view):
+        """The documented parameters carry the bounds the server enforces."""
+        bounds = {"limit": (1, self.max_limit), "offset": (0, MAX_OFFSET)}
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            low, high = bounds[parameter["name"]]
+            parameter["schema"] = {**parameter["schema"], "minimum": low, "maximum": high}
+        return parameters
 
 
 def _filters(request, serializer_class) -> dict:
@@ -154,14 +163,7 @@ class RatingsSerializer(serializers.ModelSerializer):
         return list(obj.extra.get("notes", []))
 
 
-def _params_doc(serializer_class) -> list[OpenApiParameter]:
-    return [
-        OpenApiParameter(name, OpenApiTypes.STR, required=False, description=str(field.help_text or ""))
-        for name, field in serializer_class().fields.items()
-    ]
-
-
-@extend_schema(parameters=_params_doc(BattleFilters), summary="Voted battles, newest vote first")
+@extend_schema(parameters=[BattleFilters], summary="Voted battles, newest vote first")
 class BattleList(generics.ListAPIView):
     serializer_class = BattleSerializer
     pagination_class = StrictLimitOffsetPagination
@@ -182,7 +184,7 @@ class BattleDetail(generics.RetrieveAPIView):
         return battle
 
 
-@extend_schema(parameters=_params_doc(SnapshotFilters), summary="Rating snapshots, newest first")
+@extend_schema(parameters=[SnapshotFilters], summary="Rating snapshots, newest first")
 class SnapshotList(generics.ListAPIView):
     serializer_class = SnapshotSummarySerializer
     pagination_class = StrictLimitOffsetPagination
@@ -206,7 +208,7 @@ class SnapshotDetail(generics.RetrieveAPIView):
 class RatingsView(APIView):
     """The latest ratings for a method (bt, elo, style) and category (default: bt, overall)."""
 
-    @extend_schema(parameters=_params_doc(RatingsFilters), responses=RatingsSerializer)
+    @extend_schema(parameters=[RatingsFilters], responses=RatingsSerializer)
     def get(self, request):
         params = _filters(request, RatingsFilters)
         snapshot = selectors.snapshot_latest(params["method"], params["category"])

@@ -18,7 +18,6 @@ that holds its key (``api_key_env: OPENAI_API_KEY``).
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,10 +53,10 @@ def _fail(where: str, problem: str):
 def _number(value, kind, low, high, where):
     if isinstance(value, bool) or not isinstance(value, int | float):
         _fail(where, f"expected a number, got {value!r}")
+    if not low <= value <= high:  # before any float(): a YAML integer can be too large for one; NaN fails here
+        _fail(where, f"must be between {low} and {high}, got {str(value)[:40]}")
     if kind is int and not float(value).is_integer():
         _fail(where, f"expected a whole number, got {value!r}")
-    if not math.isfinite(value) or not low <= value <= high:
-        _fail(where, f"must be between {low} and {high}, got {value!r}")
     return kind(value)
 
 

@@ -5,6 +5,8 @@ from drf_spectacular.views import SpectacularAPIView
 
 from common.health import healthz
 
+handler404 = "common.api_errors.not_found"
+
 urlpatterns = [
     path("", TemplateView.as_view(template_name="home.html"), name="home"),
     path("healthz", healthz, name="healthz"),

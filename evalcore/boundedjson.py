@@ -21,6 +21,8 @@ def loads(text: str | bytes, *, name: str, max_depth: int = DEFAULT_MAX_DEPTH) -
         raise ValueError(f"{name} is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
     except RecursionError:
         raise ValueError(f"{name} nests deeper than {max_depth} levels.") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{name} is not UTF-8 JSON ({exc.reason} at byte {exc.start}).") from None
     if depth_exceeds(value, max_depth):
         raise ValueError(f"{name} nests deeper than {max_depth} levels.")
     return value

@@ -253,6 +253,10 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "Podium API",
     "DESCRIPTION": "Votes, ratings, benchmark scores and per-sample records, with intervals and protocols.",
     "VERSION": "0.1.0",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "common.api_errors.document_errors",
+    ],
 }
 
 LOGGING = {

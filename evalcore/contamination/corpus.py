@@ -117,7 +117,7 @@ def json_text(line: str, stats: CorpusStats) -> str | None:
     """The ``text`` field of one JSON line, or None (counted)."""
     try:
         record = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested thousands deep, hostile or corrupt
         stats.skipped["bad_json"] += 1
         return None
     text = record.get("text") if isinstance(record, dict) else None

@@ -54,12 +54,15 @@ def read_yaml(path: Path) -> dict:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ValueError(f"task file {str(path)!r} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"task file {str(path)!r} cannot be read as UTF-8 text: {exc}") from None
     try:
         data = yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
     except yaml.YAMLError as exc:
         raise ValueError(f"task file {str(path)!r} is not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ValueError(f"task file {str(path)!r} must hold a mapping of keys, got {type(data).__name__}")
+    _check_shape(data, str(path))
     for _, function in functions_in(data):
         function.base_dir = str(Path(path).resolve().parent)  # the harness resolves beside the tagged file
     return data
@@ -84,6 +87,26 @@ def resolve_includes(path: Path, _seen: tuple = ()) -> dict:
         base.update(included)
     base.update(data)
     return base
+
+
+def _check_shape(data: dict, source: str) -> None:
+    """Refuse keys that are not strings and YAML aliases that contain themselves (iterative: no RecursionError)."""
+    stack, open_ids = [(data, "", False)], set()
+    while stack:
+        node, key, done = stack.pop()
+        if done:
+            open_ids.discard(id(node))
+            continue
+        if not isinstance(node, dict | list):
+            continue
+        if id(node) in open_ids:
+            raise ValueError(f"{source}: key {key!r} contains itself (a YAML alias inside its own anchor)")
+        open_ids.add(id(node))
+        stack.append((node, key, True))
+        for k, value in node.items() if isinstance(node, dict) else ((key, v) for v in node):
+            if not isinstance(k, str):
+                raise ValueError(f"{source}: key {k!r} is not a string")
+            stack.append((value, k, False))
 
 
 @dataclass(frozen=True)
@@ -144,6 +167,7 @@ def task_config_from_mapping(data: dict, *, source: str = "<mapping>", base_dir:
     ``trusted``: the file comes from a folder whose Python code may run (``!function`` tags are
     loaded); otherwise any ``!function`` is refused.
     """
+    _check_shape(data, source)
     check_functions(data, source, trusted=trusted)
     if "class" in data:
         raise ValueError(f"{source}: 'class' names a Python task class of the harness; Podium runs YAML tasks only")
@@ -154,7 +178,7 @@ def task_config_from_mapping(data: dict, *, source: str = "<mapping>", base_dir:
     if not isinstance(name, str) or not name:
         raise ValueError(f"{source}: 'task' must be a task name (a string)")
     output_type = data.get("output_type", "generate_until")
-    if output_type not in OUTPUT_TYPES:
+    if not isinstance(output_type, str) or output_type not in OUTPUT_TYPES:
         raise ValueError(f"{source}: output_type {output_type!r} is not one of {OUTPUT_TYPES}")
     if not data.get("dataset_path") and data.get("custom_dataset") is None:
         raise ValueError(f"{source}: task {name!r} needs dataset_path")
@@ -173,9 +197,12 @@ def task_config_from_mapping(data: dict, *, source: str = "<mapping>", base_dir:
     bad = sorted(set(fewshot) - FEWSHOT_KEYS)
     if bad:
         raise ValueError(f"{source}: unsupported fewshot_config key(s) {bad}; supported: {sorted(FEWSHOT_KEYS)}")
-    if fewshot.get("sampler", "default") not in SAMPLERS and not isinstance(fewshot.get("sampler"), PythonFunction):
+    sampler = fewshot.get("sampler", "default")
+    if not isinstance(sampler, PythonFunction) and (not isinstance(sampler, str) or sampler not in SAMPLERS):
         raise ValueError(f"{source}: fewshot sampler {fewshot['sampler']!r} is not one of {SAMPLERS}")
     generation = data.get("generation_kwargs") or {}
+    if not isinstance(generation, dict):
+        raise ValueError(f"{source}: generation_kwargs must be a mapping")
     bad = sorted(set(generation) - GENERATION_KEYS)
     if bad:
         raise ValueError(f"{source}: unsupported generation_kwargs {bad}; supported: {sorted(GENERATION_KEYS)}")
@@ -187,14 +214,14 @@ def task_config_from_mapping(data: dict, *, source: str = "<mapping>", base_dir:
         raise ValueError(f"{source}: repeats must be a positive integer")
     validate_filter_list(data.get("filter_list"), source)
     validate_metric_list(data.get("metric_list"), output_type, source, custom_results=data.get("process_results") is not None)
-    tags = data.get("tag") or ()
-    tags = (tags,) if isinstance(tags, str) else tuple(tags)
+    tags = _tags(data, source)
     return TaskConfig(
         task=name, output_type=output_type, raw=data, source=source, base_dir=base_dir, tags=tags, trusted=trusted
     )
 
 
 def group_config_from_mapping(data: dict, *, source: str = "<mapping>") -> GroupConfig:
+    _check_shape(data, source)
     unknown = sorted(set(data) - GROUP_KEYS)
     if unknown:
         raise ValueError(f"{source}: unsupported group key(s) {unknown}; supported keys are {sorted(GROUP_KEYS)}")
@@ -211,6 +238,8 @@ def group_config_from_mapping(data: dict, *, source: str = "<mapping>") -> Group
     aggregate = data.get("aggregate_metric_list") or []
     if isinstance(aggregate, dict):
         aggregate = [aggregate]
+    if not isinstance(aggregate, list):
+        raise ValueError(f"{source}: aggregate_metric_list must be a list of {{metric, aggregation}}")
     for item in aggregate:
         if not isinstance(item, dict) or "metric" not in item:
             raise ValueError(f"{source}: each aggregate_metric_list entry needs 'metric'")
@@ -221,10 +250,16 @@ def group_config_from_mapping(data: dict, *, source: str = "<mapping>") -> Group
             raise ValueError(f"{source}: group aggregation {item['aggregation']!r} is not supported (use mean)")
     names = [t if isinstance(t, str) else _member_name(t) for t in tasks]
     inline = tuple(t for t in tasks if isinstance(t, dict))
-    tags = data.get("tag") or ()
-    tags = (tags,) if isinstance(tags, str) else tuple(tags)
+    tags = _tags(data, source)
     return GroupConfig(group=data["group"], tasks=tuple(names), aggregate=tuple(aggregate), source=source, raw=data,
                        inline=inline, tags=tags)  # fmt: skip
+
+
+def _tags(data: dict, source: str) -> tuple[str, ...]:
+    tags = data.get("tag") or []
+    if not isinstance(tags, str) and not (isinstance(tags, list) and all(isinstance(t, str) for t in tags)):
+        raise ValueError(f"{source}: tag must be a name or a list of names")
+    return (tags,) if isinstance(tags, str) else tuple(tags)
 
 
 def _check_unsafe(data: dict, source: str, output_type: str) -> None:

@@ -56,6 +56,8 @@ def validate_filter_list(filter_list, source: str) -> None:
         bad = sorted(set(pipeline) - {"name", "filter"})
         if bad:
             raise ValueError(f"{source}: unsupported filter_list key(s) {bad}")
+        if not isinstance(pipeline["name"], str) or not isinstance(pipeline["filter"], list):
+            raise ValueError(f"{source}: a filter_list entry's name must be a string and its filter a list of steps")
         if pipeline["name"] in names:
             raise ValueError(f"{source}: filter pipeline name {pipeline['name']!r} used twice")
         names.add(pipeline["name"])
@@ -63,7 +65,7 @@ def validate_filter_list(filter_list, source: str) -> None:
             function = step.get("function") if isinstance(step, dict) else None
             if callable(function):
                 continue  # a filter class from a trusted task folder takes its own arguments
-            if function not in FILTER_ARGS:
+            if not isinstance(function, str) or function not in FILTER_ARGS:
                 raise ValueError(f"{source}: filter function {function!r} is not one of {sorted(FILTER_ARGS)}")
             bad = sorted(set(step) - {"function"} - FILTER_ARGS[function])
             if bad:

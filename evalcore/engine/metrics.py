@@ -75,16 +75,17 @@ def validate_metric_list(metric_list, output_type: str, source: str, *, custom_r
             if not (isinstance(name, str) or callable(name)):
                 raise ValueError(f"{source}: metric {name!r} must be a name or !function")
             aggregation = entry.get("aggregation", "mean")
-            if not callable(aggregation) and aggregation not in AGGREGATIONS:
+            if not callable(aggregation) and (not isinstance(aggregation, str) or aggregation not in AGGREGATIONS):
                 raise ValueError(f"{source}: aggregation {aggregation!r} is not one of {sorted(AGGREGATIONS)}")
             continue
-        if name not in allowed:
+        if not isinstance(name, str) or name not in allowed:
             raise ValueError(f"{source}: metric {name!r} is not available for {output_type}; choose from {sorted(allowed)}")
         bad = sorted(set(entry) - ENTRY_KEYS - METRIC_OPTIONS.get(name, set()))
         if bad and name in STRICT_OPTIONS:
             # Other metrics ignore extra options, as the harness's passthrough metrics do.
             raise ValueError(f"{source}: metric {name!r} does not take {bad}")
-        if not callable(entry.get("aggregation")) and entry.get("aggregation", "mean") not in AGGREGATIONS:
+        aggregation = entry.get("aggregation", "mean")
+        if not callable(aggregation) and (not isinstance(aggregation, str) or aggregation not in AGGREGATIONS):
             raise ValueError(f"{source}: aggregation {entry['aggregation']!r} is not one of {sorted(AGGREGATIONS)}")
         if name == "pass@k":
             ks = entry.get("k", [1])

@@ -184,7 +184,7 @@ def protocol_from_dict(data, *, where: str = "protocol") -> JudgeProtocol:
         if key not in data:
             raise ValueError(f"{where}: missing key {key!r}")
     for key in ("name", "user", "system", "source", "description"):
-        if key in data and data[key] is not None and not isinstance(data[key], str):
+        if key in data and (data[key] is not None or key in ("name", "user")) and not isinstance(data[key], str):
             raise ValueError(f"{where}: {key!r} must be a string")
     kind = data["kind"]
     if kind not in KINDS:
@@ -255,8 +255,9 @@ def parse_verdict(data, *, kind: str, where: str) -> Verdict:
     if groups != 1:
         raise ValueError(f"{where}: verdict score regex must be a string with exactly one group (the score)")
     low, high = score.get("min", 1), score.get("max", 10)
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (low, high)) or not low < high:
-        raise ValueError(f"{where}: verdict score min and max must be numbers with min < max")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) and -1e6 <= v <= 1e6 for v in (low, high)) \
+            or not low < high:
+        raise ValueError(f"{where}: verdict score min and max must be numbers from -1e6 to 1e6 with min < max")
     return Verdict(method="generate", max_new_tokens=max_new, score_regex=regex,
                    score_min=float(low), score_max=float(high))
 

@@ -161,7 +161,10 @@ def read_pairs(path: str | Path, *, require_label: bool = True) -> list[PairItem
         raise ValueError(f"pairs file {str(path)!r} does not exist")
     if path.stat().st_size > MAX_PAIRS_BYTES:
         raise ValueError(f"pairs file {str(path)!r} is larger than {MAX_PAIRS_BYTES} bytes")
-    text = path.read_text(encoding="utf-8", errors="strict")
+    try:
+        text = path.read_text(encoding="utf-8", errors="strict")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"pairs file {str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     records = _parse_records(text, str(path))
     if not records:
         raise ValueError(f"pairs file {str(path)!r} holds no pairs")
@@ -175,6 +178,8 @@ def _parse_records(text: str, name: str) -> list[tuple[object, str]]:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ValueError(f"pairs file {name!r} is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ValueError(f"pairs file {name!r} nests JSON too deeply") from None
         return [(rec, f"pair {i}") for i, rec in enumerate(data)]
     records = []
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -185,6 +190,8 @@ def _parse_records(text: str, name: str) -> list[tuple[object, str]]:
             records.append((json.loads(line), where))
         except json.JSONDecodeError as exc:
             raise ValueError(f"{name}: {where} is not valid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise ValueError(f"{name}: {where} nests JSON too deeply") from None
     return records
 
 

@@ -61,12 +61,17 @@ def read_instructions(path: str | Path, *, limit: int | None = None) -> list[Ins
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"instruction file {str(path)!r} does not exist")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"instruction file {str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if text.lstrip().startswith("["):
         try:
             records = list(enumerate(json.loads(text)))
         except json.JSONDecodeError as exc:
             raise ValueError(f"instruction file {str(path)!r} is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ValueError(f"instruction file {str(path)!r} nests JSON too deeply") from None
     else:
         records = []
         for lineno, line in enumerate(text.splitlines(), start=1):
@@ -75,6 +80,8 @@ def read_instructions(path: str | Path, *, limit: int | None = None) -> list[Ins
                     records.append((f"line {lineno}", json.loads(line)))
                 except json.JSONDecodeError as exc:
                     raise ValueError(f"{path}: line {lineno} is not valid JSON: {exc.msg}") from None
+                except RecursionError:
+                    raise ValueError(f"{path}: line {lineno} nests JSON too deeply") from None
     out, seen = [], set()
     for index, (where, record) in enumerate(records[: limit or MAX_INSTRUCTIONS]):
         field = next((k for k in ("instruction", "input", "question") if isinstance(record, dict) and k in record), None)

@@ -96,9 +96,17 @@ def read_battles(source, *, format: str | None = None) -> Battles:
         if format == "jsonl":
             return battles_from_records(_iter_jsonl(fh, name))
         raise ValueError(f"unknown format {format!r}; expected csv, json or jsonl")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(name, exc) from None
+    except csv.Error as exc:
+        raise ValueError(f"{name}: not valid CSV ({exc})") from None
     finally:
         if close:
             fh.close()
+
+
+def _not_utf8(name: str, exc: UnicodeDecodeError) -> ValueError:
+    return ValueError(f"{name}: not UTF-8 text ({exc.reason}, byte {exc.object[exc.start:exc.start + 1]!r})")
 
 
 def _iter_jsonl(fh: IO[str], name: str) -> Iterator[dict]:
@@ -292,7 +300,12 @@ def is_pair_counts_file(source) -> bool:
     if path.suffix.lower() not in ("", ".csv"):
         return False
     with path.open("r", encoding="utf-8", newline="") as fh:
-        header = next(csv.reader(fh), [])
+        try:
+            header = next(csv.reader(fh), [])
+        except UnicodeDecodeError as exc:
+            raise _not_utf8(str(path), exc) from None
+        except csv.Error as exc:
+            raise ValueError(f"{path}: not valid CSV ({exc})") from None
     return {"model_i", "model_j", "wins_i", "wins_j"}.issubset(h.strip() for h in header)
 
 
@@ -315,6 +328,10 @@ def read_pair_counts(source) -> PairCounts:
             if col not in pos:
                 raise ValueError(f"{name}: row 0 (header), column {col!r}: missing column")
         rows = [r for r in reader if r]
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(name, exc) from None
+    except csv.Error as exc:
+        raise ValueError(f"{name}: not valid CSV ({exc})") from None
     finally:
         if close:
             fh.close()

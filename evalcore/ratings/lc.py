@@ -117,18 +117,28 @@ def _intern(values: list[str], column: str) -> tuple[tuple[str, ...], np.ndarray
     return tuple(str(n) for n in names), inv.astype(np.int64)
 
 
+def _csv_rows(source) -> list[list[str]]:
+    """Every row of a UTF-8 CSV file; a ValueError naming the file when it is not one."""
+    try:
+        with open(source, newline="", encoding="utf-8") as fh:
+            return list(csv.reader(fh))
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{source}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except csv.Error as exc:
+        raise ValueError(f"{source}: not valid CSV ({exc})") from None
+
+
 def read_lc_annotations(source) -> LCAnnotations:
     """Read a CSV with columns ``model, instruction_id, len_output_1, len_output_2, preference``."""
-    with open(source, newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh)
-        header = [h.strip() for h in next(reader, [])]
-        if not header:
-            raise ValueError(f"{source}: no annotations: the file is empty")
-        pos = {h: k for k, h in enumerate(header)}
-        for col in LC_COLUMNS:
-            if col not in pos:
-                raise ValueError(f"{source}: row 0 (header), column {col!r}: missing column")
-        rows = [r for r in reader if r]
+    all_rows = _csv_rows(source)
+    header = [h.strip() for h in (all_rows[0] if all_rows else [])]
+    if not header:
+        raise ValueError(f"{source}: no annotations: the file is empty")
+    pos = {h: k for k, h in enumerate(header)}
+    for col in LC_COLUMNS:
+        if col not in pos:
+            raise ValueError(f"{source}: row 0 (header), column {col!r}: missing column")
+    rows = [r for r in all_rows[1:] if r]
     if not rows:
         raise ValueError(f"{source}: no annotations: the file has a header but no rows")
     for k, r in enumerate(rows, start=1):
@@ -374,8 +384,7 @@ def length_controlled_win_rate(
 
 def read_difficulty(source) -> dict[str, float]:
     """Read a per-instruction difficulty CSV: first column the instruction id, second the value."""
-    with open(source, newline="", encoding="utf-8") as fh:
-        rows = [r for r in csv.reader(fh) if r]
+    rows = [r for r in _csv_rows(source) if r]
     if len(rows) < 2:
         raise ValueError(f"{source}: no difficulty rows")
     out = {}
@@ -385,5 +394,6 @@ def read_difficulty(source) -> dict[str, float]:
         try:
             out[r[0]] = float(r[1])
         except ValueError:
-            raise ValueError(f"row {k}, column {rows[0][1]!r}: not a number: {r[1]!r}") from None
+            column = rows[0][1] if len(rows[0]) > 1 else "difficulty"  # a one-column header names no second
+            raise ValueError(f"row {k}, column {column!r}: not a number: {r[1]!r}") from None
     return out

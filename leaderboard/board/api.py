@@ -8,8 +8,7 @@ what the requester may see (published entries, their own, everything for staff).
 from __future__ import annotations
 
 from django.http import Http404
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers
 from rest_framework.exceptions import ValidationError
 
@@ -43,13 +42,6 @@ def _params(request, serializer_class) -> dict:
     params = serializer_class(data=request.query_params.dict())
     params.is_valid(raise_exception=True)
     return {k: v for k, v in params.validated_data.items() if v not in (None, "")}
-
-
-def _params_doc(serializer_class) -> list[OpenApiParameter]:
-    return [
-        OpenApiParameter(name, OpenApiTypes.STR, required=False, description=str(field.help_text or ""))
-        for name, field in serializer_class().fields.items()
-    ]
 
 
 class SubmissionFilters(serializers.Serializer):
@@ -137,7 +129,7 @@ class SampleSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-@extend_schema(parameters=_params_doc(SubmissionFilters), summary="Evaluated models (finished submissions)")
+@extend_schema(parameters=[SubmissionFilters], summary="Evaluated models (finished submissions)")
 class SubmissionList(generics.ListAPIView):
     serializer_class = SubmissionSerializer
     pagination_class = StrictLimitOffsetPagination
@@ -149,7 +141,7 @@ class SubmissionList(generics.ListAPIView):
         )
 
 
-@extend_schema(parameters=_params_doc(ScoreFilters), summary="Scores with standard errors and 95% intervals")
+@extend_schema(parameters=[ScoreFilters], summary="Scores with standard errors and 95% intervals")
 class ScoreList(generics.ListAPIView):
     serializer_class = ScoreSerializer
     pagination_class = StrictLimitOffsetPagination
@@ -159,7 +151,7 @@ class ScoreList(generics.ListAPIView):
 
 
 @extend_schema(
-    parameters=_params_doc(RunFilters), summary="Evaluation runs with their protocol and code version"
+    parameters=[RunFilters], summary="Evaluation runs with their protocol and code version"
 )
 class RunList(generics.ListAPIView):
     serializer_class = RunSerializer

@@ -175,7 +175,7 @@ def _tensor_entry(name: str, tensor: str, info: object, data_size: int):
     if not isinstance(info, dict) or set(info) != {"dtype", "shape", "data_offsets"}:
         raise CheckpointError(f"{where} needs exactly dtype, shape and data_offsets.")
     dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
-    if dtype not in DTYPE_BYTES:
+    if not isinstance(dtype, str) or dtype not in DTYPE_BYTES:
         raise CheckpointError(f"{where} has an unknown dtype {str(dtype)[:20]!r}.")
     if not isinstance(shape, list) or not all(type(d) is int and 0 <= d < 2**53 for d in shape):
         raise CheckpointError(f"{where} has a shape that is not a list of non-negative integers.")
