@@ -24,11 +24,11 @@ from rest_framework.views import APIView
 from arena import exports, selectors
 from arena.models import Battle, RatingSnapshot, Vote
 from arena.selectors import EXPORT_COLUMNS
+from common.api_params import validated_query
 from common.streaming import streaming_download
 
 MAX_LIMIT = 1000
 MAX_OFFSET = 10**9
-PAGING_PARAMS = {"limit", "offset", "format"}
 
 
 def _int_param(request, name: str, default: int, low: int, high: int) -> int:
@@ -64,22 +64,6 @@ class StrictLimitOffsetPagination(LimitOffsetPagination):
             low, high = bounds[parameter["name"]]
             parameter["schema"] = {**parameter["schema"], "minimum": low, "maximum": high}
         return parameters
-
-
-def _filters(request, serializer_class) -> dict:
-    """Validate query parameters with ``serializer_class``; unknown names are refused."""
-    allowed = set(serializer_class().fields) | PAGING_PARAMS
-    unknown = sorted(set(request.query_params) - allowed)
-    if unknown:
-        raise ValidationError(
-            {"detail": f"unknown parameter(s): {', '.join(unknown)}; allowed: {sorted(allowed)}"}
-        )
-    many = [k for k in request.query_params if len(request.query_params.getlist(k)) > 1]
-    if many:
-        raise ValidationError({"detail": f"parameter(s) given more than once: {', '.join(sorted(many))}"})
-    params = serializer_class(data=request.query_params.dict())
-    params.is_valid(raise_exception=True)
-    return {k: v for k, v in params.validated_data.items() if v is not None}
 
 
 class BattleFilters(serializers.Serializer):
@@ -169,7 +153,7 @@ class BattleList(generics.ListAPIView):
     pagination_class = StrictLimitOffsetPagination
 
     def get_queryset(self):
-        return selectors.battles_voted(**_filters(self.request, BattleFilters))
+        return selectors.battles_voted(**validated_query(self.request, BattleFilters))
 
 
 @extend_schema(summary="One voted battle with its turns")
@@ -177,7 +161,7 @@ class BattleDetail(generics.RetrieveAPIView):
     serializer_class = BattleSerializer
 
     def get_object(self):
-        _filters(self.request, serializers.Serializer)
+        validated_query(self.request, serializers.Serializer)
         battle = selectors.battle_voted(self.kwargs["public_id"])
         if battle is None:
             raise Http404("no voted battle with this id")
@@ -190,7 +174,7 @@ class SnapshotList(generics.ListAPIView):
     pagination_class = StrictLimitOffsetPagination
 
     def get_queryset(self):
-        return selectors.snapshot_list(**_filters(self.request, SnapshotFilters))
+        return selectors.snapshot_list(**validated_query(self.request, SnapshotFilters))
 
 
 @extend_schema(summary="One rating snapshot with its rows, matrices and notes")
@@ -198,7 +182,7 @@ class SnapshotDetail(generics.RetrieveAPIView):
     serializer_class = SnapshotSerializer
 
     def get_object(self):
-        _filters(self.request, serializers.Serializer)
+        validated_query(self.request, serializers.Serializer)
         snapshot = selectors.snapshot_by_id(self.kwargs["pk"])
         if snapshot is None:
             raise Http404("no such snapshot")
@@ -210,7 +194,7 @@ class RatingsView(APIView):
 
     @extend_schema(parameters=[RatingsFilters], responses=RatingsSerializer)
     def get(self, request):
-        params = _filters(request, RatingsFilters)
+        params = validated_query(request, RatingsFilters)
         snapshot = selectors.snapshot_latest(params["method"], params["category"])
         if snapshot is None:
             raise Http404(

@@ -10,14 +10,13 @@ from __future__ import annotations
 from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers
-from rest_framework.exceptions import ValidationError
 
 from arena.api import StrictLimitOffsetPagination
+from common.api_params import validated_query
 from leaderboard.models import EvaluationRun, SampleRecord, Score, Submission
 from leaderboard.runs import selectors as selectors_runs
 from leaderboard.runs.benchmarks import benchmark_key
 
-PAGING_PARAMS = {"limit", "offset", "format"}
 SAMPLES_MAX_LIMIT = 200
 TASK_FIELD = {"max_length": 200, "regex": r"^[A-Za-z0-9_.\-]+$"}
 
@@ -27,21 +26,6 @@ class SamplesPagination(StrictLimitOffsetPagination):
 
     default_limit = 20
     max_limit = SAMPLES_MAX_LIMIT
-
-
-def _params(request, serializer_class) -> dict:
-    allowed = set(serializer_class().fields) | PAGING_PARAMS
-    unknown = sorted(set(request.query_params) - allowed)
-    if unknown:
-        raise ValidationError(
-            {"detail": f"unknown parameter(s): {', '.join(unknown)}; allowed: {sorted(allowed)}"}
-        )
-    repeated = sorted(k for k in request.query_params if len(request.query_params.getlist(k)) > 1)
-    if repeated:
-        raise ValidationError({"detail": f"parameter(s) given more than once: {', '.join(repeated)}"})
-    params = serializer_class(data=request.query_params.dict())
-    params.is_valid(raise_exception=True)
-    return {k: v for k, v in params.validated_data.items() if v not in (None, "")}
 
 
 class SubmissionFilters(serializers.Serializer):
@@ -135,7 +119,7 @@ class SubmissionList(generics.ListAPIView):
     pagination_class = StrictLimitOffsetPagination
 
     def get_queryset(self):
-        params = _params(self.request, SubmissionFilters)
+        params = validated_query(self.request, SubmissionFilters, drop_blank=True)
         return selectors_runs.submissions_queryset(
             self.request.user, model_type=params.get("type"), search=params.get("search")
         )
@@ -147,7 +131,7 @@ class ScoreList(generics.ListAPIView):
     pagination_class = StrictLimitOffsetPagination
 
     def get_queryset(self):
-        return selectors_runs.scores_queryset(self.request.user, **_params(self.request, ScoreFilters))
+        return selectors_runs.scores_queryset(self.request.user, **validated_query(self.request, ScoreFilters, drop_blank=True))
 
 
 @extend_schema(
@@ -158,7 +142,7 @@ class RunList(generics.ListAPIView):
     pagination_class = StrictLimitOffsetPagination
 
     def get_queryset(self):
-        return selectors_runs.runs_queryset(self.request.user, **_params(self.request, RunFilters))
+        return selectors_runs.runs_queryset(self.request.user, **validated_query(self.request, RunFilters, drop_blank=True))
 
 
 @extend_schema(summary="One evaluation run")
@@ -166,7 +150,7 @@ class RunDetail(generics.RetrieveAPIView):
     serializer_class = RunSerializer
 
     def get_object(self):
-        _params(self.request, NoFilters)
+        validated_query(self.request, NoFilters, drop_blank=True)
         run = selectors_runs.run_visible(self.request.user, self.kwargs["pk"])
         if run is None:
             raise Http404("no such run")
@@ -179,7 +163,7 @@ class SampleList(generics.ListAPIView):
     pagination_class = SamplesPagination
 
     def get_queryset(self):
-        _params(self.request, NoFilters)
+        validated_query(self.request, NoFilters, drop_blank=True)
         run = selectors_runs.run_visible(self.request.user, self.kwargs["pk"])
         if run is None:
             raise Http404("no such run")

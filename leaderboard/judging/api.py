@@ -5,16 +5,13 @@ repeated or bad values are a 400 that says what is allowed); hidden models' judg
 from __future__ import annotations
 
 from django.http import Http404
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers
-from rest_framework.exceptions import ValidationError
 
 from arena.api import StrictLimitOffsetPagination
+from common.api_params import validated_query
 from leaderboard.judging import selectors
 from leaderboard.models import JudgeConfig, Judgment
-
-PAGING_PARAMS = {"limit", "offset", "format"}
 
 
 class JudgmentFilters(serializers.Serializer):
@@ -24,19 +21,6 @@ class JudgmentFilters(serializers.Serializer):
 
 class NoFilters(serializers.Serializer):
     pass
-
-
-def _params(request, serializer_class) -> dict:
-    allowed = set(serializer_class().fields) | PAGING_PARAMS
-    unknown = sorted(set(request.query_params) - allowed)
-    if unknown:
-        raise ValidationError({"detail": f"unknown parameter(s): {', '.join(unknown)}; allowed: {sorted(allowed)}"})
-    repeated = sorted(k for k in request.query_params if len(request.query_params.getlist(k)) > 1)
-    if repeated:
-        raise ValidationError({"detail": f"parameter(s) given more than once: {', '.join(repeated)}"})
-    params = serializer_class(data=request.query_params.dict())
-    params.is_valid(raise_exception=True)
-    return {k: v for k, v in params.validated_data.items() if v not in (None, "")}
 
 
 class JudgeConfigSerializer(serializers.ModelSerializer):
@@ -110,7 +94,7 @@ class JudgeList(generics.ListAPIView):
     pagination_class = StrictLimitOffsetPagination
 
     def get_queryset(self):
-        _params(self.request, NoFilters)
+        validated_query(self.request, NoFilters, drop_blank=True)
         return JudgeConfig.objects.select_related("baseline", "judge_model").order_by("id")
 
 
@@ -119,12 +103,12 @@ class JudgeDetail(generics.RetrieveAPIView):
     serializer_class = JudgeDetailSerializer
 
     def get_object(self):
-        _params(self.request, NoFilters)
+        validated_query(self.request, NoFilters, drop_blank=True)
         return selectors.judge_page(_config(self.kwargs["pk"]), self.request.user)
 
 
 @extend_schema(
-    parameters=[OpenApiParameter("model", OpenApiTypes.INT, required=False, description="a catalogue model id")],
+    parameters=[JudgmentFilters],
     summary="A judge's judgments: each instruction in both orders (ab: the baseline's answer first)",
 )
 class JudgmentList(generics.ListAPIView):
@@ -132,6 +116,6 @@ class JudgmentList(generics.ListAPIView):
     pagination_class = StrictLimitOffsetPagination
 
     def get_queryset(self):
-        params = _params(self.request, JudgmentFilters)
+        params = validated_query(self.request, JudgmentFilters, drop_blank=True)
         config = _config(self.kwargs["pk"])
         return selectors.judgments_queryset(config, params.get("model"), self.request.user)

@@ -71,7 +71,7 @@ def test_from_the_board_to_the_judgments_and_the_judge_page(judged_site, browser
     page.on("response", lambda response: failed.append(response.url) if response.status >= 400 else None)
 
     page.goto(f"{site}/leaderboard/")
-    cell = page.locator(f'tr[data-submission="{sub.pk}"] td.judge')
+    cell = page.locator(f'tr[data-submission="{sub.public_id}"] td.judge')
     assert cell.locator(".ci").count() == 1  # the judge score carries its interval
     cell.locator("a").click()
     page.wait_for_selector("article.judgment")

@@ -66,7 +66,7 @@ def test_board_judge_page_browser_exports_and_api(client, judged):
     assert r["lc_ci_low"] <= r["lc_win_rate"] <= r["lc_ci_high"]
 
     board = client.get("/leaderboard/").content.decode()
-    row = board[board.index(f'data-submission="{sub.pk}"'):]
+    row = board[board.index(f'data-submission="{sub.public_id}"'):]
     row = row[: row.index("</tr>")]
     judge_cell = re.search(r'<td class="num judge">(.*?)</td>', row, re.S).group(1)
     assert f"/leaderboard/judges/{config.pk}/models/{sub.language_model_id}/" in judge_cell

@@ -1,0 +1,26 @@
+"""Query parameters of the REST API, validated one way everywhere: unknown or repeated names are a 400
+that says what is allowed, values go through a DRF serializer."""
+
+from __future__ import annotations
+
+from rest_framework.exceptions import ValidationError
+
+PAGING_PARAMS = frozenset({"limit", "offset", "format"})
+
+
+def validated_query(request, serializer_class, *, drop_blank: bool = False) -> dict:
+    """The request's query parameters validated by ``serializer_class`` (paging names allowed too);
+    values that are None, and with ``drop_blank`` empty strings, are left out."""
+    allowed = set(serializer_class().fields) | PAGING_PARAMS
+    unknown = sorted(set(request.query_params) - allowed)
+    if unknown:
+        raise ValidationError(
+            {"detail": f"unknown parameter(s): {', '.join(unknown)}; allowed: {sorted(allowed)}"}
+        )
+    repeated = sorted(k for k in request.query_params if len(request.query_params.getlist(k)) > 1)
+    if repeated:
+        raise ValidationError({"detail": f"parameter(s) given more than once: {', '.join(repeated)}"})
+    params = serializer_class(data=request.query_params.dict())
+    params.is_valid(raise_exception=True)
+    empty = (None, "") if drop_blank else (None,)
+    return {k: v for k, v in params.validated_data.items() if v not in empty}
