@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 from celery import Celery
@@ -16,18 +15,13 @@ from django.db import connection
 from leaderboard.models import JudgeAnswer, JudgeRun, Judgment
 from tests.conftest import clean_env, database_url_of
 from tests.leaderboard.judging_data import INSTRUCTIONS, judge_setup
+from tests.leaderboard.polling import wait_for_row
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def wait_for(condition, *, timeout: float, what: str, log) -> JudgeRun:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run = JudgeRun.objects.get()
-        if condition(run):
-            return run
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}: {JudgeRun.objects.get().__dict__}\n{log()}")
+    return wait_for_row(JudgeRun.objects.get, condition, timeout=timeout, what=what, log=log)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -22,19 +22,14 @@ from django.db import connection, transaction
 from leaderboard.evaluation.suites import suite_current
 from leaderboard.models import EvaluationRun, SampleRecord, Score, Submission
 from tests.conftest import clean_env, database_url_of
+from tests.leaderboard.polling import wait_for_row
 from tests.leaderboard.worker_settings import LEADERBOARD_SUITE_TASKS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def wait_for(condition, *, timeout: float, what: str, log) -> Submission:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        submission = Submission.objects.get()
-        if condition(submission):
-            return submission
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}: {Submission.objects.get().__dict__}\n{log()}")
+    return wait_for_row(Submission.objects.get, condition, timeout=timeout, what=what, log=log)
 
 
 def backends_blocked_by_us() -> list[str]:
