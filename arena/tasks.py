@@ -21,6 +21,7 @@ from arena.services import generation
 from arena.services.base import SIDES
 from arena.streams import battle_group
 from evalcore.models import load_backend
+from workers import metrics
 from workers.queues import DEFAULT, GENERATE, LONG_TASK_OPTIONS
 from workers.runtime import pool
 
@@ -72,6 +73,7 @@ def battle_generate(self, turn_id: int, side: str) -> str:
         return "already finished"
     battle = turn.battle
     model = battle.model_a if side == "a" else battle.model_b
+    log.info("battle %s turn %s side %s: generating", battle.public_id, turn.index, side)
     send = async_to_sync(get_channel_layer().group_send)
     group = battle_group(battle.public_id)
     event = {"turn": turn.index, "side": side}
@@ -99,8 +101,10 @@ def battle_generate(self, turn_id: int, side: str) -> str:
         log.exception("battle %s turn %s side %s failed", battle.public_id, turn.index, side)
         generation.turn_side_fail(turn_id, side, text, f"{type(exc).__name__}: {exc}")
         send(group, {"type": "battle.error", "message": SIDE_FAILED_MESSAGE, **event})
+        metrics.battle_side_observe(side, "error", time.time() - turn.created_at.timestamp())
         return "failed"
     generation.turn_side_finish(turn_id, side, text)
+    metrics.battle_side_observe(side, "done", time.time() - turn.created_at.timestamp())
     send(group, {"type": "battle.done", "text": text, **event})
     return "done"
 
@@ -124,11 +128,12 @@ def ratings_refit(force: bool = False) -> dict:
         ratings_refit_schedule()
         return {"skipped": "another refit is running"}
     try:
-        summary = snapshots_refit(
-            rounds=int(getattr(settings, "ARENA_REFIT_ROUNDS", 1000)),
-            min_votes=int(getattr(settings, "ARENA_REFIT_MIN_VOTES", 10)),
-            force=force,
-        )
+        with metrics.REFIT_SECONDS.time():
+            summary = snapshots_refit(
+                rounds=int(getattr(settings, "ARENA_REFIT_ROUNDS", 1000)),
+                min_votes=int(getattr(settings, "ARENA_REFIT_MIN_VOTES", 10)),
+                force=force,
+            )
     finally:
         cache.delete(REFIT_RUNNING_KEY)
     log.info("ratings refit: %s", summary)

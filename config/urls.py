@@ -4,12 +4,14 @@ from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularAPIView
 
 from common.health import healthz
+from common.observability import metrics_view
 
 handler404 = "common.api_errors.not_found"
 
 urlpatterns = [
     path("", TemplateView.as_view(template_name="home.html"), name="home"),
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),
     path("arena/", include("arena.urls")),
     path("leaderboard/", include("leaderboard.urls")),

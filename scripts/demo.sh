@@ -32,6 +32,8 @@ if (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null; then
 fi
 
 mkdir -p var/log
+# Prometheus samples of the previous run's processes (workers.metrics): start from zero.
+rm -rf "${PODIUM_METRICS_DIR:-var/metrics}"
 pids=()
 stop() {
   trap - INT TERM EXIT

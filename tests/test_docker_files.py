@@ -119,7 +119,11 @@ def test_volumes_are_mounted_where_the_settings_look():
     for name in APP_SERVICES:
         for volume in services[name].get("volumes", []):
             source, target = volume.split(":")[:2]
-            expected = {"media": var_dir, "models": environment["PODIUM_MODELS_DIR"]}[source]
+            expected = {
+                "media": var_dir,
+                "models": environment["PODIUM_MODELS_DIR"],
+                "metrics": environment["PODIUM_METRICS_DIR"],
+            }[source]
             assert target == expected, f"{name} mounts {source} at {target}, the settings read {expected}"
 
 

@@ -23,7 +23,7 @@ app.conf.update(
     task_default_exchange=queues.DEFAULT,
     task_default_routing_key=queues.DEFAULT,
     task_routes=(queues.route_by_declared_queue,),
-    imports=("workers.diagnostics",),
+    imports=("workers.diagnostics", "workers.metrics", "workers.requestid"),
     # One task at a time per process: generation and evaluation hold a model in memory.
     worker_prefetch_multiplier=1,
     broker_connection_retry_on_startup=True,

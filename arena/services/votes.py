@@ -21,6 +21,7 @@ from arena.models import Battle, LanguageModel, Turn, Vote
 from arena.services.base import ArenaError
 from arena.services.refits import refit_request
 from evalcore.ratings import count_tokens, markdown_style_counts
+from workers import metrics
 
 
 def side_style(answers: list[str]) -> dict[str, int]:
@@ -240,4 +241,5 @@ def vote_cast(*, public_id, winner: object, session_hash: str, ip_hash: str) -> 
     except IntegrityError:
         # Two votes raced past the checks: the unique constraint kept exactly one.
         raise ArenaError("This battle already has a vote: start a new round.", status=409) from None
+    metrics.vote_counted(vote.counted)
     return CastVote(vote.pk, vote.winner, battle.names[0], battle.names[1], vote.counted, vote.excluded_reason)

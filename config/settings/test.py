@@ -2,6 +2,9 @@
 TEST_REDIS_URL (``make test`` finds or starts them). Without them it falls back to the
 environment's DATABASE_URL or SQLite, so a single evalcore test runs anywhere."""
 
+import os
+import tempfile
+
 from config import env as config_env
 from config.env import ConfigError, fail
 from config.settings.base import *  # noqa: F403
@@ -24,3 +27,8 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 # The suite calls the API far more often than a person would; tests/test_security_settings.py
 # checks the throttle with its own low rate.
 REST_FRAMEWORK = {**REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"anon": "100000/minute", "user": "100000/minute"}}  # noqa: F405
+
+# Metrics of this test run (and of the servers and workers it starts, which inherit the variable) in a
+# folder of its own, not var/metrics, so concurrent runs never add up each other's samples.
+os.environ.setdefault("PODIUM_TEST_METRICS_DIR", tempfile.mkdtemp(prefix="podium-metrics-"))
+os.environ["PROMETHEUS_MULTIPROC_DIR"] = os.environ["PODIUM_TEST_METRICS_DIR"]
