@@ -277,6 +277,13 @@ def _when(ts: float | None) -> datetime | None:
     return None if ts is None else datetime.fromtimestamp(ts, tz=UTC)
 
 
+def snapshots_compute(params: dict) -> tuple[selectors.VoteColumns, list[_Draft]]:
+    """The counted votes and every snapshot fitted from them with ``params`` (the keyword arguments of
+    :func:`snapshots_draft`, as a refit records them in ``settings["refit"]``); nothing is written."""
+    votes = selectors.votes_counted_columns()
+    return votes, snapshots_draft(votes, **params)
+
+
 def snapshots_refit(
     *,
     rounds: int = 1000,
@@ -318,14 +325,15 @@ def snapshots_refit(
     latest = selectors.snapshot_latest("bt", "overall")
     if not force and latest is not None and latest.settings.get("fingerprint") == fingerprint:
         return {"written": 0, "votes": latest.vote_count, "seconds": 0.0, "skipped": True}
-    votes = selectors.votes_counted_columns()
-    drafts = snapshots_draft(
-        votes, rounds=rounds, seed=seed, elo_orders=elo_orders, min_votes=min_votes,
-        min_category_votes=min_category_votes, style_budget=style_budget,
-    )  # fmt: skip
+    params = {
+        "rounds": rounds, "seed": seed, "elo_orders": elo_orders, "min_votes": min_votes,
+        "min_category_votes": min_category_votes, "style_budget": style_budget,
+    }  # fmt: skip
+    votes, drafts = snapshots_compute(params)
     objects = []
     for d in drafts:
         d.settings["fingerprint"] = fingerprint
+        d.settings["refit"] = params
         d.settings["fit_seconds"] = round(time.monotonic() - started, 3)
         objects.append(
             RatingSnapshot(
