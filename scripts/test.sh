@@ -28,7 +28,7 @@ echo "== ruff"
 echo "== import-linter"
 .venv/bin/lint-imports || exit 1
 echo "== pytest"
-.venv/bin/pytest "$@"
+.venv/bin/pytest --durations=30 "$@"
 status=$?
 if [ "$status" = 5 ]; then
   echo "pytest collected no tests: failing" >&2
