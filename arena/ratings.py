@@ -49,7 +49,6 @@ from evalcore.ratings import (
     Battles,
     RatingResult,
     aggregate,
-    battles_from_arrays,
     bootstrap_bradley_terry,
     fit_style_controlled,
     online_elo,
@@ -224,14 +223,21 @@ def _categories(votes: selectors.VoteColumns, min_category_votes: int) -> dict[s
 
 
 def _battles(votes: selectors.VoteColumns, mask: np.ndarray) -> Battles:
+    """The votes in ``mask`` as evalcore battles over the models that played them (sorted by name, as
+    :func:`evalcore.ratings.battles_from_arrays` orders them), without a Python object per vote."""
     idx = np.flatnonzero(mask)
-    return battles_from_arrays(
-        [votes.model_a[k] for k in idx],
-        [votes.model_b[k] for k in idx],
-        [votes.winner[k] for k in idx],
-        tstamp=votes.tstamp[idx],
-        style_a=votes.style_a[idx],
-        style_b=votes.style_b[idx],
+    a, b = votes.a[idx], votes.b[idx]
+    present = np.unique(np.concatenate([a, b]))
+    position = np.full(len(votes.names), -1, dtype=np.int32)
+    position[present] = np.arange(present.size, dtype=np.int32)
+    return Battles(
+        tuple(votes.names[k] for k in present),
+        position[a],
+        position[b],
+        votes.outcome[idx],
+        votes.tstamp[idx],
+        votes.style_a[idx],
+        votes.style_b[idx],
     )
 
 

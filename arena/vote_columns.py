@@ -1,0 +1,91 @@
+"""Counted votes as numpy columns from PostgreSQL, without a Python object per vote (the refit's input).
+
+Reading 10M rows through a cursor, or through ``COPY`` (libpq hands over one row per message), costs a
+Python round per row: minutes. Instead PostgreSQL packs each column of a range of ids into one ``bytea``
+(``string_agg`` of ``int4send``/``int8send``/``float8send``: big-endian binary), a chunk of up to
+:data:`CHUNK_IDS` ids per query, and numpy decodes each column with one ``frombuffer``. All the aggregates
+of one query see the rows in the same order, so the columns line up; the votes are then put in vote-time
+order (created_at, id) with one ``lexsort``. Languages travel as their index in the sorted list of distinct
+languages (read first); models as their ids, mapped to codes here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+CHUNK_IDS = 1_000_000
+STYLE_KEYS = ("tokens", "headers", "list_items", "bold")
+WINNER_SQL = "CASE v.winner WHEN 'model_a' THEN 0 WHEN 'model_b' THEN 1 WHEN 'tie' THEN 2 ELSE 3 END"
+
+
+def _style_sql(column: str, key: str) -> str:
+    """A style count as float8: 0 when missing or not a number ("lists" is another name of list_items)."""
+    value = f"coalesce(v.{column}->'{key}', v.{column}->'lists')" if key == "list_items" else f"v.{column}->'{key}'"
+    return f"CASE WHEN jsonb_typeof({value}) = 'number' THEN ({value})::text::float8 ELSE 0 END"
+
+
+# (name, SQL value, send function, numpy big-endian type)
+FIELDS = [
+    ("id", "v.id::int8", "int8send", ">i8"),
+    ("a", "v.model_a_id::int4", "int4send", ">i4"),
+    ("b", "v.model_b_id::int4", "int4send", ">i4"),
+    ("outcome", f"({WINNER_SQL})::int2", "int2send", ">i2"),
+    ("micros", "(extract(epoch FROM v.created_at) * 1000000)::int8", "int8send", ">i8"),
+    ("turn_count", "v.turn_count::int4", "int4send", ">i4"),
+    ("prompt_tokens", "v.prompt_tokens::int4", "int4send", ">i4"),
+    ("language", "(coalesce(array_position(%(languages)s::text[], v.language), 1) - 1)::int4", "int4send", ">i4"),
+    *((f"style_a{k}", _style_sql("style_a", key), "float8send", ">f8") for k, key in enumerate(STYLE_KEYS)),
+    *((f"style_b{k}", _style_sql("style_b", key), "float8send", ">f8") for k, key in enumerate(STYLE_KEYS)),
+]
+CHUNK_SQL = (
+    "SELECT count(*), "
+    + ", ".join(f"string_agg({send}({sql}), ''::bytea)" for _, sql, send, _ in FIELDS)
+    + " FROM arena_vote v WHERE v.counted AND v.id >= %(lo)s AND v.id < %(hi)s"
+)
+
+
+def _chunk(cursor, lo: int, hi: int, languages: list[str]) -> dict[str, np.ndarray] | None:
+    cursor.execute(CHUNK_SQL, {"lo": lo, "hi": hi, "languages": languages})
+    row = cursor.fetchone()
+    count = int(row[0])
+    if not count:
+        return None
+    columns = {}
+    for (name, _, _, kind), packed in zip(FIELDS, row[1:]):
+        values = np.frombuffer(bytes(packed), dtype=kind)
+        if values.shape[0] != count:
+            raise ValueError(f"column {name}: {values.shape[0]} values for {count} votes")
+        columns[name] = values
+    return columns
+
+
+def read_postgresql(connection, code_of: dict[int, int]) -> dict[str, np.ndarray]:
+    """The counted votes' columns, as :func:`arena.selectors.votes_counted_columns` wants them."""
+    parts: list[dict[str, np.ndarray]] = []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT DISTINCT language FROM arena_vote WHERE counted ORDER BY language")
+        languages = [row[0] or "" for row in cursor.fetchall()] or [""]
+        cursor.execute("SELECT min(id), max(id) FROM arena_vote WHERE counted")
+        low, high = cursor.fetchone()
+        if low is not None:
+            for lo in range(int(low), int(high) + 1, CHUNK_IDS):
+                if (part := _chunk(cursor, lo, lo + CHUNK_IDS, languages)) is not None:
+                    parts.append(part)
+    names = [name for name, _, _, _ in FIELDS]
+    rows = {n: np.concatenate([p[n] for p in parts]) if parts else np.empty(0, dtype=k) for n, _, _, k in FIELDS}
+    order = np.lexsort((rows["id"], rows["micros"]))  # vote time, then id: the order of the ORM path
+    rows = {name: rows[name][order] for name in names}
+    ids = np.fromiter(code_of.keys(), dtype=np.int64, count=len(code_of))
+    lookup = np.full(int(ids.max()) + 1 if ids.size else 1, -1, dtype=np.int32)
+    lookup[ids] = np.fromiter(code_of.values(), dtype=np.int32, count=len(code_of))
+    return {
+        "a": lookup[rows["a"]],
+        "b": lookup[rows["b"]],
+        "outcome": rows["outcome"].astype(np.int8),
+        "tstamp": rows["micros"].astype(np.float64) / 1e6,
+        "turn_count": rows["turn_count"].astype(np.int64),
+        "prompt_tokens": rows["prompt_tokens"].astype(np.int64),
+        "language": np.asarray(languages, dtype=object)[rows["language"]],
+        "style_a": np.stack([rows[f"style_a{k}"] for k in range(4)], axis=1).astype(np.float64),
+        "style_b": np.stack([rows[f"style_b{k}"] for k in range(4)], axis=1).astype(np.float64),
+    }

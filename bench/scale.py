@@ -1,0 +1,248 @@
+"""Scale benchmark: how Podium's costs grow from 1M to 10M votes (issue 16, docs/PERFORMANCE.md).
+
+    OMP_NUM_THREADS=1 .venv/bin/python bench/scale.py                       # 1M, 3M, 10M votes
+    .venv/bin/python bench/scale.py --sizes 200000,500000 --submissions 2000  # a quick look
+
+A fresh PostgreSQL database ``podium_scale`` (on postgres://postgres@127.0.0.1:5432 unless
+``SCALE_ADMIN_URL`` names another server) gets 200 arena models and ``--submissions`` finished submissions,
+then votes are added in SQL (bench/scale_data.py: skewed pair frequencies, Bradley-Terry outcomes, styles,
+languages) up to each size in turn. At each size, in one run:
+
+1. ``refit``: ``arena.ratings.snapshots_refit`` as the worker runs it (every category; Bradley-Terry with
+   1,000 bootstrap rounds, style control, Elo) from the database; wall time and the process's peak RSS;
+2. ``csv``: ``GET /api/votes.csv`` through the production server (gunicorn, 2 sync workers) read to the
+   end: rows per second and the serving process's peak RSS;
+3. ``pages``: the arena board and the leaderboard page, 200 requests each in a closed loop on 4
+   connections after warm-up: p50 and p99;
+4. ``votes``: the vote path at ``--rate`` votes/s (open loop, bench/arena_load.py's) for ``--duration`` s
+   with all those rows stored: p50, p99, and whether every accepted vote is a row.
+
+Targets (issue 16): refit under 30 s at 10M; CSV at least 200,000 rows/s with flat memory; pages p99 under
+50 ms; votes p99 under 100 ms at 300/s. The machine's load average goes into the report. Writes
+bench/out/scale.json and, with ``--chart``, docs/scale.html (plotly).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench import arena_load, scale_data  # noqa: E402
+
+OUT = ROOT / "bench" / "out"
+DB_NAME = "podium_scale"
+
+
+def admin_url() -> str:
+    return os.environ.get("SCALE_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+def database_create() -> str:
+    import psycopg
+
+    with psycopg.connect(admin_url(), autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {DB_NAME}")
+    return admin_url().rsplit("/", 1)[0] + "/" + DB_NAME
+
+
+def rss_peak_of(pid: int) -> float:
+    """Peak resident memory (VmHWM) of a running process, in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def children_of(pid: int) -> list[int]:
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    return [int(p) for p in found]
+
+
+def measure_refit() -> dict:
+    from arena.ratings import snapshots_refit
+
+    began = time.monotonic()
+    summary = snapshots_refit(rounds=1000, force=True)
+    return {
+        "wall_s": round(time.monotonic() - began, 2),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "snapshots": summary["written"],
+    }
+
+
+async def _csv_read(port: int) -> tuple[int, int]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET /api/votes.csv HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
+    await writer.drain()
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head.split()[1])
+    newlines = 0
+    while chunk := await reader.read(1 << 20):
+        newlines += chunk.count(b"\n")
+    writer.close()
+    return status, newlines
+
+
+def measure_csv(port: int, server_pids: list[int], votes: int) -> dict:
+    began = time.monotonic()
+    status, newlines = asyncio.run(_csv_read(port))
+    wall = time.monotonic() - began
+    rows = max(0, newlines - 1)  # the header line; chunk-size lines are counted too: see below
+    return {
+        "status": status,
+        "wall_s": round(wall, 2),
+        "rows_per_s": round(votes / wall),
+        "lines_read": newlines,
+        "server_peak_rss_mb": round(max(rss_peak_of(p) for p in server_pids), 1),
+        "rows_expected": votes,
+        "rows_seen_approx": rows,
+    }
+
+
+def measure_page(port: int, path: str, n: int = 200) -> dict:
+    raw = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+    warm: list = []
+    asyncio.run(arena_load.closed_loop(port, lambda k: raw, 2, 3, 0, 20, warm))
+    results: list = []
+    began = time.perf_counter()
+    asyncio.run(arena_load.closed_loop(port, lambda k: raw, 4, 120, 0, n, results))
+    return arena_load.summary(results, time.perf_counter() - began)
+
+
+def votes_targets(n: int) -> tuple[list[tuple[str, str]], list[int]]:
+    """``n`` finished, unvoted battles with their voters' sessions (created as the server reads them)."""
+    from importlib import import_module
+
+    from django.conf import settings
+
+    from arena.identity import salted_hash
+    from arena.models import Battle, LanguageModel, Turn
+
+    store_class = import_module(settings.SESSION_ENGINE).SessionStore
+    sessions = []
+    for _ in range(200):
+        store = store_class()
+        store["arena"] = True
+        store.create()
+        sessions.append(store.session_key)
+    models = list(LanguageModel.objects.filter(name__startswith="scale-").order_by("id")[:20])
+    rng = np.random.default_rng(5)
+    battles = Battle.objects.bulk_create(
+        [
+            Battle(model_a=models[a], model_b=models[b], session_hash=salted_hash(sessions[k % 200], purpose="session"),
+                   ip_hash="scale", status=Battle.Status.ACTIVE)  # fmt: skip
+            for k, (a, b) in enumerate(rng.choice(len(models), size=(n, 2), replace=True))
+            if a != b
+        ],
+        batch_size=5000,
+    )
+    Turn.objects.bulk_create(
+        [Turn(battle=b, index=0, prompt="Explain tides.", answer_a="## Tides\n- moon", answer_b="Gravity.",
+              status_a=Turn.SideStatus.DONE, status_b=Turn.SideStatus.DONE) for b in battles],  # fmt: skip
+        batch_size=5000,
+    )
+    keys = {salted_hash(k, purpose="session"): k for k in sessions}
+    return [(str(b.public_id), keys[b.session_hash]) for b in battles], [b.pk for b in battles]
+
+
+def measure_votes(port: int, rate: float, duration: float) -> dict:
+    from arena.models import Vote
+
+    targets, battle_ids = votes_targets(int(rate * duration) + 50)
+    rng = random.Random(3)
+
+    def vote(k: int) -> bytes:
+        public_id, key = targets[k]
+        return arena_load.vote_request(port, public_id, key, rng.choice(arena_load.WINNERS))
+
+    results: list = []
+    began = time.perf_counter()
+    asyncio.run(arena_load.open_loop(port, vote, rate, duration, 48, results))
+    report = arena_load.summary(results, time.perf_counter() - began)
+    accepted = {targets[k][0] for k, status, _ in results if status == 201}
+    rows = {str(p) for p in Vote.objects.filter(battle_id__in=battle_ids).values_list("battle__public_id", flat=True)}
+    report["lost"], report["unexpected"] = len(accepted - rows), len(rows - accepted)
+    return report
+
+
+def one_size(size: int, env: dict, args) -> dict:
+    row: dict = {"votes": size, "load_average_before": os.getloadavg()}
+    print(f"[{size:,}] refit...", flush=True)
+    row["refit"] = measure_refit()
+    print(f"[{size:,}] refit {row['refit']}", flush=True)
+    port, servers = arena_load.start_servers(env, 2, "gunicorn")
+    try:
+        workers = children_of(servers[0].pid)
+        row["csv"] = measure_csv(port, workers, size)
+        print(f"[{size:,}] csv {row['csv']}", flush=True)
+        row["arena_page"] = measure_page(port, "/leaderboard/arena/")
+        row["leaderboard_page"] = measure_page(port, "/leaderboard/")
+        print(f"[{size:,}] pages {row['arena_page']['p99_ms']} / {row['leaderboard_page']['p99_ms']} ms p99", flush=True)
+        row["votes_phase"] = measure_votes(port, args.rate, args.duration)
+        print(f"[{size:,}] votes {row['votes_phase']}", flush=True)
+    finally:
+        for server in servers:
+            server.terminate()
+            server.wait(timeout=30)
+    row["load_average_after"] = os.getloadavg()
+    return row
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000000,3000000,10000000")
+    parser.add_argument("--models", type=int, default=200)
+    parser.add_argument("--submissions", type=int, default=10_000)
+    parser.add_argument("--rate", type=float, default=300.0)
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--chart", action="store_true", help="write docs/scale.html")
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    if not sizes or sizes[0] < 1000 or sizes[-1] > 20_000_000 or not 2 <= args.models <= 1000:
+        raise SystemExit("sizes between 1,000 and 20,000,000 votes; 2 to 1,000 models")
+    OUT.mkdir(exist_ok=True)
+    env = arena_load.server_env(database_create(), arena_load.redis_url())
+    os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "SECURE_SSL", "DEBUG",
+                                            "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "PODIUM_VAR_DIR")})  # fmt: skip
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection
+
+    call_command("migrate", verbosity=0)
+    report: dict = {"args": vars(args), "cores": os.cpu_count(), "sizes": []}
+    with connection.cursor() as cursor:
+        scale_data.models_create(cursor, args.models)
+    began = time.monotonic()
+    scale_data.submissions_create(args.submissions)
+    report["submissions_seed_s"] = round(time.monotonic() - began, 1)
+    have = 0
+    for size in sizes:
+        with connection.cursor() as cursor:
+            report.setdefault("generation_s", {})[size] = round(
+                scale_data.votes_add(cursor, start=have, stop=size, n_models=args.models), 1
+            )
+        have = size
+        report["sizes"].append(one_size(size, env, args))
+        (OUT / "scale.json").write_text(json.dumps(report, indent=2, default=str))
+    print(json.dumps(report, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
