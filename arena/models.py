@@ -9,7 +9,44 @@ from __future__ import annotations
 import uuid
 
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import F, Func, Q
+
+STYLE_KEYS = ("tokens", "headers", "list_items", "bold")
+
+
+class StyleCount(Func):
+    """One style count read from a vote's style JSON: the value when it is a JSON number, else 0
+    (``list_items`` also answers to its older name ``lists``). The refit reads these as plain columns
+    (generated and stored by the database), so 10M votes never parse JSON at fit time."""
+
+    output_field = models.FloatField()
+
+    def __init__(self, column: str, key: str, **extra):
+        super().__init__(F(column), **extra)
+        self.key = key
+
+    def _keys(self) -> list[str]:
+        return [self.key, "lists"] if self.key == "list_items" else [self.key]
+
+    def as_postgresql(self, compiler, connection, **extra):
+        column, params = compiler.compile(self.source_expressions[0])
+        whens = " ".join(
+            f"WHEN jsonb_typeof({column} -> '{key}') = 'number' THEN ({column} ->> '{key}')::float8"
+            for key in self._keys()
+        )
+        return f"(CASE {whens} ELSE 0 END)", params
+
+    def as_sql(self, compiler, connection, **extra):  # SQLite
+        column, params = compiler.compile(self.source_expressions[0])
+        whens = " ".join(
+            f"WHEN json_type({column}, '$.{key}') IN ('integer', 'real') THEN json_extract({column}, '$.{key}')"
+            for key in self._keys()
+        )
+        return f"(CASE {whens} ELSE 0 END)", params
+
+    def deconstruct(self):
+        path = f"{self.__class__.__module__}.{self.__class__.__name__}"
+        return path, (self.source_expressions[0].name, self.key), {}
 
 
 class LanguageModel(models.Model):
@@ -122,6 +159,31 @@ class Vote(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     style_a = models.JSONField(help_text="tokens, headers, lists, bold of model A's answers")
     style_b = models.JSONField(help_text="the same for model B")
+    # Numeric copies of the style counts, computed and stored by the database (StyleCount above).
+    style_a_tokens = models.GeneratedField(
+        expression=StyleCount("style_a", "tokens"), output_field=models.FloatField(), db_persist=True
+    )
+    style_a_headers = models.GeneratedField(
+        expression=StyleCount("style_a", "headers"), output_field=models.FloatField(), db_persist=True
+    )
+    style_a_list_items = models.GeneratedField(
+        expression=StyleCount("style_a", "list_items"), output_field=models.FloatField(), db_persist=True
+    )
+    style_a_bold = models.GeneratedField(
+        expression=StyleCount("style_a", "bold"), output_field=models.FloatField(), db_persist=True
+    )
+    style_b_tokens = models.GeneratedField(
+        expression=StyleCount("style_b", "tokens"), output_field=models.FloatField(), db_persist=True
+    )
+    style_b_headers = models.GeneratedField(
+        expression=StyleCount("style_b", "headers"), output_field=models.FloatField(), db_persist=True
+    )
+    style_b_list_items = models.GeneratedField(
+        expression=StyleCount("style_b", "list_items"), output_field=models.FloatField(), db_persist=True
+    )
+    style_b_bold = models.GeneratedField(
+        expression=StyleCount("style_b", "bold"), output_field=models.FloatField(), db_persist=True
+    )
     prompt_tokens = models.PositiveIntegerField(default=0)
     language = models.CharField(max_length=16, blank=True)
     session_hash = models.CharField(max_length=64)

@@ -20,7 +20,6 @@ from evalcore.ratings.battles import OUTCOME_NAMES, encode_winners
 # Vote.style_a / style_b keys, in the order of evalcore's STYLE_FEATURES. The vote service writes
 # evalcore's names (markdown_style_counts); "lists" is accepted as another spelling of "list_items".
 VOTE_STYLE_KEYS = ("tokens", "headers", "list_items", "bold")
-_STYLE_ALIASES = {"list_items": "lists"}
 EXPORT_STYLE_COLUMNS = ("tokens", "headers", "list_items", "bold")
 EXPORT_COLUMNS = (
     "question_id", "model_a", "model_b", "winner", "tstamp", "turn", "language", "anony",
@@ -28,6 +27,8 @@ EXPORT_COLUMNS = (
     *(f"{name}_{side}" for name in EXPORT_STYLE_COLUMNS for side in ("a", "b")),
 )  # fmt: skip
 _CHUNK = 2000
+# The numeric style columns the database derives from style_a / style_b (arena.models.StyleCount).
+STYLE_COLUMNS = tuple(f"style_{side}_{key}" for side in ("a", "b") for key in VOTE_STYLE_KEYS)
 
 
 @dataclass(frozen=True)
@@ -80,18 +81,6 @@ class VoteColumns:
         return np.asarray(OUTCOME_NAMES, dtype=object)[self.outcome]
 
 
-def _style_value(value) -> float:
-    """A style count: JSON numbers only (anything else, a string included, counts as 0)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return 0.0
-    return float(value)
-
-
-def _style_row(style) -> list[float]:
-    style = style if isinstance(style, dict) else {}
-    return [_style_value(style.get(key, style.get(_STYLE_ALIASES.get(key, key)))) for key in VOTE_STYLE_KEYS]
-
-
 def votes_counted_fingerprint() -> str:
     """A cheap summary that changes whenever the set of counted votes changes."""
     agg = Vote.objects.filter(counted=True).aggregate(n=Count("id"), top=Max("id"), total=Sum("id"))
@@ -129,12 +118,13 @@ def _read_orm(code_of: dict[int, int]) -> dict[str, np.ndarray]:
         .order_by("created_at", "id")
         .values_list(
             "model_a_id", "model_b_id", "winner", "created_at", "turn_count", "prompt_tokens", "language",
-            "style_a", "style_b",
+            *STYLE_COLUMNS,
         )  # fmt: skip
         .iterator(chunk_size=_CHUNK)
     )
     a, b, winner, tstamp, turns, tokens, language, style_a, style_b = ([] for _ in range(9))
-    for model_a, model_b, w, created, turn_count, prompt_tokens, lang, sa, sb in rows:
+    for model_a, model_b, w, created, turn_count, prompt_tokens, lang, *style in rows:
+        sa, sb = style[:4], style[4:]
         a.append(code_of[model_a])
         b.append(code_of[model_b])
         winner.append(w)
@@ -142,8 +132,8 @@ def _read_orm(code_of: dict[int, int]) -> dict[str, np.ndarray]:
         turns.append(turn_count)
         tokens.append(prompt_tokens)
         language.append(lang or "")
-        style_a.append(_style_row(sa))
-        style_b.append(_style_row(sb))
+        style_a.append(sa)
+        style_b.append(sb)
     return {
         "a": np.asarray(a, dtype=np.int32),
         "b": np.asarray(b, dtype=np.int32),
@@ -178,12 +168,11 @@ def votes_for_export() -> Iterator[dict]:
             "turn_count",
             "language",
             "prompt_tokens",
-            "style_a",
-            "style_b",
+            *STYLE_COLUMNS,
         )  # fmt: skip
         .iterator(chunk_size=_CHUNK)
     )
-    for public_id, a, b, winner, created, turns, language, prompt_tokens, sa, sb in rows:
+    for public_id, a, b, winner, created, turns, language, prompt_tokens, *style in rows:
         record = {
             "question_id": public_id.hex,
             "model_a": names[a],
@@ -195,7 +184,7 @@ def votes_for_export() -> Iterator[dict]:
             "anony": True,
             "prompt_tokens": prompt_tokens,
         }
-        style_a, style_b = _style_row(sa), _style_row(sb)
+        style_a, style_b = style[:4], style[4:]
         for k, column in enumerate(EXPORT_STYLE_COLUMNS):
             record[f"{column}_a"] = int(style_a[k])
             record[f"{column}_b"] = int(style_b[k])

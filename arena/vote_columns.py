@@ -13,15 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from arena.models import STYLE_KEYS
+
 CHUNK_IDS = 1_000_000
-STYLE_KEYS = ("tokens", "headers", "list_items", "bold")
 WINNER_SQL = "CASE v.winner WHEN 'model_a' THEN 0 WHEN 'model_b' THEN 1 WHEN 'tie' THEN 2 ELSE 3 END"
-
-
-def _style_sql(column: str, key: str) -> str:
-    """A style count as float8: 0 when missing or not a number ("lists" is another name of list_items)."""
-    value = f"coalesce(v.{column}->'{key}', v.{column}->'lists')" if key == "list_items" else f"v.{column}->'{key}'"
-    return f"CASE WHEN jsonb_typeof({value}) = 'number' THEN ({value})::text::float8 ELSE 0 END"
 
 
 # (name, SQL value, send function, numpy big-endian type)
@@ -34,8 +29,9 @@ FIELDS = [
     ("turn_count", "v.turn_count::int4", "int4send", ">i4"),
     ("prompt_tokens", "v.prompt_tokens::int4", "int4send", ">i4"),
     ("language", "(coalesce(array_position(%(languages)s::text[], v.language), 1) - 1)::int4", "int4send", ">i4"),
-    *((f"style_a{k}", _style_sql("style_a", key), "float8send", ">f8") for k, key in enumerate(STYLE_KEYS)),
-    *((f"style_b{k}", _style_sql("style_b", key), "float8send", ">f8") for k, key in enumerate(STYLE_KEYS)),
+    # The style counts' numeric columns, generated and stored by the database (arena.models.StyleCount).
+    *((f"style_a{k}", f"v.style_a_{key}", "float8send", ">f8") for k, key in enumerate(STYLE_KEYS)),
+    *((f"style_b{k}", f"v.style_b_{key}", "float8send", ">f8") for k, key in enumerate(STYLE_KEYS)),
 ]
 CHUNK_SQL = (
     "SELECT count(*), "

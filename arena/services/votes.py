@@ -175,7 +175,8 @@ def _claim_and_insert_sql(vendor: str) -> tuple[str, tuple]:
     still active with the turns the vote was computed from; (sql, insert fields)."""
     battle, turn, vote = Battle._meta, Turn._meta, Vote._meta
     quote = connection.ops.quote_name
-    fields = tuple(f for f in vote.concrete_fields if not f.primary_key)
+    # Generated columns (the numeric style counts) are the database's to fill.
+    fields = tuple(f for f in vote.concrete_fields if not f.primary_key and not f.generated)
     columns = ", ".join(quote(f.column) for f in fields)
     values = ", ".join(["%s"] * len(fields))
     bid, status = quote(battle.get_field("id").column), quote(battle.get_field("status").column)
