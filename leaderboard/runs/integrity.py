@@ -83,31 +83,62 @@ def _doc_values(run: EvaluationRun, metric: str) -> tuple[np.ndarray, np.ndarray
     return np.array(ids, dtype=np.int64), np.array(values, dtype=np.float64)
 
 
-def clean_subset(run: EvaluationRun, flagged: set[int]) -> dict | None:
-    """The run's headline score on the items not in ``flagged``, beside the full score; None when no
-    evaluated item is flagged (or the run has no per-item metric)."""
-    metrics = tuple(Score.objects.filter(run=run).values_list("metric", flat=True))
-    metric = headline_metric(run.task, metrics)
-    if metric is None or not flagged:
+def clean_subset_of_runs(runs: list[EvaluationRun], flagged: dict[str, set[int]]) -> dict | None:
+    """The headline score of ``runs`` (one benchmark's leaf tasks, items pooled) on the items not in
+    ``flagged`` (task -> doc_ids), beside the score on all items, with the paired difference
+    ``clean - full``; None when no evaluated item is flagged or no run has a per-item metric."""
+    values, keeps, metric = [], [], None
+    for run in runs:
+        name = headline_metric(run.task, tuple(Score.objects.filter(run=run).values_list("metric", flat=True)))
+        if name is None:
+            continue
+        ids, run_values = _doc_values(run, name)
+        values.append(run_values)
+        keeps.append(~np.isin(ids, np.array(sorted(flagged.get(run.task, ())), dtype=np.int64)))
+        metric = metric or name
+    if not values or sum(v.size for v in values) == 0:
         return None
-    ids, values = _doc_values(run, metric)
-    if values.size == 0:
-        return None
-    keep = ~np.isin(ids, np.array(sorted(flagged), dtype=np.int64))
+    x, keep = np.concatenate(values), np.concatenate(keeps)
     if keep.all():
         return None
-    row = {"task": run.task, "run_id": run.pk, "metric": metric, "n": int(values.size), "flagged": int((~keep).sum()),
-           "clean_n": int(keep.sum()), "full": float(values.mean())}  # fmt: skip
-    binary = bool(np.isin(values, (0.0, 1.0)).all())
-    full = mean_interval(values, method="wilson" if binary else "normal")
-    row.update(full_ci_low=full.ci_low, full_ci_high=full.ci_high, clean=None)
+    binary = bool(np.isin(x, (0.0, 1.0)).all())
+    full = mean_interval(x, method="wilson" if binary else "normal")
+    row = {"metric": metric, "n": int(x.size), "flagged": int((~keep).sum()), "clean_n": int(keep.sum()),
+           "full": full.mean, "full_ci_low": full.ci_low, "full_ci_high": full.ci_high, "clean": None}  # fmt: skip
     if keep.any():
-        clean = mean_interval(values[keep], method="wilson" if binary else "normal")
-        diff = subset_difference(values, keep, rng=np.random.default_rng(CLEAN_SEED), rounds=CLEAN_ROUNDS)
+        clean = mean_interval(x[keep], method="wilson" if binary else "normal")
+        diff = subset_difference(x, keep, rng=np.random.default_rng(CLEAN_SEED), rounds=CLEAN_ROUNDS)
         row.update(clean=clean.mean, clean_ci_low=clean.ci_low, clean_ci_high=clean.ci_high,
                    difference=diff.difference, diff_ci_low=diff.ci_low, diff_ci_high=diff.ci_high,
                    distinguishable=not diff.ci_low <= 0.0 <= diff.ci_high)  # fmt: skip
     return row
+
+
+def clean_subset(run: EvaluationRun, flagged: set[int]) -> dict | None:
+    """:func:`clean_subset_of_runs` for one run, with its task and id."""
+    row = clean_subset_of_runs([run], {run.task: flagged}) if flagged else None
+    return None if row is None else {"task": run.task, "run_id": run.pk, **row}
+
+
+def board_clean_cells(rows: list[dict]) -> None:
+    """Add ``clean`` (a clean-subset score) to each board cell whose items a scan flagged.
+
+    ``rows`` are :func:`leaderboard.board.selectors.board_table` rows; only entries with a finished
+    scan that flagged something are read, so a board without contamination findings costs one query.
+    """
+    ids = {row["id"] for row in rows}
+    found = ScanTaskResult.objects.filter(
+        scan__submission_id__in=ids, scan__status=ContaminationScan.Status.FINISHED, flagged__gt=0
+    ).values_list("scan__submission_id", "task", "flagged_doc_ids")
+    flagged: dict[int, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
+    for submission_id, task, doc_ids in found:
+        flagged[submission_id][task].update(int(d) for d in doc_ids or [])
+    for row in rows:
+        tasks = flagged.get(row["id"])
+        for _key, cell in row["row_cells"] if tasks else ():
+            runs = list(EvaluationRun.objects.filter(pk__in=cell["run_ids"]).order_by("task")) if cell else []
+            if any(run.task in tasks for run in runs):
+                cell["clean"] = clean_subset_of_runs(runs, tasks)
 
 
 def submission_integrity(submission: Submission, *, staff: bool = False, task: str | None = None) -> dict:

@@ -217,7 +217,7 @@ def test_probe_past_threshold_flags_for_review_as_system(client, owner, settings
     assert flag_check(loud.pk) == [] and Submission.objects.get(pk=loud.pk).review_state == "approved"
 
 
-def test_clean_subset_score_and_paired_difference(owner):
+def test_clean_subset_score_and_paired_difference(client, owner):
     submission = bd.entry(owner, "acme/clean", gsm8k=bd.pattern(30, 20))
     run = EvaluationRun.objects.get(submission=submission)
     values = np.array([SampleRecord.objects.get(run=run, doc_id=d).payload["metrics"]["exact_match,strict-match"]
@@ -234,3 +234,12 @@ def test_clean_subset_score_and_paired_difference(owner):
     assert row["diff_ci_high"] < 0 and row["distinguishable"]  # the flagged items were the right ones
     every = clean_subset(run, set(range(30)))
     assert every["clean"] is None and every["clean_n"] == 0
+
+    # On the board: the cell shows the clean-subset score and the difference once a scan has finished.
+    assert "clean-subset" not in client.get("/leaderboard/").content.decode()
+    scan = ContaminationScan.objects.create(submission=submission, kind="corpus", corpus="/c", n=13, status="FINISHED",
+                                            report={"corpus": {"files": 1}})  # fmt: skip
+    ScanTaskResult.objects.create(scan=scan, task="gsm8k", items=30, flagged=len(flagged), share=len(flagged) / 30,
+                                  flagged_doc_ids=sorted(flagged))  # fmt: skip
+    board = client.get("/leaderboard/").content.decode()
+    assert "clean-subset" in board and f"clean {row['clean']:.3f} (Δ {row['difference']:.3f}" in board
