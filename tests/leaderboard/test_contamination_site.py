@@ -243,3 +243,38 @@ def test_clean_subset_score_and_paired_difference(client, owner):
                                   flagged_doc_ids=sorted(flagged))  # fmt: skip
     board = client.get("/leaderboard/").content.decode()
     assert "clean-subset" in board and f"clean {row['clean']:.3f} (Δ {row['difference']:.3f}" in board
+
+
+def test_staff_scan_page_refuses_bad_input_and_queues_a_scan(client, owner, tmp_path, eager,
+                                                             django_capture_on_commit_callbacks):  # fmt: skip
+    submission = bd.entry(owner, "acme/page-scanned", gsm8k=bd.pattern(3, 1))
+    url = f"/leaderboard/review/{submission.pk}/scan/"
+    assert client.get(url).status_code == 404  # the owner is not staff: no one learns the page exists
+    client.logout()
+    assert client.get(url).status_code == 302  # anonymous: log in first
+    client.force_login(bd.user("admin@example.org", staff=True))
+    assert client.get(url).status_code == 200 and client.get("/leaderboard/review/999999/scan/").status_code == 404
+    (tmp_path / "nothing").mkdir()
+    corpus = tmp_path / "crawl.jsonl.gz"
+    corpus.write_bytes(gzip.compress(json.dumps({"text": gsm8k_texts(1)[0]}).encode() + b"\n\xc3\x28\n"))
+    bad = [({"corpus": ""}, "required"), ({"corpus": "data/crawl"}, "must be absolute"),
+           ({"corpus": "/x\x00y"}, "Null characters"), ({"corpus": "/" + "a" * 1200}, "at most 1000"),
+           ({"corpus": str(tmp_path / "missing.txt")}, "No corpus to scan"),
+           ({"corpus": str(tmp_path / "nothing")}, "No corpus to scan"),
+           ({"corpus": str(corpus), "n": "7"}, "greater than or equal to 8"),
+           ({"corpus": str(corpus), "n": "thirteen"}, "whole number")]  # fmt: skip
+    for data, message in bad:
+        response = client.post(url, data)
+        assert response.status_code == 400 and message in response.content.decode(), (data, message)
+    assert not ContaminationScan.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(url, {"corpus": str(corpus), "n": "13"})
+    assert response.status_code == 302
+    scan = ContaminationScan.objects.get()
+    assert (scan.status, scan.requested_by.username, scan.report["corpus"]["skipped"]) == (
+        "FINISHED", "admin@example.org", {"decode_error": 1})
+    assert ScanTaskResult.objects.get(scan=scan).flagged_doc_ids == [0]
+    page = client.get(f"/leaderboard/submissions/{submission.public_id}/").content.decode()
+    assert str(corpus) in page  # staff see the corpus path
+    submission.refresh_from_db()  # 1 of 3 items is past the 5% threshold: flagged, logged as "system"
+    assert submission.review_state == "flagged" and ReviewAction.objects.get(submission=submission).admin is None
