@@ -17,7 +17,8 @@ from evalcore.contamination.items import task_items
 from evalcore.contamination.probe import ProbeResult, SplitRate, newcombe_difference
 from evalcore.engine import TaskIndex
 from evalcore.stats import mean_interval, subset_difference
-from leaderboard.evaluation.contamination import flag_check, probe_store
+from leaderboard.evaluation.contamination import flag_check, probe_pending, probe_store
+from leaderboard.evaluation.suites import suite_current, suite_plan
 from leaderboard.models import (
     ContaminationScan,
     EvaluationRun,
@@ -97,6 +98,7 @@ def test_evaluate_probes_and_declared_data_is_scanned(client, owner, tiny_dir, s
         assert rate["ci_low"] == pytest.approx(wilson.ci_low, abs=1e-12) and rate["ci_high"] == pytest.approx(wilson.ci_high, abs=1e-12)
     assert probe.difference == pytest.approx(test["rate"] - train["rate"])
     assert probe.diff_ci_low <= probe.difference <= probe.diff_ci_high
+    assert probe_pending(submission, suite_plan(suite_current())) == []  # a retry does not probe again
     assert f"memorisation probe gsm8k: test {test['hits']}/3, train {train['hits']}/3" in submission.log_tail
 
     # The scan ran on a worker task: both planted items found, every hostile line skipped and counted.
