@@ -188,6 +188,17 @@ def test_admin_scan_command_refuses_bad_input_and_scans_a_corpus(owner, tmp_path
     submission.refresh_from_db()
     assert submission.review_state == "none" and not ReviewAction.objects.exists()
 
+    # The corpus is gone by the time the worker runs the scan: FAILED with the reason, nothing stored.
+    gone = tmp_path / "gone.txt"
+    gone.write_text("text\n")
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        call_command("contamination_scan", submission.public_id, "--corpus", str(gone))
+    gone.unlink()
+    for callback in callbacks:
+        callback()
+    failed = ContaminationScan.objects.latest("id")
+    assert failed.status == "FAILED" and "gone.txt" in failed.failure_reason and not failed.task_results.exists()
+
 
 def _probe_result(task: str, test_hits: int, train_hits: int, n: int = 100) -> ProbeResult:
     rates = []
