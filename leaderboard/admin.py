@@ -23,12 +23,15 @@ from leaderboard.judging.services import (
 )
 from leaderboard.models import (
     BenchmarkSuite,
+    ContaminationScan,
     EvaluationRun,
     JudgeAudit,
     JudgeConfig,
     JudgeRun,
+    MemorisationProbe,
     ReviewAction,
     SampleRecord,
+    ScanTaskResult,
     Score,
     ScoreHistory,
     Submission,
@@ -216,3 +219,35 @@ class JudgeAuditAdmin(admin.ModelAdmin):
         audit = judge_audit_request(obj.config, pairs_file=obj.pairs_file, limit=obj.limit)
         obj.pk = audit.pk
         return None
+
+
+class ScanTaskResultInline(admin.TabularInline):
+    model = ScanTaskResult
+    extra = 0
+    can_delete = False
+    readonly_fields = ("task", "items", "flagged", "share", "flagged_doc_ids")
+    exclude = ("matches",)
+
+
+@admin.register(ContaminationScan)
+class ContaminationScanAdmin(admin.ModelAdmin):
+    """Scans are requested on the staff page ``/leaderboard/review/<id>/scan/`` or with
+    ``manage.py contamination_scan``; here they are read only."""
+
+    list_display = ("id", "submission", "kind", "status", "n", "created_at", "finished_at")
+    list_filter = ("kind", "status")
+    readonly_fields = ("submission", "kind", "corpus", "requested_by", "n", "status", "failure_reason", "report",
+                       "created_at", "finished_at")  # fmt: skip
+    inlines = [ScanTaskResultInline]
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(MemorisationProbe)
+class MemorisationProbeAdmin(admin.ModelAdmin):
+    list_display = ("submission", "task", "limit", "difference", "diff_ci_low", "diff_ci_high", "created_at")
+    readonly_fields = ("submission", "task", "limit", "difference", "diff_ci_low", "diff_ci_high", "summary", "hits")
+
+    def has_add_permission(self, request):
+        return False

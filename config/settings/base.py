@@ -323,6 +323,27 @@ try:
     ARENA_REFIT_MIN_VOTES = config_env.integer("ARENA_REFIT_MIN_VOTES", default=10, minimum=1)
 except ConfigError as error:
     fail(error)
+# Contamination checks of submissions (docs/contamination.md, "On the site").
+try:
+    # Items per split the memorisation probe reads on each suite task that has a training split (0 = off).
+    LEADERBOARD_PROBE_LIMIT = config_env.integer("LEADERBOARD_PROBE_LIMIT", default=100, minimum=0)
+    # Flag for review when the lower bound of the probe's test - train difference exceeds this.
+    LEADERBOARD_PROBE_FLAG_DIFF_LOW = config_env.floating("LEADERBOARD_PROBE_FLAG_DIFF_LOW", default=0.0,
+                                                          minimum=-1.0, maximum=1.0)  # fmt: skip
+    # Flag for review when a scan flags more than this share of a task's evaluated items.
+    LEADERBOARD_SCAN_FLAG_SHARE = config_env.floating("LEADERBOARD_SCAN_FLAG_SHARE", default=0.05,
+                                                      minimum=0.0, maximum=1.0)  # fmt: skip
+    LEADERBOARD_SCAN_NGRAM = config_env.integer("LEADERBOARD_SCAN_NGRAM", default=13, minimum=8)
+    if LEADERBOARD_SCAN_NGRAM > 13:
+        raise ConfigError("LEADERBOARD_SCAN_NGRAM", f"must be at most 13, got {LEADERBOARD_SCAN_NGRAM}")
+    # Declared training data that may come with one submission (all files together), within the upload limit.
+    LEADERBOARD_TRAINING_DATA_MAX_BYTES = config_env.integer(
+        "LEADERBOARD_TRAINING_DATA_MAX_BYTES", default=2 << 30, minimum=1
+    )
+except ConfigError as error:
+    fail(error)
+LEADERBOARD_TRAINING_DATA_DIR = MEDIA_ROOT / "training-data"  # declared training data, one folder per submission
+LEADERBOARD_SCAN_MAX_LINE_BYTES = 4 << 20  # a longer corpus line is skipped and counted (line_too_long)
 LEADERBOARD_TASK_PATHS: list[str] = []  # extra task folders (evalcore include paths)
 LEADERBOARD_SUBMISSIONS_DIR = MEDIA_ROOT / "submissions"
 LEADERBOARD_REQUEST_CACHE_DIR = VAR_DIR / "request-cache"  # model answers of running submissions (worker-local)

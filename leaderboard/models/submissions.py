@@ -150,12 +150,19 @@ class ReviewKind(models.TextChoices):
 
 
 class ReviewAction(models.Model):
-    """An admin's decision on a submission, with the required comment: the audit log."""
+    """An admin's decision on a submission, with the required comment: the audit log.
+
+    ``admin`` is empty only for a flag the system raised itself (a contamination check past its
+    threshold): the log shows "system" as who.
+    """
 
     Action = ReviewKind
 
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="review_actions")
-    admin = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    admin = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="Empty: raised by the system (a contamination check).",
+    )  # fmt: skip
     action = models.CharField(max_length=16, choices=Action.choices)
     comment = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
@@ -167,7 +174,10 @@ class ReviewAction(models.Model):
                 condition=Q(action__in=ReviewKind.values), name="reviewaction_action_valid"
             ),
             models.CheckConstraint(condition=~Q(comment=""), name="reviewaction_comment_required"),
+            models.CheckConstraint(
+                condition=Q(admin__isnull=False) | Q(action=ReviewKind.FLAG), name="reviewaction_system_only_flags"
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.action} {self.submission_id} by {self.admin_id}"
+        return f"{self.action} {self.submission_id} by {self.admin_id or 'system'}"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from django import forms
+from django.core.exceptions import ValidationError
 
+from leaderboard.evaluation.scans import corpus_check
 from leaderboard.models import ReviewAction
 
 DECISIONS = [(k, v) for k, v in ReviewAction.Action.choices if k != ReviewAction.Action.FLAG]
@@ -29,3 +31,17 @@ class RescoreForm(forms.Form):
     def __init__(self, *args, tasks: list[tuple[str, int]], **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["task"].choices = [(task, f"{task} ({n} runs)") for task, n in tasks]
+
+
+class ScanForm(forms.Form):
+    """An n-gram scan of a training corpus (a path the workers can read) for a submission's items."""
+
+    corpus = forms.CharField(max_length=1000, help_text="Absolute path of a .txt / .jsonl file (either gzipped) or a folder of them.")
+    n = forms.IntegerField(required=False, min_value=8, max_value=13, label="n-gram length",
+                           help_text="8 to 13 (default: LEADERBOARD_SCAN_NGRAM).")  # fmt: skip
+
+    def clean_corpus(self) -> str:
+        try:
+            return corpus_check(self.cleaned_data["corpus"])
+        except ValidationError as exc:
+            raise forms.ValidationError(exc.messages) from None

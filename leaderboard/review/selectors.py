@@ -30,7 +30,8 @@ def submission_review_log(submission: Submission, *, with_admins: bool = False) 
     return [
         {
             "action": row.get_action_display(), "comment": row.comment, "created_at": row.created_at,
-            "admin": row.admin.get_username() if with_admins else "",
+            "admin": (row.admin.get_username() if row.admin else "system") if with_admins else "",
+            "system": row.admin_id is None,
         }
         for row in rows
     ]  # fmt: skip

@@ -10,14 +10,16 @@ from functools import wraps
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from leaderboard.evaluation import rescoring
+from leaderboard.evaluation import rescoring, scans
+from leaderboard.models import ContaminationScan
 from leaderboard.review import selectors as selectors_review
 from leaderboard.review import services
-from leaderboard.review.forms import RescoreForm, ReviewForm
+from leaderboard.review.forms import RescoreForm, ReviewForm, ScanForm
 
 
 def staff_only(view):
@@ -85,3 +87,21 @@ def rescore(request):
             return redirect("leaderboard:review-rescore")
     status = 400 if request.method == "POST" else 200
     return render(request, "leaderboard/rescore.html", {"form": form, "tasks": tasks}, status=status)
+
+
+@staff_only
+@require_http_methods(["GET", "POST"])
+def review_scan(request, submission_id: int):
+    """``/leaderboard/review/<id>/scan/``: point the n-gram scan at a training corpus (queued on a worker)."""
+    submission = selectors_review.submission_for_review(submission_id)
+    if submission is None:
+        raise Http404("no such submission")
+    form = ScanForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            scan = scans.scan_request(submission=submission, corpus=form.cleaned_data["corpus"], requested_by=request.user,
+                                      kind=ContaminationScan.Kind.CORPUS, n=form.cleaned_data["n"])  # fmt: skip
+        messages.success(request, f"Scan {scan.pk} of {submission.model_name} is queued.")
+        return redirect("leaderboard:review-submission", submission.pk)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "leaderboard/review_scan.html", {"submission": submission, "form": form}, status=status)
