@@ -296,6 +296,12 @@ try:
     ARENA_REFIT_DEBOUNCE_S = config_env.integer("ARENA_REFIT_DEBOUNCE_S", default=30, minimum=1)
     ARENA_REFIT_ROUNDS = config_env.integer("ARENA_REFIT_ROUNDS", default=1000, minimum=10)
     ARENA_REFIT_MIN_VOTES = config_env.integer("ARENA_REFIT_MIN_VOTES", default=10, minimum=1)
+    # Fewer votes than this (or all wins / all losses): the model is provisional on the board
+    # (docs/ratings.md). The same number as the new-model sampling boost by default.
+    ARENA_PROVISIONAL_VOTES = config_env.integer("ARENA_PROVISIONAL_VOTES", default=ARENA_NEW_MODEL_VOTES, minimum=0)
+    # Battles (prompts, answers, names) appear on /api/battles/ only once a rating snapshot created at
+    # least this long after their vote covers them (docs/arena-ratings.md, "Published battles").
+    ARENA_PUBLISH_DELAY_S = config_env.integer("ARENA_PUBLISH_DELAY_S", default=86400, minimum=0)
 except ConfigError as error:
     fail(error)
 LEADERBOARD_TASK_PATHS: list[str] = []  # extra task folders (evalcore include paths)
