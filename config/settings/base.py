@@ -210,6 +210,7 @@ ARENA_NEW_MODEL_VOTES = 300  # a model with fewer votes than this is sampled mor
 ARENA_NEW_MODEL_BOOST = 3.0  # ...by this factor
 ARENA_GENERATION_TIMEOUT_S = 180
 ARENA_RATE_WINDOW_S = 60
+ARENA_SESSIONS_PER_MINUTE = 60  # new arena sessions (GET /arena/ without one) per address (IPv6: per /64)
 
 # Caches hold rate-limit counters and the refit debounce: Redis when configured, else per process.
 # With Redis, sessions are read from the cache and written through to the database (a vote costs one
