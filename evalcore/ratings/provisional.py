@@ -31,16 +31,14 @@ import math
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.signal import fftconvolve
-from scipy.special import expit, log_expit
-from scipy.stats import binom
+from scipy.special import expit, gammaln, log_expit
+from scipy.stats import beta
 
 from evalcore.ratings.counts import PairCounts
 from evalcore.ratings.result import ELO_PER_LOGIT, RatingResult
 from evalcore.validation import check_integer, check_level
 
 DEFAULT_MIN_BATTLES = 300
-_SPAN = 60.0  # logits searched beyond the opponents' range (60 logits ~ 10,000 Elo points)
 
 
 def record_per_model(counts: PairCounts) -> tuple[np.ndarray, np.ndarray]:
@@ -71,13 +69,43 @@ def _opponent_record(counts: PairCounts, k: int, reference: np.ndarray) -> tuple
     return opp[keep], np.rint(won[keep] + lost[keep]).astype(np.int64), int(round(float(won[keep].sum())))
 
 
-def _pmf(x: float, theta_opp: np.ndarray, n_opp: np.ndarray) -> np.ndarray:
-    """Distribution of the number of wins, shape (sum(n_opp) + 1,): a sum of binomials."""
-    pmf = np.ones(1)
-    for theta, n in zip(theta_opp, n_opp):
-        part = binom.pmf(np.arange(n + 1), n, expit(x - theta))
-        pmf = fftconvolve(pmf, part) if pmf.size * part.size > 250_000 else np.convolve(pmf, part)
-    return np.clip(pmf, 0.0, None)
+_DIRECT_MAX = 2000  # decisive battles up to which the pmf is built by direct convolution
+
+
+class _WinsDistribution:
+    """The distribution of the number of wins, a sum of one binomial per opponent, as a function of x.
+
+    Up to :data:`_DIRECT_MAX` battles: direct convolution of the binomial pmfs (log binomial coefficients
+    computed once). Beyond: the discrete Fourier transform of the generating function
+    ``prod_o (1 - p_o + p_o z) ** n_o`` at the roots of unity, O(q n) per call instead of O(n^2); the
+    integer powers make the complex logarithm's branch irrelevant. Both are exact up to round-off
+    (about 1e-15, far below the alpha/2 tails solved for).
+    """
+
+    def __init__(self, theta_opp: np.ndarray, n_opp: np.ndarray):
+        self.theta, self.n = theta_opp, n_opp
+        self.size = int(n_opp.sum()) + 1
+        self.direct = self.size <= _DIRECT_MAX + 1
+        if self.direct:
+            self.terms = []
+            for n in n_opp:
+                k = np.arange(n + 1, dtype=np.float64)
+                self.terms.append((k, n - k, gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)))
+        else:
+            self.roots = np.exp(2j * np.pi * np.arange(self.size) / self.size)[None, :]
+
+    def pmf(self, x: float) -> np.ndarray:
+        """P(S = s) for s = 0..n, shape (n + 1,)."""
+        if self.direct:
+            pmf = np.ones(1)
+            for theta, (k, rest, log_choose) in zip(self.theta, self.terms):
+                pmf = np.convolve(pmf, np.exp(log_choose + k * log_expit(x - theta) + rest * log_expit(theta - x)))
+            return pmf
+        p = expit(x - self.theta)[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_gf = (self.n[:, None] * np.log(1.0 - p + p * self.roots)).sum(axis=0)
+        pmf = np.fft.fft(np.exp(log_gf)).real / self.size
+        return np.clip(np.nan_to_num(pmf, nan=0.0), 0.0, None)
 
 
 def exact_interval(theta_opp: np.ndarray, n_opp: np.ndarray, wins: int, *, level: float = 0.95) -> tuple[float, float]:
@@ -103,30 +131,49 @@ def exact_interval(theta_opp: np.ndarray, n_opp: np.ndarray, wins: int, *, level
     if n == 0:
         return -math.inf, math.inf
     half_alpha = (1.0 - level) / 2.0
-    a, b = float(theta_opp.min()) - _SPAN, float(theta_opp.max()) + _SPAN
+    weakest, strongest = float(theta_opp.min()), float(theta_opp.max())
+    dist = _WinsDistribution(theta_opp, n_opp) if 0 < wins < n and weakest < strongest else None
 
     def at_least(x):  # P_x(S >= wins) - alpha/2, increasing in x
         if wins == n:
             return float(np.sum(n_opp * log_expit(x - theta_opp))) - math.log(half_alpha)
-        return float(_pmf(x, theta_opp, n_opp)[wins:].sum()) - half_alpha
+        return float(dist.pmf(x)[wins:].sum()) - half_alpha
 
     def at_most(x):  # P_x(S <= wins) - alpha/2, decreasing in x
         if wins == 0:
             return float(np.sum(n_opp * log_expit(theta_opp - x))) - math.log(half_alpha)
-        return float(_pmf(x, theta_opp, n_opp)[: wins + 1].sum()) - half_alpha
+        return float(dist.pmf(x)[: wins + 1].sum()) - half_alpha
 
-    low = -math.inf if wins == 0 else _root(at_least, a, b, -math.inf)
-    high = math.inf if wins == n else _root(at_most, a, b, math.inf)
+    # Against opponents all as weak as the weakest (as strong as the strongest) the bound is the
+    # Clopper-Pearson one through the logit; the true bound lies between the two.
+    low = high = None
+    if wins == 0:
+        low = -math.inf
+    else:
+        p_low = float(beta.ppf(half_alpha, wins, n - wins + 1))
+        low = _root(at_least, weakest + _logit(p_low), strongest + _logit(p_low))
+    if wins == n:
+        high = math.inf
+    else:
+        p_high = float(beta.ppf(1.0 - half_alpha, wins + 1, n - wins))
+        high = _root(at_most, weakest + _logit(p_high), strongest + _logit(p_high))
     return low, high
 
 
-def _root(f, a: float, b: float, unbracketed: float) -> float:
-    fa, fb = f(a), f(b)
-    if fa == 0.0:
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-300), 1.0 - 1e-16)
+    return math.log(p) - math.log1p(-p)
+
+
+def _root(f, a: float, b: float) -> float:
+    """The root of a monotone ``f`` known to lie in ``[a, b]`` (a single point when ``a == b``)."""
+    if b - a < 1e-12:
         return a
-    if np.sign(fa) == np.sign(fb):
-        return unbracketed
-    return float(brentq(f, a, b, xtol=1e-10))
+    a, b = a - 1e-9, b + 1e-9
+    fa, fb = f(a), f(b)
+    if fa == 0.0 or np.sign(fa) == np.sign(fb):  # round-off at the bracket's edge
+        return a if abs(fa) <= abs(fb) else b
+    return float(brentq(f, a, b, xtol=1e-8))  # 1e-8 logits: 2e-6 rating points
 
 
 def _ranks(result: RatingResult, lo: np.ndarray, hi: np.ndarray, provisional: np.ndarray):

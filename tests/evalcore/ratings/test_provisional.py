@@ -22,6 +22,7 @@ from evalcore.ratings import (
     battles_from_arrays,
     bootstrap_bradley_terry,
     fit_bradley_terry,
+    provisional,
     simulate_battles,
     write_battles_csv,
 )
@@ -175,3 +176,12 @@ def test_cli_json_writes_an_open_bound_as_null_and_takes_the_threshold(newcomer_
 def test_cli_refuses_a_negative_threshold(newcomer_csv, capsys):
     assert main(["rate", str(newcomer_csv), "--provisional-votes", "-3"]) == 2
     assert "--provisional-votes" in capsys.readouterr().err
+
+
+def test_long_records_use_the_fourier_path_with_the_same_answer(monkeypatch):
+    theta_opp, n_opp = np.array([-0.5, 0.2, 0.9]), np.array([800, 900, 700])
+    fourier = exact_interval(theta_opp, n_opp, 1300)  # 2,400 battles: past the direct limit
+    monkeypatch.setattr(provisional, "_DIRECT_MAX", 10**6)
+    direct = exact_interval(theta_opp, n_opp, 1300)
+    assert fourier == pytest.approx(direct, abs=1e-6)
+    assert fourier[0] < fourier[1] and math.isfinite(fourier[0]) and math.isfinite(fourier[1])
