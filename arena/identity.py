@@ -40,9 +40,14 @@ def arena_session_key(request) -> str | None:
     Reading the flag loads the session, so a forged or expired cookie reads as no session (a session key
     alone proves nothing: Django hands back whatever the cookie said until the session is loaded).
     """
-    if request.session.get(ARENA_SESSION_FLAG) is not True:
+    return arena_key_of(request.session)
+
+
+def arena_key_of(session) -> str | None:
+    """:func:`arena_session_key` for a session object (a WebSocket's ``scope["session"]``); loads it."""
+    if session is None or session.get(ARENA_SESSION_FLAG) is not True:
         return None
-    return request.session.session_key
+    return session.session_key
 
 
 def ip_bucket(address: str) -> str:
