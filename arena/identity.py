@@ -64,7 +64,7 @@ def ip_bucket(address: str) -> str:
     return str(ip)
 
 
-def ip_hash(request) -> str:
+def address_hash(request) -> str:
     """Salted hash of the client's address bucket (:func:`ip_bucket`)."""
     return salted_hash(ip_bucket(client_ip(request)), purpose="ip")
 
@@ -74,4 +74,4 @@ def voter_hashes(request) -> tuple[str, str] | None:
     key = arena_session_key(request)
     if key is None:
         return None
-    return salted_hash(key, purpose="session"), ip_hash(request)
+    return salted_hash(key, purpose="session"), address_hash(request)

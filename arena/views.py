@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from arena import services
 from arena.forms import PromptForm, VoteForm
-from arena.identity import arena_session_key, ip_hash, session_key, voter_hashes
+from arena.identity import address_hash, arena_session_key, session_key, voter_hashes
 from arena.ratelimit import RateLimited, hit, hit_address
 from arena.selectors_battles import battle_state
 
@@ -45,7 +45,7 @@ def limited(action: str, hashes: tuple[str, str], per_window: int) -> JsonRespon
 def arena_index(request):
     if arena_session_key(request) is None:  # a new session: at most so many per address and window
         try:
-            hit_address("sessions", ip_hash=ip_hash(request), limit=settings.ARENA_SESSIONS_PER_MINUTE)
+            hit_address("sessions", ip_hash=address_hash(request), limit=settings.ARENA_SESSIONS_PER_MINUTE)
         except RateLimited as exc:
             response = HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8")
             response["Retry-After"] = str(exc.retry_after)
