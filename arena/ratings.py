@@ -26,6 +26,13 @@ Cost
     :data:`STYLE_BUDGET`, about 6 s): ``rounds`` when it fits, else as many as fit (at least
     :data:`STYLE_MIN_ROUNDS`), else sandwich (robust) intervals. ``settings`` and ``notes`` record which.
 
+Provisional
+    A model with fewer than ``provisional_votes`` votes in a category (default 300, the new-model
+    threshold), or whose record there is all wins or all losses, is marked ``provisional`` in every
+    method's rows: its interval holds the exact binomial bounds of its record against rated opponents
+    (null on an open side), it takes no rank 1 and does not count in other models' ranks
+    (:mod:`evalcore.ratings.provisional`).
+
 When the plain MLE is not finite (the comparison graph is not connected, or a model won or lost every
 game), or bootstrap rounds had to be dropped for that reason, the fit is redone with a small L2 prior
 (:data:`FALLBACK_PRIOR` on the logit scale) and ``extra["notes"]`` says so. Every fit of one refit uses
@@ -56,6 +63,7 @@ from evalcore.ratings import (
     predicted_win_matrix,
     win_matrix,
 )
+from evalcore.ratings.provisional import DEFAULT_MIN_BATTLES, mark_provisional
 
 LONG_PROMPT_TOKENS = 500
 FALLBACK_PRIOR = 0.01
@@ -199,6 +207,7 @@ def _fit_elo(battles: Battles, draft: _Draft, *, orders: int, seed: int) -> None
 
 
 def _fill(draft: _Draft, battles: Battles, result: RatingResult, notes: list[str]) -> None:
+    result = mark_provisional(result, aggregate(battles), min_battles=draft.settings["provisional_votes"])
     draft.rows = _rows(result)
     draft.extra.update(_matrices(battles, result))
     draft.extra["notes"] = notes + list(result.notes)
@@ -244,6 +253,7 @@ def snapshots_draft(
     min_votes: int = 10,
     min_category_votes: int = 50,
     style_budget: int = STYLE_BUDGET,
+    provisional_votes: int = DEFAULT_MIN_BATTLES,
 ) -> list[_Draft]:
     """Fit every category and method; nothing is written. See the module docstring."""
     drafts = []
@@ -254,7 +264,7 @@ def snapshots_draft(
         needed = min_votes if category == "overall" else min_category_votes
         for method in RatingSnapshot.Method.values:
             draft = _Draft(method, category, n, first, last)
-            draft.settings.update(seed=seed, rounds=rounds, min_votes=needed)
+            draft.settings.update(seed=seed, rounds=rounds, min_votes=needed, provisional_votes=provisional_votes)
             if category == "long_prompt":
                 draft.settings["long_prompt_tokens"] = LONG_PROMPT_TOKENS
             drafts.append(draft)
@@ -292,6 +302,7 @@ def snapshots_refit(
     min_votes: int = 10,
     min_category_votes: int = 50,
     style_budget: int = STYLE_BUDGET,
+    provisional_votes: int = DEFAULT_MIN_BATTLES,
     force: bool = False,
 ) -> dict:
     """Refit every rating snapshot from the counted votes and write them in one transaction.
@@ -308,6 +319,8 @@ def snapshots_refit(
         Votes needed before ``overall`` (resp. any other category) gets ratings.
     style_budget : int
         Battle-rounds allowed per category for the style bootstrap (see "Cost" above).
+    provisional_votes : int
+        Models with fewer votes than this in a category are provisional there (see "Provisional").
     force : bool
         Refit even when the counted votes have not changed since the last refit.
 
@@ -321,13 +334,16 @@ def snapshots_refit(
     if min_votes < 1 or min_category_votes < 1:
         raise ValueError("min_votes and min_category_votes must be at least 1")
     started = time.monotonic()
-    fingerprint = f"{selectors.votes_counted_fingerprint()}:{rounds}:{seed}:{elo_orders}:{style_budget}"
+    fingerprint = (
+        f"{selectors.votes_counted_fingerprint()}:{rounds}:{seed}:{elo_orders}:{style_budget}:{provisional_votes}"
+    )
     latest = selectors.snapshot_latest("bt", "overall")
     if not force and latest is not None and latest.settings.get("fingerprint") == fingerprint:
         return {"written": 0, "votes": latest.vote_count, "seconds": 0.0, "skipped": True}
     params = {
         "rounds": rounds, "seed": seed, "elo_orders": elo_orders, "min_votes": min_votes,
         "min_category_votes": min_category_votes, "style_budget": style_budget,
+        "provisional_votes": provisional_votes,
     }  # fmt: skip
     votes, drafts = snapshots_compute(params)
     objects = []

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
-from django.db.models import Count, Max, Prefetch, Q, Sum
+from django.db.models import Count, DateTimeField, ExpressionWrapper, F, Max, Prefetch, Q, Sum
+from django.db.models.functions import Least
 
 from arena.models import Battle, LanguageModel, RatingSnapshot, Turn, Vote
 
@@ -235,3 +236,30 @@ def snapshot_latest_id(method: str, category: str = "overall") -> int | None:
         .values_list("id", flat=True)
         .first()
     )
+
+
+def battles_published_until(delay_s: int) -> datetime | None:
+    """Votes cast at or before this time may be published with their battle (prompt, answers, names).
+
+    The rule: a battle is published once a rating snapshot covers its vote (the vote is no later than the
+    snapshot's ``last_vote_at``) and that snapshot was created at least ``delay_s`` seconds after the vote.
+    Over the overall Bradley-Terry snapshots (one per refit) that is the latest
+    ``min(last_vote_at, created_at - delay)``; None while no snapshot publishes anything.
+    """
+    shifted = ExpressionWrapper(F("created_at") - timedelta(seconds=delay_s), output_field=DateTimeField())
+    return RatingSnapshot.objects.filter(
+        method=RatingSnapshot.Method.BT, category="overall", last_vote_at__isnull=False
+    ).aggregate(until=Max(Least("last_vote_at", shifted)))["until"]
+
+
+def battles_published(*, delay_s: int, **filters):
+    """:func:`battles_voted` restricted to the published ones (see :func:`battles_published_until`)."""
+    until = battles_published_until(delay_s)
+    if until is None:
+        return Battle.objects.none()
+    return battles_voted(**filters).filter(vote__created_at__lte=until)
+
+
+def battle_published(public_id, *, delay_s: int) -> object | None:
+    """One published battle by its public id; None before it is published (or if it does not exist)."""
+    return battles_published(delay_s=delay_s).filter(public_id=public_id).first()

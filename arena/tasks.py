@@ -132,6 +132,7 @@ def ratings_refit(force: bool = False) -> dict:
             summary = snapshots_refit(
                 rounds=int(getattr(settings, "ARENA_REFIT_ROUNDS", 1000)),
                 min_votes=int(getattr(settings, "ARENA_REFIT_MIN_VOTES", 10)),
+                provisional_votes=int(getattr(settings, "ARENA_PROVISIONAL_VOTES", 300)),
                 force=force,
             )
     finally:

@@ -212,6 +212,7 @@ ARENA_NEW_MODEL_VOTES = 300  # a model with fewer votes than this is sampled mor
 ARENA_NEW_MODEL_BOOST = 3.0  # ...by this factor
 ARENA_GENERATION_TIMEOUT_S = 180
 ARENA_RATE_WINDOW_S = 60
+ARENA_SESSIONS_PER_MINUTE = 60  # new arena sessions (GET /arena/ without one) per address (IPv6: per /64)
 
 # Caches hold rate-limit counters and the refit debounce: Redis when configured, else per process.
 # With Redis, sessions are read from the cache and written through to the database (a vote costs one
@@ -321,6 +322,12 @@ try:
     ARENA_REFIT_DEBOUNCE_S = config_env.integer("ARENA_REFIT_DEBOUNCE_S", default=30, minimum=1)
     ARENA_REFIT_ROUNDS = config_env.integer("ARENA_REFIT_ROUNDS", default=1000, minimum=10)
     ARENA_REFIT_MIN_VOTES = config_env.integer("ARENA_REFIT_MIN_VOTES", default=10, minimum=1)
+    # Fewer votes than this (or all wins / all losses): the model is provisional on the board
+    # (docs/ratings.md). The same number as the new-model sampling boost by default.
+    ARENA_PROVISIONAL_VOTES = config_env.integer("ARENA_PROVISIONAL_VOTES", default=ARENA_NEW_MODEL_VOTES, minimum=0)
+    # Battles (prompts, answers, names) appear on /api/battles/ only once a rating snapshot created at
+    # least this long after their vote covers them (docs/arena-ratings.md, "Published battles").
+    ARENA_PUBLISH_DELAY_S = config_env.integer("ARENA_PUBLISH_DELAY_S", default=86400, minimum=0)
 except ConfigError as error:
     fail(error)
 # Contamination checks of submissions (docs/contamination.md, "On the site").

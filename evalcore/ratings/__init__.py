@@ -26,6 +26,7 @@ from evalcore.ratings.lc import (
 )
 from evalcore.ratings.markdown import count_tokens, markdown_style_counts, style_vector
 from evalcore.ratings.matrices import WinMatrix, predicted_win_matrix, win_matrix
+from evalcore.ratings.provisional import exact_interval, mark_provisional, provisional_mask
 from evalcore.ratings.result import BASE_RATING, ELO_PER_LOGIT, RatingResult
 from evalcore.ratings.simulate import simulate_battles
 from evalcore.ratings.style import StyleControlledResult, fit_style_controlled, style_differences
@@ -51,13 +52,16 @@ __all__ = [
     "count_tokens",
     "elo_permutation_study",
     "elo_ratings",
+    "exact_interval",
     "fit_bradley_terry",
     "fit_style_controlled",
     "length_controlled_win_rate",
+    "mark_provisional",
     "markdown_style_counts",
     "online_elo",
     "pair_counts_from_arrays",
     "predicted_win_matrix",
+    "provisional_mask",
     "read_battles",
     "read_difficulty",
     "read_lc_annotations",

@@ -40,9 +40,15 @@ def category_label(category: str) -> str:
     )
 
 
+def _gap(a, b):
+    """``a - b``, or None when either side is open (a provisional model's interval may be unbounded)."""
+    return None if a is None or b is None else a - b
+
+
 def _interval_rows(rows: list[dict], elo: dict[str, dict]) -> list[dict]:
+    """Rows as shown: ordered by the rank shown (provisional models never first), then by rating."""
     shown = []
-    for row in rows:
+    for row in sorted(rows, key=lambda r: (r["rank_ub"], -r["rating"])):
         elo_row = elo.get(row["model"])
         shown.append(
             {
@@ -52,8 +58,9 @@ def _interval_rows(rows: list[dict], elo: dict[str, dict]) -> list[dict]:
                 "rating": row["rating"],
                 "ci_low": row["ci_low"],
                 "ci_high": row["ci_high"],
-                "minus": row["rating"] - row["ci_low"],
-                "plus": row["ci_high"] - row["rating"],
+                "minus": _gap(row["rating"], row["ci_low"]),
+                "plus": _gap(row["ci_high"], row["rating"]),
+                "provisional": bool(row.get("provisional")),
                 "battles": row["battles"],
                 "tied": bool(row.get("tied_with_above")),
                 "tied_with": ", ".join(row.get("tied_with", [])),
@@ -105,6 +112,7 @@ def arena_board(
             "ties": settings.get("ties", "half"),
             "prior": settings.get("prior", 0.0),
             "min_votes": settings.get("min_votes"),
+            "provisional_votes": settings.get("provisional_votes"),
         },
         rows=_interval_rows(snapshot.rows, elo_rows),
         notes=list(snapshot.extra.get("notes", [])),
@@ -114,6 +122,7 @@ def arena_board(
             orders=(elo.settings.get("orders", 0) if elo else 0),
         ),
         any_tied=any(r.get("tied_with_above") for r in snapshot.rows),
+        any_provisional=any(r.get("provisional") for r in snapshot.rows),
     )
     if snapshot.rows:
         board["figures"] = snapshot_figures(snapshot.rows, snapshot.extra, METHODS[method])

@@ -251,7 +251,7 @@ def _build() -> dict:
             "hidden": sub["review_state"] == Submission.Review.HIDDEN,
             "arena": None if arena is None else {
                 "rating": arena["rating"], "ci_low": arena["ci_low"], "ci_high": arena["ci_high"],
-                "battles": arena.get("battles"),
+                "battles": arena.get("battles"), "provisional": bool(arena.get("provisional")),
             },
             "judge": judged.get(sub["language_model_id"]), "language_model_id": sub["language_model_id"],
             "cells": cells, "badge": None,
