@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 import numpy as np
 from django.db import transaction
 
-from arena import selectors
+from arena import selectors, vote_filters
 from arena.models import RatingSnapshot
 from evalcore.ratings import (
     Battles,
@@ -277,6 +277,25 @@ def _when(ts: float | None) -> datetime | None:
     return None if ts is None else datetime.fromtimestamp(ts, tz=UTC)
 
 
+def _integrity_record(drafts: list[_Draft], integrity: dict, *, rounds, seed, min_votes, percentile) -> None:
+    """Every snapshot says what was left out; the overall BT one also holds the fit before confirmed
+    anomalous voters' votes were set aside (``extra["before_voter_exclusion"]``), for the board."""
+    note = vote_filters.integrity_note(integrity)
+    for d in drafts:
+        d.settings["integrity"] = integrity
+        if note and d.category == "overall":
+            d.extra.setdefault("notes", []).append(note)
+    before = vote_filters.votes_before_voter_exclusion(percentile=percentile)
+    overall = next((d for d in drafts if d.method == "bt" and d.category == "overall"), None)
+    if before is None or overall is None or len(before) < min_votes:
+        return
+    draft = _Draft("bt", "overall", len(before), None, None)
+    _fit_bt(_battles(before, np.ones(len(before), dtype=bool)), draft, rounds=rounds, seed=seed)
+    overall.extra["before_voter_exclusion"] = {
+        "vote_count": len(before), "rows": draft.rows, "notes": draft.extra.get("notes", []),
+    }  # fmt: skip
+
+
 def snapshots_refit(
     *,
     rounds: int = 1000,
@@ -286,6 +305,7 @@ def snapshots_refit(
     min_category_votes: int = 50,
     style_budget: int = STYLE_BUDGET,
     force: bool = False,
+    duplicate_percentile: float = vote_filters.DUPLICATE_PERCENTILE,
 ) -> dict:
     """Refit every rating snapshot from the counted votes and write them in one transaction.
 
@@ -303,6 +323,9 @@ def snapshots_refit(
         Battle-rounds allowed per category for the style bootstrap (see "Cost" above).
     force : bool
         Refit even when the counted votes have not changed since the last refit.
+    duplicate_percentile : float
+        Prompts sent more often than this percentile of prompt counts count once
+        (:mod:`arena.vote_filters`; ``settings["integrity"]`` and the notes say what was left out).
 
     Returns
     -------
@@ -315,14 +338,18 @@ def snapshots_refit(
         raise ValueError("min_votes and min_category_votes must be at least 1")
     started = time.monotonic()
     fingerprint = f"{selectors.votes_counted_fingerprint()}:{rounds}:{seed}:{elo_orders}:{style_budget}"
+    fingerprint += f":{duplicate_percentile:g}"
     latest = selectors.snapshot_latest("bt", "overall")
     if not force and latest is not None and latest.settings.get("fingerprint") == fingerprint:
         return {"written": 0, "votes": latest.vote_count, "seconds": 0.0, "skipped": True}
-    votes = selectors.votes_counted_columns()
+    votes, integrity = vote_filters.votes_filtered(
+        selectors.votes_counted_columns(), percentile=duplicate_percentile
+    )
     drafts = snapshots_draft(
         votes, rounds=rounds, seed=seed, elo_orders=elo_orders, min_votes=min_votes,
         min_category_votes=min_category_votes, style_budget=style_budget,
     )  # fmt: skip
+    _integrity_record(drafts, integrity, rounds=rounds, seed=seed, min_votes=min_votes, percentile=duplicate_percentile)
     objects = []
     for d in drafts:
         d.settings["fingerprint"] = fingerprint

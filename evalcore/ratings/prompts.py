@@ -67,23 +67,26 @@ def duplicate_prompt_mask(keys: Sequence[str], *, percentile: float = 99.9) -> D
 
     Parameters
     ----------
-    keys : sequence of str, length n
-        One prompt key per vote (:func:`prompt_key`), in vote-time order; "" (no prompt known) is never
-        treated as a repeat.
+    keys : sequence of str, or ndarray of int, length n
+        One prompt key per vote (:func:`prompt_key`, or an integer code for it), in vote-time order;
+        "" or a negative code (no prompt known) is never treated as a repeat.
     percentile : float
         In (0, 100]; LMArena uses 99.9.
     """
     if not 0 < percentile <= 100:
         raise ValueError(f"percentile must be in (0, 100], got {percentile}")
-    arr = np.asarray(list(keys), dtype=object)
+    arr = np.asarray(keys)
     n = arr.shape[0]
     keep = np.ones(n, dtype=bool)
-    keyed = np.flatnonzero(arr != "") if n else np.zeros(0, dtype=np.int64)
+    if arr.dtype.kind in "iu":
+        keyed = np.flatnonzero(arr >= 0)
+        values = arr[keyed]
+    else:
+        keyed = np.flatnonzero(arr.astype(str) != "") if n else np.zeros(0, dtype=np.int64)
+        values = arr[keyed].astype(str)
     if keyed.size == 0:
         return DuplicatePrompts(keep, 0, 0, 0.0, float(percentile))
-    uniques, first, inverse, counts = np.unique(
-        arr[keyed].astype(str), return_index=True, return_inverse=True, return_counts=True
-    )
+    _, first, inverse, counts = np.unique(values, return_index=True, return_inverse=True, return_counts=True)
     threshold = float(np.percentile(counts, percentile, method="higher"))
     frequent = counts > threshold
     if frequent.any():
