@@ -9,9 +9,10 @@ spaces, hyphens, dots and underscores between the parts of a term ("GPT-4o mini"
   called "Meta" matches "Meta's model" but not "metadata" or "meta-analysis", and a family "llama"
   does not match "llamas". Terms shorter than :data:`MIN_TERM` characters are ignored.
 * **Self-identification**: "I am X", "I'm X", "my name is X", "call me X", "as X, ...", "created /
-  developed / trained / built / made by X", where X is the start of a term ("I am SmolLM2" for the
-  model ``SmolLM2-135M-Instruct``). X must have at least :data:`MIN_TERM` letters or digits and not be
-  one of a few common words ("I am sorry", "as well, ...").
+  developed / trained / built / made by X", where X is the first part or parts of a term ("I am SmolLM2"
+  or "I'm Smol" for the model ``SmolLM2-135M-Instruct``, "I am Qwen" for ``qwen2.5-7b``). X must have
+  at least :data:`MIN_TERM` letters or digits and not be one of a few common words ("I am sorry",
+  "as well, ...").
 
 Parts of a term: runs of letters or of digits, split at separators and at lower-to-upper case changes
 ("SmolLM2" is Smol, LM, 2; "qwen2.5" is qwen, 2, 5).
@@ -53,23 +54,24 @@ def _squash(text: str) -> str:
 
 
 @lru_cache(maxsize=512)
-def _matcher(terms: tuple[str, ...]) -> tuple[re.Pattern | None, tuple[str, ...]]:
-    """(one regex for every term as whole words, the squashed terms for self-identification)."""
-    alternatives, squashed = [], []
+def _matcher(terms: tuple[str, ...]) -> tuple[re.Pattern | None, frozenset[str]]:
+    """(one regex for every term as whole words, the starts of terms that count as self-identification:
+    the first one, two, ... parts of each term run together, e.g. smol, smollm, smollm2, ...)."""
+    alternatives, starts = [], set()
     for term in terms:
         parts = _parts(term)
         if sum(len(p) for p in parts) < MIN_TERM:
             continue
         alternatives.append(_SEP.join(re.escape(p) for p in parts))
-        squashed.append("".join(parts))
+        starts.update("".join(parts[:k]) for k in range(1, len(parts) + 1))
     if not alternatives:
-        return None, ()
+        return None, frozenset()
     alternatives.sort(key=len, reverse=True)
     pattern = re.compile(_BEFORE + "(?:" + "|".join(alternatives) + ")" + _AFTER, re.IGNORECASE)
-    return pattern, tuple(squashed)
+    return pattern, frozenset(s for s in starts if len(s) >= MIN_TERM)
 
 
-def _self_identifies(answer: str, squashed: tuple[str, ...]) -> bool:
+def _self_identifies(answer: str, starts: frozenset[str]) -> bool:
     for match in _SELF.finditer(answer):
         words = (match.group(1) or match.group(2) or "").split()
         for candidate in (words[:1], words[:2]):
@@ -77,19 +79,18 @@ def _self_identifies(answer: str, squashed: tuple[str, ...]) -> bool:
             said_full = _squash(" ".join(candidate))
             if candidate and candidate[0].lower().strip(".-") in COMMON_WORDS:
                 break
-            for spoken in {said, said_full}:
-                if len(spoken) >= MIN_TERM and any(term.startswith(spoken) for term in squashed):
-                    return True
+            if said in starts or said_full in starts:
+                return True
     return False
 
 
 def reveals_identity(terms: Iterable[str], answers: Iterable[str]) -> bool:
     """Whether any answer names one of ``terms`` (names, aliases, families, makers of both models)."""
     key = tuple(sorted({t.strip() for t in terms if t and t.strip()}))
-    pattern, squashed = _matcher(key)
+    pattern, starts = _matcher(key)
     if pattern is None:
         return False
-    return any(pattern.search(answer) or _self_identifies(answer, squashed) for answer in answers if answer)
+    return any(pattern.search(answer) or _self_identifies(answer, starts) for answer in answers if answer)
 
 
 def model_terms(name: str, family: str = "", aliases=(), maker: str = "") -> list[str]:
