@@ -1,4 +1,5 @@
-"""Staff pages: the review queue (approve / hide / reject with a comment) and re-scoring a task.
+"""Staff pages: the one review queue (flagged submissions, flagged voters, identity-revealing answers,
+and the audit log of every decision), one submission's review, and re-scoring a task.
 
 Anonymous visitors are sent to log in; logged-in non-staff get a 404 (no one learns the page exists).
 """
@@ -17,7 +18,7 @@ from django.views.decorators.http import require_http_methods
 from leaderboard.evaluation import rescoring
 from leaderboard.review import selectors as selectors_review
 from leaderboard.review import services
-from leaderboard.review.forms import RescoreForm, ReviewForm
+from leaderboard.review.forms import IdentityReviewForm, RescoreForm, ReviewForm, VoterReviewForm
 
 
 def staff_only(view):
@@ -38,12 +39,67 @@ def _row(submission, form=None, *, log=False):
     return row
 
 
+def _queue(request, *, status: int = 200, errors=(), failed: tuple[str, int] | None = None, form=None):
+    """The whole queue; after a refused decision, its errors and the form as it was sent."""
+    context = {
+        "rows": [_row(s) for s in selectors_review.submissions_flagged()],
+        "voters": selectors_review.voters_flagged(),
+        "voters_total": selectors_review.voters_flagged_count(),
+        "identity": selectors_review.identity_votes_pending(),
+        "identity_total": selectors_review.identity_votes_pending_count(),
+        "log": selectors_review.review_log(),
+        "single": False,
+        "errors": list(errors),
+        "failed": failed,
+        "failed_form": form,
+    }
+    return render(request, "leaderboard/review.html", context, status=status)
+
+
 @staff_only
 @require_http_methods(["GET"])
 def review_queue(request):
-    """``/leaderboard/review/``: flagged submissions with their reasons, oldest first."""
-    rows = [_row(s) for s in selectors_review.submissions_flagged()]
-    return render(request, "leaderboard/review.html", {"rows": rows, "single": False})
+    """``/leaderboard/review/``: everything waiting for a decision, oldest first, and the audit log."""
+    return _queue(request)
+
+
+def _decide(request, form, service, item: tuple[str, int], done: str):
+    """Validate the form, call the service; 400 for a bad form, 409 for an item already decided."""
+    if not form.is_valid():
+        errors = [f"{name}: {' '.join(msgs)}" if name != "__all__" else " ".join(msgs)
+                  for name, msgs in form.errors.items()]  # fmt: skip
+        return _queue(request, status=400, errors=errors, failed=item, form=form)
+    try:
+        service(admin=request.user, **form.cleaned_data)
+    except ValidationError as exc:
+        conflict = any(e.code == services.CONFLICT for e in exc.error_list)
+        return _queue(request, status=409 if conflict else 400, errors=exc.messages, failed=item, form=form)
+    messages.success(request, f"{done}: {form.cleaned_data['action']} recorded.")
+    return redirect("leaderboard:review")
+
+
+@staff_only
+@require_http_methods(["POST"])
+def review_voter(request, flag_id: int):
+    """``/leaderboard/review/voters/<id>/``: confirm or dismiss a flagged voter, with a comment."""
+    form = VoterReviewForm(request.POST)
+
+    def service(**kwargs):
+        return services.voter_review(flag_id=flag_id, **kwargs)
+
+    return _decide(request, form, service, ("voter", flag_id), f"Flagged voter #{flag_id}")
+
+
+@staff_only
+@require_http_methods(["POST"])
+def review_vote(request, vote_id: int):
+    """``/leaderboard/review/votes/<id>/``: keep an identity-revealing vote out, or restore it."""
+    form = IdentityReviewForm(request.POST)
+
+    def service(**kwargs):
+        return services.identity_review(vote_id=vote_id, **kwargs)
+
+    return _decide(request, form, service, ("vote", vote_id), f"Vote #{vote_id}")
 
 
 @staff_only
