@@ -22,6 +22,11 @@ REVIEW_STATE = {
     ReviewAction.Action.REJECT: Submission.Review.REJECTED,
 }
 CONFLICT = "conflict"  # ValidationError code: the item was already decided (views answer 409)
+MISSING = "missing"  # ValidationError code: no such item (views answer 404)
+
+
+def _refusal(exc: ArenaError) -> ValidationError:
+    return ValidationError(str(exc), code={409: CONFLICT, 404: MISSING}.get(exc.status, "invalid"))
 
 
 def _checked(admin, kind: str, action: str, comment: str) -> str:
@@ -61,7 +66,7 @@ def voter_review(*, flag_id: int, admin, action: str, comment: str) -> ReviewAct
         try:
             flag, _ = voter_flag_decide(flag_id, confirm=action == ReviewAction.Action.CONFIRM)
         except ArenaError as exc:
-            raise ValidationError(str(exc), code=CONFLICT if exc.status == 409 else "invalid") from None
+            raise _refusal(exc) from None
         entry = ReviewAction(
             kind=ReviewAction.Target.VOTER, voter_flag=flag, admin=admin, action=action, comment=comment
         )
@@ -77,7 +82,7 @@ def identity_review(*, vote_id: int, admin, action: str, comment: str) -> Review
         try:
             vote = vote_identity_decide(vote_id, restore=action == ReviewAction.Action.RESTORE)
         except ArenaError as exc:
-            raise ValidationError(str(exc), code=CONFLICT if exc.status == 409 else "invalid") from None
+            raise _refusal(exc) from None
         entry = ReviewAction(kind=ReviewAction.Target.IDENTITY, vote=vote, admin=admin, action=action, comment=comment)
         entry.full_clean()
         entry.save()

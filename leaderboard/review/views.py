@@ -72,8 +72,9 @@ def _decide(request, form, service, item: tuple[str, int], done: str):
     try:
         service(admin=request.user, **form.cleaned_data)
     except ValidationError as exc:
-        conflict = any(e.code == services.CONFLICT for e in exc.error_list)
-        return _queue(request, status=409 if conflict else 400, errors=exc.messages, failed=item, form=form)
+        codes = {e.code for e in exc.error_list}
+        status = 409 if services.CONFLICT in codes else 404 if services.MISSING in codes else 400
+        return _queue(request, status=status, errors=exc.messages, failed=item, form=form)
     messages.success(request, f"{done}: {form.cleaned_data['action']} recorded.")
     return redirect("leaderboard:review")
 
