@@ -54,7 +54,7 @@ def voters_flag(*, alpha: float = 0.01, min_votes: int = 20, seed: int = 0) -> d
         (VoterFlag.Kind.IP, votes.ip_code, votes.ip_hashes),
     ):
         result = voters_test(
-            codes.astype(str), a, b, outcome, np.array(list(theta.values())), models=models,
+            codes, a, b, outcome, np.array(list(theta.values())), models=models,
             tie_rate=min(tie_rate, 0.99), alpha=alpha, min_votes=min_votes, rng=np.random.default_rng(seed),
         )  # fmt: skip
         rows = result.rows(flagged_only=True)

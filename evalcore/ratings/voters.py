@@ -139,18 +139,25 @@ def _checkpoints(n: int) -> list[int]:
 
 def _surprise(order: np.ndarray, starts: np.ndarray, counts: np.ndarray, pv: np.ndarray):
     """Sequential Fisher p-value per voter (votes already grouped by ``order``), and the full statistic."""
-    s = -2.0 * np.log(pv[order])
-    cum = np.cumsum(s)
-    p_seq = np.ones(counts.shape[0])
-    fisher = np.zeros(counts.shape[0])
-    for g, (start, n) in enumerate(zip(starts, counts)):
-        if n == 0:
-            continue
-        before = cum[start - 1] if start else 0.0
-        points = np.asarray(_checkpoints(int(n)))
-        stats = cum[start + points - 1] - before
-        p_seq[g] = min(1.0, len(points) * float(np.min(chi2.sf(stats, 2 * points))))
-        fisher[g] = stats[-1]
+    cum = np.concatenate([[0.0], np.cumsum(-2.0 * np.log(pv[order]))])
+    groups, points = [], []
+    for g, n in enumerate(counts.tolist()):
+        if n:
+            marks = _checkpoints(n)
+            groups.extend([g] * len(marks))
+            points.extend(marks)
+    groups_a, points_a = np.asarray(groups, dtype=np.int64), np.asarray(points, dtype=np.int64)
+    stats = cum[starts[groups_a] + points_a] - cum[starts[groups_a]]
+    p_points = chi2.sf(stats, 2 * points_a)
+    n_groups = counts.shape[0]
+    smallest = np.ones(n_groups)
+    np.minimum.at(smallest, groups_a, p_points)
+    marks_per_group = np.bincount(groups_a, minlength=n_groups)
+    p_seq = np.minimum(1.0, marks_per_group * smallest)
+    p_seq[counts == 0] = 1.0
+    fisher = np.zeros(n_groups)
+    full = points_a == counts[groups_a]
+    fisher[groups_a[full]] = stats[full]
     return p_seq, fisher
 
 
@@ -196,8 +203,8 @@ def voters_test(
 
     Parameters
     ----------
-    voter : sequence of str, length n
-        Who cast each vote (a session or IP hash), votes in time order.
+    voter : sequence or ndarray of str or int, length n
+        Who cast each vote (a session or IP hash, or an integer code for one), votes in time order.
     model_a, model_b : ndarray of int, shape (n,)
         Indices into ``theta`` and ``models``; a vote with a negative index (a model the fit does not
         know) is not tested.
@@ -216,7 +223,7 @@ def voters_test(
     if min_votes < 1 or min_model_votes < 1:
         raise ValueError("min_votes and min_model_votes must be at least 1")
     a, b = np.asarray(model_a, dtype=np.int64), np.asarray(model_b, dtype=np.int64)
-    voter_arr = np.asarray(list(voter), dtype=object)
+    voter_arr = np.asarray(voter)
     codes = np.asarray(outcome, dtype=np.int64)
     if not (a.shape == b.shape == codes.shape == voter_arr.shape):
         raise ValueError("voter, model_a, model_b and outcome must have the same length")
@@ -227,7 +234,7 @@ def voters_test(
     observed = np.where(codes == A_WINS, 0, np.where(codes == B_WINS, 1, 2))
     probs = outcome_probabilities(theta, a, b, float(tie_rate))
     pv = vote_p_values(probs, observed, rng.random(a.shape[0]))
-    names, first, group = np.unique(voter_arr.astype(str), return_index=True, return_inverse=True)
+    names, first, group = np.unique(voter_arr, return_index=True, return_inverse=True)
     counts = np.bincount(group, minlength=names.shape[0])
     order = np.argsort(group, kind="stable")
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)

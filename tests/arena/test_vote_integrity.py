@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 from django.db import transaction
 
-from arena import services
+from arena import services, tasks
 from arena.models import RatingSnapshot, Vote, VoterFlag
 from arena.ratings import snapshots_refit
 from arena.services.base import ArenaError
 from tests.arena.vote_data import T0, votes_create, votes_from_rows
+from workers.queues import DEFAULT
 
 pytestmark = pytest.mark.django_db
 
@@ -138,3 +139,13 @@ def test_identity_decisions_restore_or_confirm_once():
             services.vote_identity_decide(vote.pk, restore=True)
     with transaction.atomic(), pytest.raises(ArenaError, match="No such vote"):
         services.vote_identity_decide(10**9, restore=True)
+
+
+def test_the_flag_task_runs_on_the_beat_schedule(settings):
+    assert settings.CELERY_BEAT_SCHEDULE["voters-flag"]["task"] == "arena.tasks.voters_flag"
+    assert tasks.voters_flag.declared_queue == DEFAULT
+    assert tasks.voters_flag() == {"tested": {}, "flagged": {}, "created": 0, "reapplied": 0, "note": "no fit yet"}
+    planted_votes(seed=1)
+    snapshots_refit(rounds=ROUNDS)
+    summary = tasks.voters_flag()
+    assert summary["tested"]["session"] == 45 and summary["created"] >= 5
