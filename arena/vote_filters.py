@@ -76,20 +76,22 @@ def votes_filtered(votes: VoteColumns, *, percentile: float = DUPLICATE_PERCENTI
     return kept, {**excluded_counts(), **summary}
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def integrity_note(summary: dict) -> str | None:
     """One sentence for the board's notes, or None when nothing was left out."""
     parts = []
     if summary.get("identity_revealed"):
-        parts.append(f"{summary['identity_revealed']} votes on answers that named a model")
+        parts.append(f"{_n(summary['identity_revealed'], 'vote')} on answers that named a model")
     if summary.get("voter_flagged"):
-        parts.append(
-            f"{summary['voter_flagged']} votes of {summary.get('voters_confirmed', 0)} voters an admin confirmed "
-            "as anomalous"
-        )
+        voters = _n(summary.get("voters_confirmed", 0), "voter")
+        parts.append(f"{_n(summary['voter_flagged'], 'vote')} of {voters} an admin confirmed as anomalous")
     if summary.get("duplicate_prompts_dropped"):
         parts.append(
-            f"{summary['duplicate_prompts_dropped']} repeats of {summary['duplicate_prompts']} prompts sent more "
-            f"often than the {summary['duplicate_percentile']:g}th percentile (each counted once)"
+            f"{_n(summary['duplicate_prompts_dropped'], 'repeat')} of {_n(summary['duplicate_prompts'], 'prompt')} "
+            f"sent more often than the {summary['duplicate_percentile']:g}th percentile (each counted once)"
         )
     return ("Left out of this fit: " + "; ".join(parts) + ".") if parts else None
 

@@ -40,7 +40,7 @@ def test_repeated_prompts_count_once_and_identity_votes_are_counted_on_the_snaps
     assert integrity["duplicate_prompts_dropped"] == 19 and integrity["duplicate_prompts"] == 1
     assert integrity["duplicate_threshold"] == 1.0 and integrity["identity_revealed"] == 4
     assert snap.vote_count == 1030 - 19
-    assert any("19 repeats of 1 prompts" in note and "4 votes on answers that named a model" in note
+    assert any("19 repeats of 1 prompt sent" in note and "4 votes on answers that named a model" in note
                for note in snap.extra["notes"])  # fmt: skip
     assert all(s.settings["integrity"] == integrity for s in RatingSnapshot.objects.all())
 

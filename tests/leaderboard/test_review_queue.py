@@ -153,4 +153,4 @@ def test_the_board_shows_ratings_before_and_after_a_confirmed_voter(queue, staff
     html = client.get("/leaderboard/arena/").content.decode()
     assert "Before and after removing anomalous voters" in html
     assert "330 votes" in html and "300 votes" in html
-    assert "30 votes of 1 voters an admin confirmed as anomalous" in html
+    assert "30 votes of 1 voter an admin confirmed as anomalous" in html
