@@ -70,6 +70,12 @@ def excluded_counts() -> dict[str, int]:
     }
 
 
+def excluded_fingerprint() -> str:
+    """Changes whenever votes are set aside or restored (part of a refit's fingerprint, so the counts on
+    the snapshot follow even when the counted votes did not change)."""
+    return str(Vote.objects.filter(counted=False).count())
+
+
 def votes_filtered(votes: VoteColumns, *, percentile: float = DUPLICATE_PERCENTILE) -> tuple[VoteColumns, dict]:
     """Counted votes as a refit fits them (duplicate prompts once) and the integrity summary."""
     kept, summary = votes_dedup(votes, percentile=percentile)
