@@ -149,3 +149,12 @@ def test_the_flag_task_runs_on_the_beat_schedule(settings):
     snapshots_refit(rounds=ROUNDS)
     summary = tasks.voters_flag()
     assert summary["tested"]["session"] == 45 and summary["created"] >= 5
+
+
+def test_a_new_identity_vote_alone_updates_the_counts_on_the_next_refit():
+    votes_create({"a": 0.5, "b": 0.0}, 40, seed=5)
+    snapshots_refit(rounds=ROUNDS)
+    assert snapshots_refit(rounds=ROUNDS)["skipped"] is True
+    votes_create({"a": 0.5, "b": 0.0}, 1, counted=False, start=T0 + timedelta(days=2))
+    assert snapshots_refit(rounds=ROUNDS)["skipped"] is False
+    assert overall().settings["integrity"]["identity_revealed"] == 1
