@@ -20,18 +20,13 @@ Methods
     list items, bold), bootstrap intervals, and the coefficient table in ``extra["coefficients"]``.
 
 Cost
-    BT's bootstrap resamples pair counts, so 1,000 rounds cost well under a second at any vote count.
-    The style bootstrap refits over every battle each round (about 4 microseconds per battle-round on
-    one core), so its rounds are capped by ``style_budget`` battle-rounds per category (default
-    :data:`STYLE_BUDGET`, about 6 s): ``rounds`` when it fits, else as many as fit (at least
-    :data:`STYLE_MIN_ROUNDS`), else sandwich (robust) intervals. ``settings`` and ``notes`` record which.
+    BT's bootstrap resamples pair counts: 1,000 rounds cost well under a second at any vote count. The
+    style bootstrap refits over every battle each round, so its rounds are capped by ``style_budget``
+    battle-rounds per category (:data:`STYLE_BUDGET`); ``settings`` and ``notes`` record what ran.
 
 Provisional
-    A model with fewer than ``provisional_votes`` votes in a category (default 300, the new-model
-    threshold), or whose record there is all wins or all losses, is marked ``provisional`` in every
-    method's rows: its interval holds the exact binomial bounds of its record against rated opponents
-    (null on an open side), it takes no rank 1 and does not count in other models' ranks
-    (:mod:`evalcore.ratings.provisional`).
+    Fewer than ``provisional_votes`` votes in a category (default 300), or all wins or all losses there:
+    exact binomial bounds against rated opponents, no rank 1, not counted in others' ranks.
 
 When the plain MLE is not finite (the comparison graph is not connected, or a model won or lost every
 game), or bootstrap rounds had to be dropped for that reason, the fit is redone with a small L2 prior
@@ -50,7 +45,7 @@ from datetime import UTC, datetime
 import numpy as np
 from django.db import transaction
 
-from arena import selectors
+from arena import selectors, vote_filters
 from arena.models import RatingSnapshot
 from evalcore.ratings import (
     Battles,
@@ -287,11 +282,33 @@ def _when(ts: float | None) -> datetime | None:
     return None if ts is None else datetime.fromtimestamp(ts, tz=UTC)
 
 
-def snapshots_compute(params: dict) -> tuple[selectors.VoteColumns, list[_Draft]]:
-    """The counted votes and every snapshot fitted from them with ``params`` (the keyword arguments of
-    :func:`snapshots_draft`, as a refit records them in ``settings["refit"]``); nothing is written."""
-    votes = selectors.votes_counted_columns()
-    return votes, snapshots_draft(votes, **params)
+def snapshots_compute(params: dict) -> tuple[selectors.VoteColumns, list[_Draft], dict]:
+    """The counted votes (duplicate prompts counted once: :mod:`arena.vote_filters`), every snapshot fitted
+    from them with ``params`` (the keyword arguments of :func:`snapshots_draft` and ``duplicate_percentile``,
+    as a refit records them in ``settings["refit"]``), and what the filters left out; nothing is written."""
+    params = dict(params)
+    percentile = float(params.pop("duplicate_percentile", vote_filters.DUPLICATE_PERCENTILE))
+    votes, integrity = vote_filters.votes_filtered(selectors.votes_counted_columns(), percentile=percentile)
+    return votes, snapshots_draft(votes, **params), integrity
+
+
+def _integrity_record(drafts: list[_Draft], integrity: dict, *, rounds, seed, min_votes, percentile) -> None:
+    """Every snapshot says what was left out; the overall BT one also holds the fit before confirmed
+    anomalous voters' votes were set aside (``extra["before_voter_exclusion"]``), for the board."""
+    note = vote_filters.integrity_note(integrity)
+    for d in drafts:
+        d.settings["integrity"] = integrity
+        if note and d.category == "overall":
+            d.extra.setdefault("notes", []).append(note)
+    before = vote_filters.votes_before_voter_exclusion(percentile=percentile)
+    overall = next((d for d in drafts if d.method == "bt" and d.category == "overall"), None)
+    if before is None or overall is None or len(before) < min_votes:
+        return
+    draft = _Draft("bt", "overall", len(before), None, None)
+    _fit_bt(_battles(before, np.ones(len(before), dtype=bool)), draft, rounds=rounds, seed=seed)
+    overall.extra["before_voter_exclusion"] = {
+        "vote_count": len(before), "rows": draft.rows, "notes": draft.extra.get("notes", []),
+    }  # fmt: skip
 
 
 def snapshots_refit(
@@ -304,6 +321,7 @@ def snapshots_refit(
     style_budget: int = STYLE_BUDGET,
     provisional_votes: int = DEFAULT_MIN_BATTLES,
     force: bool = False,
+    duplicate_percentile: float = vote_filters.DUPLICATE_PERCENTILE,
 ) -> dict:
     """Refit every rating snapshot from the counted votes and write them in one transaction.
 
@@ -323,6 +341,9 @@ def snapshots_refit(
         Models with fewer votes than this in a category are provisional there (see "Provisional").
     force : bool
         Refit even when the counted votes have not changed since the last refit.
+    duplicate_percentile : float
+        Prompts sent more often than this percentile of prompt counts count once
+        (:mod:`arena.vote_filters`; ``settings["integrity"]`` and the notes say what was left out).
 
     Returns
     -------
@@ -337,15 +358,17 @@ def snapshots_refit(
     fingerprint = (
         f"{selectors.votes_counted_fingerprint()}:{rounds}:{seed}:{elo_orders}:{style_budget}:{provisional_votes}"
     )
+    fingerprint += f":{duplicate_percentile:g}:{vote_filters.excluded_fingerprint()}"
     latest = selectors.snapshot_latest("bt", "overall")
     if not force and latest is not None and latest.settings.get("fingerprint") == fingerprint:
         return {"written": 0, "votes": latest.vote_count, "seconds": 0.0, "skipped": True}
     params = {
         "rounds": rounds, "seed": seed, "elo_orders": elo_orders, "min_votes": min_votes,
         "min_category_votes": min_category_votes, "style_budget": style_budget,
-        "provisional_votes": provisional_votes,
+        "provisional_votes": provisional_votes, "duplicate_percentile": duplicate_percentile,
     }  # fmt: skip
-    votes, drafts = snapshots_compute(params)
+    votes, drafts, integrity = snapshots_compute(params)
+    _integrity_record(drafts, integrity, rounds=rounds, seed=seed, min_votes=min_votes, percentile=duplicate_percentile)
     objects = []
     for d in drafts:
         d.settings["fingerprint"] = fingerprint

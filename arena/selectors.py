@@ -55,6 +55,13 @@ class VoteColumns:
     style_b: np.ndarray
     first_vote_at: datetime | None
     last_vote_at: datetime | None
+    # Integer codes (shape (n,), int64) of the prompt hash (-1: no prompt known) and of the voter's
+    # session and IP hashes; ``session_hashes[code]`` / ``ip_hashes[code]`` give the hash back.
+    prompt_code: np.ndarray | None = None
+    session_code: np.ndarray | None = None
+    ip_code: np.ndarray | None = None
+    session_hashes: tuple[str, ...] = ()
+    ip_hashes: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.winner)
@@ -71,11 +78,13 @@ def votes_counted_fingerprint() -> str:
     return f"{agg['n']}:{agg['top'] or 0}:{agg['total'] or 0}"
 
 
-def votes_counted_columns() -> VoteColumns:
-    """Every counted vote, ordered by (created_at, id), as columns (one query, streamed in chunks)."""
+def votes_counted_columns(*, also_excluded: tuple[str, ...] = ()) -> VoteColumns:
+    """Every counted vote, ordered by (created_at, id), as columns (one query, streamed in chunks);
+    ``also_excluded`` adds the votes left out for those reasons (``excluded_reason``)."""
     names = dict(LanguageModel.objects.values_list("id", "name"))
+    wanted = Q(counted=True) | Q(excluded_reason__in=also_excluded) if also_excluded else Q(counted=True)
     rows = (
-        Vote.objects.filter(counted=True)
+        Vote.objects.filter(wanted)
         .order_by("created_at", "id")
         .values_list(
             "model_a_id",
@@ -87,12 +96,19 @@ def votes_counted_columns() -> VoteColumns:
             "language",
             "style_a",
             "style_b",
+            "prompt_hash",
+            "session_hash",
+            "ip_hash",
         )  # fmt: skip
         .iterator(chunk_size=_CHUNK)
     )
     model_a, model_b, winner, tstamp, turns, tokens, language, style_a, style_b = ([] for _ in range(9))
+    prompt_code, session_code, ip_code = [], [], []
+    prompts: dict[str, int] = {"": -1}
+    sessions: dict[str, int] = {}
+    ips: dict[str, int] = {}
     first = last = None
-    for a, b, w, created, turn_count, prompt_tokens, lang, sa, sb in rows:
+    for a, b, w, created, turn_count, prompt_tokens, lang, sa, sb, ph, sh, ih in rows:
         if first is None:
             first = created
         last = created
@@ -105,6 +121,9 @@ def votes_counted_columns() -> VoteColumns:
         language.append(lang or "")
         style_a.append(_style_row(sa))
         style_b.append(_style_row(sb))
+        prompt_code.append(prompts.setdefault(ph, len(prompts) - 1))
+        session_code.append(sessions.setdefault(sh, len(sessions)))
+        ip_code.append(ips.setdefault(ih, len(ips)))
     return VoteColumns(
         model_a=model_a,
         model_b=model_b,
@@ -117,6 +136,11 @@ def votes_counted_columns() -> VoteColumns:
         style_b=np.asarray(style_b, dtype=np.float64).reshape(-1, 4),
         first_vote_at=first,
         last_vote_at=last,
+        prompt_code=np.asarray(prompt_code, dtype=np.int64),
+        session_code=np.asarray(session_code, dtype=np.int64),
+        ip_code=np.asarray(ip_code, dtype=np.int64),
+        session_hashes=tuple(sessions),
+        ip_hashes=tuple(ips),
     )
 
 

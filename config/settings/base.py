@@ -200,6 +200,11 @@ try:
             "task": "arena.tasks.ratings_refit",
             "schedule": float(config_env.integer("PODIUM_REFIT_INTERVAL_S", default=600, minimum=1)),
         },
+        # The anomalous-voter test (arena.services.voters.voters_flag): flags go to the review queue.
+        "voters-flag": {
+            "task": "arena.tasks.voters_flag",
+            "schedule": float(config_env.integer("PODIUM_VOTER_FLAG_INTERVAL_S", default=3600, minimum=1)),
+        },
     }
 except ConfigError as error:
     fail(error)
@@ -213,6 +218,12 @@ ARENA_NEW_MODEL_BOOST = 3.0  # ...by this factor
 ARENA_GENERATION_TIMEOUT_S = 180
 ARENA_RATE_WINDOW_S = 60
 ARENA_SESSIONS_PER_MINUTE = 60  # new arena sessions (GET /arena/ without one) per address (IPv6: per /64)
+# Vote integrity (docs/arena-ratings.md): prompts sent more often than this percentile of prompt counts
+# count once in a refit; voters whose votes the fit finds this improbable (p < alpha, at least MIN_VOTES
+# counted votes) are flagged for review.
+ARENA_DUPLICATE_PERCENTILE = 99.9
+ARENA_VOTER_FLAG_ALPHA = 0.01
+ARENA_VOTER_FLAG_MIN_VOTES = 20
 
 # Caches hold rate-limit counters and the refit debounce: Redis when configured, else per process.
 # With Redis, sessions are read from the cache and written through to the database (a vote costs one

@@ -72,6 +72,26 @@ def _interval_rows(rows: list[dict], elo: dict[str, dict]) -> list[dict]:
     return shown
 
 
+def before_after_rows(snapshot_rows: list[dict], before: dict | None) -> dict | None:
+    """Ratings before and after confirmed anomalous voters' votes left the fit (two fits), or None."""
+    if not before or not before.get("rows"):
+        return None
+    earlier = {row["model"]: row for row in before["rows"]}
+    rows = []
+    for row in snapshot_rows:
+        old = earlier.get(row["model"])
+        rows.append(
+            {
+                "model": row["model"], "after": row["rating"], "after_low": row["ci_low"], "after_high": row["ci_high"],
+                "before": None if old is None else old["rating"],
+                "before_low": None if old is None else old["ci_low"],
+                "before_high": None if old is None else old["ci_high"],
+                "change": None if old is None else row["rating"] - old["rating"],
+            }
+        )  # fmt: skip
+    return {"vote_count": before.get("vote_count"), "rows": rows}
+
+
 def arena_board(
     *,
     method: str,
@@ -123,6 +143,7 @@ def arena_board(
         ),
         any_tied=any(r.get("tied_with_above") for r in snapshot.rows),
         any_provisional=any(r.get("provisional") for r in snapshot.rows),
+        before_after=before_after_rows(snapshot.rows, snapshot.extra.get("before_voter_exclusion")),
     )
     if snapshot.rows:
         board["figures"] = snapshot_figures(snapshot.rows, snapshot.extra, METHODS[method])
@@ -158,4 +179,4 @@ def arena_board_page(*, method: str, category: str) -> dict:
     return page
 
 
-__all__ = ["METHODS", "arena_board", "arena_board_page", "category_label"]
+__all__ = ["METHODS", "arena_board", "arena_board_page", "before_after_rows", "category_label"]

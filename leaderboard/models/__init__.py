@@ -34,11 +34,13 @@ from leaderboard.models.judging import (  # noqa: F401
 )
 from leaderboard.models.submissions import (  # noqa: F401
     NEEDS_BASE_MODEL,
+    REVIEW_ACTIONS,
     ModelType,
     Precision,
     Review,
     ReviewAction,
     ReviewKind,
+    ReviewTarget,
     Source,
     Submission,
     SubmissionStatus,

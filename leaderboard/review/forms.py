@@ -6,9 +6,10 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from leaderboard.evaluation.scans import corpus_check
-from leaderboard.models import ReviewAction
+from leaderboard.models import REVIEW_ACTIONS, ReviewAction
 
-DECISIONS = [(k, v) for k, v in ReviewAction.Action.choices if k != ReviewAction.Action.FLAG]
+DECISIONS = [(a.value, a.label) for a in REVIEW_ACTIONS[ReviewAction.Target.SUBMISSION] if a != ReviewAction.Action.FLAG]
+COMMENT_REQUIRED = "A comment is required: say why (it is kept in the audit log)."
 
 
 class ReviewForm(forms.Form):
@@ -18,6 +19,20 @@ class ReviewForm(forms.Form):
         max_length=2000,
         error_messages={"required": "A comment is required: say why (it is kept in the public audit log)."},
     )
+
+
+class VoterReviewForm(forms.Form):
+    """Confirm (the voter's votes leave the next snapshot) or dismiss a flagged voter."""
+
+    action = forms.ChoiceField(choices=[(a.value, a.label) for a in REVIEW_ACTIONS[ReviewAction.Target.VOTER]])
+    comment = forms.CharField(max_length=2000, error_messages={"required": COMMENT_REQUIRED})
+
+
+class IdentityReviewForm(forms.Form):
+    """Keep an identity-revealing vote out, or restore it (it counts again)."""
+
+    action = forms.ChoiceField(choices=[(a.value, a.label) for a in REVIEW_ACTIONS[ReviewAction.Target.IDENTITY]])
+    comment = forms.CharField(max_length=2000, error_messages={"required": COMMENT_REQUIRED})
 
 
 class RescoreForm(forms.Form):
