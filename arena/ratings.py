@@ -28,11 +28,10 @@ Provisional
     Fewer than ``provisional_votes`` votes in a category (default 300), or all wins or all losses there:
     exact binomial bounds against rated opponents, no rank 1, not counted in others' ranks.
 
-When the plain MLE is not finite (the comparison graph is not connected, or a model won or lost every
-game), or bootstrap rounds had to be dropped for that reason, the fit is redone with a small L2 prior
-(:data:`FALLBACK_PRIOR` on the logit scale) and ``extra["notes"]`` says so. Every fit of one refit uses
-``np.random.default_rng(seed)`` afresh, so ``python -m evalcore rate VOTES --method M --seed S
---bootstrap R`` on the exported votes of a category reproduces its snapshot.
+A fit with no finite MLE (a disconnected graph, a model that won or lost every game, or too many dropped
+bootstrap rounds) is redone with a small L2 prior (:data:`FALLBACK_PRIOR`) and a note. Each fit seeds
+``np.random.default_rng(seed)`` afresh: ``python -m evalcore rate`` on a category's exported votes
+with the same method, seed and rounds reproduces its snapshot.
 """
 
 from __future__ import annotations
