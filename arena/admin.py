@@ -1,9 +1,29 @@
 from django.contrib import admin
 
-from arena.models import LanguageModel
+from arena.models import LanguageModel, VoterFlag
 
 
 @admin.register(LanguageModel)
 class LanguageModelAdmin(admin.ModelAdmin):
-    list_display = ("name", "created_at")
-    search_fields = ("name",)
+    list_display = ("name", "family", "maker", "created_at")
+    search_fields = ("name", "family", "maker")
+
+
+@admin.register(VoterFlag)
+class VoterFlagAdmin(admin.ModelAdmin):
+    """Read-only: flags are decided on the staff review queue (/leaderboard/review/), which keeps the
+    audit log (leaderboard's Review actions)."""
+
+    list_display = ("created_at", "kind", "voter_hash", "votes", "p_value", "status", "decided_at")
+    list_filter = ("kind", "status")
+    search_fields = ("voter_hash",)
+    readonly_fields = ("kind", "voter_hash", "votes", "p_value", "statistics", "status", "created_at", "decided_at")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

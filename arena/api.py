@@ -1,8 +1,10 @@
 """The arena's read API: voted battles, rating snapshots, latest ratings, and streamed vote exports.
 
 Every query parameter is validated: an unknown parameter, a bad filter value, or a page size past
-:data:`MAX_LIMIT` is a 400 that says what is allowed. Battles appear only once voted (before the vote
-they would reveal which models are playing).
+:data:`MAX_LIMIT` is a 400 that says what is allowed. Battles appear only once published: their vote is
+covered by a rating snapshot created at least ``ARENA_PUBLISH_DELAY_S`` after it (prompts published at
+once would let anyone replay them to a temperature-0 model and recognise it before voting; before the
+vote they would reveal which models are playing). Voters see their own battle through the arena's views.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 
+from django.conf import settings
 from django.http import Http404, JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
@@ -147,24 +150,34 @@ class RatingsSerializer(serializers.ModelSerializer):
         return list(obj.extra.get("notes", []))
 
 
-@extend_schema(parameters=[BattleFilters], summary="Voted battles, newest vote first")
+def _publish_delay() -> int:
+    return int(getattr(settings, "ARENA_PUBLISH_DELAY_S", 86400))
+
+
+@extend_schema(
+    parameters=[BattleFilters],
+    summary="Published battles, newest vote first",
+    description="A battle is published once a rating snapshot created at least ARENA_PUBLISH_DELAY_S "
+    "(default one day) after its vote covers that vote.",
+)
 class BattleList(generics.ListAPIView):
     serializer_class = BattleSerializer
     pagination_class = StrictLimitOffsetPagination
 
     def get_queryset(self):
-        return selectors.battles_voted(**validated_query(self.request, BattleFilters))
+        filters = validated_query(self.request, BattleFilters)
+        return selectors.battles_published(delay_s=_publish_delay(), **filters)
 
 
-@extend_schema(summary="One voted battle with its turns")
+@extend_schema(summary="One published battle with its turns")
 class BattleDetail(generics.RetrieveAPIView):
     serializer_class = BattleSerializer
 
     def get_object(self):
         validated_query(self.request, serializers.Serializer)
-        battle = selectors.battle_voted(self.kwargs["public_id"])
+        battle = selectors.battle_published(self.kwargs["public_id"], delay_s=_publish_delay())
         if battle is None:
-            raise Http404("no voted battle with this id")
+            raise Http404("no published battle with this id (battles are published a while after their vote)")
         return battle
 
 

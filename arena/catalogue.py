@@ -8,6 +8,8 @@ Format::
         model_args: {path: SmolLM2-135M-Instruct, dtype: float32}
         weight: 1.0                      # relative sampling weight
         family: smollm2                  # optional: two models of one family never meet
+        aliases: [SmolLM2]               # optional: other names it goes by (identity filter)
+        maker: HuggingFace               # optional: who made it (identity filter)
         generation: {max_new_tokens: 256, temperature: 0.0}
         system_prompt: "..."             # optional
         queue: ""                        # optional: serve on generate.<queue> only
@@ -27,7 +29,10 @@ from django.db import transaction
 
 from arena.models import LanguageModel
 
-ENTRY_KEYS = {"name", "backend", "model_args", "weight", "family", "generation", "system_prompt", "queue"}
+ENTRY_KEYS = {
+    "name", "backend", "model_args", "weight", "family", "generation", "system_prompt", "queue", "aliases", "maker",
+}  # fmt: skip
+MAX_ALIASES = 20
 GENERATION_LIMITS = {
     "max_new_tokens": (int, 1, 8192),
     "temperature": (float, 0.0, 2.0),
@@ -95,11 +100,18 @@ def _entry(raw, where: str) -> dict:
         checked_generation[key] = _number(value, *GENERATION_LIMITS[key], f"{where}.generation.{key}")
     weight = _number(raw.get("weight", 1.0), float, 0.0, 1e6, f"{where}.weight")
     texts = {}
-    for key, limit in (("family", 200), ("system_prompt", 20_000), ("queue", 64)):
+    for key, limit in (("family", 200), ("system_prompt", 20_000), ("queue", 64), ("maker", 200)):
         value = raw.get(key) or ""
         if not isinstance(value, str) or len(value) > limit:
             _fail(f"{where}.{key}", f"must be text of at most {limit} characters")
         texts[key] = value
+    aliases = raw.get("aliases") or []
+    if (
+        not isinstance(aliases, list)
+        or len(aliases) > MAX_ALIASES
+        or not all(isinstance(a, str) and 0 < len(a.strip()) <= 200 for a in aliases)
+    ):
+        _fail(f"{where}.aliases", f"must be a list of at most {MAX_ALIASES} names of 1-200 characters")
     return {
         "name": name,
         "backend": backend,
@@ -107,6 +119,8 @@ def _entry(raw, where: str) -> dict:
         "generation": checked_generation,
         "weight": weight,
         "family": texts["family"],
+        "aliases": [a.strip() for a in aliases],
+        "maker": texts["maker"],
         "system_prompt": texts["system_prompt"],
         "queue_suffix": texts["queue"],
     }

@@ -9,6 +9,7 @@ from collections import deque
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from arena.identity import arena_key_of
 from arena.selectors_battles import battle_state
 from arena.streams import battle_group
 
@@ -70,8 +71,8 @@ class BattleConsumer(AsyncWebsocketConsumer):
     async def connect(self):
         self.group = None
         public_id = self.scope["url_route"]["kwargs"]["public_id"]
-        session = self.scope.get("session")
-        session_key = getattr(session, "session_key", None)
+        # Loads the session: a forged or expired cookie is no session (its key alone proves nothing).
+        session_key = await database_sync_to_async(arena_key_of)(self.scope.get("session"))
         if not session_key:
             await self.close(code=4403)
             return

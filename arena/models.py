@@ -63,6 +63,12 @@ class LanguageModel(models.Model):
 
     name = models.CharField(max_length=200, unique=True)
     family = models.CharField(max_length=200, blank=True, help_text="Two models of one family never meet.")
+    aliases = models.JSONField(
+        default=list,
+        blank=True,
+        help_text='Other names the model goes by, e.g. ["GPT-4o mini"] (identity filter).',
+    )
+    maker = models.CharField(max_length=200, blank=True, help_text="Who made it, e.g. OpenAI (identity filter).")
     backend = models.CharField(max_length=16, choices=Backend.choices, blank=True)
     model_args = models.JSONField(default=dict, blank=True, help_text="path, url, dtype, ... for the backend")
     generation = models.JSONField(default=dict, blank=True, help_text="max_new_tokens, temperature, top_p, seed")
@@ -186,6 +192,11 @@ class Vote(models.Model):
     )
     prompt_tokens = models.PositiveIntegerField(default=0)
     language = models.CharField(max_length=16, blank=True)
+    prompt_hash = models.CharField(
+        max_length=64,
+        blank=True,
+        help_text="SHA-256 of the normalised prompts (duplicate prompts count once).",
+    )
     session_hash = models.CharField(max_length=64)
     ip_hash = models.CharField(max_length=64)
     counted = models.BooleanField(default=True, help_text="False when excluded from ratings.")
@@ -220,3 +231,45 @@ class RatingSnapshot(models.Model):
     class Meta:
         indexes = [models.Index(fields=["method", "category", "-created_at"])]
         ordering = ["-created_at"]
+
+
+class VoterFlag(models.Model):
+    """A voter (session or IP hash) whose votes the anomalous-voter test finds surprising under the fit.
+
+    Flags wait for an admin (the review queue); a confirmed voter's votes stop counting
+    (``excluded_reason="voter_flagged"``), a dismissed one is left alone and not flagged again.
+    """
+
+    class Kind(models.TextChoices):
+        SESSION = "session", "Session"
+        IP = "ip", "IP address"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for review"
+        CONFIRMED = "confirmed", "Confirmed: votes excluded"
+        DISMISSED = "dismissed", "Dismissed"
+
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    voter_hash = models.CharField(max_length=64)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    votes = models.PositiveIntegerField(help_text="Counted votes tested when it was flagged.")
+    p_value = models.FloatField()
+    statistics = models.JSONField(
+        default=dict, help_text="p_surprise, p_random, p_favour, favoured model, ..."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["kind", "voter_hash"], name="voterflag_one_per_voter"),
+            models.CheckConstraint(condition=Q(kind__in=["session", "ip"]), name="voterflag_kind_valid"),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "confirmed", "dismissed"]), name="voterflag_status_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.voter_hash[:12]} ({self.status})"

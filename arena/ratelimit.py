@@ -66,14 +66,22 @@ def _counts_portable(keys: list[str], timeout: int) -> list[int]:
 
 def hit(action: str, *, session_hash: str, ip_hash: str, per_window: int) -> None:
     """Count one ``action``; raise :class:`RateLimited` when either key is over its limit."""
+    _count(
+        action,
+        ((f"session:{session_hash}", per_window), (f"ip:{ip_hash}", per_window * settings.ARENA_IP_MULTIPLIER)),
+    )
+
+
+def hit_address(action: str, *, ip_hash: str, limit: int) -> None:
+    """Count one ``action`` for an address alone (e.g. new sessions); raise :class:`RateLimited` past ``limit``."""
+    _count(action, ((f"ip:{ip_hash}", limit),))
+
+
+def _count(action: str, limits: tuple[tuple[str, int], ...]) -> None:
     window = settings.ARENA_RATE_WINDOW_S
     now = int(time.time())
     window_start = now - now % window
     retry_after = max(1, window_start + window - now)
-    limits = (
-        (f"session:{session_hash}", per_window),
-        (f"ip:{ip_hash}", per_window * settings.ARENA_IP_MULTIPLIER),
-    )
     keys = [f"rate:{action}:{who}:{window_start}" for who, _ in limits]
     backend = caches["default"]
     client = _redis_client(backend)

@@ -20,17 +20,18 @@ Methods
     list items, bold), bootstrap intervals, and the coefficient table in ``extra["coefficients"]``.
 
 Cost
-    BT's bootstrap resamples pair counts, so 1,000 rounds cost well under a second at any vote count.
-    The style bootstrap refits over every battle each round (about 4 microseconds per battle-round on
-    one core), so its rounds are capped by ``style_budget`` battle-rounds per category (default
-    :data:`STYLE_BUDGET`, about 6 s): ``rounds`` when it fits, else as many as fit (at least
-    :data:`STYLE_MIN_ROUNDS`), else sandwich (robust) intervals. ``settings`` and ``notes`` record which.
+    BT's bootstrap resamples pair counts: 1,000 rounds cost well under a second at any vote count. The
+    style bootstrap refits over every battle each round, so its rounds are capped by ``style_budget``
+    battle-rounds per category (:data:`STYLE_BUDGET`); ``settings`` and ``notes`` record what ran.
 
-When the plain MLE is not finite (the comparison graph is not connected, or a model won or lost every
-game), or bootstrap rounds had to be dropped for that reason, the fit is redone with a small L2 prior
-(:data:`FALLBACK_PRIOR` on the logit scale) and ``extra["notes"]`` says so. Every fit of one refit uses
-``np.random.default_rng(seed)`` afresh, so ``python -m evalcore rate VOTES --method M --seed S
---bootstrap R`` on the exported votes of a category reproduces its snapshot.
+Provisional
+    Fewer than ``provisional_votes`` votes in a category (default 300), or all wins or all losses there:
+    exact binomial bounds against rated opponents, no rank 1, not counted in others' ranks.
+
+A fit with no finite MLE (a disconnected graph, a model that won or lost every game, or too many dropped
+bootstrap rounds) is redone with a small L2 prior (:data:`FALLBACK_PRIOR`) and a note. Each fit seeds
+``np.random.default_rng(seed)`` afresh: ``python -m evalcore rate`` on a category's exported votes
+with the same method, seed and rounds reproduces its snapshot.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from datetime import UTC, datetime
 import numpy as np
 from django.db import transaction
 
-from arena import selectors
+from arena import selectors, vote_filters
 from arena.models import RatingSnapshot
 from evalcore.ratings import (
     Battles,
@@ -55,6 +56,7 @@ from evalcore.ratings import (
     predicted_win_matrix,
     win_matrix,
 )
+from evalcore.ratings.provisional import DEFAULT_MIN_BATTLES, mark_provisional
 
 LONG_PROMPT_TOKENS = 500
 FALLBACK_PRIOR = 0.01
@@ -198,6 +200,7 @@ def _fit_elo(battles: Battles, draft: _Draft, *, orders: int, seed: int) -> None
 
 
 def _fill(draft: _Draft, battles: Battles, result: RatingResult, notes: list[str]) -> None:
+    result = mark_provisional(result, aggregate(battles), min_battles=draft.settings["provisional_votes"])
     draft.rows = _rows(result)
     draft.extra.update(_matrices(battles, result))
     draft.extra["notes"] = notes + list(result.notes)
@@ -250,6 +253,7 @@ def snapshots_draft(
     min_votes: int = 10,
     min_category_votes: int = 50,
     style_budget: int = STYLE_BUDGET,
+    provisional_votes: int = DEFAULT_MIN_BATTLES,
 ) -> list[_Draft]:
     """Fit every category and method; nothing is written. See the module docstring."""
     drafts = []
@@ -260,7 +264,7 @@ def snapshots_draft(
         needed = min_votes if category == "overall" else min_category_votes
         for method in RatingSnapshot.Method.values:
             draft = _Draft(method, category, n, first, last)
-            draft.settings.update(seed=seed, rounds=rounds, min_votes=needed)
+            draft.settings.update(seed=seed, rounds=rounds, min_votes=needed, provisional_votes=provisional_votes)
             if category == "long_prompt":
                 draft.settings["long_prompt_tokens"] = LONG_PROMPT_TOKENS
             drafts.append(draft)
@@ -283,11 +287,34 @@ def _when(ts: float | None) -> datetime | None:
     return None if ts is None else datetime.fromtimestamp(ts, tz=UTC)
 
 
-def snapshots_compute(params: dict) -> tuple[selectors.VoteColumns, list[_Draft]]:
-    """The counted votes and every snapshot fitted from them with ``params`` (the keyword arguments of
-    :func:`snapshots_draft`, as a refit records them in ``settings["refit"]``); nothing is written."""
-    votes = selectors.votes_counted_columns()
-    return votes, snapshots_draft(votes, **params)
+def snapshots_compute(params: dict) -> tuple[selectors.VoteColumns, list[_Draft], dict]:
+    """The counted votes (duplicate prompts counted once: :mod:`arena.vote_filters`), every snapshot fitted
+    from them with ``params`` (the keyword arguments of :func:`snapshots_draft` and ``duplicate_percentile``,
+    as a refit records them in ``settings["refit"]``), and what the filters left out; nothing is written."""
+    params = dict(params)
+    percentile = float(params.pop("duplicate_percentile", vote_filters.DUPLICATE_PERCENTILE))
+    votes, integrity = vote_filters.votes_filtered(selectors.votes_counted_columns(), percentile=percentile)
+    return votes, snapshots_draft(votes, **params), integrity
+
+
+def _integrity_record(drafts: list[_Draft], integrity: dict, *, rounds, seed, min_votes, percentile) -> None:
+    """Every snapshot says what was left out; the overall BT one also holds the fit before confirmed
+    anomalous voters' votes were set aside (``extra["before_voter_exclusion"]``), for the board."""
+    note = vote_filters.integrity_note(integrity)
+    for d in drafts:
+        d.settings["integrity"] = integrity
+        if note and d.category == "overall":
+            d.extra.setdefault("notes", []).append(note)
+    before = vote_filters.votes_before_voter_exclusion(percentile=percentile)
+    overall = next((d for d in drafts if d.method == "bt" and d.category == "overall"), None)
+    if before is None or overall is None or len(before) < min_votes:
+        return
+    draft = _Draft("bt", "overall", len(before), None, None)
+    draft.settings["provisional_votes"] = overall.settings["provisional_votes"]
+    _fit_bt(_battles(before, np.ones(len(before), dtype=bool)), draft, rounds=rounds, seed=seed)
+    overall.extra["before_voter_exclusion"] = {
+        "vote_count": len(before), "rows": draft.rows, "notes": draft.extra.get("notes", []),
+    }  # fmt: skip
 
 
 def snapshots_refit(
@@ -298,7 +325,9 @@ def snapshots_refit(
     min_votes: int = 10,
     min_category_votes: int = 50,
     style_budget: int = STYLE_BUDGET,
+    provisional_votes: int = DEFAULT_MIN_BATTLES,
     force: bool = False,
+    duplicate_percentile: float = vote_filters.DUPLICATE_PERCENTILE,
 ) -> dict:
     """Refit every rating snapshot from the counted votes and write them in one transaction.
 
@@ -314,8 +343,13 @@ def snapshots_refit(
         Votes needed before ``overall`` (resp. any other category) gets ratings.
     style_budget : int
         Battle-rounds allowed per category for the style bootstrap (see "Cost" above).
+    provisional_votes : int
+        Models with fewer votes than this in a category are provisional there (see "Provisional").
     force : bool
         Refit even when the counted votes have not changed since the last refit.
+    duplicate_percentile : float
+        Prompts sent more often than this percentile of prompt counts count once
+        (:mod:`arena.vote_filters`; ``settings["integrity"]`` and the notes say what was left out).
 
     Returns
     -------
@@ -327,15 +361,20 @@ def snapshots_refit(
     if min_votes < 1 or min_category_votes < 1:
         raise ValueError("min_votes and min_category_votes must be at least 1")
     started = time.monotonic()
-    fingerprint = f"{selectors.votes_counted_fingerprint()}:{rounds}:{seed}:{elo_orders}:{style_budget}"
+    fingerprint = (
+        f"{selectors.votes_counted_fingerprint()}:{rounds}:{seed}:{elo_orders}:{style_budget}:{provisional_votes}"
+    )
+    fingerprint += f":{duplicate_percentile:g}:{vote_filters.excluded_fingerprint()}"
     latest = selectors.snapshot_latest("bt", "overall")
     if not force and latest is not None and latest.settings.get("fingerprint") == fingerprint:
         return {"written": 0, "votes": latest.vote_count, "seconds": 0.0, "skipped": True}
     params = {
         "rounds": rounds, "seed": seed, "elo_orders": elo_orders, "min_votes": min_votes,
         "min_category_votes": min_category_votes, "style_budget": style_budget,
+        "provisional_votes": provisional_votes, "duplicate_percentile": duplicate_percentile,
     }  # fmt: skip
-    votes, drafts = snapshots_compute(params)
+    votes, drafts, integrity = snapshots_compute(params)
+    _integrity_record(drafts, integrity, rounds=rounds, seed=seed, min_votes=min_votes, percentile=duplicate_percentile)
     objects = []
     for d in drafts:
         d.settings["fingerprint"] = fingerprint

@@ -51,7 +51,7 @@ def snapshots_verify(*, tolerance: float = 1e-6) -> tuple[int, list[str]]:
     params = (latest.get(("bt", "overall")) or next(iter(latest.values()))).settings.get("refit")
     if not params:
         return 0, ["the latest snapshots do not record their refit parameters (written before they did)"]
-    votes, drafts = snapshots_compute(params)
+    _, drafts, _ = snapshots_compute(params)
     fresh = {(d.method, d.category): d for d in drafts}
     problems = []
     for key, snapshot in latest.items():

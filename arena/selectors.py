@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from django.db import connection
-from django.db.models import Count, Max, Prefetch, Q, Sum
+from django.db.models import Count, DateTimeField, ExpressionWrapper, F, Max, Prefetch, Q, Sum
+from django.db.models.functions import Least
 
 from arena import vote_columns
 from arena.models import Battle, LanguageModel, RatingSnapshot, Turn, Vote
@@ -50,6 +51,9 @@ class VoteColumns:
     style_a, style_b : ndarray of float64, shape (n, 4)
         tokens, headers, list items, bold spans of each side's answers.
     first_vote_at, last_vote_at : datetime or None
+    prompt_code, session_code, ip_code : ndarray of int64, shape (n,), or None
+        Codes of the prompt hash (-1: no prompt known) and, when asked for (``voters=True``), of the
+        voter's session and IP hashes; ``session_hashes[code]`` / ``ip_hashes[code]`` give them back.
     """
 
     names: tuple[str, ...]
@@ -64,6 +68,11 @@ class VoteColumns:
     style_b: np.ndarray
     first_vote_at: datetime | None
     last_vote_at: datetime | None
+    prompt_code: np.ndarray | None = None
+    session_code: np.ndarray | None = None
+    ip_code: np.ndarray | None = None
+    session_hashes: tuple[str, ...] = ()
+    ip_hashes: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return int(self.outcome.shape[0])
@@ -95,36 +104,41 @@ def _names_table() -> tuple[tuple[str, ...], dict[int, int]]:
     return names, {model_id: position[name] for model_id, name in by_id.items()}
 
 
-def votes_counted_columns() -> VoteColumns:
-    """Every counted vote, ordered by (created_at, id), as columns.
+def votes_counted_columns(*, also_excluded: tuple[str, ...] = (), voters: bool = False) -> VoteColumns:
+    """Every counted vote, ordered by (created_at, id), as columns; ``also_excluded`` adds the votes left
+    out for those reasons (``excluded_reason``); ``voters`` adds the voters' session and IP codes.
 
-    On PostgreSQL one binary ``COPY`` of fixed-width columns read straight into numpy (10M votes in
-    seconds: :mod:`arena.vote_columns`); elsewhere (SQLite) the ORM, streamed in chunks.
+    On PostgreSQL the columns come packed in binary, a chunk of ids per query, straight into numpy (10M
+    votes in seconds: :mod:`arena.vote_columns`); elsewhere (SQLite) through the ORM, streamed.
     """
     names, code_of = _names_table()
     if connection.vendor == "postgresql":
-        columns = vote_columns.read_postgresql(connection, code_of)
+        columns = vote_columns.read_postgresql(connection, code_of, also_excluded=also_excluded, voters=voters)
     else:
-        columns = _read_orm(code_of)
+        columns = _read_orm(code_of, also_excluded=also_excluded, voters=voters)
     tstamp = columns["tstamp"]
     first = datetime.fromtimestamp(float(tstamp[0]), UTC) if len(tstamp) else None
     last = datetime.fromtimestamp(float(tstamp[-1]), UTC) if len(tstamp) else None
     return VoteColumns(names=names, first_vote_at=first, last_vote_at=last, **columns)
 
 
-def _read_orm(code_of: dict[int, int]) -> dict[str, np.ndarray]:
+def _read_orm(code_of: dict[int, int], *, also_excluded: tuple[str, ...] = (), voters: bool = False) -> dict:
+    wanted = Q(counted=True) | Q(excluded_reason__in=also_excluded) if also_excluded else Q(counted=True)
     rows = (
-        Vote.objects.filter(counted=True)
+        Vote.objects.filter(wanted)
         .order_by("created_at", "id")
         .values_list(
             "model_a_id", "model_b_id", "winner", "created_at", "turn_count", "prompt_tokens", "language",
-            *STYLE_COLUMNS,
+            "prompt_hash", "session_hash", "ip_hash", *STYLE_COLUMNS,
         )  # fmt: skip
         .iterator(chunk_size=_CHUNK)
     )
     a, b, winner, tstamp, turns, tokens, language, style_a, style_b = ([] for _ in range(9))
-    for model_a, model_b, w, created, turn_count, prompt_tokens, lang, *style in rows:
-        sa, sb = style[:4], style[4:]
+    prompt_code, session_code, ip_code = [], [], []
+    prompts: dict[str, int] = {"": -1}
+    sessions: dict[str, int] = {}
+    ips: dict[str, int] = {}
+    for model_a, model_b, w, created, turn_count, prompt_tokens, lang, ph, sh, ih, *style in rows:
         a.append(code_of[model_a])
         b.append(code_of[model_b])
         winner.append(w)
@@ -132,9 +146,12 @@ def _read_orm(code_of: dict[int, int]) -> dict[str, np.ndarray]:
         turns.append(turn_count)
         tokens.append(prompt_tokens)
         language.append(lang or "")
-        style_a.append(sa)
-        style_b.append(sb)
-    return {
+        style_a.append(style[:4])
+        style_b.append(style[4:])
+        prompt_code.append(prompts.setdefault(ph or "", len(prompts) - 1))
+        session_code.append(sessions.setdefault(sh, len(sessions)))
+        ip_code.append(ips.setdefault(ih, len(ips)))
+    columns = {
         "a": np.asarray(a, dtype=np.int32),
         "b": np.asarray(b, dtype=np.int32),
         "outcome": encode_winners(winner) if winner else np.empty(0, dtype=np.int8),
@@ -144,7 +161,14 @@ def _read_orm(code_of: dict[int, int]) -> dict[str, np.ndarray]:
         "language": np.asarray(language, dtype=object),
         "style_a": np.asarray(style_a, dtype=np.float64).reshape(-1, 4),
         "style_b": np.asarray(style_b, dtype=np.float64).reshape(-1, 4),
+        "prompt_code": np.asarray(prompt_code, dtype=np.int64),
     }
+    if voters:
+        columns.update(
+            session_code=np.asarray(session_code, dtype=np.int64), ip_code=np.asarray(ip_code, dtype=np.int64),
+            session_hashes=tuple(sessions), ip_hashes=tuple(ips),
+        )  # fmt: skip
+    return columns
 
 
 def votes_for_export() -> Iterator[dict]:
@@ -262,3 +286,30 @@ def snapshot_latest_id(method: str, category: str = "overall") -> int | None:
         .values_list("id", flat=True)
         .first()
     )
+
+
+def battles_published_until(delay_s: int) -> datetime | None:
+    """Votes cast at or before this time may be published with their battle (prompt, answers, names).
+
+    The rule: a battle is published once a rating snapshot covers its vote (the vote is no later than the
+    snapshot's ``last_vote_at``) and that snapshot was created at least ``delay_s`` seconds after the vote.
+    Over the overall Bradley-Terry snapshots (one per refit) that is the latest
+    ``min(last_vote_at, created_at - delay)``; None while no snapshot publishes anything.
+    """
+    shifted = ExpressionWrapper(F("created_at") - timedelta(seconds=delay_s), output_field=DateTimeField())
+    return RatingSnapshot.objects.filter(
+        method=RatingSnapshot.Method.BT, category="overall", last_vote_at__isnull=False
+    ).aggregate(until=Max(Least("last_vote_at", shifted)))["until"]
+
+
+def battles_published(*, delay_s: int, **filters):
+    """:func:`battles_voted` restricted to the published ones (see :func:`battles_published_until`)."""
+    until = battles_published_until(delay_s)
+    if until is None:
+        return Battle.objects.none()
+    return battles_voted(**filters).filter(vote__created_at__lte=until)
+
+
+def battle_published(public_id, *, delay_s: int) -> object | None:
+    """One published battle by its public id; None before it is published (or if it does not exist)."""
+    return battles_published(delay_s=delay_s).filter(public_id=public_id).first()

@@ -19,6 +19,7 @@ from arena.models import LanguageModel
 from arena.ratings import snapshots_refit
 from arena.services import generation
 from arena.services.base import SIDES
+from arena.services.voters import voters_flag as voters_flag_run
 from arena.streams import battle_group
 from evalcore.models import load_backend
 from workers import metrics
@@ -132,9 +133,23 @@ def ratings_refit(force: bool = False) -> dict:
             summary = snapshots_refit(
                 rounds=int(getattr(settings, "ARENA_REFIT_ROUNDS", 1000)),
                 min_votes=int(getattr(settings, "ARENA_REFIT_MIN_VOTES", 10)),
+                provisional_votes=int(getattr(settings, "ARENA_PROVISIONAL_VOTES", 300)),
                 force=force,
+                duplicate_percentile=float(getattr(settings, "ARENA_DUPLICATE_PERCENTILE", 99.9)),
             )
     finally:
         cache.delete(REFIT_RUNNING_KEY)
     log.info("ratings refit: %s", summary)
+    return summary
+
+
+@shared_task(name="arena.tasks.voters_flag", declared_queue=DEFAULT, **LONG_TASK_OPTIONS)
+def voters_flag() -> dict:
+    """The anomalous-voter test on the counted votes under the latest fit (beat schedule: hourly);
+    new flags wait in the review queue. Idempotent: a voter already flagged is not flagged twice."""
+    summary = voters_flag_run(
+        alpha=float(getattr(settings, "ARENA_VOTER_FLAG_ALPHA", 0.01)),
+        min_votes=int(getattr(settings, "ARENA_VOTER_FLAG_MIN_VOTES", 20)),
+    )
+    log.info("voters flag: %s", summary)
     return summary

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET, require_POST
 
 from arena import services
 from arena.forms import PromptForm, VoteForm
-from arena.identity import session_key, voter_hashes
-from arena.ratelimit import RateLimited, hit
+from arena.identity import address_hash, arena_session_key, session_key, voter_hashes
+from arena.ratelimit import RateLimited, hit, hit_address
 from arena.selectors_battles import battle_state
+
+NO_SESSION_MESSAGE = (
+    "No arena session: open /arena/ first (with cookies allowed); battles and votes need the session it creates."
+)
 
 
 def error_response(message: str, status: int, **headers) -> JsonResponse:
@@ -39,6 +43,13 @@ def limited(action: str, hashes: tuple[str, str], per_window: int) -> JsonRespon
 @require_GET
 @ensure_csrf_cookie
 def arena_index(request):
+    if arena_session_key(request) is None:  # a new session: at most so many per address and window
+        try:
+            hit_address("sessions", ip_hash=address_hash(request), limit=settings.ARENA_SESSIONS_PER_MINUTE)
+        except RateLimited as exc:
+            response = HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8")
+            response["Retry-After"] = str(exc.retry_after)
+            return response
     session_key(request)  # the voter's session exists before the first battle
     return render(
         request,
@@ -54,6 +65,8 @@ def voter_action(request, form_class, action: str, per_window: int, act) -> Json
     if not form.is_valid():
         return form_error(form)
     hashes = voter_hashes(request)
+    if hashes is None:  # no cookie, a forged or expired one: refused, and no session is made for it
+        return error_response(NO_SESSION_MESSAGE, 403)
     if refusal := limited(action, hashes, per_window):
         return refusal
     try:
@@ -106,7 +119,8 @@ def vote_create(request, public_id):
 
 @require_GET
 def battle_detail(request, public_id):
-    state = battle_state(public_id=public_id, session_key=session_key(request))
+    key = arena_session_key(request)  # never creates a session
+    state = None if key is None else battle_state(public_id=public_id, session_key=key)
     if state is None:
         return error_response("No such battle.", 404)
     return JsonResponse(state)

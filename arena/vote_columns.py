@@ -32,22 +32,30 @@ FIELDS = [
     # The style counts' numeric columns, generated and stored by the database (arena.models.StyleCount).
     *((f"style_a{k}", f"v.style_a_{key}", "float8send", ">f8") for k, key in enumerate(STYLE_KEYS)),
     *((f"style_b{k}", f"v.style_b_{key}", "float8send", ">f8") for k, key in enumerate(STYLE_KEYS)),
+    ("has_prompt", "(v.prompt_hash <> '')::int2", "int2send", ">i2"),
+    ("prompt", "hashtextextended(v.prompt_hash, 0)", "int8send", ">i8"),
 ]
-CHUNK_SQL = (
-    "SELECT count(*), "
-    + ", ".join(f"string_agg({send}({sql}), ''::bytea)" for _, sql, send, _ in FIELDS)
-    + " FROM arena_vote v WHERE v.counted AND v.id >= %(lo)s AND v.id < %(hi)s"
-)
+# Voters' session and IP hashes, when asked for: 64-bit hashes of the stored hashes, mapped back below.
+VOTER_FIELDS = [
+    ("session", "hashtextextended(v.session_hash, 0)", "int8send", ">i8"),
+    ("ip", "hashtextextended(v.ip_hash, 0)", "int8send", ">i8"),
+]
+WANTED_SQL = "(v.counted OR v.excluded_reason = ANY(%(also)s::text[]))"
 
 
-def _chunk(cursor, lo: int, hi: int, languages: list[str]) -> dict[str, np.ndarray] | None:
-    cursor.execute(CHUNK_SQL, {"lo": lo, "hi": hi, "languages": languages})
+def _chunk_sql(fields: list) -> str:
+    packed = ", ".join(f"string_agg({send}({sql}), ''::bytea)" for _, sql, send, _ in fields)
+    return f"SELECT count(*), {packed} FROM arena_vote v WHERE {WANTED_SQL} AND v.id >= %(lo)s AND v.id < %(hi)s"
+
+
+def _chunk(cursor, fields: list, params: dict) -> dict[str, np.ndarray] | None:
+    cursor.execute(_chunk_sql(fields), params)
     row = cursor.fetchone()
     count = int(row[0])
     if not count:
         return None
     columns = {}
-    for (name, _, _, kind), packed in zip(FIELDS, row[1:]):
+    for (name, _, _, kind), packed in zip(fields, row[1:]):
         values = np.frombuffer(bytes(packed), dtype=kind)
         if values.shape[0] != count:
             raise ValueError(f"column {name}: {values.shape[0]} values for {count} votes")
@@ -55,25 +63,50 @@ def _chunk(cursor, lo: int, hi: int, languages: list[str]) -> dict[str, np.ndarr
     return columns
 
 
-def read_postgresql(connection, code_of: dict[int, int]) -> dict[str, np.ndarray]:
-    """The counted votes' columns, as :func:`arena.selectors.votes_counted_columns` wants them."""
+def _codes(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dense codes (0, 1, ...) of 64-bit hashes, and the distinct hashes in code order."""
+    distinct, inverse = np.unique(hashes, return_inverse=True)
+    return inverse.astype(np.int64), distinct
+
+
+def _voters(cursor, rows: dict, params: dict) -> dict:
+    """Session and IP codes, with the stored hash of each code."""
+    out = {}
+    for name, column in (("session", "session_hash"), ("ip", "ip_hash")):
+        codes, distinct = _codes(rows[name])
+        cursor.execute(
+            f"SELECT DISTINCT hashtextextended(v.{column}, 0), v.{column} FROM arena_vote v WHERE {WANTED_SQL}",
+            params,
+        )
+        by_hash = dict(cursor.fetchall())
+        out[f"{name}_code"] = codes
+        out[f"{name}_hashes"] = tuple(by_hash[int(h)] for h in distinct)
+    return out
+
+
+def read_postgresql(connection, code_of: dict[int, int], *, also_excluded=(), voters: bool = False) -> dict:
+    """The votes' columns, as :func:`arena.selectors.votes_counted_columns` wants them."""
+    fields = FIELDS + (VOTER_FIELDS if voters else [])
+    params: dict = {"also": list(also_excluded)}
     parts: list[dict[str, np.ndarray]] = []
     with connection.cursor() as cursor:
-        cursor.execute("SELECT DISTINCT language FROM arena_vote WHERE counted ORDER BY language")
-        languages = [row[0] or "" for row in cursor.fetchall()] or [""]
-        cursor.execute("SELECT min(id), max(id) FROM arena_vote WHERE counted")
+        cursor.execute(f"SELECT DISTINCT language FROM arena_vote v WHERE {WANTED_SQL} ORDER BY language", params)
+        params["languages"] = [row[0] or "" for row in cursor.fetchall()] or [""]
+        cursor.execute(f"SELECT min(id), max(id) FROM arena_vote v WHERE {WANTED_SQL}", params)
         low, high = cursor.fetchone()
         if low is not None:
             for lo in range(int(low), int(high) + 1, CHUNK_IDS):
-                if (part := _chunk(cursor, lo, lo + CHUNK_IDS, languages)) is not None:
+                if (part := _chunk(cursor, fields, {**params, "lo": lo, "hi": lo + CHUNK_IDS})) is not None:
                     parts.append(part)
-    names = [name for name, _, _, _ in FIELDS]
-    rows = {n: np.concatenate([p[n] for p in parts]) if parts else np.empty(0, dtype=k) for n, _, _, k in FIELDS}
-    order = np.lexsort((rows["id"], rows["micros"]))  # vote time, then id: the order of the ORM path
-    rows = {name: rows[name][order] for name in names}
+        rows = {n: np.concatenate([p[n] for p in parts]) if parts else np.empty(0, dtype=k) for n, _, _, k in fields}
+        order = np.lexsort((rows["id"], rows["micros"]))  # vote time, then id: the order of the ORM path
+        rows = {name: values[order] for name, values in rows.items()}
+        extra = _voters(cursor, rows, params) if voters else {}
     ids = np.fromiter(code_of.keys(), dtype=np.int64, count=len(code_of))
     lookup = np.full(int(ids.max()) + 1 if ids.size else 1, -1, dtype=np.int32)
     lookup[ids] = np.fromiter(code_of.values(), dtype=np.int32, count=len(code_of))
+    prompt_code, _ = _codes(rows["prompt"])
+    prompt_code[rows["has_prompt"] == 0] = -1
     return {
         "a": lookup[rows["a"]],
         "b": lookup[rows["b"]],
@@ -81,7 +114,9 @@ def read_postgresql(connection, code_of: dict[int, int]) -> dict[str, np.ndarray
         "tstamp": rows["micros"].astype(np.float64) / 1e6,
         "turn_count": rows["turn_count"].astype(np.int64),
         "prompt_tokens": rows["prompt_tokens"].astype(np.int64),
-        "language": np.asarray(languages, dtype=object)[rows["language"]],
+        "language": np.asarray(params["languages"], dtype=object)[rows["language"]],
         "style_a": np.stack([rows[f"style_a{k}"] for k in range(4)], axis=1).astype(np.float64),
         "style_b": np.stack([rows[f"style_b{k}"] for k in range(4)], axis=1).astype(np.float64),
+        "prompt_code": prompt_code,
+        **extra,
     }

@@ -98,6 +98,24 @@ def integer(variable: str, *, default: int, minimum: int | None = None) -> int:
     return value
 
 
+def floating(variable: str, *, default: float, minimum: float | None = None, maximum: float | None = None) -> float:
+    """A finite number setting, within [minimum, maximum] when given."""
+    raw = env.str(variable, default="").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(variable, f"expected a number, got {raw!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ConfigError(variable, f"expected a finite number, got {raw!r}")
+    if minimum is not None and value < minimum:
+        raise ConfigError(variable, f"must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ConfigError(variable, f"must be at most {maximum}, got {value}")
+    return value
+
+
 def string_list(variable: str, *, default: list[str]) -> list[str]:
     raw = env.str(variable, default="").strip()
     if not raw:

@@ -1,5 +1,5 @@
 """Django admin for the leaderboard. Reviews are added as ReviewActions (comment required), which
-go through ``submission_review`` so the submission's state and the audit log always agree."""
+go through the review services (``review_record``) so the item's state and the audit log always agree."""
 
 from __future__ import annotations
 
@@ -23,17 +23,20 @@ from leaderboard.judging.services import (
 )
 from leaderboard.models import (
     BenchmarkSuite,
+    ContaminationScan,
     EvaluationRun,
     JudgeAudit,
     JudgeConfig,
     JudgeRun,
+    MemorisationProbe,
     ReviewAction,
     SampleRecord,
+    ScanTaskResult,
     Score,
     ScoreHistory,
     Submission,
 )
-from leaderboard.review.services import submission_review
+from leaderboard.review.services import review_record
 from leaderboard.submissions.services import submission_requeue
 
 
@@ -41,6 +44,7 @@ class ReviewActionInline(admin.TabularInline):
     model = ReviewAction
     extra = 0
     can_delete = False
+    fields = ("admin", "action", "comment", "created_at")
     readonly_fields = ("admin", "action", "comment", "created_at")
 
     def has_add_permission(self, request, obj=None):
@@ -76,12 +80,48 @@ class SubmissionAdmin(admin.ModelAdmin):
                 self.message_user(request, f"{submission}: {' '.join(exc.messages)}", messages.WARNING)
 
 
+class ReviewActionForm(forms.ModelForm):
+    """An audit entry added by hand: the decision is made by the review services in ``clean`` (so a
+    refused one, e.g. an item already decided, is a form error and nothing is written)."""
+
+    class Meta:
+        model = ReviewAction
+        fields = ("kind", "submission", "voter_flag", "vote", "action", "comment")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["kind"].required = False  # a submission, unless said otherwise
+
+    def clean(self):
+        data = super().clean()
+        kind = data["kind"] = data.get("kind") or ReviewAction.Target.SUBMISSION
+        target = {"submission": data.get("submission"), "voter": data.get("voter_flag"), "identity": data.get("vote")}
+        if kind and target.get(kind) is None:
+            raise ValidationError(f"Choose the {ReviewAction.Target(kind).label.lower()} this decision is about.")
+        if kind and any(v is not None for k, v in target.items() if k != kind):
+            raise ValidationError("Fill in only the item of the chosen kind.")
+        if kind == "voter" and target["voter"].status != "pending":
+            raise ValidationError("This voter was already decided.")
+        if kind == "identity" and target["identity"].excluded_reason != "identity_revealed":
+            raise ValidationError("This vote is not waiting for an identity decision.")
+        return data
+
+
 @admin.register(ReviewAction)
 class ReviewActionAdmin(admin.ModelAdmin):
-    list_display = ("submission", "action", "admin", "created_at")
-    list_filter = ("action",)
+    """The one audit log: every decision of the review queue (submissions, voters, identity votes)."""
+
+    form = ReviewActionForm
+    list_display = ("created_at", "kind", "target", "action", "admin", "comment")
+    list_filter = ("kind", "action")
+    search_fields = ("comment", "admin__username", "submission__model_name", "voter_flag__voter_hash")
     readonly_fields = ("admin", "created_at")
     autocomplete_fields = ("submission",)
+    raw_id_fields = ("voter_flag", "vote")
+
+    @admin.display(description="Item")
+    def target(self, obj):
+        return obj.submission or obj.voter_flag or (f"vote #{obj.vote_id}" if obj.vote_id else "-")
 
     def has_change_permission(self, request, obj=None):
         return obj is None  # the audit log is append-only
@@ -90,8 +130,9 @@ class ReviewActionAdmin(admin.ModelAdmin):
         return False
 
     def save_model(self, request, obj, form, change):
-        entry = submission_review(
-            submission=obj.submission, admin=request.user, action=obj.action, comment=obj.comment
+        target = obj.submission_id or obj.voter_flag_id or obj.vote_id
+        entry = review_record(
+            kind=obj.kind, target_id=target, admin=request.user, action=obj.action, comment=obj.comment
         )
         obj.pk = entry.pk
 
@@ -216,3 +257,35 @@ class JudgeAuditAdmin(admin.ModelAdmin):
         audit = judge_audit_request(obj.config, pairs_file=obj.pairs_file, limit=obj.limit)
         obj.pk = audit.pk
         return None
+
+
+class ScanTaskResultInline(admin.TabularInline):
+    model = ScanTaskResult
+    extra = 0
+    can_delete = False
+    readonly_fields = ("task", "items", "flagged", "share", "flagged_doc_ids")
+    exclude = ("matches",)
+
+
+@admin.register(ContaminationScan)
+class ContaminationScanAdmin(admin.ModelAdmin):
+    """Scans are requested on the staff page ``/leaderboard/review/<id>/scan/`` or with
+    ``manage.py contamination_scan``; here they are read only."""
+
+    list_display = ("id", "submission", "kind", "status", "n", "created_at", "finished_at")
+    list_filter = ("kind", "status")
+    readonly_fields = ("submission", "kind", "corpus", "requested_by", "n", "status", "failure_reason", "report",
+                       "created_at", "finished_at")  # fmt: skip
+    inlines = [ScanTaskResultInline]
+
+    def has_add_permission(self, request):
+        return False
+
+
+@admin.register(MemorisationProbe)
+class MemorisationProbeAdmin(admin.ModelAdmin):
+    list_display = ("submission", "task", "limit", "difference", "diff_ci_low", "diff_ci_high", "created_at")
+    readonly_fields = ("submission", "task", "limit", "difference", "diff_ci_low", "diff_ci_high", "summary", "hits")
+
+    def has_add_permission(self, request):
+        return False

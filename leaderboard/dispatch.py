@@ -16,7 +16,9 @@ SUBMISSION_EVALUATE = "leaderboard.tasks.submission_evaluate"
 RUN_RESCORE = "leaderboard.tasks.run_rescore"
 JUDGE_RUN = "leaderboard.tasks.judge_run"
 JUDGE_AUDIT = "leaderboard.tasks.judge_audit"
-QUEUES = {SUBMISSION_EVALUATE: EVALUATE, RUN_RESCORE: DEFAULT, JUDGE_RUN: JUDGE, JUDGE_AUDIT: JUDGE}
+CONTAMINATION_SCAN = "leaderboard.tasks.contamination_scan"
+QUEUES = {SUBMISSION_EVALUATE: EVALUATE, RUN_RESCORE: DEFAULT, JUDGE_RUN: JUDGE, JUDGE_AUDIT: JUDGE,
+          CONTAMINATION_SCAN: DEFAULT}  # fmt: skip
 
 
 def task_send_on_commit(name: str, *args) -> None:
@@ -47,3 +49,8 @@ def judge_run_send(run_id: int) -> None:
 def judge_audit_send(audit_id: int) -> None:
     """Enqueue a judge audit (``judge`` queue)."""
     task_send_on_commit(JUDGE_AUDIT, audit_id)
+
+
+def contamination_scan_send(scan_id: int) -> None:
+    """Enqueue an n-gram scan of a corpus for a submission's benchmark items (``default`` queue, CPU)."""
+    task_send_on_commit(CONTAMINATION_SCAN, scan_id)

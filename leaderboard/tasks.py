@@ -19,6 +19,7 @@ from django.contrib.auth import get_user_model
 from leaderboard import dispatch
 from leaderboard.evaluation.rescoring import runs_rescore
 from leaderboard.evaluation.runner import submission_run_suite
+from leaderboard.evaluation.scans import scan_execute
 from leaderboard.judging import states as judge_states
 from leaderboard.judging.audits import judge_audit_execute
 from leaderboard.judging.runner import judge_run_execute
@@ -130,3 +131,9 @@ def judge_run(self, run_id: int) -> str:
 def judge_audit(audit_id: int) -> str:
     """Audit a judge config on labelled pairs and store the report."""
     return judge_audit_execute(audit_id)
+
+
+@shared_task(name=dispatch.CONTAMINATION_SCAN, declared_queue=DEFAULT, **LONG_TASK_OPTIONS)
+def contamination_scan(scan_id: int) -> str:
+    """PENDING → RUNNING → FINISHED | FAILED (with the reason): an n-gram scan for one submission."""
+    return scan_execute(scan_id)

@@ -53,5 +53,8 @@ urlpatterns = [
     path("submissions/<pubid:public_id>/status.json", submissions_views.submission_status, name="submission-status"),
     path("review/", review_views.review_queue, name="review"),
     path("review/<int:submission_id>/", review_views.review_submission, name="review-submission"),
+    path("review/<int:submission_id>/scan/", review_views.review_scan, name="review-scan"),
+    path("review/voters/<int:flag_id>/", review_views.review_voter, name="review-voter"),
+    path("review/votes/<int:vote_id>/", review_views.review_vote, name="review-vote"),
     path("review/rescore/", review_views.rescore, name="review-rescore"),
 ]

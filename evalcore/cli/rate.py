@@ -1,6 +1,9 @@
 """``python -m evalcore rate VOTES``: ratings from a vote file, one row per model, best first.
 
-Columns: ``model, rating, ci_low, ci_high, rank, rank_ub, battles``. ``--method style`` adds a second
+Columns: ``model, rating, ci_low, ci_high, rank, rank_ub, battles, provisional``. A model is provisional
+with fewer than ``--provisional-votes`` battles (default 300) or a record of all wins or all losses: its
+interval holds the exact binomial bounds of its record (``inf`` on an open side), it takes no rank 1 and
+does not count in other models' ranks (see ``docs/ratings.md``). ``--method style`` adds a second
 table (after a blank line in CSV, under ``coefficients`` in JSON) with each style coefficient and its
 interval. Notes on the scale (anchor, prior, dropped bootstrap rounds) go to stderr.
 """
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 
@@ -25,10 +29,11 @@ from evalcore.ratings import (
     read_pair_counts,
 )
 from evalcore.ratings.io import is_pair_counts_file
+from evalcore.ratings.provisional import DEFAULT_MIN_BATTLES, mark_provisional
 from evalcore.ratings.style import fit_style_controlled
 
 DEFAULT_ROUNDS = {"bt": 1000, "style": 100, "elo": 0}
-RATING_COLUMNS = ("model", "rating", "ci_low", "ci_high", "rank", "rank_ub", "battles")
+RATING_COLUMNS = ("model", "rating", "ci_low", "ci_high", "rank", "rank_ub", "battles", "provisional")
 
 
 def register(subparsers) -> None:
@@ -55,6 +60,14 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--level", type=float, default=0.95, help="interval coverage (default 0.95)")
     p.add_argument("--k", type=float, default=4.0, help="Elo K factor (default 4)")
+    p.add_argument(
+        "--provisional-votes",
+        type=int,
+        default=DEFAULT_MIN_BATTLES,
+        metavar="N",
+        help=f"models with fewer battles than N are provisional (default {DEFAULT_MIN_BATTLES}; 0: only "
+        "records of all wins or all losses)",
+    )
     p.add_argument("--format", choices=("csv", "json"), default="csv")
     p.add_argument("--out", metavar="FILE", help="write here instead of stdout")
     p.set_defaults(func=run)
@@ -83,6 +96,8 @@ class _Progress:
 
 
 def _fmt(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, float):
         return f"{value:.6g}" if abs(value) < 1e-3 and value != 0 else f"{value:.4f}"
     return str(value)
@@ -95,13 +110,24 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--bootstrap must be zero or positive")
     if not 0 < args.level < 1:
         raise ValueError("--level must be between 0 and 1")
+    if args.provisional_votes < 0:
+        raise ValueError("--provisional-votes must be zero or positive")
     counts_file = is_pair_counts_file(args.votes)
     if counts_file and args.method != "bt":
         raise ValueError(f"--method {args.method} needs individual battles; {args.votes} holds pair counts")
-    rng = np.random.default_rng(args.seed)
-    coefficients = None
+    battles = None if counts_file else read_battles(args.votes)
+    counts = read_pair_counts(args.votes) if counts_file else aggregate(battles)
+    result, coefficients = _fit(args, battles, counts, np.random.default_rng(args.seed))
+    result = mark_provisional(result, counts, min_battles=args.provisional_votes)
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    _write(result.to_rows(), coefficients, result, args)
+    return 0
+
+
+def _fit(args, battles, counts, rng):
+    """The chosen method's result, and the style coefficient rows (None for other methods)."""
     if args.method == "bt":
-        counts = read_pair_counts(args.votes) if counts_file else aggregate(read_battles(args.votes))
         if args.bootstrap > 0:
             result = bootstrap_bradley_terry(
                 counts,
@@ -118,34 +144,30 @@ def run(args: argparse.Namespace) -> int:
             result = fit_bradley_terry(
                 counts, ties=args.ties, anchor=args.anchor, prior=args.prior, level=args.level
             )
-    elif args.method == "elo":
+        return result, None
+    if args.method == "elo":
         if args.anchor or args.prior:
             raise ValueError("--anchor and --prior apply to bt and style, not to online Elo")
         result = online_elo(
-            read_battles(args.votes),
-            k=args.k,
-            ties=args.ties,
-            permutations=args.bootstrap,
-            rng=rng,
-            level=args.level,
+            battles, k=args.k, ties=args.ties, permutations=args.bootstrap, rng=rng, level=args.level
         )
-    else:
-        style = fit_style_controlled(
-            read_battles(args.votes),
-            ties=args.ties,
-            anchor=args.anchor,
-            prior=args.prior,
-            rounds=args.bootstrap,
-            rng=rng,
-            level=args.level,
-            progress=_Progress("style bootstrap"),
-        )
-        result = style.ratings
-        coefficients = style.coefficient_rows()
-    for note in result.notes:
-        print(f"note: {note}", file=sys.stderr)
-    _write(result.to_rows(), coefficients, result, args)
-    return 0
+        return result, None
+    style = fit_style_controlled(
+        battles,
+        ties=args.ties,
+        anchor=args.anchor,
+        prior=args.prior,
+        rounds=args.bootstrap,
+        rng=rng,
+        level=args.level,
+        progress=_Progress("style bootstrap"),
+    )
+    return style.ratings, style.coefficient_rows()
+
+
+def _finite_or_none(row: dict) -> dict:
+    """JSON has no infinity: an open interval side is written as null."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
 
 
 def _write(rows, coefficients, result, args) -> None:
@@ -161,11 +183,12 @@ def _write(rows, coefficients, result, args) -> None:
                 "level": result.level,
                 "bootstrap_rounds": result.bootstrap_rounds,
                 "notes": list(result.notes),
-                "ratings": rows,
+                "provisional_votes": result.provisional_min_battles,
+                "ratings": [_finite_or_none(row) for row in rows],
             }
             if coefficients is not None:
                 doc["coefficients"] = coefficients
-            json.dump(doc, out, indent=2)
+            json.dump(doc, out, indent=2, allow_nan=False)
             out.write("\n")
             return
         writer = csvsafe.writer(out, lineterminator="\n")

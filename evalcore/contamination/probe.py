@@ -146,14 +146,21 @@ def memorisation_probe(backend: Backend, tasks: Sequence[str], *, limit: int = 2
     dict
         Task name -> :class:`ProbeResult`. A task without a training split raises ValueError.
     """
-    results = {}
-    for config in resolve_tasks(list(tasks), include_paths=include_paths):
-        test, test_short = probe_items(backend, task_items(config, limit=limit), words=words,
-                                       max_gen_toks=max_gen_toks, progress=progress)  # fmt: skip
-        train, train_short = probe_items(backend, task_items(config, split="training", limit=limit), words=words,
-                                         max_gen_toks=max_gen_toks, progress=progress)  # fmt: skip
-        test_rate = _split_rate(test[0].split if test else "test", test, test_short, level)
-        train_rate = _split_rate(train[0].split if train else "train", train, train_short, level)
-        d, low, high = newcombe_difference(test_rate, train_rate)
-        results[config.task] = ProbeResult(config.task, words, level, test_rate, train_rate, d, low, high, tuple(test + train))
-    return results
+    return {
+        config.task: probe_task(backend, config, limit=limit, words=words, max_gen_toks=max_gen_toks, level=level,
+                                progress=progress)  # fmt: skip
+        for config in resolve_tasks(list(tasks), include_paths=include_paths)
+    }
+
+
+def probe_task(backend: Backend, config, *, limit: int = 200, words: int = 8, max_gen_toks: int = 32,
+               level: float = 0.95, progress=None) -> ProbeResult:  # fmt: skip
+    """The probe of one task (a resolved ``TaskConfig``); see :func:`memorisation_probe`."""
+    test, test_short = probe_items(backend, task_items(config, limit=limit), words=words,
+                                   max_gen_toks=max_gen_toks, progress=progress)  # fmt: skip
+    train, train_short = probe_items(backend, task_items(config, split="training", limit=limit), words=words,
+                                     max_gen_toks=max_gen_toks, progress=progress)  # fmt: skip
+    test_rate = _split_rate(test[0].split if test else "test", test, test_short, level)
+    train_rate = _split_rate(train[0].split if train else "train", train, train_short, level)
+    d, low, high = newcombe_difference(test_rate, train_rate)
+    return ProbeResult(config.task, words, level, test_rate, train_rate, d, low, high, tuple(test + train))

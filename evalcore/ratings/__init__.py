@@ -26,13 +26,17 @@ from evalcore.ratings.lc import (
 )
 from evalcore.ratings.markdown import count_tokens, markdown_style_counts, style_vector
 from evalcore.ratings.matrices import WinMatrix, predicted_win_matrix, win_matrix
+from evalcore.ratings.prompts import DuplicatePrompts, duplicate_prompt_mask, normalise_prompt, prompt_key
+from evalcore.ratings.provisional import exact_interval, mark_provisional, provisional_mask
 from evalcore.ratings.result import BASE_RATING, ELO_PER_LOGIT, RatingResult
 from evalcore.ratings.simulate import simulate_battles
 from evalcore.ratings.style import StyleControlledResult, fit_style_controlled, style_differences
+from evalcore.ratings.voters import VoterTest, voters_test
 
 __all__ = [
     "BASE_RATING",
     "Battles",
+    "DuplicatePrompts",
     "ELO_PER_LOGIT",
     "LCAnnotations",
     "LengthControlledResult",
@@ -42,6 +46,7 @@ __all__ = [
     "STYLE_FEATURES",
     "StyleControlledResult",
     "TIES_POLICIES",
+    "VoterTest",
     "WinMatrix",
     "aggregate",
     "annotations_from_arrays",
@@ -49,15 +54,21 @@ __all__ = [
     "battles_from_records",
     "bootstrap_bradley_terry",
     "count_tokens",
+    "duplicate_prompt_mask",
     "elo_permutation_study",
     "elo_ratings",
+    "exact_interval",
     "fit_bradley_terry",
     "fit_style_controlled",
     "length_controlled_win_rate",
+    "mark_provisional",
     "markdown_style_counts",
+    "normalise_prompt",
     "online_elo",
     "pair_counts_from_arrays",
     "predicted_win_matrix",
+    "provisional_mask",
+    "prompt_key",
     "read_battles",
     "read_difficulty",
     "read_lc_annotations",
@@ -65,6 +76,7 @@ __all__ = [
     "simulate_battles",
     "style_differences",
     "style_vector",
+    "voters_test",
     "win_matrix",
     "write_battles_csv",
     "write_pair_counts",

@@ -63,6 +63,10 @@ class RatingResult:
     log_likelihood : float
     notes : tuple of str
         Plain-language remarks (anchor collapse, dropped rounds, prior used).
+    provisional : ndarray of bool, shape (m,), or None
+        Models too little known to rank (see :mod:`evalcore.ratings.provisional`); None when not assessed.
+    provisional_min_battles : int or None
+        The battle count below which a model was provisional.
     """
 
     models: tuple[str, ...]
@@ -87,6 +91,8 @@ class RatingResult:
     gradient_norm: float = 0.0
     log_likelihood: float = float("nan")
     notes: tuple[str, ...] = ()
+    provisional: np.ndarray | None = None
+    provisional_min_battles: int | None = None
 
     def order(self) -> np.ndarray:
         """Indices best first (rating descending, then name)."""
@@ -96,7 +102,10 @@ class RatingResult:
         return float(self.ratings[self.models.index(model)])
 
     def to_rows(self) -> list[dict]:
-        """One dict per model, best first, with the CLI's columns."""
+        """One dict per model, best first, with the CLI's columns.
+
+        Interval bounds of provisional models may be infinite (an open side: no loss, or no win).
+        """
         rows = []
         for k in self.order():
             rows.append(
@@ -108,6 +117,7 @@ class RatingResult:
                     "rank": int(self.rank[k]),
                     "rank_ub": int(self.rank_ub[k]),
                     "battles": int(self.battles[k]),
+                    "provisional": bool(self.provisional[k]) if self.provisional is not None else False,
                 }
             )
         return rows

@@ -7,6 +7,7 @@ from evalcore.stats.intervals import (
     clustered_standard_error,
     mean_interval,
     paired_bootstrap_difference,
+    subset_difference,
 )
 from evalcore.stats.passk import pass_at_k
 from evalcore.stats.power import (
@@ -32,4 +33,5 @@ __all__ = [
     "pass_at_k",
     "power_for_sample_size",
     "required_sample_size",
+    "subset_difference",
 ]

@@ -213,6 +213,60 @@ def paired_bootstrap_difference(
     return PairedDifference(diff, float(boots.std(ddof=1)), float(lo), float(hi), p, g, rounds, level)
 
 
+def subset_difference(values, keep, *, rng: np.random.Generator, rounds: int = 1000,
+                      level: float = 0.95) -> PairedDifference:  # fmt: skip
+    """Paired bootstrap of ``mean(values[keep]) - mean(values)``: a subset's score against the full score.
+
+    Both means are taken over the same resampled items in each round (the subset is the resampled
+    items that are kept), so the interval reflects that the two scores share most of their items.
+    Used for clean-subset scores: ``keep`` marks the items a contamination scan did not flag.
+
+    Parameters
+    ----------
+    values : array_like, shape (n,)
+        Per-item scores.
+    keep : array_like, shape (n,), bool
+        The subset; at least one item.
+    rng : numpy Generator
+    rounds : int
+        Rounds in which no kept item was drawn are drawn again (they have no subset mean).
+    level : float
+
+    Returns
+    -------
+    PairedDifference
+        ``n`` is the number of items, ``difference`` the subset mean minus the full mean.
+    """
+    x = _as_1d(values, "values")
+    mask = np.asarray(keep, dtype=bool)
+    if mask.shape != x.shape:
+        raise ValueError(f"keep must have one flag per value: {mask.size} vs {x.size}")
+    if not mask.any():
+        raise ValueError("keep selects no item: the subset has no score")
+    check_level(level)
+    rounds = check_integer(rounds, "rounds", minimum=1)
+    n = x.size
+    kept = mask.astype(np.float64)
+    boots = np.empty(rounds)
+    filled = 0
+    step = max(1, _CHUNK_CELLS // n)
+    uniform = np.full(n, 1.0 / n)
+    while filled < rounds:
+        w = rng.multinomial(n, uniform, size=min(step, rounds - filled)).astype(np.float64)
+        w = w[w @ kept > 0]
+        size = min(w.shape[0], rounds - filled)
+        w = w[:size]
+        boots[filled : filled + size] = (w @ (x * kept)) / (w @ kept) - (w @ x) / n
+        filled += size
+    diff = float(x[mask].mean() - x.mean())
+    lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
+    below = np.mean(boots <= 0.0)
+    above = np.mean(boots >= 0.0)
+    p = float(min(1.0, max(2 * min(below, above), 1.0 / rounds)))
+    return PairedDifference(diff, float(boots.std(ddof=1)) if rounds > 1 else 0.0, float(lo), float(hi), p, n,
+                            rounds, level)  # fmt: skip
+
+
 def clustered_standard_error(values, clusters) -> ClusteredSE:
     """Naive and cluster-robust standard errors of ``mean(values)``.
 

@@ -26,8 +26,9 @@ def _ratings_figure(rows: list[dict], title: str) -> go.Figure:
             error_x={
                 "type": "data",
                 "symmetric": False,
-                "array": [r["ci_high"] - r["rating"] for r in best_last],
-                "arrayminus": [r["rating"] - r["ci_low"] for r in best_last],
+                # An open side of a provisional model's interval has no whisker (null).
+                "array": [None if r["ci_high"] is None else r["ci_high"] - r["rating"] for r in best_last],
+                "arrayminus": [None if r["ci_low"] is None else r["rating"] - r["ci_low"] for r in best_last],
                 "thickness": 1.5,
                 "width": 4,
             },

@@ -40,9 +40,15 @@ def category_label(category: str) -> str:
     )
 
 
+def _gap(a, b):
+    """``a - b``, or None when either side is open (a provisional model's interval may be unbounded)."""
+    return None if a is None or b is None else a - b
+
+
 def _interval_rows(rows: list[dict], elo: dict[str, dict]) -> list[dict]:
+    """Rows as shown: ordered by the rank shown (provisional models never first), then by rating."""
     shown = []
-    for row in rows:
+    for row in sorted(rows, key=lambda r: (r["rank_ub"], -r["rating"])):
         elo_row = elo.get(row["model"])
         shown.append(
             {
@@ -52,8 +58,9 @@ def _interval_rows(rows: list[dict], elo: dict[str, dict]) -> list[dict]:
                 "rating": row["rating"],
                 "ci_low": row["ci_low"],
                 "ci_high": row["ci_high"],
-                "minus": row["rating"] - row["ci_low"],
-                "plus": row["ci_high"] - row["rating"],
+                "minus": _gap(row["rating"], row["ci_low"]),
+                "plus": _gap(row["ci_high"], row["rating"]),
+                "provisional": bool(row.get("provisional")),
                 "battles": row["battles"],
                 "tied": bool(row.get("tied_with_above")),
                 "tied_with": ", ".join(row.get("tied_with", [])),
@@ -63,6 +70,26 @@ def _interval_rows(rows: list[dict], elo: dict[str, dict]) -> list[dict]:
             }
         )
     return shown
+
+
+def before_after_rows(snapshot_rows: list[dict], before: dict | None) -> dict | None:
+    """Ratings before and after confirmed anomalous voters' votes left the fit (two fits), or None."""
+    if not before or not before.get("rows"):
+        return None
+    earlier = {row["model"]: row for row in before["rows"]}
+    rows = []
+    for row in snapshot_rows:
+        old = earlier.get(row["model"])
+        rows.append(
+            {
+                "model": row["model"], "after": row["rating"], "after_low": row["ci_low"], "after_high": row["ci_high"],
+                "before": None if old is None else old["rating"],
+                "before_low": None if old is None else old["ci_low"],
+                "before_high": None if old is None else old["ci_high"],
+                "change": None if old is None else row["rating"] - old["rating"],
+            }
+        )  # fmt: skip
+    return {"vote_count": before.get("vote_count"), "rows": rows}
 
 
 def arena_board(
@@ -105,6 +132,7 @@ def arena_board(
             "ties": settings.get("ties", "half"),
             "prior": settings.get("prior", 0.0),
             "min_votes": settings.get("min_votes"),
+            "provisional_votes": settings.get("provisional_votes"),
         },
         rows=_interval_rows(snapshot.rows, elo_rows),
         notes=list(snapshot.extra.get("notes", [])),
@@ -114,6 +142,8 @@ def arena_board(
             orders=(elo.settings.get("orders", 0) if elo else 0),
         ),
         any_tied=any(r.get("tied_with_above") for r in snapshot.rows),
+        any_provisional=any(r.get("provisional") for r in snapshot.rows),
+        before_after=before_after_rows(snapshot.rows, snapshot.extra.get("before_voter_exclusion")),
     )
     if snapshot.rows:
         board["figures"] = snapshot_figures(snapshot.rows, snapshot.extra, METHODS[method])
@@ -149,4 +179,4 @@ def arena_board_page(*, method: str, category: str) -> dict:
     return page
 
 
-__all__ = ["METHODS", "arena_board", "arena_board_page", "category_label"]
+__all__ = ["METHODS", "arena_board", "arena_board_page", "before_after_rows", "category_label"]

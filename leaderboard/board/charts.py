@@ -61,6 +61,11 @@ def _scores_figure(rows: list[dict], columns: list[tuple[str, str]], scale: str)
     return fig
 
 
+def _gap(a, b):
+    """``a - b``; None when a bound is open (a provisional arena model's interval may be unbounded)."""
+    return None if a is None or b is None else a - b
+
+
 def _arena_figure(rows: list[dict], scale: str) -> go.Figure | None:
     both = [r for r in rows if r["arena"] and r["avg"]]
     if not both:
@@ -76,8 +81,8 @@ def _arena_figure(rows: list[dict], scale: str) -> go.Figure | None:
             error_x={
                 "type": "data",
                 "symmetric": False,
-                "array": [r["arena"]["ci_high"] - r["arena"]["rating"] for r in both],
-                "arrayminus": [r["arena"]["rating"] - r["arena"]["ci_low"] for r in both],
+                "array": [_gap(r["arena"]["ci_high"], r["arena"]["rating"]) for r in both],
+                "arrayminus": [_gap(r["arena"]["rating"], r["arena"]["ci_low"]) for r in both],
                 "thickness": 1.2,
             },
             error_y={

@@ -23,7 +23,7 @@ from django.db.models import Count, Max, Q, Sum
 from arena import selectors as arena_selectors
 from evalcore.stats import best_of_k_inflation
 from leaderboard.judging.columns import board_judge_cells, judge_fingerprint
-from leaderboard.models import EvaluationRun, Score, Submission
+from leaderboard.models import ContaminationScan, EvaluationRun, ScanTaskResult, Score, Submission
 from leaderboard.runs.benchmarks import (
     benchmark_key,
     board_metrics,
@@ -64,9 +64,13 @@ def _fingerprint() -> tuple:
         **states,
     )
     scores = Score.objects.aggregate(n=Count("id"), ids=Sum("id", default=0), updated=Max("updated_at"))
+    scans = ScanTaskResult.objects.filter(scan__status=ContaminationScan.Status.FINISHED).aggregate(
+        n=Count("id"), ids=Sum("id", default=0), flagged=Sum("flagged", default=0), last=Max("scan__finished_at")
+    )  # a finished scan changes the clean-subset scores the page shows
     return (
         tuple(sorted(subs.items())),
         tuple(sorted(scores.items())),
+        tuple(sorted(scans.items())),
         arena_selectors.snapshot_latest_id("bt", "overall"),
         judge_fingerprint(),
     )
@@ -247,7 +251,7 @@ def _build() -> dict:
             "hidden": sub["review_state"] == Submission.Review.HIDDEN,
             "arena": None if arena is None else {
                 "rating": arena["rating"], "ci_low": arena["ci_low"], "ci_high": arena["ci_high"],
-                "battles": arena.get("battles"),
+                "battles": arena.get("battles"), "provisional": bool(arena.get("provisional")),
             },
             "judge": judged.get(sub["language_model_id"]), "language_model_id": sub["language_model_id"],
             "cells": cells, "badge": None,

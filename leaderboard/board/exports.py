@@ -19,7 +19,7 @@ from leaderboard.runs.selectors import SCORE_COLUMNS, scores_for_export
 CHUNK_ROWS = 500
 TABLE_FIELDS = (
     "submission_id", "model", "type", "base_model", "parameters", "precision", "submitted_at", "hidden",
-    "rank", "arena_rating", "arena_ci_low", "arena_ci_high",
+    "rank", "arena_rating", "arena_ci_low", "arena_ci_high", "arena_provisional",
     "judge_score", "judge_ci_low", "judge_ci_high", "judge_length_controlled", "judge_win_rate",
 )  # fmt: skip
 CELL_FIELDS = ("value", "stderr", "ci_low", "ci_high", "n", "normalised", "normalised_ci_low",
@@ -65,6 +65,7 @@ def table_record(row: dict, columns: list[str]) -> dict:
         "arena_rating": row["arena"]["rating"] if row["arena"] else None,
         "arena_ci_low": row["arena"]["ci_low"] if row["arena"] else None,
         "arena_ci_high": row["arena"]["ci_high"] if row["arena"] else None,
+        "arena_provisional": row["arena"].get("provisional", False) if row["arena"] else None,
         **_judge_record(row.get("judge")),
         "scores": {key: _cell_record(row["cells"].get(key)) for key in columns},
         "average": None if avg is None else avg["value"] * scale,

@@ -2,7 +2,7 @@
 
 Rendering a few hundred rows with their intervals and building the Plotly figures costs far more
 than the queries, so the rendered fragment is kept per process (like the arena board), keyed by the
-table's fingerprint (which changes with any score, submission or review change), the validated
+table's fingerprint (which changes with any score, submission, review or contamination-scan change), the validated
 filters, and the viewer when the viewer owns an entry (their private and pending entries show only
 to them).
 """
@@ -19,6 +19,7 @@ from django.utils.safestring import mark_safe
 from leaderboard.board.charts import board_figures
 from leaderboard.board.entries import board_entries
 from leaderboard.board.selectors import SORT_COLUMNS, board_table
+from leaderboard.runs.integrity import board_clean_cells
 
 _RENDERED: OrderedDict[tuple, dict] = OrderedDict()
 _RENDERED_SIZE = 128
@@ -77,6 +78,7 @@ def board_page(*, viewer, data: dict) -> dict:
             _RENDERED.move_to_end(key)
             return _RENDERED[key]
     table = board_table(viewer=viewer, **board_params(data))
+    board_clean_cells(table["rows"])  # clean-subset scores where a contamination scan flagged items
     links = _links(data, table["columns"])
     figures = board_figures(table)
     sort = data.get("sort") or DEFAULT_SORT

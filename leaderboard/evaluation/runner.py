@@ -20,6 +20,7 @@ from evalcore.engine import evaluate_task
 from evalcore.engine.cache import CachedBackend, RequestCache
 from evalcore.engine.results import SAMPLE_FIELDS
 from evalcore.engine.results import code_version as engine_code_version
+from leaderboard.evaluation import contamination
 from leaderboard.evaluation.progress import CountingBackend
 from leaderboard.evaluation.score_store import json_safe, scores_replace
 from leaderboard.evaluation.suites import SEED, suite_current, suite_plan
@@ -125,10 +126,20 @@ def _plan_run(submission: Submission, suite: BenchmarkSuite, plan: list, finishe
             progress["tasks"][config.task] = "finished"
             progress["tasks_done"] += 1
             submission_progress(submission_id, progress)
+        _probe_run(submission, plan, backend, progress)
     finally:
         if cache is not None:
             cache.close()
         model.close()
+
+
+def _probe_run(submission: Submission, plan: list, backend: CountingBackend, progress: dict) -> None:
+    """The memorisation probe of every task of the plan with a training split (not yet probed)."""
+    for config in contamination.probe_pending(submission, plan):
+        progress.update(current_task=f"memorisation probe: {config.task}", requests={"done": 0, "total": 0})
+        submission_progress(submission.pk, progress)
+        backend.reset()
+        contamination.probe_run(submission, config, backend)
 
 
 def submission_run_suite(submission_id: int) -> None:
@@ -152,9 +163,11 @@ def submission_run_suite(submission_id: int) -> None:
         "tasks": {config.task: ("finished" if config.task in finished else "waiting") for config, _ in plan},
     }
     submission_progress(submission_id, progress)
-    if progress["tasks_done"] == len(plan):
+    if progress["tasks_done"] == len(plan) and not contamination.probe_pending(submission, plan):
+        contamination.flag_check(submission_id)
         return
     _plan_run(submission, suite, plan, finished, progress)
+    contamination.flag_check(submission_id)
     _request_cache_remove(submission_id)
     progress.update(current_task=None, requests=None)
     submission_progress(submission_id, progress)

@@ -6,6 +6,14 @@ stored outputs (the old values go to :class:`ScoreHistory`). Results are keyed (
 task), (run, metric) and (run, doc_id), so a retried evaluation overwrites and never duplicates.
 """
 
+from leaderboard.models.contamination import (  # noqa: F401
+    ContaminationScan,
+    MemorisationProbe,
+    ScanKind,
+    ScanStatus,
+    ScanTaskResult,
+    TrainingDataFile,
+)
 from leaderboard.models.evaluation import (  # noqa: F401
     BenchmarkSuite,
     EvaluationRun,
@@ -26,11 +34,13 @@ from leaderboard.models.judging import (  # noqa: F401
 )
 from leaderboard.models.submissions import (  # noqa: F401
     NEEDS_BASE_MODEL,
+    REVIEW_ACTIONS,
     ModelType,
     Precision,
     Review,
     ReviewAction,
     ReviewKind,
+    ReviewTarget,
     Source,
     Submission,
     SubmissionStatus,

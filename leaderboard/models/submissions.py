@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from arena.models import LanguageModel
+from arena.models import LanguageModel, Vote, VoterFlag
 
 
 class ModelType(models.TextChoices):
@@ -147,15 +147,61 @@ class ReviewKind(models.TextChoices):
     APPROVE = "approve", "Approve"
     HIDE = "hide", "Hide"
     REJECT = "reject", "Reject"
+    CONFIRM = "confirm", "Confirm (votes excluded)"
+    DISMISS = "dismiss", "Dismiss"
+    EXCLUDE = "exclude", "Keep excluded"
+    RESTORE = "restore", "Restore (count the vote)"
+
+
+class ReviewTarget(models.TextChoices):
+    SUBMISSION = "submission", "Submission"
+    VOTER = "voter", "Flagged voter"
+    IDENTITY = "identity", "Identity-revealing answer"
+
+
+# Which actions apply to which kind of item, and which target column each kind fills.
+REVIEW_ACTIONS = {
+    ReviewTarget.SUBMISSION: (ReviewKind.FLAG, ReviewKind.APPROVE, ReviewKind.HIDE, ReviewKind.REJECT),
+    ReviewTarget.VOTER: (ReviewKind.CONFIRM, ReviewKind.DISMISS),
+    ReviewTarget.IDENTITY: (ReviewKind.EXCLUDE, ReviewKind.RESTORE),
+}
+_TARGET_FIELD = {ReviewTarget.SUBMISSION: "submission", ReviewTarget.VOTER: "voter_flag", ReviewTarget.IDENTITY: "vote"}
+
+
+def _target_matches() -> Q:
+    condition = Q()
+    for kind, actions in REVIEW_ACTIONS.items():
+        own = Q(kind=kind, action__in=[a.value for a in actions], **{f"{_TARGET_FIELD[kind]}__isnull": False})
+        for other, field in _TARGET_FIELD.items():
+            if other != kind:
+                own &= Q(**{f"{field}__isnull": True})
+        condition |= own
+    return condition
 
 
 class ReviewAction(models.Model):
-    """An admin's decision on a submission, with the required comment: the audit log."""
+    """The audit log of the one review queue: a decision, with the required comment, on a submission, a
+    flagged voter or an identity-revealing vote (``kind`` says which; exactly one target).
+
+    ``admin`` is empty only for a flag the system raised itself (a contamination check past its
+    threshold): the log shows "system" as who.
+    """
 
     Action = ReviewKind
+    Target = ReviewTarget
 
-    submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="review_actions")
-    admin = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    kind = models.CharField(max_length=16, choices=ReviewTarget.choices, default=ReviewTarget.SUBMISSION)
+    submission = models.ForeignKey(
+        Submission, on_delete=models.CASCADE, related_name="review_actions", null=True, blank=True
+    )
+    voter_flag = models.ForeignKey(
+        VoterFlag, on_delete=models.PROTECT, related_name="review_actions", null=True, blank=True
+    )
+    vote = models.ForeignKey(Vote, on_delete=models.PROTECT, related_name="review_actions", null=True, blank=True)
+    admin = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="Empty: raised by the system (a contamination check).",
+    )  # fmt: skip
     action = models.CharField(max_length=16, choices=Action.choices)
     comment = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
@@ -167,7 +213,12 @@ class ReviewAction(models.Model):
                 condition=Q(action__in=ReviewKind.values), name="reviewaction_action_valid"
             ),
             models.CheckConstraint(condition=~Q(comment=""), name="reviewaction_comment_required"),
+            models.CheckConstraint(condition=_target_matches(), name="reviewaction_one_target_of_its_kind"),
+            models.CheckConstraint(
+                condition=Q(admin__isnull=False) | Q(action=ReviewKind.FLAG), name="reviewaction_system_only_flags"
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.action} {self.submission_id} by {self.admin_id}"
+        target = self.submission_id or self.voter_flag_id or self.vote_id
+        return f"{self.action} {self.kind} {target} by {self.admin_id or 'system'}"

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from django import forms
+from django.core.exceptions import ValidationError
 
-from leaderboard.models import ReviewAction
+from leaderboard.evaluation.scans import corpus_check
+from leaderboard.models import REVIEW_ACTIONS, ReviewAction
 
-DECISIONS = [(k, v) for k, v in ReviewAction.Action.choices if k != ReviewAction.Action.FLAG]
+DECISIONS = [(a.value, a.label) for a in REVIEW_ACTIONS[ReviewAction.Target.SUBMISSION] if a != ReviewAction.Action.FLAG]
+COMMENT_REQUIRED = "A comment is required: say why (it is kept in the audit log)."
 
 
 class ReviewForm(forms.Form):
@@ -16,6 +19,20 @@ class ReviewForm(forms.Form):
         max_length=2000,
         error_messages={"required": "A comment is required: say why (it is kept in the public audit log)."},
     )
+
+
+class VoterReviewForm(forms.Form):
+    """Confirm (the voter's votes leave the next snapshot) or dismiss a flagged voter."""
+
+    action = forms.ChoiceField(choices=[(a.value, a.label) for a in REVIEW_ACTIONS[ReviewAction.Target.VOTER]])
+    comment = forms.CharField(max_length=2000, error_messages={"required": COMMENT_REQUIRED})
+
+
+class IdentityReviewForm(forms.Form):
+    """Keep an identity-revealing vote out, or restore it (it counts again)."""
+
+    action = forms.ChoiceField(choices=[(a.value, a.label) for a in REVIEW_ACTIONS[ReviewAction.Target.IDENTITY]])
+    comment = forms.CharField(max_length=2000, error_messages={"required": COMMENT_REQUIRED})
 
 
 class RescoreForm(forms.Form):
@@ -29,3 +46,17 @@ class RescoreForm(forms.Form):
     def __init__(self, *args, tasks: list[tuple[str, int]], **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["task"].choices = [(task, f"{task} ({n} runs)") for task, n in tasks]
+
+
+class ScanForm(forms.Form):
+    """An n-gram scan of a training corpus (a path the workers can read) for a submission's items."""
+
+    corpus = forms.CharField(max_length=1000, help_text="Absolute path of a .txt / .jsonl file (either gzipped) or a folder of them.")
+    n = forms.IntegerField(required=False, min_value=8, max_value=13, label="n-gram length",
+                           help_text="8 to 13 (default: LEADERBOARD_SCAN_NGRAM).")  # fmt: skip
+
+    def clean_corpus(self) -> str:
+        try:
+            return corpus_check(self.cleaned_data["corpus"])
+        except ValidationError as exc:
+            raise forms.ValidationError(exc.messages) from None

@@ -1,4 +1,5 @@
-"""Staff pages: the review queue (approve / hide / reject with a comment) and re-scoring a task.
+"""Staff pages: the one review queue (flagged submissions, flagged voters, identity-revealing answers,
+and the audit log of every decision), one submission's review, and re-scoring a task.
 
 Anonymous visitors are sent to log in; logged-in non-staff get a 404 (no one learns the page exists).
 """
@@ -10,14 +11,16 @@ from functools import wraps
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from leaderboard.evaluation import rescoring
+from leaderboard.evaluation import rescoring, scans
+from leaderboard.models import ContaminationScan
 from leaderboard.review import selectors as selectors_review
 from leaderboard.review import services
-from leaderboard.review.forms import RescoreForm, ReviewForm
+from leaderboard.review.forms import IdentityReviewForm, RescoreForm, ReviewForm, ScanForm, VoterReviewForm
 
 
 def staff_only(view):
@@ -38,12 +41,68 @@ def _row(submission, form=None, *, log=False):
     return row
 
 
+def _queue(request, *, status: int = 200, errors=(), failed: tuple[str, int] | None = None, form=None):
+    """The whole queue; after a refused decision, its errors and the form as it was sent."""
+    context = {
+        "rows": [_row(s) for s in selectors_review.submissions_flagged()],
+        "voters": selectors_review.voters_flagged(),
+        "voters_total": selectors_review.voters_flagged_count(),
+        "identity": selectors_review.identity_votes_pending(),
+        "identity_total": selectors_review.identity_votes_pending_count(),
+        "log": selectors_review.review_log(),
+        "single": False,
+        "errors": list(errors),
+        "failed": failed,
+        "failed_form": form,
+    }
+    return render(request, "leaderboard/review.html", context, status=status)
+
+
 @staff_only
 @require_http_methods(["GET"])
 def review_queue(request):
-    """``/leaderboard/review/``: flagged submissions with their reasons, oldest first."""
-    rows = [_row(s) for s in selectors_review.submissions_flagged()]
-    return render(request, "leaderboard/review.html", {"rows": rows, "single": False})
+    """``/leaderboard/review/``: everything waiting for a decision, oldest first, and the audit log."""
+    return _queue(request)
+
+
+def _decide(request, form, service, item: tuple[str, int], done: str):
+    """Validate the form, call the service; 400 for a bad form, 409 for an item already decided."""
+    if not form.is_valid():
+        errors = [f"{name}: {' '.join(msgs)}" if name != "__all__" else " ".join(msgs)
+                  for name, msgs in form.errors.items()]  # fmt: skip
+        return _queue(request, status=400, errors=errors, failed=item, form=form)
+    try:
+        service(admin=request.user, **form.cleaned_data)
+    except ValidationError as exc:
+        codes = {e.code for e in exc.error_list}
+        status = 409 if services.CONFLICT in codes else 404 if services.MISSING in codes else 400
+        return _queue(request, status=status, errors=exc.messages, failed=item, form=form)
+    messages.success(request, f"{done}: {form.cleaned_data['action']} recorded.")
+    return redirect("leaderboard:review")
+
+
+@staff_only
+@require_http_methods(["POST"])
+def review_voter(request, flag_id: int):
+    """``/leaderboard/review/voters/<id>/``: confirm or dismiss a flagged voter, with a comment."""
+    form = VoterReviewForm(request.POST)
+
+    def service(**kwargs):
+        return services.voter_review(flag_id=flag_id, **kwargs)
+
+    return _decide(request, form, service, ("voter", flag_id), f"Flagged voter #{flag_id}")
+
+
+@staff_only
+@require_http_methods(["POST"])
+def review_vote(request, vote_id: int):
+    """``/leaderboard/review/votes/<id>/``: keep an identity-revealing vote out, or restore it."""
+    form = IdentityReviewForm(request.POST)
+
+    def service(**kwargs):
+        return services.identity_review(vote_id=vote_id, **kwargs)
+
+    return _decide(request, form, service, ("vote", vote_id), f"Vote #{vote_id}")
 
 
 @staff_only
@@ -85,3 +144,21 @@ def rescore(request):
             return redirect("leaderboard:review-rescore")
     status = 400 if request.method == "POST" else 200
     return render(request, "leaderboard/rescore.html", {"form": form, "tasks": tasks}, status=status)
+
+
+@staff_only
+@require_http_methods(["GET", "POST"])
+def review_scan(request, submission_id: int):
+    """``/leaderboard/review/<id>/scan/``: point the n-gram scan at a training corpus (queued on a worker)."""
+    submission = selectors_review.submission_for_review(submission_id)
+    if submission is None:
+        raise Http404("no such submission")
+    form = ScanForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        with transaction.atomic():
+            scan = scans.scan_request(submission=submission, corpus=form.cleaned_data["corpus"], requested_by=request.user,
+                                      kind=ContaminationScan.Kind.CORPUS, n=form.cleaned_data["n"])  # fmt: skip
+        messages.success(request, f"Scan {scan.pk} of {submission.model_name} is queued.")
+        return redirect("leaderboard:review-submission", submission.pk)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "leaderboard/review_scan.html", {"submission": submission, "form": form}, status=status)

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET
 
 from common.streaming import streaming_download
 from leaderboard.query_forms import query_bad, query_empty, query_validate
+from leaderboard.runs import integrity
 from leaderboard.runs import selectors as selectors_runs
 from leaderboard.runs.exports import samples_jsonl_chunks
 
@@ -43,6 +44,7 @@ def run_protocol(request, run_id: int):
     if errors:
         return query_bad(request, "leaderboard/protocol.html", errors, run=run)
     context = selectors_runs.run_protocol(run, doc_id=form.cleaned_data["doc"])
+    context["integrity"] = integrity.submission_integrity(run.submission, staff=request.user.is_staff, task=run.task)
     return render(request, "leaderboard/protocol.html", context)
 
 

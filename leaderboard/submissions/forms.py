@@ -10,10 +10,13 @@ from django import forms
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
+from evalcore.contamination.corpus import SUFFIXES as CORPUS_SUFFIXES
 from leaderboard.models import Submission
 from leaderboard.submissions import checkpoints
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")  # the arena catalogue's name rule
+TRAINING_FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+TRAINING_FILES_MAX = 16
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -63,6 +66,11 @@ class SubmissionForm(forms.Form):
     store_path = forms.CharField(
         required=False, max_length=500, help_text="Or: a folder on the shared model store, relative to its root."
     )
+    training_data = MultipleFileField(
+        required=False, allow_empty_file=False, label="Training data (optional)",
+        help_text="Declare the training data: .txt or .jsonl files (a \"text\" field per line), either gzipped. "
+        "They are scanned for benchmark items (13-gram overlap); unreadable lines are skipped and counted.",
+    )  # fmt: skip
     precision = forms.ChoiceField(choices=Submission.Precision.choices, initial=Submission.Precision.BFLOAT16)
     model_type = forms.ChoiceField(choices=Submission.ModelType.choices)
     base_model = forms.CharField(
@@ -79,6 +87,29 @@ class SubmissionForm(forms.Form):
         self.store_folder: Path | None = None
         if not settings.LEADERBOARD_MODEL_STORE:
             del self.fields["store_path"]
+
+    def clean_training_data(self) -> list[UploadedFile]:
+        """Names and sizes only: the content is read by the scan, which skips and counts bad lines."""
+        uploads = self.cleaned_data.get("training_data") or []
+        if len(uploads) > TRAINING_FILES_MAX:
+            raise forms.ValidationError(f"At most {TRAINING_FILES_MAX} training-data files.")
+        names = set()
+        for upload in uploads:
+            name = upload.name or ""
+            if not TRAINING_FILE_NAME.match(name) or not name.endswith(CORPUS_SUFFIXES):
+                raise forms.ValidationError(
+                    f"Training-data file {name[:100]!r}: name it with letters, digits and . _ - ending in "
+                    f"{', '.join(CORPUS_SUFFIXES)}."
+                )
+            if name in names:
+                raise forms.ValidationError(f"Training-data file {name!r} is given twice.")
+            names.add(name)
+        total = sum(u.size for u in uploads)
+        if total > settings.LEADERBOARD_TRAINING_DATA_MAX_BYTES:
+            raise forms.ValidationError(
+                f"The training data is {total} bytes; the limit is {settings.LEADERBOARD_TRAINING_DATA_MAX_BYTES}."
+            )
+        return uploads
 
     def clean_base_model(self) -> str:
         return self.cleaned_data["base_model"].strip()

@@ -7,6 +7,7 @@ limit, names, duplicate weights), copies and hashes the files, and only then enq
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
 from datetime import timedelta
@@ -24,7 +25,8 @@ from django.utils.html import format_html
 from arena.catalogue_services import model_register
 from arena.models import LanguageModel
 from leaderboard import dispatch
-from leaderboard.models import Submission
+from leaderboard.evaluation.scans import scan_request, training_data_folder
+from leaderboard.models import ContaminationScan, Submission, TrainingDataFile
 from leaderboard.submissions import checkpoint_io, checkpoints
 
 log = logging.getLogger(__name__)
@@ -114,6 +116,30 @@ def _review_flag(submission: Submission) -> None:
             submission.review_state = Submission.Review.FLAGGED
 
 
+def _training_data_store(submission: Submission, uploads: list) -> Path | None:
+    """Copy the declared training-data files beside the submission, record them, and request their scan.
+
+    Returns the folder (to remove if the submission is not stored after all), or None without files.
+    """
+    if not uploads:
+        return None
+    folder = training_data_folder(submission.pk)
+    checkpoint_io.remove_tree(folder)  # left by a crash before a rolled-back insert
+    folder.mkdir(parents=True)
+    for upload in uploads:
+        digest = hashlib.sha256()
+        size = 0
+        with open(folder / upload.name, "xb") as out:
+            for chunk in upload.chunks():
+                digest.update(chunk)
+                size += len(chunk)
+                out.write(chunk)
+        TrainingDataFile.objects.create(submission=submission, name=upload.name, path=str(folder / upload.name),
+                                        size=size, sha256=digest.hexdigest())  # fmt: skip
+    scan_request(submission=submission, corpus=str(folder), kind=ContaminationScan.Kind.DECLARED)
+    return folder
+
+
 def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFile],
                       report: checkpoints.CheckpointReport, store_folder: Path | None = None) -> Submission:  # fmt: skip
     """Store a checked checkpoint as a PENDING submission and enqueue its evaluation.
@@ -127,7 +153,7 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
     name = data["model_name"].strip()
     _rate_limit_check(owner)
     _name_check(owner, name)
-    staging = final = None
+    staging = final = training = None
     if store_folder is None:
         staging = Path(settings.LEADERBOARD_SUBMISSIONS_DIR) / ".incoming" / uuid.uuid4().hex
     try:
@@ -169,9 +195,11 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
                 staging.rename(final)
                 submission.storage_path = str(final)
                 submission.save(update_fields=["storage_path"])
+            training = training_data_folder(submission.pk)
+            _training_data_store(submission, data.get("training_data") or [])
             submission_enqueue(submission)
     except BaseException:
-        for folder in (staging, final):
+        for folder in (staging, final, training):
             if folder is not None:
                 checkpoint_io.remove_tree(folder)
         raise

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from leaderboard.models import Submission
 from leaderboard.review import selectors as selectors_review
+from leaderboard.runs import integrity
 from leaderboard.submissions import selectors, services
 from leaderboard.submissions.forms import SubmissionForm
 from leaderboard.submissions.uploads import SizeLimitHandler
@@ -118,5 +119,6 @@ def submission_detail(request, public_id: str):
     if submission is None:
         raise Http404("no such submission")
     context = {"submission": submission, "results": selectors.submission_results(submission),
-               "review_log": selectors_review.submission_review_log(submission, with_admins=request.user.is_staff)}  # fmt: skip
+               "review_log": selectors_review.submission_review_log(submission, with_admins=request.user.is_staff),
+               "integrity": integrity.submission_integrity(submission, staff=request.user.is_staff)}  # fmt: skip
     return render(request, "leaderboard/submission.html", context)

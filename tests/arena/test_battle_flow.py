@@ -46,6 +46,13 @@ def arena_models(db, smollm2_dir, settings):
     return greedy, sampled
 
 
+def voter() -> Client:
+    """A browser that opened /arena/ first, as the page does: it holds the arena session."""
+    client = Client()
+    assert client.get("/arena/").status_code == 200
+    return client
+
+
 def start(client: Client, prompt="What is the capital of France?"):
     return client.post("/arena/battles/", {"prompt": prompt})
 
@@ -107,7 +114,7 @@ def test_a_failing_side_marks_the_battle_and_does_not_block_the_other(arena_mode
 
 
 def test_vote_needs_finished_answers_and_a_known_winner(arena_models):
-    client = Client()
+    client = voter()
     public_id = start(client).json()["battle"]
     early = client.post(f"/arena/battles/{public_id}/vote/", {"winner": "model_a"})
     assert early.status_code == 409 and "finished answering" in early.json()["error"]
@@ -117,7 +124,7 @@ def test_vote_needs_finished_answers_and_a_known_winner(arena_models):
 
 
 def test_someone_elses_battle_is_not_found(arena_models):
-    owner, stranger = Client(), Client()
+    owner, stranger = voter(), voter()
     public_id = start(owner).json()["battle"]
     finish_turn(Battle.objects.get(public_id=public_id))
     assert stranger.get(f"/arena/battles/{public_id}/").status_code == 404
@@ -128,7 +135,7 @@ def test_someone_elses_battle_is_not_found(arena_models):
 
 def test_multi_turn_history_and_turn_limit(arena_models, settings):
     settings.ARENA_MAX_TURNS = 2
-    client = Client()
+    client = voter()
     public_id = start(client, "First question").json()["battle"]
     battle = Battle.objects.get(public_id=public_id)
     busy = client.post(f"/arena/battles/{public_id}/turns/", {"prompt": "too soon"})
@@ -150,7 +157,7 @@ def test_multi_turn_history_and_turn_limit(arena_models, settings):
 
 
 def test_an_answer_naming_a_model_is_kept_but_not_rated(arena_models):
-    client = Client()
+    client = voter()
     public_id = start(client).json()["battle"]
     finish_turn(Battle.objects.get(public_id=public_id), text_a="I am SmolLM2-Greedy, made by a lab.")
     result = client.post(f"/arena/battles/{public_id}/vote/", {"winner": "model_a"}).json()
@@ -163,7 +170,7 @@ def test_an_answer_naming_a_model_is_kept_but_not_rated(arena_models):
     [("", 400, "Type a prompt"), ("   \n ", 400, "Type a prompt"), ("x" * 4001, 400, "too long")],
 )
 def test_bad_prompts(arena_models, prompt, status, message):
-    response = start(Client(), prompt)
+    response = start(voter(), prompt)
     assert response.status_code == status and message in response.json()["error"]
     assert Battle.objects.count() == 0
 
@@ -175,13 +182,13 @@ def test_csrf_is_required():
 
 @pytest.mark.django_db
 def test_arena_closed_without_two_models():
-    response = start(Client())
+    response = start(voter())
     assert response.status_code == 503 and "not open" in response.json()["error"]
 
 
 def test_rate_limits_answer_429_with_retry_after(arena_models, settings):
     settings.ARENA_BATTLES_PER_MINUTE = 2
-    client = Client()
+    client = voter()
     assert start(client).status_code == 201
     assert start(client).status_code == 201
     refused = start(client)
@@ -192,7 +199,7 @@ def test_rate_limits_answer_429_with_retry_after(arena_models, settings):
 
 
 def test_state_before_the_vote_has_no_names(arena_models):
-    client = Client()
+    client = voter()
     public_id = start(client).json()["battle"]
     battle = Battle.objects.get(public_id=public_id)
     finish_turn(battle)
@@ -244,7 +251,7 @@ def test_vote_with_redis_sessions_and_limits_survives_a_cache_flush(arena_models
     }  # fmt: skip
     settings.SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
     settings.ARENA_VOTES_PER_MINUTE = 1
-    client = Client()
+    client = voter()
     client.get("/arena/")
     public_id = start(client).json()["battle"]
     finish_turn(Battle.objects.get(public_id=public_id))

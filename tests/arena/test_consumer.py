@@ -79,6 +79,9 @@ def test_no_session_and_other_voters_are_refused():
         anonymous = communicator(public_id, None)
         connected, code = await anonymous.connect(timeout=60)
         assert not connected and code == 4403
+        forged = communicator(public_id, "sessionid=" + "f" * 32)
+        connected, code = await forged.connect(timeout=60)
+        assert not connected and code == 4403
         other = communicator(public_id, cookie_of(stranger))
         connected, code = await other.connect(timeout=60)
         assert not connected and code == 4404

@@ -10,6 +10,7 @@ from arena import selectors
 from arena.models import RatingSnapshot, Vote
 from arena.ratings import FALLBACK_PRIOR, LONG_PROMPT_TOKENS, snapshots_refit, style_rounds
 from evalcore.ratings import aggregate, battles_from_arrays, bootstrap_bradley_terry
+from evalcore.ratings.provisional import mark_provisional
 from tests.arena.vote_data import votes_create
 
 pytestmark = pytest.mark.django_db
@@ -67,13 +68,16 @@ def test_bt_snapshot_equals_evalcore_on_the_same_votes():
     battles = battles_from_arrays(
         [v.model_a.name for v in votes], [v.model_b.name for v in votes], [v.winner for v in votes]
     )
-    expected = bootstrap_bradley_terry(aggregate(battles), rounds=ROUNDS, rng=np.random.default_rng(5))
+    counts = aggregate(battles)
+    expected = bootstrap_bradley_terry(counts, rounds=ROUNDS, rng=np.random.default_rng(5))
+    # ~200 votes each: provisional under the default threshold of 300, with the same widening.
+    expected = mark_provisional(expected, counts, min_battles=300)
     rows = {r["model"]: r for r in latest("bt").rows}
     for want in expected.to_rows():
         got = rows[want["model"]]
         for key in ("rating", "ci_low", "ci_high"):
             assert got[key] == pytest.approx(want[key], abs=1e-9)
-        assert got["rank_ub"] == want["rank_ub"]
+        assert got["rank_ub"] == want["rank_ub"] and got["provisional"] is want["provisional"] is True
 
 
 def test_close_models_are_marked_statistically_tied():

@@ -32,12 +32,19 @@ def test_packed_read_equals_the_orm_read(odd_votes, monkeypatch):
         pytest.fail("this compares the PostgreSQL path: run the suite with `make test`")
     monkeypatch.setattr(vote_columns, "CHUNK_IDS", 7)  # many chunks, some of them empty
     _, code_of = selectors._names_table()
-    fast = vote_columns.read_postgresql(connection, code_of)
-    slow = selectors._read_orm(code_of)
+    fast = vote_columns.read_postgresql(connection, code_of, voters=True)
+    slow = selectors._read_orm(code_of, voters=True)
     assert len(fast["a"]) == len(odd_votes) - 1
     for name in ("a", "b", "outcome", "turn_count", "prompt_tokens", "style_a", "style_b"):
         np.testing.assert_array_equal(fast[name], slow[name], err_msg=name)
     assert list(fast["language"]) == list(slow["language"])
+    # Codes may be numbered differently; they must split the votes the same way, and name the same voters.
+    for name in ("prompt_code", "session_code", "ip_code"):
+        pairs = set(zip(fast[name].tolist(), slow[name].tolist()))
+        assert len(pairs) == len(set(fast[name].tolist())) == len(set(slow[name].tolist())), name
+    assert [fast["session_hashes"][k] for k in fast["session_code"]] == [
+        slow["session_hashes"][k] for k in slow["session_code"]
+    ]
     np.testing.assert_allclose(fast["tstamp"], slow["tstamp"], rtol=0, atol=1e-6)
     assert fast["style_a"][0].tolist() == [10.0, 0.0, 3.0, 1.0]
     assert fast["style_a"][1].tolist() == [0.0, 2.0, 0.0, 0.0]

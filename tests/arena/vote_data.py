@@ -103,3 +103,26 @@ def votes_create(
                 )
         Turn.objects.bulk_create(turns)
     return votes
+
+
+def votes_from_rows(rows: list[tuple[str, str, str, str, str]], *, start: datetime = T0, prompt: str = "") -> list[Vote]:
+    """Counted votes from ``(model_a, model_b, winner, session_hash, ip_hash)`` rows, one second apart;
+    ``prompt`` (when given) is every vote's prompt hash, else each vote gets its own."""
+    models = catalogue(*sorted({r[0] for r in rows} | {r[1] for r in rows}))
+    battles, votes = [], []
+    for k, (a, b, winner, session, ip) in enumerate(rows):
+        battles.append(Battle(public_id=uuid.uuid4(), model_a=models[a], model_b=models[b],
+                              status=Battle.Status.VOTED, session_hash=session, ip_hash=ip))  # fmt: skip
+        votes.append(
+            Vote(model_a=models[a], model_b=models[b], winner=winner, model_a_position="left", turn_count=1,
+                 battle_started_at=start, language="en", prompt_tokens=10, session_hash=session, ip_hash=ip,
+                 prompt_hash=prompt or f"{start.timestamp():.0f}-{k}", style_a={}, style_b={})  # fmt: skip
+        )
+    Battle.objects.bulk_create(battles)
+    for battle, vote in zip(battles, votes):
+        vote.battle = battle
+    Vote.objects.bulk_create(votes)
+    for k, vote in enumerate(votes):
+        vote.created_at = start + timedelta(seconds=k)
+    Vote.objects.bulk_update(votes, ["created_at"], batch_size=1000)
+    return votes

@@ -123,7 +123,9 @@ def arena_snapshot(ratings: dict[str, tuple[float, float, float]]) -> RatingSnap
         }
         for i, (m, (r, lo, hi)) in enumerate(sorted(ratings.items(), key=lambda kv: -kv[1][0]))
     ]
-    return RatingSnapshot.objects.create(method="bt", category="overall", vote_count=500, rows=rows)
+    return RatingSnapshot.objects.create(
+        method="bt", category="overall", vote_count=500, rows=rows, last_vote_at=timezone.now()
+    )  # made now, covering every earlier vote: it publishes the battles of those votes
 
 
 def pattern(n: int, right: int, *, offset: int = 0) -> list[bool]:

@@ -30,4 +30,5 @@ def submissions_dir(tmp_path, settings) -> Path:
     folder = tmp_path / "submissions"
     settings.LEADERBOARD_SUBMISSIONS_DIR = folder
     settings.LEADERBOARD_REQUEST_CACHE_DIR = tmp_path / "request-cache"
+    settings.LEADERBOARD_TRAINING_DATA_DIR = tmp_path / "training-data"
     return folder

@@ -20,7 +20,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection, transaction
 
 from leaderboard.evaluation.suites import suite_current
-from leaderboard.models import EvaluationRun, SampleRecord, Score, Submission
+from leaderboard.models import EvaluationRun, MemorisationProbe, SampleRecord, Score, Submission
 from tests.conftest import clean_env, database_url_of
 from tests.leaderboard.polling import wait_for_row
 from tests.leaderboard.worker_settings import LEADERBOARD_SUITE_TASKS
@@ -108,5 +108,7 @@ def test_killed_worker_is_replaced_and_the_run_completes_once(client, tiny_dir, 
     assert sorted(runs.values_list("task", flat=True)) == ["gsm8k", "mmlu_cloze_abstract_algebra"]
     assert SampleRecord.objects.filter(run__submission=done).count() == 4 + 8
     assert Score.objects.filter(run__task="gsm8k").count() == 2  # strict-match and flexible-extract
+    probe = MemorisationProbe.objects.get(submission=done)  # gsm8k has a train split: probed after the suite
+    assert (probe.task, probe.summary["test"]["n"], probe.summary["train"]["n"]) == ("gsm8k", 4, 4)
     log = processes.log_of(second)
     assert "task gsm8k" in log and "task mmlu_cloze_abstract_algebra" not in log  # resumed, not redone

@@ -10,3 +10,4 @@ LEADERBOARD_SUITE_TASKS = [
 ]
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 5, "unacked_restore_interval": 1}
 LEADERBOARD_HEARTBEAT_STALE_S = 2  # the killed worker falls silent: its redelivered task takes over
+LEADERBOARD_PROBE_LIMIT = 4  # the memorisation probe of gsm8k: 4 test and 4 train items

@@ -15,7 +15,7 @@ import pytest
 from evalcore.cli import main
 from evalcore.ratings import aggregate, simulate_battles, write_battles_csv, write_pair_counts
 
-COLUMNS = ["model", "rating", "ci_low", "ci_high", "rank", "rank_ub", "battles"]
+COLUMNS = ["model", "rating", "ci_low", "ci_high", "rank", "rank_ub", "battles", "provisional"]
 
 
 @pytest.fixture(scope="module")

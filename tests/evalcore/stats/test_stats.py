@@ -144,3 +144,29 @@ def test_wilson_bounds_are_exact_at_zero_and_one():
         every = mean_interval(np.ones(n), method="wilson")
         assert none.ci_low == 0.0 and 0 < none.ci_high < 1
         assert every.ci_high == 1.0 and 0 < every.ci_low < 1
+
+
+def test_subset_difference_matches_a_plain_bootstrap_loop():
+    """``mean(x[keep]) - mean(x)`` resampled item by item, against a loop over the same draws."""
+    from evalcore.stats import subset_difference
+
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 2, size=40).astype(float)
+    keep = rng.random(40) < 0.7
+    result = subset_difference(x, keep, rng=np.random.default_rng(11), rounds=300)
+    draws, reference = np.random.default_rng(11), []
+    while len(reference) < 300:
+        w = draws.multinomial(40, np.full(40, 1 / 40), size=300 - len(reference))
+        for row in w:
+            if row @ keep > 0 and len(reference) < 300:
+                reference.append((row @ (x * keep)) / (row @ keep) - (row @ x) / 40)
+    lo, hi = np.quantile(reference, [0.025, 0.975])
+    assert result.difference == pytest.approx(x[keep].mean() - x.mean(), abs=1e-12)
+    assert (result.ci_low, result.ci_high) == (pytest.approx(lo, abs=1e-12), pytest.approx(hi, abs=1e-12))
+    assert result.n == 40 and result.rounds == 300
+    same = subset_difference(x, np.ones(40, bool), rng=np.random.default_rng(0), rounds=50)
+    assert (same.difference, same.ci_low, same.ci_high) == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="no item"):
+        subset_difference(x, np.zeros(40, bool), rng=rng)
+    with pytest.raises(ValueError, match="one flag per value"):
+        subset_difference(x, keep[:5], rng=rng)

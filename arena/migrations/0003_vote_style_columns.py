@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('arena', '0001_initial'),
+        ('arena', '0002_catalogue_identity_voter_flags'),
     ]
 
     operations = [
