@@ -50,13 +50,21 @@ def admin_url() -> str:
     return os.environ.get("SCALE_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
-def database_create() -> str:
+def database_create(reuse: bool) -> tuple[str, bool]:
+    """The bench database's URL, and whether it already holds the bench's models (``--reuse``)."""
     import psycopg
 
+    url = admin_url().rsplit("/", 1)[0] + "/" + DB_NAME
     with psycopg.connect(admin_url(), autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DB_NAME]).fetchone()
+        if reuse and exists:
+            with psycopg.connect(url) as bench_db:
+                seeded = bench_db.execute("SELECT to_regclass('scale_strength') IS NOT NULL").fetchone()[0]
+            if seeded:
+                return url, True
         conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
         conn.execute(f"CREATE DATABASE {DB_NAME}")
-    return admin_url().rsplit("/", 1)[0] + "/" + DB_NAME
+    return url, False
 
 
 def rss_peak_of(pid: int) -> float:
@@ -210,12 +218,14 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=300.0)
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--chart", action="store_true", help="write docs/scale.html")
+    parser.add_argument("--reuse", action="store_true", help="keep the votes of an earlier run and add to them")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     if not sizes or sizes[0] < 1000 or sizes[-1] > 20_000_000 or not 2 <= args.models <= 1000:
         raise SystemExit("sizes between 1,000 and 20,000,000 votes; 2 to 1,000 models")
     OUT.mkdir(exist_ok=True)
-    env = arena_load.server_env(database_create(), arena_load.redis_url())
+    url, seeded = database_create(args.reuse)
+    env = arena_load.server_env(url, arena_load.redis_url())
     os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "SECURE_SSL", "DEBUG",
                                             "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "PODIUM_VAR_DIR")})  # fmt: skip
     import django
@@ -226,13 +236,18 @@ def main() -> int:
 
     call_command("migrate", verbosity=0)
     report: dict = {"args": vars(args), "cores": os.cpu_count(), "sizes": []}
+    if not seeded:
+        with connection.cursor() as cursor:
+            scale_data.models_create(cursor, args.models)
+        began = time.monotonic()
+        scale_data.submissions_create(args.submissions)
+        report["submissions_seed_s"] = round(time.monotonic() - began, 1)
     with connection.cursor() as cursor:
-        scale_data.models_create(cursor, args.models)
-    began = time.monotonic()
-    scale_data.submissions_create(args.submissions)
-    report["submissions_seed_s"] = round(time.monotonic() - began, 1)
-    have = 0
+        cursor.execute("SELECT count(*) FROM arena_battle WHERE ip_hash <> 'scale'")
+        have = cursor.fetchone()[0]
     for size in sizes:
+        if size < have:
+            raise SystemExit(f"the database already holds {have:,} votes, more than {size:,}: drop --reuse")
         with connection.cursor() as cursor:
             report.setdefault("generation_s", {})[size] = round(
                 scale_data.votes_add(cursor, start=have, stop=size, n_models=args.models), 1
