@@ -5,23 +5,29 @@ from django.db import migrations, models
 from evalcore.ratings.prompts import prompt_key
 
 
+BATCH = 2000
+
+
 def backfill_prompt_hash(apps, schema_editor):
-    """Votes cast before prompt hashes existed get theirs from their battle's turns."""
+    """Votes cast before prompt hashes existed get theirs from their battle's turns: one query for the
+    turns of each batch of votes (10M votes would otherwise cost 10M queries), and only votes whose
+    battles have turns are read at all."""
     Vote = apps.get_model("arena", "Vote")
     Turn = apps.get_model("arena", "Turn")
-    batch = []
-    for vote in Vote.objects.filter(prompt_hash="").only("id", "battle_id").iterator(chunk_size=2000):
-        prompts = list(
-            Turn.objects.filter(battle_id=vote.battle_id).order_by("index").values_list("prompt", flat=True)
-        )
-        vote.prompt_hash = prompt_key(prompts)
-        if vote.prompt_hash:
-            batch.append(vote)
-        if len(batch) >= 1000:
-            Vote.objects.bulk_update(batch, ["prompt_hash"])
-            batch = []
-    if batch:
-        Vote.objects.bulk_update(batch, ["prompt_hash"])
+    with_turns = Turn.objects.values("battle_id")
+    pending = Vote.objects.filter(prompt_hash="", battle_id__in=with_turns).order_by("id").values_list("id", "battle_id")
+    last = 0
+    while True:
+        votes = list(pending.filter(id__gt=last)[:BATCH])
+        if not votes:
+            return
+        last = votes[-1][0]
+        prompts: dict[int, list[str]] = {}
+        rows = Turn.objects.filter(battle_id__in=[battle for _, battle in votes]).order_by("battle_id", "index")
+        for battle_id, prompt in rows.values_list("battle_id", "prompt"):
+            prompts.setdefault(battle_id, []).append(prompt)
+        batch = [Vote(id=vote_id, prompt_hash=prompt_key(prompts.get(battle_id, []))) for vote_id, battle_id in votes]
+        Vote.objects.bulk_update([vote for vote in batch if vote.prompt_hash], ["prompt_hash"])
 
 
 class Migration(migrations.Migration):
