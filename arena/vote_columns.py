@@ -32,7 +32,7 @@ FIELDS = [
     # The style counts' numeric columns, generated and stored by the database (arena.models.StyleCount).
     *((f"style_a{k}", f"v.style_a_{key}", "float8send", ">f8") for k, key in enumerate(STYLE_KEYS)),
     *((f"style_b{k}", f"v.style_b_{key}", "float8send", ">f8") for k, key in enumerate(STYLE_KEYS)),
-    ("has_prompt", "(v.prompt_hash <> '')::int2", "int2send", ">i2"),
+    ("has_prompt", "(CASE WHEN v.prompt_hash <> '' THEN 1 ELSE 0 END)::int2", "int2send", ">i2"),
     ("prompt", "hashtextextended(v.prompt_hash, 0)", "int8send", ">i8"),
 ]
 # Voters' session and IP hashes, when asked for: 64-bit hashes of the stored hashes, mapped back below.

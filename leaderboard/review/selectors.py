@@ -110,7 +110,7 @@ def review_log(limit: int = LOG_LIMIT) -> list[dict]:
     )
     return [
         {
-            "created_at": row.created_at, "admin": row.admin.get_username(), "kind": row.get_kind_display(),
+            "created_at": row.created_at, "admin": row.admin.get_username() if row.admin else "system", "kind": row.get_kind_display(),
             "target": _target(row), "action": row.get_action_display(), "comment": row.comment,
         }
         for row in rows
