@@ -243,8 +243,12 @@ def main() -> int:
         scale_data.submissions_create(args.submissions)
         report["submissions_seed_s"] = round(time.monotonic() - began, 1)
     with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM leaderboard_submission")
+        submissions = cursor.fetchone()[0]
         cursor.execute("SELECT count(*) FROM arena_battle WHERE ip_hash <> 'scale'")
         have = cursor.fetchone()[0]
+    if submissions < args.submissions:  # a reused database made with fewer
+        scale_data.submissions_create(args.submissions - submissions, start=submissions)
     for size in sizes:
         if size < have:
             raise SystemExit(f"the database already holds {have:,} votes, more than {size:,}: drop --reuse")

@@ -100,7 +100,7 @@ def votes_add(cursor, *, start: int, stop: int, n_models: int, progress=print) -
     return time.monotonic() - began
 
 
-def submissions_create(n: int, *, seed: int = 1) -> None:
+def submissions_create(n: int, *, seed: int = 1, start: int = 0) -> None:
     """``n`` finished submissions, each with a gsm8k run and its two scores (through the ORM, in bulk)."""
     from django.contrib.auth import get_user_model
 
@@ -108,15 +108,17 @@ def submissions_create(n: int, *, seed: int = 1) -> None:
     from leaderboard.models import BenchmarkSuite, EvaluationRun, Score, Submission
 
     rng = np.random.default_rng(seed)
+    users = get_user_model().objects
     owners = [
-        get_user_model().objects.create_user(f"owner{k}@scale.example", f"owner{k}@scale.example", "x-long-pass-42")
+        users.filter(username=f"owner{k}@scale.example").first()
+        or users.create_user(f"owner{k}@scale.example", f"owner{k}@scale.example", "x-long-pass-42")
         for k in range(50)
     ]
     suite, _ = BenchmarkSuite.objects.get_or_create(
         name="podium", version=1, defaults={"tasks": [{"task": "gsm8k"}], "tasks_sha256": "0" * 64}
     )
     models = LanguageModel.objects.bulk_create(
-        [LanguageModel(name=f"org{k % 700}/model-{k:05d}") for k in range(n)], batch_size=5000
+        [LanguageModel(name=f"org{k % 700}/model-{k:05d}") for k in range(start, start + n)], batch_size=5000
     )
     subs = Submission.objects.bulk_create(
         [
@@ -126,7 +128,7 @@ def submissions_create(n: int, *, seed: int = 1) -> None:
                 weight_sha256=hashlib.sha256(m.name.encode()).hexdigest(), parameter_count=int(1e8 + k * 1e6),
                 total_bytes=int(2e8 + k * 2e6), storage_path=f"/scale/{k}", status="FINISHED",
             )  # fmt: skip
-            for k, m in enumerate(models)
+            for k, m in enumerate(models, start=start)
         ],
         batch_size=5000,
     )
