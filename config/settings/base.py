@@ -198,6 +198,16 @@ try:
             "task": "arena.tasks.ratings_refit",
             "schedule": float(config_env.integer("PODIUM_REFIT_INTERVAL_S", default=600, minimum=1)),
         },
+        # Battle sides no worker answered (a worker killed mid-generation): failed, never "answering" forever.
+        "arena-sides-reap": {
+            "task": "arena.tasks.sides_reap",
+            "schedule": float(config_env.integer("PODIUM_REAP_INTERVAL_S", default=60, minimum=1)),
+        },
+        # Submissions stored while the broker was down: sent once it is back (the outbox).
+        "submissions-dispatch-pending": {
+            "task": "leaderboard.tasks.submissions_dispatch_pending",
+            "schedule": float(config_env.integer("PODIUM_OUTBOX_INTERVAL_S", default=60, minimum=1)),
+        },
     }
 except ConfigError as error:
     fail(error)
@@ -210,6 +220,12 @@ ARENA_NEW_MODEL_VOTES = 300  # a model with fewer votes than this is sampled mor
 ARENA_NEW_MODEL_BOOST = 3.0  # ...by this factor
 ARENA_GENERATION_TIMEOUT_S = 180
 ARENA_RATE_WINDOW_S = 60
+try:
+    # A side still pending or streaming this long after its turn began has lost its worker (the task's
+    # hard limit is ARENA_GENERATION_TIMEOUT_S + 90): the reaper (arena.tasks.sides_reap) fails it.
+    ARENA_SIDE_STALE_S = config_env.integer("ARENA_SIDE_STALE_S", default=ARENA_GENERATION_TIMEOUT_S + 120, minimum=1)
+except ConfigError as error:
+    fail(error)
 
 # Caches hold rate-limit counters and the refit debounce: Redis when configured, else per process.
 # With Redis, sessions are read from the cache and written through to the database (a vote costs one
@@ -301,6 +317,11 @@ except ConfigError as error:
 LEADERBOARD_TASK_PATHS: list[str] = []  # extra task folders (evalcore include paths)
 LEADERBOARD_SUBMISSIONS_DIR = MEDIA_ROOT / "submissions"
 LEADERBOARD_REQUEST_CACHE_DIR = VAR_DIR / "request-cache"  # model answers of running submissions (worker-local)
+try:
+    # The outbox leaves a submission this long to the web process that stored it before sending it itself.
+    LEADERBOARD_OUTBOX_GRACE_S = config_env.integer("LEADERBOARD_OUTBOX_GRACE_S", default=30, minimum=0)
+except ConfigError as error:
+    fail(error)
 LEADERBOARD_HEARTBEAT_STALE_S = 600  # a RUNNING submission silent this long is taken over by a redelivered task
 DATA_UPLOAD_MAX_NUMBER_FILES = LEADERBOARD_MAX_FILES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024  # anything larger goes to a temporary file, never to memory
