@@ -193,6 +193,8 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Periodic work (celery beat), named here because settings sit above every app; the tasks declare
 # their own queues. The debounced refit after each vote is arena.dispatch's; this one catches up.
 try:
+    _reap_interval_s = float(config_env.integer("PODIUM_REAP_INTERVAL_S", default=60, minimum=1))
+    _outbox_interval_s = float(config_env.integer("PODIUM_OUTBOX_INTERVAL_S", default=60, minimum=1))
     CELERY_BEAT_SCHEDULE = {
         "ratings-refit": {
             "task": "arena.tasks.ratings_refit",
@@ -201,12 +203,14 @@ try:
         # Battle sides no worker answered (a worker killed mid-generation): failed, never "answering" forever.
         "arena-sides-reap": {
             "task": "arena.tasks.sides_reap",
-            "schedule": float(config_env.integer("PODIUM_REAP_INTERVAL_S", default=60, minimum=1)),
+            "schedule": _reap_interval_s,
+            "options": {"expires": _reap_interval_s},  # one waiting behind a busy worker is enough
         },
         # Submissions stored while the broker was down: sent once it is back (the outbox).
         "submissions-dispatch-pending": {
             "task": "leaderboard.tasks.submissions_dispatch_pending",
-            "schedule": float(config_env.integer("PODIUM_OUTBOX_INTERVAL_S", default=60, minimum=1)),
+            "schedule": _outbox_interval_s,
+            "options": {"expires": _outbox_interval_s},
         },
     }
 except ConfigError as error:
