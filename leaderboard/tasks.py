@@ -88,7 +88,7 @@ def submission_evaluate(self, submission_id: int) -> str:
     except Exception as exc:  # noqa: BLE001 - every failure becomes the submission's reason
         lines = tail.text()
         log.exception("submission %s failed", submission_id)
-        reason = f"{type(exc).__name__}: {exc}"
+        reason = lifecycle.failure_reason(exc)
         trace = "".join(traceback.format_exception(exc))[-3000:]
         log_tail = redact_paths(f"{lines}\n{trace}".strip())
         lifecycle.submission_fail(submission_id, reason=redact_paths(reason), log_tail=log_tail)
