@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -10,6 +13,31 @@ import pytest
 from arena.models import LanguageModel
 from tests.faults.servers import PrivatePostgres, PrivateRedis
 from tests.leaderboard.conftest import tiny_dir  # noqa: F401 - the tiny real checkpoint, for submissions
+
+
+def wait_until(condition, *, timeout: float, what: str) -> None:
+    """Poll ``condition()`` every 0.1 s; an AssertionError naming ``what`` after ``timeout`` seconds."""
+    for _ in range(int(timeout * 10)):
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def kill_all(processes) -> None:
+    """SIGKILL every process a test started (and their children): throwaway servers and workers need
+    no graceful shutdown, which costs seconds each on a busy machine."""
+    for process, _ in processes.processes:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+@pytest.fixture(autouse=True)
+def quick_stop(processes):
+    yield
+    kill_all(processes)
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from websockets.sync.client import connect as ws_connect
 from arena import services
 from arena.models import Battle, Turn, Vote
 from tests.conftest import clean_env, database_url_of
-from tests.faults.conftest import arena_models
+from tests.faults.conftest import arena_models, wait_until
 from tests.leaderboard.polling import wait_for_row
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -33,6 +33,7 @@ class Socket:
     def __init__(self, port: int, public_id: str, cookies: str):
         self.ws = ws_connect(f"ws://127.0.0.1:{port}/ws/arena/battles/{public_id}/",
                              origin=f"http://127.0.0.1:{port}", additional_headers={"Cookie": cookies})  # fmt: skip
+        self.ws.__enter__()  # a context manager held across the test; close() leaves it
         self.events: list[dict] = []
         self.closed = threading.Event()
         self.thread = threading.Thread(target=self._read, daemon=True)
@@ -73,7 +74,7 @@ def test_redis_killed_mid_battle(smollm2_dir, private_redis, start_worker, start
     env = clean_env(
         DJANGO_SETTINGS_MODULE="config.settings.dev", DATABASE_URL=database_url_of(connection),
         REDIS_URL=private_redis.url, PODIUM_MODELS_DIR=str(smollm2_dir.parent), PODIUM_VAR_DIR=str(tmp_path / "var"),
-        DEBUG="false", SECRET_KEY="faults-test-secret-key", ARENA_SIDE_STALE_S="30", PODIUM_REAP_INTERVAL_S="1",
+        DEBUG="false", SECRET_KEY="faults-test-secret-key", ARENA_SIDE_STALE_S="20", PODIUM_REAP_INTERVAL_S="1",
     )  # fmt: skip
     port = start_asgi_server(env=env)
     voter = browser_at(f"http://127.0.0.1:{port}")
@@ -90,11 +91,12 @@ def test_redis_killed_mid_battle(smollm2_dir, private_redis, start_worker, start
     first_id = first.json()["battle"]
     for side in ("a", "b"):  # answered already: this battle waits only for its vote
         services.turn_side_finish(Turn.objects.get(battle__public_id=first_id).pk, side, "Paris.")
+    worker = start_worker(env=env, queues="generate,default", name="worker", beat_schedule=tmp_path / "beat")
+    wait_until(lambda: " ready." in processes.log_of(worker), timeout=120, what="the worker to start")
     second = post("/arena/battles/", {"prompt": "Count from 1 to 300, one number per line."})
     assert second.status_code == 201, second.text
     second_id = second.json()["battle"]
     turn = Turn.objects.get(battle__public_id=second_id)
-    worker = start_worker(env=env, queues="generate,default", name="worker", beat_schedule=tmp_path / "beat")
     cookies = "; ".join(f"{k}={v}" for k, v in voter.http.cookies.items())
     socket = Socket(port, second_id, cookies)
     wait_for_row(lambda: Turn.objects.get(pk=turn.pk),

@@ -24,7 +24,7 @@ from django.test import Client
 from arena.models import Battle, Turn, Vote
 from leaderboard.models import SampleRecord, Submission
 from tests.conftest import clean_env, database_url_of
-from tests.faults.conftest import Browser, arena_models
+from tests.faults.conftest import Browser, arena_models, kill_all
 from tests.leaderboard.conftest import tiny_dir  # noqa: F401 - the tiny real checkpoint
 from tests.leaderboard.polling import wait_for_row
 
@@ -113,3 +113,4 @@ def test_a_battle_and_an_evaluation_through_rabbitmq(rabbitmq_url, smollm2_dir, 
     assert generate in arena_log and evaluate not in arena_log
     assert evaluate in gpu_log and generate not in gpu_log
     assert "Connected to amqp://" in arena_log and "Connected to amqp://" in gpu_log
+    kill_all(processes)
