@@ -29,19 +29,22 @@ def task_send_on_commit(name: str, *args, on_sent: Callable[[], None] | None = N
     outside a transaction), then call ``on_sent``.
 
     A task this process knows is sent through it (so ``task_always_eager`` runs it in place);
-    another goes to the broker by name. A broker that is down is logged, not raised: the rows are
-    committed already, and the submissions outbox sends what was not sent once the broker is back.
+    another goes to the broker by name. With ``on_sent`` (a task whose rows an outbox watches, as
+    submissions' ``dispatched_at``), a broker that is down is logged, not raised: the rows are
+    committed already and the outbox sends them once it is back. Without, the error is raised.
     """
     queue = QUEUES[name]
 
     def send() -> None:
+        if on_sent is None:
+            current_app.signature(name, args=args, queue=queue).apply_async()
+            return
         try:
             current_app.signature(name, args=args, queue=queue).apply_async()
         except Exception:
             log.exception("could not send %s%r to the broker; left for the outbox", name, args)
             return
-        if on_sent is not None:
-            on_sent()
+        on_sent()
 
     transaction.on_commit(send)
 

@@ -7,7 +7,9 @@ import uuid
 import pytest
 from django.core.cache import caches
 
+from arena.models import Battle, LanguageModel, Turn
 from arena.ratelimit import RateLimited, hit
+from tests.conftest import free_port
 
 
 @pytest.fixture(params=["redis", "locmem"])
@@ -96,9 +98,6 @@ def test_client_ip_trusts_only_the_configured_proxies(settings, rf, hops, forwar
 def test_limits_are_counted_in_the_database_while_redis_is_down(settings):
     """Nothing listens where the cache is configured (Redis restarting): the limits still hold, from
     the battles, turns and votes the voter has in the database (a vote is a battle marked voted)."""
-    from arena.models import Battle, LanguageModel, Turn
-    from tests.conftest import free_port
-
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
                                    "LOCATION": f"redis://127.0.0.1:{free_port()}/0"}}  # fmt: skip
     settings.ARENA_RATE_WINDOW_S = 60
