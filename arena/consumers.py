@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections import deque
 
@@ -16,6 +17,9 @@ from arena.streams import battle_group
 MAX_PING_BYTES = 4096
 PING_LIMIT = 30  # messages per connection per PING_WINDOW_S
 PING_WINDOW_S = 60.0
+JOIN_ATTEMPTS = 4
+
+log = logging.getLogger(__name__)
 
 
 class PingConsumer(AsyncWebsocketConsumer):
@@ -82,9 +86,23 @@ class BattleConsumer(AsyncWebsocketConsumer):
             await self.close(code=4404)
             return
         self.group = battle_group(public_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        joined = await self.join_group()
         await self.accept()
         await self.send(json.dumps({"type": "snapshot", **state}))
+        if not joined:  # the layer (Redis) is down: the snapshot, then "try again later"; the page reconnects
+            self.group = None
+            await self.close(code=1013)
+
+    async def join_group(self) -> bool:
+        """Join the battle's group; after a Redis restart the layer's pooled connections fail once
+        each before fresh ones replace them, so a few tries, then False."""
+        for attempt in range(JOIN_ATTEMPTS):
+            try:
+                await self.channel_layer.group_add(self.group, self.channel_name)
+                return True
+            except Exception as exc:  # noqa: BLE001 - redis-py's ConnectionError and the like
+                log.warning("joining %s failed (attempt %s): %r", self.group, attempt + 1, exc)
+        return False
 
     async def disconnect(self, code):
         if self.group:

@@ -13,6 +13,7 @@ and the task's own options apply; elsewhere (the web server) the name goes to th
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from celery import signature
@@ -39,14 +40,19 @@ def send(name: str, *, queue: str, args: list | None = None, countdown: float | 
     return signature(name, args=args or [], app=app).apply_async(queue=queue, countdown=countdown)
 
 
-def generation_enqueue(turn: Turn) -> None:
+def generation_enqueue(turn: Turn, *, on_failure: Callable[[Exception], None]) -> None:
     """Once the transaction commits: both sides' answers to ``turn``, each on the queue of the
-    workers that serve its model (one commit callback for the pair)."""
+    workers that serve its model (one commit callback for the pair). When the broker cannot take
+    them, ``on_failure(exc)`` is called instead of raising from the commit hook."""
 
     def send_both() -> None:
         battle = turn.battle
-        for side, model in zip(SIDES, (battle.model_a, battle.model_b), strict=True):
-            send(BATTLE_GENERATE, args=[turn.pk, side], queue=generation_queue(model.queue_suffix))
+        try:
+            for side, model in zip(SIDES, (battle.model_a, battle.model_b), strict=True):
+                send(BATTLE_GENERATE, args=[turn.pk, side], queue=generation_queue(model.queue_suffix))
+        except Exception as exc:  # the broker is down: the caller fails the turn with a clear message
+            log.exception("could not queue the answers to turn %s", turn.pk)
+            on_failure(exc)
 
     transaction.on_commit(send_both)
 

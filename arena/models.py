@@ -141,6 +141,14 @@ class Turn(models.Model):
     class Meta:
         ordering = ["battle", "index"]
         constraints = [models.UniqueConstraint(fields=["battle", "index"], name="turn_unique_index")]
+        # The reaper's scan (arena.services.generation.turns_reap_stale): only turns still answering.
+        indexes = [
+            models.Index(
+                fields=["created_at"],
+                name="turn_live_created",
+                condition=Q(status_a__in=["pending", "streaming"]) | Q(status_b__in=["pending", "streaming"]),
+            )
+        ]
 
     def side_done(self, side: str) -> bool:
         return getattr(self, f"status_{side}") in (self.SideStatus.DONE, self.SideStatus.ERROR)

@@ -75,10 +75,8 @@ def battle_generate(self, turn_id: int, side: str) -> str:
     battle = turn.battle
     model = battle.model_a if side == "a" else battle.model_b
     log.info("battle %s turn %s side %s: generating", battle.public_id, turn.index, side)
-    send = async_to_sync(get_channel_layer().group_send)
-    group = battle_group(battle.public_id)
-    event = {"turn": turn.index, "side": side}
-    send(group, {"type": "battle.start", **event})
+    publish = Publisher(battle_group(battle.public_id), {"turn": turn.index, "side": side})
+    publish("battle.start")
     text = ""
     try:
         spec = model_spec(model)
@@ -90,24 +88,57 @@ def battle_generate(self, turn_id: int, side: str) -> str:
         for delta in backend.stream_chat(messages, params):
             if not delta:
                 continue
-            send(group, {"type": "battle.delta", "offset": len(text), "text": delta, **event})
+            publish("battle.delta", offset=len(text), text=delta)
             text += delta
             now = time.monotonic()
             if now > deadline:
                 raise GenerationTimeout(f"no answer within {settings.ARENA_GENERATION_TIMEOUT_S} s")
             if now - last_save > SAVE_EVERY_S:
-                generation.turn_side_progress(turn_id, side, text)
+                if not generation.turn_side_progress(turn_id, side, text):
+                    return "reaped"  # failed by the reaper meanwhile; it told the browsers
                 last_save = now
     except (Exception, SoftTimeLimitExceeded) as exc:
         log.exception("battle %s turn %s side %s failed", battle.public_id, turn.index, side)
         generation.turn_side_fail(turn_id, side, text, f"{type(exc).__name__}: {exc}")
-        send(group, {"type": "battle.error", "message": SIDE_FAILED_MESSAGE, **event})
+        publish("battle.error", message=SIDE_FAILED_MESSAGE)
         metrics.battle_side_observe(side, "error", time.time() - turn.created_at.timestamp())
         return "failed"
-    generation.turn_side_finish(turn_id, side, text)
+    if not generation.turn_side_finish(turn_id, side, text):
+        return "reaped"
     metrics.battle_side_observe(side, "done", time.time() - turn.created_at.timestamp())
-    send(group, {"type": "battle.done", "text": text, **event})
+    publish("battle.done", text=text)
     return "done"
+
+
+class Publisher:
+    """Sends a battle's events to its browsers, best effort: the answer is in the database, and a
+    browser that missed events (the channel layer's Redis restarting) gets it with its next snapshot.
+    After a failed send the next ones are skipped for a second, so an outage costs no time per token."""
+
+    def __init__(self, group: str, event: dict):
+        self.group, self.event = group, event
+        self.send = async_to_sync(get_channel_layer().group_send)
+        self.quiet_until = 0.0
+
+    def __call__(self, kind: str, **fields) -> None:
+        now = time.monotonic()
+        if now < self.quiet_until:
+            return
+        try:
+            self.send(self.group, {"type": kind, **fields, **self.event})
+        except Exception as exc:  # noqa: BLE001 - a lost event must not fail the answer
+            log.warning("could not publish %s to %s: %r", kind, self.group, exc)
+            self.quiet_until = now + 1.0
+
+
+@shared_task(name="arena.tasks.sides_reap", declared_queue=DEFAULT)
+def sides_reap() -> int:
+    """Fail the sides no worker answered in ``ARENA_SIDE_STALE_S`` (beat schedule) and tell browsers."""
+    reaped = generation.turns_reap_stale(older_than_s=settings.ARENA_SIDE_STALE_S)
+    for public_id, index, side in reaped:
+        log.warning("battle %s turn %s side %s: no answer in time, marked failed", public_id, index, side)
+        Publisher(battle_group(public_id), {"turn": index, "side": side})("battle.error", message=SIDE_FAILED_MESSAGE)
+    return len(reaped)
 
 
 # --- Rating refits -------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from arena.forms import PromptForm, VoteForm
 from arena.identity import address_hash, arena_session_key, session_key, voter_hashes
 from arena.ratelimit import RateLimited, hit, hit_address
 from arena.selectors_battles import battle_state
+from common.outages import is_outage, unavailable
 
 NO_SESSION_MESSAGE = (
     "No arena session: open /arena/ first (with cookies allowed); battles and votes need the session it creates."
@@ -64,15 +65,22 @@ def voter_action(request, form_class, action: str, per_window: int, act) -> Json
     form = form_class(request.POST)
     if not form.is_valid():
         return form_error(form)
-    hashes = voter_hashes(request)
-    if hashes is None:  # no cookie, a forged or expired one: refused, and no session is made for it
-        return error_response(NO_SESSION_MESSAGE, 403)
-    if refusal := limited(action, hashes, per_window):
-        return refusal
     try:
+        hashes = voter_hashes(request)
+        if hashes is None:  # no cookie, a forged or expired one: refused, and no session is made for it
+            return error_response(NO_SESSION_MESSAGE, 403)
+        if refusal := limited(action, hashes, per_window):
+            return refusal
         return act(form.cleaned_data, *hashes)
     except services.ArenaError as exc:
-        return error_response(str(exc), exc.status)
+        headers = {"Retry_After": str(exc.retry_after)} if exc.retry_after else {}
+        return error_response(str(exc), exc.status, **headers)
+    except Exception as exc:
+        # The database restarting: the voter tries again; a vote whose statement committed is then
+        # refused as already cast (one per battle), never stored twice.
+        if is_outage(exc):
+            return unavailable(request)
+        raise
 
 
 @require_POST

@@ -7,6 +7,7 @@ from common.health import healthz
 from common.observability import metrics_view
 
 handler404 = "common.api_errors.not_found"
+handler500 = "common.outages.server_error"  # a 503 with Retry-After while PostgreSQL or Redis restarts
 
 urlpatterns = [
     path("", TemplateView.as_view(template_name="home.html"), name="home"),

@@ -7,6 +7,9 @@ pins that), so a web process that has not loaded the tasks still routes them rig
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+
 from celery import current_app
 from django.db import transaction
 
@@ -20,20 +23,37 @@ CONTAMINATION_SCAN = "leaderboard.tasks.contamination_scan"
 QUEUES = {SUBMISSION_EVALUATE: EVALUATE, RUN_RESCORE: DEFAULT, JUDGE_RUN: JUDGE, JUDGE_AUDIT: JUDGE,
           CONTAMINATION_SCAN: DEFAULT}  # fmt: skip
 
+log = logging.getLogger(__name__)
 
-def task_send_on_commit(name: str, *args) -> None:
-    """Send task ``name`` with ``args`` to its queue after the current transaction commits.
+
+def task_send_on_commit(name: str, *args, on_sent: Callable[[], None] | None = None) -> None:
+    """Send task ``name`` with ``args`` to its queue after the current transaction commits (at once
+    outside a transaction), then call ``on_sent``.
 
     A task this process knows is sent through it (so ``task_always_eager`` runs it in place);
-    another goes to the broker by name.
+    another goes to the broker by name. With ``on_sent`` (a task whose rows an outbox watches, as
+    submissions' ``dispatched_at``), a broker that is down is logged, not raised: the rows are
+    committed already and the outbox sends them once it is back. Without, the error is raised.
     """
     queue = QUEUES[name]
-    transaction.on_commit(lambda: current_app.signature(name, args=args, queue=queue).apply_async())
+
+    def send() -> None:
+        if on_sent is None:
+            current_app.signature(name, args=args, queue=queue).apply_async()
+            return
+        try:
+            current_app.signature(name, args=args, queue=queue).apply_async()
+        except Exception:
+            log.exception("could not send %s%r to the broker; left for the outbox", name, args)
+            return
+        on_sent()
+
+    transaction.on_commit(send)
 
 
-def submission_evaluate_send(submission_id: int) -> None:
-    """Enqueue the benchmark run of a submission (``evaluate`` queue)."""
-    task_send_on_commit(SUBMISSION_EVALUATE, submission_id)
+def submission_evaluate_send(submission_id: int, *, on_sent: Callable[[], None] | None = None) -> None:
+    """Enqueue the benchmark run of a submission (``evaluate`` queue); ``on_sent`` once the broker has it."""
+    task_send_on_commit(SUBMISSION_EVALUATE, submission_id, on_sent=on_sent)
 
 
 def run_rescore_send(task: str, admin_id: int, comment: str) -> None:

@@ -25,6 +25,7 @@ from leaderboard.judging.audits import judge_audit_execute
 from leaderboard.judging.runner import judge_run_execute
 from leaderboard.judging.services import judge_runs_request_for_submission
 from leaderboard.submissions import lifecycle
+from leaderboard.submissions import services as submission_services
 from workers.queues import DEFAULT, EVALUATE, JUDGE, LONG_TASK_OPTIONS
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ def submission_evaluate(self, submission_id: int) -> str:
     except Exception as exc:  # noqa: BLE001 - every failure becomes the submission's reason
         lines = tail.text()
         log.exception("submission %s failed", submission_id)
-        reason = f"{type(exc).__name__}: {exc}"
+        reason = lifecycle.failure_reason(exc)
         trace = "".join(traceback.format_exception(exc))[-3000:]
         log_tail = redact_paths(f"{lines}\n{trace}".strip())
         lifecycle.submission_fail(submission_id, reason=redact_paths(reason), log_tail=log_tail)
@@ -99,6 +100,12 @@ def submission_evaluate(self, submission_id: int) -> str:
     lifecycle.submission_finish(submission_id, log_tail=redact_paths(tail.text()))
     judge_runs_request_for_submission(submission_id)  # every active judge, each run sent by name
     return "finished"
+
+
+@shared_task(name="leaderboard.tasks.submissions_dispatch_pending", declared_queue=DEFAULT)
+def submissions_dispatch_pending() -> int:
+    """The outbox (beat schedule): send the submissions stored while the broker was down."""
+    return submission_services.submissions_dispatch_pending(grace_s=settings.LEADERBOARD_OUTBOX_GRACE_S)
 
 
 @shared_task(name=dispatch.RUN_RESCORE, declared_queue=DEFAULT, **LONG_TASK_OPTIONS)

@@ -56,7 +56,8 @@ stop() {
 trap 'stop; exit 0' INT TERM  # Ctrl-C is how the demo ends: not an error
 trap stop EXIT
 
-setsid .venv/bin/celery -A workers worker --loglevel INFO --concurrency 3 \
+# --beat: the periodic tasks (ratings refit, the battle-side reaper, the submissions outbox).
+setsid .venv/bin/celery -A workers worker --loglevel INFO --concurrency 3 --beat --schedule var/celerybeat-schedule \
   -Q default,generate,evaluate,judge --hostname "demo@%h" >var/log/worker.log 2>&1 &
 pids+=($!)
 setsid .venv/bin/daphne -b "$HOST" -p "$PORT" config.asgi:application &

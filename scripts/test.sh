@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `make test`: find or start PostgreSQL and Redis, then ruff, the import-linter contracts, pytest.
+# `make test`: find or start PostgreSQL, Redis and RabbitMQ, then ruff, the import-linter contracts, pytest.
 # Private servers started here are stopped on exit, also when a step fails. Extra arguments go to pytest.
 set -uo pipefail
 cd "$(dirname "$0")/.."

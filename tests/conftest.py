@@ -152,11 +152,14 @@ def start_worker(processes) -> Callable[..., subprocess.Popen]:
     """Start a real Celery worker process: ``start_worker(env=..., queues="default")``."""
 
     def start(
-        *, env: dict[str, str], queues: str = "default", name: str = "worker", concurrency: int = 1
+        *, env: dict[str, str], queues: str = "default", name: str = "worker", concurrency: int = 1,
+        beat_schedule: Path | None = None,
     ) -> subprocess.Popen:
         pool = ["--pool", "solo"] if concurrency == 1 else ["--pool", "prefork", "--concurrency", str(concurrency)]
+        # With a schedule file, the worker runs celery beat too (CELERY_BEAT_SCHEDULE's periodic tasks).
+        beat = ["--beat", "--schedule", str(beat_schedule)] if beat_schedule else []
         argv = [
-            str(VENV_BIN / "celery"), "-A", "workers", "worker", *pool, "--loglevel", "INFO",
+            str(VENV_BIN / "celery"), "-A", "workers", "worker", *pool, "--loglevel", "INFO", *beat,
             "-Q", queues, "--hostname", f"{name}-{os.getpid()}@%h", "--without-gossip", "--without-mingle",
         ]
         return processes.start(name, argv, env)

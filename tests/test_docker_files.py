@@ -22,7 +22,7 @@ from tests.conftest import REPO_ROOT, clean_env
 from workers.queues import ALL_QUEUES, GENERATE
 
 DOCKER = REPO_ROOT / "docker"
-APP_SERVICES = ("migrate", "web", "ws", "worker-cpu", "worker-gpu")
+APP_SERVICES = ("migrate", "web", "ws", "worker-cpu", "beat", "worker-gpu")
 DOCKERFILES = ("Dockerfile", "Dockerfile.gpu")
 
 
@@ -72,6 +72,8 @@ def test_workers_start_the_projects_celery_app_on_known_queues():
         assert not unknown, f"{name} serves queues no task uses: {unknown}"
         served.update(queues)
     assert served >= set(ALL_QUEUES), f"no worker serves {set(ALL_QUEUES) - served}"
+    beat = services["beat"]["command"]  # the periodic tasks (refit, reaper, outbox) need one beat
+    assert beat[:4] == ["celery", "-A", "workers", "beat"]
     gpu_default = re.search(r'CMD \[(.*)\]', (DOCKER / "Dockerfile.gpu").read_text()).group(1)
     assert set(option(json.loads(f"[{gpu_default}]"), "-Q").split(",")) <= set(ALL_QUEUES)
 

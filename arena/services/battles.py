@@ -14,7 +14,8 @@ from django.db.models import Count
 from arena.dispatch import generation_enqueue
 from arena.models import Battle, LanguageModel, Turn, Vote
 from arena.sampling import Candidate, sample_pair
-from arena.services.base import SIDES, ArenaError, prompt_clean
+from arena.services.base import SIDES, UNAVAILABLE_RETRY_S, ArenaError, prompt_clean
+from arena.services.generation import turn_side_fail
 
 
 def arena_candidates() -> list[Candidate]:
@@ -46,8 +47,20 @@ def battle_create(*, prompt: object, session_hash: str, ip_hash: str, rng: np.ra
     battle.full_clean()
     battle.save()
     turn = Turn.objects.create(battle=battle, index=0, prompt=prompt)
-    generation_enqueue(turn)
+    generation_enqueue(turn, on_failure=lambda exc: _unqueued(turn))
     return battle
+
+
+def _unqueued(turn: Turn) -> None:
+    """The broker refused the turn's answers: fail both sides now (nothing would ever answer them) and
+    tell the voter to try again shortly, with a 503 rather than a battle that never streams."""
+    for side in SIDES:
+        turn_side_fail(turn.pk, side, "", "the answers could not be queued (the task broker is unavailable)")
+    raise ArenaError(
+        "The arena cannot start answers right now (its task queue is unavailable); try again in a minute.",
+        status=503,
+        retry_after=UNAVAILABLE_RETRY_S * 6,
+    )
 
 
 def battle_for_voter(public_id, *, session_hash: str, lock: bool = False) -> Battle:
@@ -77,6 +90,6 @@ def turn_add(*, public_id, prompt: object, session_hash: str) -> Turn:
     if not all(turn.side_done(side) for turn in turns for side in SIDES):
         raise ArenaError("Wait until both models have answered.", status=409)
     turn = Turn.objects.create(battle=battle, index=len(turns), prompt=prompt)
-    generation_enqueue(turn)
+    generation_enqueue(turn, on_failure=lambda exc: _unqueued(turn))
     return turn
 

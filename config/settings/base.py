@@ -195,6 +195,8 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Periodic work (celery beat), named here because settings sit above every app; the tasks declare
 # their own queues. The debounced refit after each vote is arena.dispatch's; this one catches up.
 try:
+    _reap_interval_s = float(config_env.integer("PODIUM_REAP_INTERVAL_S", default=60, minimum=1))
+    _outbox_interval_s = float(config_env.integer("PODIUM_OUTBOX_INTERVAL_S", default=60, minimum=1))
     CELERY_BEAT_SCHEDULE = {
         "ratings-refit": {
             "task": "arena.tasks.ratings_refit",
@@ -204,6 +206,18 @@ try:
         "voters-flag": {
             "task": "arena.tasks.voters_flag",
             "schedule": float(config_env.integer("PODIUM_VOTER_FLAG_INTERVAL_S", default=3600, minimum=1)),
+        },
+        # Battle sides no worker answered (a worker killed mid-generation): failed, never "answering" forever.
+        "arena-sides-reap": {
+            "task": "arena.tasks.sides_reap",
+            "schedule": _reap_interval_s,
+            "options": {"expires": _reap_interval_s},  # one waiting behind a busy worker is enough
+        },
+        # Submissions stored while the broker was down: sent once it is back (the outbox).
+        "submissions-dispatch-pending": {
+            "task": "leaderboard.tasks.submissions_dispatch_pending",
+            "schedule": _outbox_interval_s,
+            "options": {"expires": _outbox_interval_s},
         },
     }
 except ConfigError as error:
@@ -224,6 +238,12 @@ ARENA_SESSIONS_PER_MINUTE = 60  # new arena sessions (GET /arena/ without one) p
 ARENA_DUPLICATE_PERCENTILE = 99.9
 ARENA_VOTER_FLAG_ALPHA = 0.01
 ARENA_VOTER_FLAG_MIN_VOTES = 20
+try:
+    # A side still pending or streaming this long after its turn began has lost its worker (the task's
+    # hard limit is ARENA_GENERATION_TIMEOUT_S + 90): the reaper (arena.tasks.sides_reap) fails it.
+    ARENA_SIDE_STALE_S = config_env.integer("ARENA_SIDE_STALE_S", default=ARENA_GENERATION_TIMEOUT_S + 120, minimum=1)
+except ConfigError as error:
+    fail(error)
 
 # Caches hold rate-limit counters and the refit debounce: Redis when configured, else per process.
 # With Redis, sessions are read from the cache and written through to the database (a vote costs one
@@ -365,6 +385,11 @@ LEADERBOARD_SCAN_MAX_LINE_BYTES = 4 << 20  # a longer corpus line is skipped and
 LEADERBOARD_TASK_PATHS: list[str] = []  # extra task folders (evalcore include paths)
 LEADERBOARD_SUBMISSIONS_DIR = MEDIA_ROOT / "submissions"
 LEADERBOARD_REQUEST_CACHE_DIR = VAR_DIR / "request-cache"  # model answers of running submissions (worker-local)
+try:
+    # The outbox leaves a submission this long to the web process that stored it before sending it itself.
+    LEADERBOARD_OUTBOX_GRACE_S = config_env.integer("LEADERBOARD_OUTBOX_GRACE_S", default=30, minimum=0)
+except ConfigError as error:
+    fail(error)
 LEADERBOARD_HEARTBEAT_STALE_S = 600  # a RUNNING submission silent this long is taken over by a redelivered task
 DATA_UPLOAD_MAX_NUMBER_FILES = LEADERBOARD_MAX_FILES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024  # anything larger goes to a temporary file, never to memory

@@ -1,5 +1,5 @@
-"""Test settings: the suite runs against PostgreSQL and Redis named by TEST_DATABASE_URL and
-TEST_REDIS_URL (``make test`` finds or starts them). Without them it falls back to the
+"""Test settings: the suite runs against PostgreSQL, Redis and RabbitMQ named by TEST_DATABASE_URL,
+TEST_REDIS_URL and TEST_RABBITMQ_URL (``make test`` finds or starts them). Without them it falls back to the
 environment's DATABASE_URL or SQLite, so a single evalcore test runs anywhere."""
 
 import os
@@ -14,6 +14,7 @@ try:
     if _test_db:
         DATABASES = {"default": config_env.database("TEST_DATABASE_URL", VAR_DIR / "test.sqlite3")}  # noqa: F405
     TEST_REDIS_URL = config_env.url("TEST_REDIS_URL", schemes={"redis", "rediss"})
+    TEST_RABBITMQ_URL = config_env.url("TEST_RABBITMQ_URL", schemes={"amqp", "pyamqp"})
 except ConfigError as error:
     fail(error)
 

@@ -93,6 +93,9 @@ class Submission(models.Model):
     progress = models.JSONField(default=dict, blank=True)
     attempts = models.PositiveIntegerField(default=0, help_text="How many times a worker started it.")
     heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last sign of life of its worker.")
+    dispatched_at = models.DateTimeField(
+        null=True, blank=True, help_text="When its evaluation reached the broker; empty: sent again by the outbox."
+    )
     worker = models.CharField(max_length=300, blank=True, help_text="host:pid of the process running it.")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -6,9 +6,11 @@ heartbeat, or at once when it was a process on this machine) and its submission 
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import socket
+import sqlite3
 from datetime import timedelta
 
 from django.conf import settings
@@ -98,3 +100,15 @@ def submission_fail(submission_id: int, *, reason: str, log_tail: str = "") -> N
         submission.failure_reason = (reason.strip() or "unknown error")[:1000]
         submission.log_tail = log_tail[-8000:]
         submission.save(update_fields=["status", "finished_at", "failure_reason", "log_tail"])
+
+
+OUT_OF_SPACE = "The evaluation worker ran out of disk space; an admin can requeue it once there is room."
+
+
+def failure_reason(exc: BaseException) -> str:
+    """What the owner reads for a failed run: a full disk said in words, anything else as raised."""
+    full = (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)) or (
+        isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc)  # the request cache
+    )
+    raised = f"{type(exc).__name__}: {exc}"
+    return f"{OUT_OF_SPACE} ({raised})" if full else raised

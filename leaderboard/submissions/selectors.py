@@ -19,11 +19,21 @@ def submission_for_owner(owner, public_id: str) -> Submission | None:
     return Submission.objects.filter(owner=owner, public_id=public_id).first()
 
 
+def submission_note(submission: Submission) -> str:
+    """A line for a PENDING submission: queued for a worker, or waiting for the task queue itself."""
+    if submission.status != Submission.Status.PENDING:
+        return ""
+    if submission.dispatched_at is None:
+        return "Queued: stored, and waiting for the task queue to come back; it will start automatically."
+    return "Queued: waiting for a free evaluation worker."
+
+
 def submission_status(submission: Submission) -> dict:
     """What the "my submissions" page polls."""
     return {
         "id": submission.public_id,
         "status": submission.status,
+        "note": submission_note(submission),
         "active": submission.is_active,
         "progress": submission.progress,
         "failure_reason": submission.failure_reason,

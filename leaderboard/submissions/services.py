@@ -208,8 +208,30 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
 
 
 def submission_enqueue(submission: Submission) -> None:
-    """Send ``submission_evaluate`` to the ``evaluate`` queue once the current transaction commits."""
-    dispatch.submission_evaluate_send(submission.pk)
+    """Send ``submission_evaluate`` to the ``evaluate`` queue once the current transaction commits, and
+    record that the broker took it (``dispatched_at``). Not sent (the broker is down): the submission
+    stays PENDING with no ``dispatched_at``, and :func:`submissions_dispatch_pending` sends it later."""
+    pk = submission.pk
+
+    def sent() -> None:
+        Submission.objects.filter(pk=pk).update(dispatched_at=timezone.now())
+
+    dispatch.submission_evaluate_send(pk, on_sent=sent)
+
+
+def submissions_dispatch_pending(*, grace_s: float, limit: int = 200) -> int:
+    """The outbox: send every PENDING submission the broker never took (``dispatched_at`` empty, stored
+    more than ``grace_s`` ago so a web process still sending is not raced). Returns how many were sent.
+    A second copy of a message is harmless: the evaluation task runs a submission once."""
+    cutoff = timezone.now() - timedelta(seconds=grace_s)
+    waiting = Submission.objects.filter(status=Submission.Status.PENDING, dispatched_at__isnull=True, created_at__lte=cutoff)
+    sent = 0
+    for submission in waiting.order_by("created_at", "pk")[:limit]:
+        submission_enqueue(submission)  # outside a transaction: sent at once
+        sent += Submission.objects.filter(pk=submission.pk, dispatched_at__isnull=False).exists()
+    if sent:
+        log.info("outbox: %s pending submissions sent to the broker", sent)
+    return sent
 
 
 def submission_requeue(submission: Submission) -> Submission:
@@ -221,6 +243,7 @@ def submission_requeue(submission: Submission) -> Submission:
         locked.status = Submission.Status.PENDING
         locked.failure_reason = ""
         locked.progress = {}
+        locked.dispatched_at = None
         locked.full_clean()
         locked.save()
         submission_enqueue(locked)

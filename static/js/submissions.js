@@ -8,9 +8,9 @@
         row.querySelector(".status").textContent = s.status;
         var p = s.progress || {};
         var r = p.requests && p.requests.total ? ": " + p.requests.done + " / " + p.requests.total + " requests" : "";
-        row.querySelector(".progress").textContent = p.tasks_total
+        row.querySelector(".progress").textContent = (s.note ? s.note + " " : "") + (p.tasks_total
           ? p.tasks_done + " / " + p.tasks_total + " tasks" + (p.current_task ? " (running " + p.current_task + r + ")" : "")
-          : "";
+          : "");
         var failure = row.nextElementSibling;
         failure.hidden = s.status !== "FAILED";
         failure.querySelector(".reason").textContent = s.failure_reason;

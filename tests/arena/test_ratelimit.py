@@ -7,7 +7,9 @@ import uuid
 import pytest
 from django.core.cache import caches
 
+from arena.models import Battle, LanguageModel, Turn
 from arena.ratelimit import RateLimited, hit
+from tests.conftest import free_port
 
 
 @pytest.fixture(params=["redis", "locmem"])
@@ -90,3 +92,26 @@ def test_client_ip_trusts_only_the_configured_proxies(settings, rf, hops, forwar
     settings.TRUSTED_PROXY_COUNT = hops
     request = rf.post("/", REMOTE_ADDR="10.0.0.2", HTTP_X_FORWARDED_FOR=forwarded)
     assert client_ip(request) == expected
+
+
+@pytest.mark.django_db
+def test_limits_are_counted_in_the_database_while_redis_is_down(settings):
+    """Nothing listens where the cache is configured (Redis restarting): the limits still hold, from
+    the battles, turns and votes the voter has in the database (a vote is a battle marked voted)."""
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                                   "LOCATION": f"redis://127.0.0.1:{free_port()}/0"}}  # fmt: skip
+    settings.ARENA_RATE_WINDOW_S = 60
+    settings.ARENA_IP_MULTIPLIER = 3
+    a, b = (LanguageModel.objects.create(name=n, in_arena=True) for n in ("north", "south"))
+    voter, ip = uuid.uuid4().hex, uuid.uuid4().hex
+    for status in ("voted", "voted", "active"):
+        battle = Battle.objects.create(model_a=a, model_b=b, session_hash=voter, ip_hash=ip, status=status)
+        Turn.objects.create(battle=battle, index=0, prompt="hi")
+    hit("votes", session_hash=voter, ip_hash=ip, per_window=3)  # 2 voted + this one
+    with pytest.raises(RateLimited):
+        hit("votes", session_hash=voter, ip_hash=ip, per_window=2)
+    hit("battles", session_hash=voter, ip_hash=ip, per_window=4)  # 3 turns + this one
+    with pytest.raises(RateLimited):
+        hit("battles", session_hash=voter, ip_hash=ip, per_window=3)
+    # Another session at the same address: its own count is 0, the address's 3 of 3 x 3 allowed.
+    hit("battles", session_hash=uuid.uuid4().hex, ip_hash=ip, per_window=3)

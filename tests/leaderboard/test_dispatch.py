@@ -3,11 +3,17 @@ on the queue each task declares where it is defined."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from celery import current_app
 from django.db import transaction
+from django.utils import timezone
 
 from leaderboard import dispatch, tasks
+from leaderboard.models import Submission
+from leaderboard.submissions.services import submissions_dispatch_pending
+from tests.leaderboard.board_data import submission, user
 from workers.queues import ALL_QUEUES
 
 
@@ -46,3 +52,27 @@ def test_an_unknown_task_goes_to_the_broker_by_name(monkeypatch, django_capture_
     with django_capture_on_commit_callbacks(execute=True):
         dispatch.task_send_on_commit("leaderboard.tasks.not_loaded", 7)
     assert sent == [("leaderboard.tasks.not_loaded", (7,), "evaluate")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_outbox_sends_only_what_the_broker_never_took(monkeypatch):
+    """PENDING with no ``dispatched_at`` and older than the grace: sent, and marked; anything else: not."""
+    sent = []
+    monkeypatch.setattr(tasks.submission_evaluate, "apply_async", lambda args, kwargs=None, **options: sent.append(args[0]))
+    owner = user("owner@example.org")
+    waiting, taken, running, young = (submission(owner, f"acme/m{n}") for n in range(4))
+    Submission.objects.exclude(pk=young.pk).update(created_at=timezone.now() - timedelta(minutes=5))
+    Submission.objects.update(status="PENDING", dispatched_at=None)
+    Submission.objects.filter(pk=taken.pk).update(dispatched_at=timezone.now())
+    Submission.objects.filter(pk=running.pk).update(status="RUNNING")
+    assert submissions_dispatch_pending(grace_s=60) == 1
+    assert sent == [waiting.pk]
+    assert Submission.objects.get(pk=waiting.pk).dispatched_at is not None
+    assert submissions_dispatch_pending(grace_s=60) == 0  # once sent, never again
+
+    def broker_down(args, kwargs=None, **options):
+        raise OSError("connection refused")
+
+    monkeypatch.setattr(tasks.submission_evaluate, "apply_async", broker_down)
+    assert submissions_dispatch_pending(grace_s=0) == 0  # the young one: not taken, left for next time
+    assert Submission.objects.get(pk=young.pk).dispatched_at is None

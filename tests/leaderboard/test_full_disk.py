@@ -1,4 +1,4 @@
-"""A disk that fills up during an upload leaves a clear error and nothing half-stored.
+"""A disk that fills up during an upload or an evaluation leaves a clear error and nothing half-stored.
 
 Real full disks: tmpfs mounts of 1 MiB (the tiny checkpoint is several MB), one for the folder
 Django writes incoming files to and one for the submissions folder they are copied into.
@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 
-from leaderboard.models import Submission
+from leaderboard.models import EvaluationRun, SampleRecord, Score, Submission
+from leaderboard.submissions.services import submission_requeue
+from leaderboard.tasks import submission_evaluate
 from tests.leaderboard.test_submit import PASSWORD, SUBMIT, form_data, uploads
 
 pytestmark = pytest.mark.django_db
@@ -63,3 +65,44 @@ def test_full_submissions_folder_while_storing(client, owner, tiny_dir, small_di
     settings.LEADERBOARD_SUBMISSIONS_DIR = tmp_path / "roomy"
     assert client.post(SUBMIT, form_data(uploads(tiny_dir))).status_code == 302
     assert Submission.objects.count() == 1
+
+
+def fill(folder: Path) -> Path:
+    """Fill the filesystem holding ``folder`` to the last byte; the file to delete to make room."""
+    filler = folder / "filler"
+    with open(filler, "wb") as out:
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError:
+            pass
+    return filler
+
+
+def test_full_disk_during_an_evaluation(client, owner, tiny_dir, submissions_dir, small_disk, settings,
+                                        django_capture_on_commit_callbacks):  # fmt: skip
+    """The worker's local disk (its request cache) is full: the submission fails with a reason that
+    says so and leaves no run, score or sample; once there is room, the same worker process evaluates
+    it after a requeue."""
+    settings.LEADERBOARD_SUITE_TASKS = [{"task": "mmlu_cloze_abstract_algebra", "num_fewshot": 0, "limit": 4}]
+    settings.LEADERBOARD_REQUEST_CACHE_DIR = small_disk
+    with django_capture_on_commit_callbacks(execute=False):  # run below in this process, as a worker would
+        assert client.post(SUBMIT, form_data(uploads(tiny_dir))).status_code == 302
+    submission = Submission.objects.get()
+    filler = fill(small_disk)
+
+    assert submission_evaluate(submission.pk) == "failed"
+    failed = Submission.objects.get()
+    assert failed.status == "FAILED"
+    assert "out of disk space" in failed.failure_reason, failed.failure_reason
+    assert not EvaluationRun.objects.exists() and not SampleRecord.objects.exists() and not Score.objects.exists()
+
+    filler.unlink()
+    with django_capture_on_commit_callbacks(execute=False):
+        submission_requeue(failed)
+    assert submission_evaluate(submission.pk) == "finished"
+    done = Submission.objects.get()
+    assert done.status == "FINISHED" and done.failure_reason == ""
+    assert EvaluationRun.objects.filter(status="FINISHED").count() == 1
+    assert SampleRecord.objects.count() == 4
