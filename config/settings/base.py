@@ -250,7 +250,7 @@ except ConfigError as error:
 # Redis GET instead of a SQL query; a cache flush loses no session).
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
-    SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+    SESSION_ENGINE = "common.sessions"  # cached_db that keeps working while Redis is down
 else:
     CACHES = {
         "default": {

@@ -249,7 +249,7 @@ def test_vote_with_redis_sessions_and_limits_survives_a_cache_flush(arena_models
     settings.CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_url, "KEY_PREFIX": uuid.uuid4().hex}
     }  # fmt: skip
-    settings.SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+    settings.SESSION_ENGINE = "common.sessions"
     settings.ARENA_VOTES_PER_MINUTE = 1
     client = voter()
     client.get("/arena/")

@@ -28,7 +28,8 @@ def seed_models(dsn: str) -> None:
         for name in ("model-north", "model-south"):
             db.execute(
                 "INSERT INTO arena_languagemodel (name, family, backend, model_args, generation, system_prompt, weight,"
-                " queue_suffix, in_arena, created_at) VALUES (%s, %s, 'hf', '{}', '{}', '', 1, '', true, now())",
+                " queue_suffix, in_arena, created_at, aliases, maker)"
+                " VALUES (%s, %s, 'hf', '{}', '{}', '', 1, '', true, now(), '[]', '')",
                 [name, name],
             )
 
