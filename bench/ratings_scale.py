@@ -96,7 +96,11 @@ def measure(n: int, *, rounds: int, style_extra: int, seed: int) -> dict:
         start, wall = time.process_time(), time.perf_counter()
         value = fn()
         t[label] = time.process_time() - start
-        print(f"  {label:<40s} {t[label]:8.2f} s CPU ({time.perf_counter() - wall:.2f} s wall)", file=sys.stderr, flush=True)
+        print(
+            f"  {label:<40s} {t[label]:8.2f} s CPU ({time.perf_counter() - wall:.2f} s wall)",
+            file=sys.stderr,
+            flush=True,
+        )
         return value
 
     counts = timed("aggregate", lambda: aggregate(battles))
@@ -105,7 +109,12 @@ def measure(n: int, *, rounds: int, style_extra: int, seed: int) -> dict:
     boot = timed(
         f"bt bootstrap {rounds}",
         lambda: bootstrap_bradley_terry(
-            counts, rounds=rounds, rng=np.random.default_rng(seed), ties="half", level=0.95, keep_samples=False
+            counts,
+            rounds=rounds,
+            rng=np.random.default_rng(seed),
+            ties="half",
+            level=0.95,
+            keep_samples=False,
         ),
     )
     t["bt_max_diff_point"] = float(np.max(np.abs(boot.ratings - point.ratings)))
@@ -123,12 +132,21 @@ def measure(n: int, *, rounds: int, style_extra: int, seed: int) -> dict:
     if style_extra:
         timed(
             f"style bootstrap {style_extra}",
-            lambda: fit_style_controlled(battles, ties="half", rounds=style_extra, rng=np.random.default_rng(seed)),
+            lambda: fit_style_controlled(
+                battles, ties="half", rounds=style_extra, rng=np.random.default_rng(seed)
+            ),
         )
     elo = timed("online elo", lambda: online_elo(battles, k=4.0, ties="half"))
     t["elo_first"] = float(elo.ratings[0])
     t["category total"] = sum(
-        t[k] for k in ("aggregate", "bt point fit", f"bt bootstrap {rounds}", f"style fit ({used} rounds)", "online elo")
+        t[k]
+        for k in (
+            "aggregate",
+            "bt point fit",
+            f"bt bootstrap {rounds}",
+            f"style fit ({used} rounds)",
+            "online elo",
+        )
     )
     return t
 
@@ -136,11 +154,17 @@ def measure(n: int, *, rounds: int, style_extra: int, seed: int) -> dict:
 def run_baseline(ref: str, argv: list[str]) -> dict:
     """The same measurements on ``ref``'s evalcore, in a child process."""
     with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(["git", "archive", ref, "evalcore"], cwd=ROOT, check=True, capture_output=True)
+        archive = subprocess.run(
+            ["git", "archive", ref, "evalcore"], cwd=ROOT, check=True, capture_output=True
+        )
         subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
         env = dict(os.environ, RATINGS_SCALE_EVALCORE=tmp)
         out = subprocess.run(
-            [sys.executable, __file__, *argv, "--json"], env=env, check=True, stdout=subprocess.PIPE, text=True
+            [sys.executable, __file__, *argv, "--json"],
+            env=env,
+            check=True,
+            stdout=subprocess.PIPE,
+            text=True,
         )
     return json.loads(out.stdout)
 
@@ -149,7 +173,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1e6,1e7", help="comma-separated battle counts")
     parser.add_argument("--rounds", type=int, default=1000)
-    parser.add_argument("--style-rounds", type=int, default=0, help="also time this many style bootstrap rounds")
+    parser.add_argument(
+        "--style-rounds", type=int, default=0, help="also time this many style bootstrap rounds"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--baseline", help="git revision to compare against in the same run")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
@@ -171,7 +197,9 @@ def main(argv=None) -> int:
     for n in sizes:
         ours = results[str(n)]
         print(f"\n{n:,} battles, {ours['pairs']:,} pairs")
-        print(f"  {'step':<34s} {'this tree':>10s}" + (f" {args.baseline:>10s} {'ratio':>7s}" if base else ""))
+        print(
+            f"  {'step':<34s} {'this tree':>10s}" + (f" {args.baseline:>10s} {'ratio':>7s}" if base else "")
+        )
         for key, value in ours.items():
             if not key.startswith(("aggregate", "bt ", "style ", "online", "category")):
                 continue
