@@ -60,15 +60,21 @@ def test_online_elo_is_bit_identical_to_the_plain_loop(ties):
 
 
 def test_poisson_resample_has_the_poisson_law_per_cell():
-    counts = pair_counts_from_arrays(["a", "b", "c"], [0, 1], [1, 2], [3.0, 40.0], [7.0, 0.0], [2.0, 5.0], [1.0, 0.0])
+    counts = pair_counts_from_arrays(
+        ["a", "b", "c"], [0, 1], [1, 2], [3.0, 40.0], [7.0, 0.0], [2.0, 5.0], [1.0, 0.0]
+    )
     rng = np.random.default_rng(0)
     w, n = poisson_resample(counts, "half", 40_000, rng)
     assert w.shape == n.shape == (2, 40_000)
     # n ~ Poisson(all battles of the pair); w = wins_i + half of the ties, each Poisson.
     np.testing.assert_allclose(n.mean(axis=1), counts.total, rtol=0.02)
     np.testing.assert_allclose(n.var(axis=1), counts.total, rtol=0.05)
-    np.testing.assert_allclose(w.mean(axis=1), counts.wins_i + 0.5 * (counts.ties + counts.bothbad), rtol=0.02)
-    np.testing.assert_allclose(w.var(axis=1), counts.wins_i + 0.25 * (counts.ties + counts.bothbad), rtol=0.05)
+    np.testing.assert_allclose(
+        w.mean(axis=1), counts.wins_i + 0.5 * (counts.ties + counts.bothbad), rtol=0.02
+    )
+    np.testing.assert_allclose(
+        w.var(axis=1), counts.wins_i + 0.25 * (counts.ties + counts.bothbad), rtol=0.05
+    )
     w_drop, n_drop = poisson_resample(counts, "drop", 40_000, rng)
     np.testing.assert_allclose(n_drop.mean(axis=1), counts.wins_i + counts.wins_j, rtol=0.02)
     assert np.all(w_drop <= n_drop)
