@@ -203,9 +203,10 @@ def _point_fit(problem: StyleProblem, start: np.ndarray) -> tuple[np.ndarray, in
     covariance."""
     w, y = problem.w, problem.y
     params, iterations, g, p = problem.newton(w, start)
-    h = problem.curvature(w * p * (1 - p))
+    h = problem.curvature(problem.fisher(w, p))
     h_inv = np.linalg.pinv(h, hermitian=True)
-    cov = h_inv @ problem.curvature(w * w * (y - p) ** 2, penalised=False) @ h_inv
+    scores = problem.curvature(lambda sl: (w[sl] * (y[sl] - p[sl])) ** 2, penalised=False)
+    cov = h_inv @ scores @ h_inv
     return params, iterations, g, cov
 
 

@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pytest
 
-from evalcore.ratings import Battles, aggregate, bootstrap_bradley_terry, simulate_battles
+from evalcore.ratings import Battles, aggregate, bootstrap_bradley_terry, simulate_battles, style_fit
 from evalcore.ratings.bootstrap import fit_columns, fit_many, poisson_resample
 from evalcore.ratings.bt import newton_fit
 from evalcore.ratings.counts import pair_counts_from_arrays, win_weights
@@ -126,7 +126,9 @@ def _small_style_problem(seed=0, n=500, m=5, f=3):
     return StyleProblem(a, b, y, w, x, m, 0.1, 2.0), a, b, y, w, x
 
 
-def test_style_problem_matches_dense_formulas():
+@pytest.mark.parametrize("block", [64, 1 << 18])
+def test_style_problem_matches_dense_formulas(block, monkeypatch):
+    monkeypatch.setattr(style_fit, "BLOCK", block)  # 500 battles: 8 blocks of 64 (last one short), or one
     prob, a, b, y, w, x = _small_style_problem()
     m, f = prob.m, prob.f
     z = np.zeros((len(y), m + f))
@@ -147,13 +149,17 @@ def test_style_problem_matches_dense_formulas():
     v = w * p * (1 - p)
     np.testing.assert_allclose(prob.curvature(v), z.T @ (v[:, None] * z) + np.diag(pen), atol=1e-10)
     np.testing.assert_allclose(prob.curvature(v, penalised=False), z.T @ (v[:, None] * z), atol=1e-10)
+    np.testing.assert_allclose(prob.curvature(prob.fisher(w, p)), prob.curvature(v), atol=1e-12)
 
 
-def test_style_newton_reaches_the_same_optimum_from_any_start():
+def test_style_newton_reaches_the_same_optimum_from_any_start(monkeypatch):
     prob, *_ = _small_style_problem(seed=2)
+    whole, *_ = prob.newton(prob.w, np.zeros(prob.m + prob.f))
+    monkeypatch.setattr(style_fit, "BLOCK", 100)
     zero, _, g0, _ = prob.newton(prob.w, np.zeros(prob.m + prob.f))
     start = np.random.default_rng(3).normal(scale=0.5, size=prob.m + prob.f)
     start[: prob.m] -= start[: prob.m].mean()
     warm, iterations, g1, _ = prob.newton(prob.w, start)
     assert np.linalg.norm(g0) < 1e-8 and np.linalg.norm(g1) < 1e-8 and iterations >= 1
     np.testing.assert_allclose(warm, zero, atol=1e-8)
+    np.testing.assert_allclose(zero, whole, atol=1e-10)  # blocks change nothing but round-off
