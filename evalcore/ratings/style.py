@@ -79,7 +79,8 @@ class StyleControlledResult:
 
 
 def style_differences(style_a: np.ndarray, style_b: np.ndarray) -> np.ndarray:
-    """Normalised differences ``(a - b) / (a + b + 1)``, shape (n, F), from counts of shape (n, F)."""
+    """Normalised differences ``(a - b) / (a + b + 1)``, shape (n, F) column-major, from counts of shape
+    (n, F)."""
     a = np.asarray(style_a, dtype=np.float64)
     b = np.asarray(style_b, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 2:
@@ -88,10 +89,11 @@ def style_differences(style_a: np.ndarray, style_b: np.ndarray) -> np.ndarray:
         min(a.min(), b.min()) >= 0 and max(a.max(), b.max()) < np.inf
     ):
         raise ValueError("style counts must be finite and non-negative")
-    out = np.subtract(a, b)
-    total = np.add(a, b)
-    total += 1.0
-    out /= total
+    out = np.empty(a.shape, order="F")  # column-major, as the style fit uses it
+    for k in range(a.shape[1]):
+        col = out[:, k]
+        np.subtract(a[:, k], b[:, k], out=col)
+        col /= a[:, k] + b[:, k] + 1.0
     return out
 
 
@@ -224,7 +226,7 @@ def _standardised_features(
         feature_names = STYLE_FEATURES
         x = features  # a fresh array: standardised in place below
     else:
-        x = np.array(features, dtype=np.float64)
+        x = np.array(features, dtype=np.float64, order="F")
     n = len(battles)
     if x.ndim != 2 or x.shape[0] != n:
         raise ValueError(f"features must have shape ({n}, F); got {x.shape}")

@@ -37,7 +37,8 @@ class StyleProblem:
     """
 
     def __init__(self, a, b, y, w, x, m, prior, penalty):
-        self.y, self.w, self.x = y, w, x
+        # Column-major covariates: the Hessian works one feature column at a time.
+        self.y, self.w, self.x = y, w, np.asfortranarray(x)
         self.n, self.m, self.f = y.shape[0], m, x.shape[1]
         self.prior, self.penalty = prior, penalty
         self.pair = a.astype(np.int64) * m + b
@@ -104,10 +105,11 @@ class StyleProblem:
             vb = v_of(sl)
             pair = self.pair[sl]
             tables[0] += np.bincount(pair, vb, minlength=m * m)
-            vx = vb[:, None] * self.x[sl]
+            xb = self.x[sl]
             for k in range(f):
-                tables[1 + k] += np.bincount(pair, vx[:, k], minlength=m * m)
-            h[m:, m:] += self.x[sl].T @ vx
+                col = vb * xb[:, k]  # contiguous when x is column-major (see __init__)
+                tables[1 + k] += np.bincount(pair, col, minlength=m * m)
+                h[m:, m + k] += xb.T @ col
         per_pair = tables[0].reshape(m, m)
         sym = per_pair + per_pair.T
         h[:m, :m] = -sym
