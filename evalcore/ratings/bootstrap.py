@@ -1,12 +1,23 @@
 """Percentile bootstrap for Bradley-Terry, resampling battles through their aggregated cells.
 
-Resampling N battles with replacement is the same as drawing the 4k (pair, outcome) cell counts from a
-multinomial with the observed cell frequencies, so a round costs O(k), not O(N). All rounds of a chunk are
-then fitted together: starting from the full-data MLE, each iteration takes a step ``H0^-1 g`` with the
-full-data Hessian ``H0`` (factorised once) and each round's own gradient ``g``. Bootstrap fits sit close to
-the full-data fit, so this converges linearly and fast; a round that does not converge (or whose gradient
-grows) is refitted on its own by Newton's method, and a round with no finite MLE (a resample where some
-model never lost, say) is dropped and counted in ``notes``.
+The resampling is the Poisson bootstrap: every battle gets an independent Poisson(1) multiplicity, so a
+(pair, outcome) cell of ``c`` battles gets a Poisson(``c``) count and a round costs O(k) draws, not O(N).
+Conditional on the resampled total ``N*``, the cells are exactly multinomial(``N*``, observed cell
+frequencies), i.e. the classical "resample battles with replacement" bootstrap of size ``N*``; and the
+Bradley-Terry MLE without a prior depends only on the cell frequencies, not on the total. So the only
+difference from the classical bootstrap is a resample size of ``N +- sqrt(N)`` instead of ``N``, which
+changes an interval's width by a relative ``O(1/sqrt(N))`` (0.1% at 1M battles). Poisson draws are about
+twice as fast as numpy's multinomial, and ties and both-bad ties (which enter only through their sum under
+``ties="half"``) are drawn as one Poisson of their sum: 3 draws per pair instead of 4 cells.
+
+All rounds of a chunk are then fitted together: starting from the full-data MLE, each iteration takes a
+step ``H0^-1 g`` with the full-data Hessian ``H0`` (inverted once) and each round's own gradient ``g``, on
+pair-major (k, R) arrays. Bootstrap fits sit close to the full-data fit, so this converges linearly and
+fast; a round stops when its gradient norm is below ``tol`` or its largest step below :data:`STEP_TOL`
+(1e-9 on the logit scale, which an absolute gradient tolerance would reach only after several more
+iterations at millions of battles). A round that does not converge (or whose gradient grows) is refitted
+on its own by Newton's method, and a round with no finite MLE (a resample where some model never lost,
+say) is dropped and counted in ``notes``.
 """
 
 from __future__ import annotations
@@ -36,6 +47,9 @@ from evalcore.ratings.result import (
 )
 from evalcore.validation import check_integer, check_level
 
+# A bootstrap round's fit stops once its largest step is below this (logit scale; 1.7e-7 Elo points).
+STEP_TOL = 1e-9
+
 
 def _incidence(i: np.ndarray, j: np.ndarray, m: int) -> sparse.csr_matrix:
     """Sparse (m, k) matrix with +1 at (i_k, k) and -1 at (j_k, k)."""
@@ -57,6 +71,7 @@ def fit_many(
     *,
     prior: float = 0.0,
     tol: float = 1e-8,
+    step_tol: float = STEP_TOL,
     max_iter: int = 200,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Fit BT for R weight vectors at once with a fixed preconditioner.
@@ -69,39 +84,80 @@ def fit_many(
         Starting point (the full-data fit).
     hessian0 : ndarray, shape (m, m)
         Hessian of the negative log-likelihood at ``theta0``.
+    tol, step_tol : float
+        A round has converged when its gradient norm is below ``tol`` or its largest step is below
+        ``step_tol`` (logit scale).
 
     Returns
     -------
     theta : ndarray, shape (R, m)
     converged : ndarray of bool, shape (R,)
     """
-    r_count = w_ij.shape[0]
-    n = w_ij + w_ji
+    w = np.ascontiguousarray(w_ij.T, dtype=np.float64)
+    n = np.ascontiguousarray((w_ij + w_ji).T, dtype=np.float64)
+    theta, converged = fit_columns(
+        i, j, w, n, m, theta0, hessian0, prior=prior, tol=tol, step_tol=step_tol, max_iter=max_iter
+    )
+    return theta.T.copy(), converged
+
+
+def fit_columns(
+    i: np.ndarray,
+    j: np.ndarray,
+    w: np.ndarray,
+    n: np.ndarray,
+    m: int,
+    theta0: np.ndarray,
+    hessian0: np.ndarray,
+    *,
+    prior: float = 0.0,
+    tol: float = 1e-8,
+    step_tol: float = STEP_TOL,
+    max_iter: int = 200,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`fit_many` on pair-major arrays: ``w`` (wins of i) and ``n`` (decisive weight), shape (k, R).
+
+    Pair-major columns make the per-iteration work three BLAS-friendly passes over (k, R): the logit
+    differences as a sparse (k, m) @ (m, R) product, ``expit`` and the residual in place, and the gradient
+    as a sparse (m, k) @ (k, R) product. Converged rounds are frozen; the working set is compacted only
+    when it has shrunk by a quarter. Returns theta, shape (m, R), and converged, shape (R,).
+    """
+    r_count = w.shape[1]
     inc = _incidence(i, j, m)
+    diff = inc.T.tocsr()
     shift = max(float(np.mean(np.diag(hessian0))), 1e-12) / m
     precond = np.linalg.inv(hessian0 + shift)
-    theta = np.tile(theta0 - theta0.mean(), (r_count, 1))
-    active = np.ones(r_count, dtype=bool)
+    theta = np.repeat((theta0 - theta0.mean())[:, None], r_count, axis=1)
     converged = np.zeros(r_count, dtype=bool)
+    active = np.ones(r_count, dtype=bool)
     last = np.full(r_count, np.inf)
+    cols = np.arange(r_count)  # the rounds in the working arrays
+    w_work, n_work = w, n
     for _ in range(max_iter):
-        idx = np.flatnonzero(active)
-        if idx.size == 0:
+        if not active.any():
             break
-        th = theta[idx]
-        p = expit(th[:, i] - th[:, j])
-        resid = w_ij[idx] - n[idx] * p
-        g = (inc @ resid.T).T - prior * th
-        gnorm = np.linalg.norm(g, axis=1)
-        done = gnorm < tol
-        diverging = gnorm > last[idx] * 1.5
-        converged[idx[done]] = True
-        active[idx[done | diverging]] = False
-        last[idx] = gnorm
-        go = ~(done | diverging)
-        step = g[go] @ precond
-        new = th[go] + step
-        theta[idx[go]] = new - new.mean(axis=1, keepdims=True)
+        if active[cols].sum() < 0.75 * cols.size:
+            keep = active[cols]
+            cols, w_work, n_work = cols[keep], w_work[:, keep], n_work[:, keep]
+        th = theta[:, cols]
+        resid = diff @ th
+        expit(resid, out=resid)
+        np.multiply(n_work, resid, out=resid)
+        np.subtract(w_work, resid, out=resid)
+        g = inc @ resid
+        if prior:
+            g -= prior * th
+        step = precond @ g
+        gnorm = np.linalg.norm(g, axis=0)
+        live = active[cols]
+        done = live & ((gnorm < tol) | (np.max(np.abs(step), axis=0) < step_tol))
+        diverging = live & ~done & (gnorm > last[cols] * 1.5)
+        converged[cols[done]] = True
+        active[cols[done | diverging]] = False
+        last[cols] = gnorm
+        go = live & ~(done | diverging)
+        new = th[:, go] + step[:, go]
+        theta[:, cols[go]] = new - new.mean(axis=0)
     return theta, converged
 
 
@@ -116,7 +172,7 @@ def bootstrap_bradley_terry(
     prior: float | None = None,
     level: float = 0.95,
     tol: float = 1e-8,
-    chunk: int = 250,
+    chunk: int = 64,
     progress: Callable[[int, int], None] | None = None,
     keep_samples: bool = True,
 ) -> RatingResult:
@@ -133,7 +189,8 @@ def bootstrap_bradley_terry(
         As in :func:`evalcore.ratings.fit_bradley_terry`. Each round is anchored like the point fit, so
         the anchor model's interval is zero.
     chunk : int
-        Rounds fitted together (memory ~ ``chunk * k * 8`` bytes per array).
+        Rounds fitted together (memory ~ ``chunk * k * 8`` bytes per array; 64 keeps the (k, chunk)
+        arrays of 20,000 pairs near 10 MB, about 10% faster than 250).
     progress : callable(done, total), optional
     keep_samples : bool
         Keep the (rounds, m) bootstrap ratings in ``samples``.
@@ -180,6 +237,25 @@ def bootstrap_bradley_terry(
     )
 
 
+def poisson_resample(
+    counts: PairCounts, ties: str, size: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Poisson-bootstrap weights of ``size`` rounds, pair-major: wins of i and decisive weight, (k, size).
+
+    Each battle gets an independent Poisson(1) multiplicity, so a cell of ``c`` battles gets a
+    Poisson(``c``) count; cells that enter the fit only through their sum (ties and both-bad ties under
+    ``half``) are drawn as one Poisson of the summed count, which has the same law.
+    """
+    half = {"half": counts.ties + counts.bothbad, "drop-bothbad": counts.ties, "drop": None}[ties]
+    wins_i = rng.poisson(counts.wins_i[:, None], size=(counts.n_pairs, size)).astype(np.float64)
+    n = wins_i + rng.poisson(counts.wins_j[:, None], size=(counts.n_pairs, size))
+    if half is not None and half.any():
+        tied = rng.poisson(half[:, None], size=(counts.n_pairs, size))
+        n += tied
+        wins_i += 0.5 * tied
+    return wins_i, n
+
+
 def _bootstrap_thetas(
     counts: PairCounts,
     point: LogitFit,
@@ -192,22 +268,18 @@ def _bootstrap_thetas(
     chunk: int,
     progress: Callable[[int, int], None] | None,
 ) -> tuple[np.ndarray, int]:
-    """Fit ``rounds`` resamples of the cells, ``chunk`` at a time; returns the (R, m) fits kept and drops."""
+    """Fit ``rounds`` Poisson resamples of the cells, ``chunk`` at a time; returns the (R, m) fits kept and
+    the number dropped."""
     m = counts.n_models
-    cells = counts.cells()
-    total = int(round(cells.sum()))
-    probs = (cells / cells.sum()).ravel()
     thetas = []
     dropped = 0
     done = 0
     for start in range(0, rounds, chunk):
         size = min(chunk, rounds - start)
-        draws = rng.multinomial(total, probs, size=size).reshape(size, -1, 4)
-        b_ij, b_ji = win_weights(draws, ties)
-        theta, ok = fit_many(
-            counts.i, counts.j, b_ij, b_ji, m, point.theta, point.hessian, prior=prior, tol=tol
-        )
-        dropped += _refit_unconverged(counts, point, theta, ok, b_ij, b_ji, prior=prior, tol=tol)
+        w, n = poisson_resample(counts, ties, size, rng)
+        theta, ok = fit_columns(counts.i, counts.j, w, n, m, point.theta, point.hessian, prior=prior, tol=tol)
+        theta = theta.T.copy()
+        dropped += _refit_unconverged(counts, point, theta, ok, w, n, prior=prior, tol=tol)
         thetas.append(theta[ok])
         done += size
         if progress is not None:
@@ -223,24 +295,24 @@ def _refit_unconverged(
     point: LogitFit,
     theta: np.ndarray,
     ok: np.ndarray,
-    b_ij: np.ndarray,
-    b_ji: np.ndarray,
+    w: np.ndarray,
+    n: np.ndarray,
     *,
     prior: float,
     tol: float,
 ) -> int:
-    """Refit the rounds ``fit_many`` left unconverged by Newton's method, in place in ``theta`` and ``ok``.
-
-    Returns how many of them have no finite MLE (left with ``ok`` False).
-    """
+    """Refit the rounds ``fit_columns`` left unconverged by Newton's method, in place in ``theta`` (R, m)
+    and ``ok``; ``w`` and ``n`` are the (k, R) resampled weights. Returns how many of them have no finite
+    MLE (left with ``ok`` False)."""
     m = counts.n_models
     dropped = 0
     for r in np.flatnonzero(~ok):
+        b_ij, b_ji = w[:, r], n[:, r] - w[:, r]
         try:
             if prior == 0.0:
-                check_identifiable(counts.models, counts.i, counts.j, b_ij[r], b_ji[r])
+                check_identifiable(counts.models, counts.i, counts.j, b_ij, b_ji)
             theta[r] = newton_fit(
-                counts.i, counts.j, b_ij[r], b_ji[r], m, prior=prior, tol=tol, theta0=point.theta
+                counts.i, counts.j, b_ij, b_ji, m, prior=prior, tol=tol, theta0=point.theta
             ).theta
             ok[r] = True
         except ValueError:

@@ -32,10 +32,13 @@ def _scores_and_mask(battles: Battles, ties: str) -> tuple[np.ndarray, np.ndarra
     return score, keep
 
 
-def _battle_order(battles: Battles) -> np.ndarray:
-    if battles.tstamp is None:
-        return np.arange(len(battles))
-    return np.argsort(battles.tstamp, kind="stable")
+def _battle_order(battles: Battles) -> np.ndarray | None:
+    """Replay order: ``tstamp`` order (stable), or None when that is file order (no timestamps, or
+    timestamps already non-decreasing, as votes read in id order are), which saves the gathers."""
+    ts = battles.tstamp
+    if ts is None or bool(np.all(ts[1:] >= ts[:-1])):
+        return None
+    return np.argsort(ts, kind="stable")
 
 
 def elo_ratings(
@@ -63,18 +66,23 @@ def elo_ratings(
     score, keep = _scores_and_mask(battles, ties)
     if order is None:
         order = _battle_order(battles)
-    order = order[keep[order]]
+    if order is None:  # file order: gather only when a ties policy drops battles
+        order = None if keep.all() else np.flatnonzero(keep)
+    else:
+        order = order[keep[order]]
     ratings = [float(initial)] * battles.n_models
-    a_list = battles.model_a[order].tolist()
-    b_list = battles.model_b[order].tolist()
-    s_list = score[order].tolist()
+    if order is None:
+        a_list, b_list, s_list = battles.model_a.tolist(), battles.model_b.tolist(), score.tolist()
+    else:
+        a_list = battles.model_a[order].tolist()
+        b_list = battles.model_b[order].tolist()
+        s_list = score[order].tolist()
     log_base = math.log(base)
     exp = math.exp
     for a, b, s in zip(a_list, b_list, s_list):
         ra = ratings[a]
         rb = ratings[b]
-        expected = 1.0 / (1.0 + exp((rb - ra) / scale * log_base))
-        delta = k * (s - expected)
+        delta = k * (s - 1.0 / (1.0 + exp((rb - ra) / scale * log_base)))
         ratings[a] = ra + delta
         ratings[b] = rb - delta
     return np.asarray(ratings)

@@ -17,12 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg
-from scipy.special import expit
 from scipy.stats import norm
 
 from evalcore.ratings.battles import A_WINS, B_WINS, BOTHBAD, STYLE_FEATURES, TIE, Battles
-from evalcore.ratings.bt import check_identifiable, elo_se, fit_notes
+from evalcore.ratings.bt import check_identifiable, elo_se, fit_notes, newton_fit
 from evalcore.ratings.counts import aggregate, check_ties_policy, win_weights
 from evalcore.ratings.result import (
     ELO_PER_LOGIT,
@@ -33,6 +31,7 @@ from evalcore.ratings.result import (
     ranks_from_ratings,
     to_elo_scale,
 )
+from evalcore.ratings.style_fit import StyleProblem
 from evalcore.validation import check_integer, check_level
 
 
@@ -80,92 +79,22 @@ class StyleControlledResult:
 
 
 def style_differences(style_a: np.ndarray, style_b: np.ndarray) -> np.ndarray:
-    """Normalised differences ``(a - b) / (a + b + 1)``, shape (n, F), from counts of shape (n, F)."""
+    """Normalised differences ``(a - b) / (a + b + 1)``, shape (n, F) column-major, from counts of shape
+    (n, F)."""
     a = np.asarray(style_a, dtype=np.float64)
     b = np.asarray(style_b, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 2:
         raise ValueError(f"style arrays must both have shape (n, F); got {a.shape} and {b.shape}")
-    if np.any(a < 0) or np.any(b < 0) or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+    if a.size and not (  # min/max propagate NaN, and NaN >= 0 is False
+        min(a.min(), b.min()) >= 0 and max(a.max(), b.max()) < np.inf
+    ):
         raise ValueError("style counts must be finite and non-negative")
-    return (a - b) / (a + b + 1.0)
-
-
-class _Problem:
-    """Per-battle arrays for the penalised logistic likelihood."""
-
-    def __init__(self, a, b, y, w, x, m, prior, penalty):
-        self.a, self.b, self.y, self.w, self.x = a, b, y, w, x
-        self.m, self.f = m, x.shape[1]
-        self.prior, self.penalty = prior, penalty
-        self.pair = a.astype(np.int64) * m + b
-
-    def loglik(self, params, w):
-        theta, beta = params[: self.m], params[self.m :]
-        eta = theta[self.a] - theta[self.b] + self.x @ beta
-        # y log p + (1 - y) log(1 - p) = y * eta - softplus(eta): one logaddexp per battle.
-        ll = float(w @ (self.y * eta - np.logaddexp(0.0, eta)))
-        return float(ll - 0.5 * self.prior * theta @ theta - 0.5 * self.penalty * beta @ beta)
-
-    def grad_and_p(self, params, w):
-        theta, beta = params[: self.m], params[self.m :]
-        p = expit(theta[self.a] - theta[self.b] + self.x @ beta)
-        r = w * (self.y - p)
-        m = self.m
-        g_theta = (
-            np.bincount(self.a, r, minlength=m) - np.bincount(self.b, r, minlength=m) - self.prior * theta
-        )
-        g_beta = self.x.T @ r - self.penalty * beta
-        return np.concatenate([g_theta, g_beta]), p
-
-    def curvature(self, v, *, penalised=True):
-        """``sum_k v_k z_k z_k^T`` with ``z_k = (e_a - e_b, x_k)``, shape (m + F, m + F)."""
-        m, f = self.m, self.f
-        h = np.zeros((m + f, m + f))
-        per_pair = np.bincount(self.pair, v, minlength=m * m).reshape(m, m)
-        sym = per_pair + per_pair.T
-        h[:m, :m] = -sym
-        h[np.arange(m), np.arange(m)] = sym.sum(axis=1)
-        vx = v[:, None] * self.x
-        cross = np.stack(
-            [
-                np.bincount(self.a, vx[:, k], minlength=m) - np.bincount(self.b, vx[:, k], minlength=m)
-                for k in range(f)
-            ],
-            axis=1,
-        )
-        h[:m, m:] = cross
-        h[m:, :m] = cross.T
-        h[m:, m:] = self.x.T @ vx
-        if penalised:
-            h[np.arange(m), np.arange(m)] += self.prior
-            h[np.arange(m, m + f), np.arange(m, m + f)] += self.penalty
-        return h
-
-    def newton(self, w, params0, tol=1e-8, max_iter=50):
-        m = self.m
-        params = params0.copy()
-        ll = self.loglik(params, w)
-        it = 0
-        for it in range(1, max_iter + 1):  # noqa: B007
-            g, p = self.grad_and_p(params, w)
-            if np.linalg.norm(g) < tol:
-                break
-            h = self.curvature(w * p * (1 - p))
-            shift = np.zeros_like(h)
-            shift[:m, :m] = max(float(np.mean(np.diag(h)[:m])), 1e-12) / m
-            step = linalg.solve(h + shift, g, assume_a="pos")
-            t = 1.0
-            while True:
-                cand = params + t * step
-                cand[:m] -= cand[:m].mean()
-                new = self.loglik(cand, w)
-                if new >= ll - 1e-12 * abs(ll) or t < 1e-10:
-                    break
-                t *= 0.5
-            if np.max(np.abs(cand - params)) < 1e-15:
-                break
-            params, ll = cand, new
-        return params, it
+    out = np.empty(a.shape, order="F")  # column-major, as the style fit uses it
+    for k in range(a.shape[1]):
+        col = out[:, k]
+        np.subtract(a[:, k], b[:, k], out=col)
+        col /= a[:, k] + b[:, k] + 1.0
+    return out
 
 
 def _identifiable(battles: Battles, weights: np.ndarray) -> bool:
@@ -224,12 +153,15 @@ def fit_style_controlled(
     x, feature_names, mean, std = _standardised_features(battles, features, feature_names)
     prior = float(prior or 0.0)
     y, w = _targets_and_weights(battles, ties)
+    counts = aggregate(battles, weights=w)
+    w_ij, w_ji = win_weights(counts.cells(), "half")
     if prior == 0.0:
-        counts = aggregate(battles, weights=w)
-        check_identifiable(battles.models, counts.i, counts.j, *win_weights(counts.cells(), "half"))
+        check_identifiable(battles.models, counts.i, counts.j, w_ij, w_ji)
     m = battles.n_models
-    problem = _Problem(battles.model_a, battles.model_b, y, w, x, m, prior, float(penalty))
-    params, iterations, gradient, cov = _point_fit(problem)
+    # Start from plain BT on the pair counts (the model with beta = 0): a few Newton steps fewer over n.
+    start = newton_fit(counts.i, counts.j, w_ij, w_ji, m, prior=prior).theta
+    problem = StyleProblem(battles.model_a, battles.model_b, y, w, x, m, prior, float(penalty))
+    params, iterations, gradient, cov = _point_fit(problem, np.concatenate([start, np.zeros(x.shape[1])]))
     theta, beta = params[:m], params[m:]
     ratings = to_elo_scale(theta, battles.models, anchor)
     se = elo_se(cov[:m, :m], battles.models, anchor)
@@ -268,14 +200,15 @@ def fit_style_controlled(
     )
 
 
-def _point_fit(problem: _Problem) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
-    """Full-data Newton fit: parameters, iterations, gradient there, and the sandwich covariance."""
+def _point_fit(problem: StyleProblem, start: np.ndarray) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+    """Full-data Newton fit from ``start``: parameters, iterations, gradient there, and the sandwich
+    covariance."""
     w, y = problem.w, problem.y
-    params, iterations = problem.newton(w, np.zeros(problem.m + problem.f))
-    g, p = problem.grad_and_p(params, w)
-    h = problem.curvature(w * p * (1 - p))
+    params, iterations, g, p = problem.newton(w, start)
+    h = problem.curvature(problem.fisher(w, p))
     h_inv = np.linalg.pinv(h, hermitian=True)
-    cov = h_inv @ problem.curvature(w * w * (y - p) ** 2, penalised=False) @ h_inv
+    scores = problem.curvature(lambda sl: (w[sl] * (y[sl] - p[sl])) ** 2, penalised=False)
+    cov = h_inv @ scores @ h_inv
     return params, iterations, g, cov
 
 
@@ -291,15 +224,20 @@ def _standardised_features(
             )
         features = style_differences(battles.style_a, battles.style_b)
         feature_names = STYLE_FEATURES
-    x = np.asarray(features, dtype=np.float64)
+        x = features  # a fresh array: standardised in place below
+    else:
+        x = np.array(features, dtype=np.float64, order="F")
     n = len(battles)
     if x.ndim != 2 or x.shape[0] != n:
         raise ValueError(f"features must have shape ({n}, F); got {x.shape}")
     feature_names = tuple(feature_names or (f"x{k}" for k in range(x.shape[1])))
-    mean = x.mean(axis=0)
-    std = x.std(axis=0)
+    # Column means and variances by BLAS products (numpy's axis-0 reductions over (n, F) are slow).
+    mean = np.ones(n) @ x / max(n, 1)
+    x -= mean
+    std = np.sqrt(np.einsum("ij,ij->j", x, x) / max(n, 1))
     std[std == 0] = 1.0
-    return (x - mean) / std, feature_names, mean, std
+    x /= std
+    return x, feature_names, mean, std
 
 
 def _targets_and_weights(battles: Battles, ties: str) -> tuple[np.ndarray, np.ndarray]:
@@ -315,7 +253,7 @@ def _targets_and_weights(battles: Battles, ties: str) -> tuple[np.ndarray, np.nd
 
 
 def _bootstrap_draws(
-    problem: _Problem,
+    problem: StyleProblem,
     battles: Battles,
     params: np.ndarray,
     rounds: int,
