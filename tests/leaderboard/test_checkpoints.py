@@ -15,6 +15,7 @@ import pytest
 from evalcore.models.hf import hash_files
 from leaderboard.submissions import checkpoint_io
 from leaderboard.submissions import checkpoints as ck
+from leaderboard.submissions import file_rules
 from tests.leaderboard.checkpoint_factory import parameter_count
 
 LIMITS = ck.Limits(
@@ -124,7 +125,7 @@ def test_malformed_safetensors_headers(data, message):
     ],
 )
 def test_file_names(name, message):
-    assert message in ck.file_name_problem(name)
+    assert message in file_rules.file_name_problem(name)
 
 
 def test_pickled_weights_beside_safetensors_are_refused(tiny_dir):
