@@ -16,7 +16,9 @@ SUBMISSION_EVALUATE = "leaderboard.tasks.submission_evaluate"
 RUN_RESCORE = "leaderboard.tasks.run_rescore"
 JUDGE_RUN = "leaderboard.tasks.judge_run"
 JUDGE_AUDIT = "leaderboard.tasks.judge_audit"
-QUEUES = {SUBMISSION_EVALUATE: EVALUATE, RUN_RESCORE: DEFAULT, JUDGE_RUN: JUDGE, JUDGE_AUDIT: JUDGE}
+SUBMISSION_NOTIFY = "leaderboard.tasks.submission_notify"
+QUEUES = {SUBMISSION_EVALUATE: EVALUATE, RUN_RESCORE: DEFAULT, JUDGE_RUN: JUDGE, JUDGE_AUDIT: JUDGE,
+          SUBMISSION_NOTIFY: DEFAULT}  # fmt: skip
 
 
 def task_send_on_commit(name: str, *args) -> None:
@@ -32,6 +34,11 @@ def task_send_on_commit(name: str, *args) -> None:
 def submission_evaluate_send(submission_id: int) -> None:
     """Enqueue the benchmark run of a submission (``evaluate`` queue)."""
     task_send_on_commit(SUBMISSION_EVALUATE, submission_id)
+
+
+def submission_notify_send(submission_id: int) -> None:
+    """Enqueue the mail that tells the owner a submission finished or failed (``default`` queue)."""
+    task_send_on_commit(SUBMISSION_NOTIFY, submission_id)
 
 
 def run_rescore_send(task: str, admin_id: int, comment: str) -> None:

@@ -11,6 +11,7 @@ import logging
 import sys
 import traceback
 from collections import deque
+from smtplib import SMTPException
 
 from celery import shared_task
 from django.conf import settings
@@ -24,6 +25,7 @@ from leaderboard.judging.audits import judge_audit_execute
 from leaderboard.judging.runner import judge_run_execute
 from leaderboard.judging.services import judge_runs_request_for_submission
 from leaderboard.submissions import lifecycle
+from leaderboard.submissions.notifications import submission_notify as notify_owner
 from workers.queues import DEFAULT, EVALUATE, JUDGE, LONG_TASK_OPTIONS
 
 log = logging.getLogger(__name__)
@@ -75,6 +77,7 @@ def submission_evaluate(self, submission_id: int) -> str:
         log.info("%s; checking again in %s s", busy, settings.LEADERBOARD_HEARTBEAT_STALE_S)
         raise self.retry(exc=busy, countdown=settings.LEADERBOARD_HEARTBEAT_STALE_S) from busy
     if started is None:
+        dispatch.submission_notify_send(submission_id)  # a no-op unless the worker died before it was sent
         return "nothing to do"
     tail = LogTail()
     root = logging.getLogger()
@@ -98,6 +101,13 @@ def submission_evaluate(self, submission_id: int) -> str:
     lifecycle.submission_finish(submission_id, log_tail=redact_paths(tail.text()))
     judge_runs_request_for_submission(submission_id)  # every active judge, each run sent by name
     return "finished"
+
+
+@shared_task(name=dispatch.SUBMISSION_NOTIFY, declared_queue=DEFAULT, autoretry_for=(OSError, SMTPException),
+             retry_backoff=60, retry_backoff_max=3600, max_retries=8)  # fmt: skip
+def submission_notify(submission_id: int) -> str:
+    """Mail the owner that the submission finished or failed; once (retried while the mail server is down)."""
+    return "sent" if notify_owner(submission_id) else "nothing to send"
 
 
 @shared_task(name=dispatch.RUN_RESCORE, declared_queue=DEFAULT, **LONG_TASK_OPTIONS)

@@ -304,6 +304,21 @@ LEADERBOARD_REQUEST_CACHE_DIR = VAR_DIR / "request-cache"  # model answers of ru
 LEADERBOARD_HEARTBEAT_STALE_S = 600  # a RUNNING submission silent this long is taken over by a redelivered task
 DATA_UPLOAD_MAX_NUMBER_FILES = LEADERBOARD_MAX_FILES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024  # anything larger goes to a temporary file, never to memory
+# Mail: owners hear when their submission's evaluation finishes or fails. The default prints mails on
+# the worker's console (the demo); set EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend and
+# EMAIL_HOST etc. to send them. PODIUM_SITE_URL makes the links in them absolute.
+try:
+    EMAIL_BACKEND = config_env.env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+    EMAIL_HOST = config_env.env.str("EMAIL_HOST", default="localhost")
+    EMAIL_PORT = config_env.integer("EMAIL_PORT", default=25, minimum=1)
+    EMAIL_HOST_USER = config_env.env.str("EMAIL_HOST_USER", default="")
+    EMAIL_HOST_PASSWORD = config_env.env.str("EMAIL_HOST_PASSWORD", default="")
+    EMAIL_USE_TLS = config_env.boolean("EMAIL_USE_TLS", default=False)
+    EMAIL_TIMEOUT = config_env.integer("EMAIL_TIMEOUT", default=30, minimum=1)
+    DEFAULT_FROM_EMAIL = config_env.env.str("DEFAULT_FROM_EMAIL", default="Podium <podium@localhost>")
+    PODIUM_SITE_URL = config_env.url("PODIUM_SITE_URL", schemes={"http", "https"}, default="http://127.0.0.1:8000")
+except ConfigError as error:
+    fail(error)
 LOGIN_URL = "leaderboard:login"
 LOGIN_REDIRECT_URL = "leaderboard:submissions"
 LOGOUT_REDIRECT_URL = "home"

@@ -97,6 +97,9 @@ class Submission(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    owner_notified_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the owner was mailed the outcome (one mail per finish or failure)."
+    )
     review_state = models.CharField(max_length=16, choices=Review.choices, default=Review.NONE)
     review_reason = models.CharField(max_length=300, blank=True, help_text="Why it was flagged.")
 

@@ -193,6 +193,7 @@ def submission_requeue(submission: Submission) -> Submission:
         locked.status = Submission.Status.PENDING
         locked.failure_reason = ""
         locked.progress = {}
+        locked.owner_notified_at = None  # the next outcome is news again
         locked.full_clean()
         locked.save()
         submission_enqueue(locked)

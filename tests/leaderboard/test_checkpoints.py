@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from evalcore.models.hf import hash_files
-from leaderboard.submissions import checkpoint_io
+from leaderboard.submissions import checkpoint_io, file_rules
 from leaderboard.submissions import checkpoints as ck
-from leaderboard.submissions import file_rules
 from tests.leaderboard.checkpoint_factory import parameter_count
 
 LIMITS = ck.Limits(
