@@ -279,6 +279,9 @@ try:
     LEADERBOARD_MAX_FILES = config_env.integer("LEADERBOARD_MAX_FILES", default=64, minimum=2)
     LEADERBOARD_SUBMISSIONS_PER_WEEK = config_env.integer("LEADERBOARD_SUBMISSIONS_PER_WEEK", default=5, minimum=1)
     LEADERBOARD_PRIVATE_VARIANTS_LIMIT = config_env.integer("LEADERBOARD_PRIVATE_VARIANTS_LIMIT", default=3, minimum=0)
+    # The size of each PATCH the browser sends through the resumable upload (tus): a dropped connection
+    # costs at most one chunk. docs/uploads.md.
+    LEADERBOARD_UPLOAD_CHUNK_BYTES = config_env.integer("LEADERBOARD_UPLOAD_CHUNK_BYTES", default=16 << 20, minimum=1024)
 except ConfigError as error:
     fail(error)
 LEADERBOARD_ARCHITECTURES = [

@@ -1,0 +1,320 @@
+// The submit page: pick or drop a checkpoint folder, check its file list with the server's rules
+// (checkpoint-rules.js) before a byte is sent, then create the submission and upload every file through
+// the resumable tus endpoint with tus-js-client: several files at once, a progress bar per file and
+// overall, and a dropped connection or a closed tab resumed from the offset the server holds
+// (tus-js-client keeps each upload's URL in localStorage under a fingerprint that names the submission).
+// Without JavaScript, or with a store path, the form posts as a plain multipart form.
+(function () {
+  "use strict";
+  var form = document.getElementById("submit-form");
+  if (!form || !window.tus || !window.PodiumCheckpointRules || !window.tus.isSupported) { return; }
+  var Rules = window.PodiumCheckpointRules;
+  var rules = JSON.parse(document.getElementById("checkpoint-rules").textContent);
+  var draftsUrl = form.dataset.draftsUrl, uploadsUrl = form.dataset.uploadsUrl;
+  if (!draftsUrl || !uploadsUrl) { return; }
+  var chunkSize = parseInt(form.dataset.chunkBytes, 10) || 16 * 1024 * 1024;
+  var PARALLEL = 3;
+  var DRAFT_KEY = "podium-draft:";
+  var table = document.getElementById("file-list"), body = table.querySelector("tbody");
+  var problemsList = document.getElementById("file-problems"), formProblems = document.getElementById("form-problems");
+  var stateLine = document.getElementById("upload-state"), ignoredLine = document.getElementById("ignored-files");
+  var button = form.querySelector("button[type=submit]");
+  var picked = [];   // [{file, name, size, row, sent, startOffset, started, done}]
+  var busy = false;
+
+  function csrfToken() { return form.querySelector("input[name=csrfmiddlewaretoken]").value; }
+
+  function human(bytes) {
+    var units = ["B", "kB", "MB", "GB", "TB"], i = 0, n = bytes;
+    while (n >= 1000 && i < units.length - 1) { n /= 1000; i++; }
+    return (i ? n.toFixed(n < 10 ? 2 : 1) : String(n)) + " " + units[i];
+  }
+
+  function duration(seconds) {
+    if (!isFinite(seconds) || seconds < 0) { return "–"; }
+    seconds = Math.round(seconds);
+    if (seconds < 60) { return seconds + " s"; }
+    if (seconds < 3600) { return Math.floor(seconds / 60) + " min " + (seconds % 60) + " s"; }
+    return Math.floor(seconds / 3600) + " h " + Math.floor((seconds % 3600) / 60) + " min";
+  }
+
+  function showList(list, messages) {
+    list.textContent = "";
+    messages.forEach(function (m) {
+      var li = document.createElement("li");
+      li.className = "error";
+      li.textContent = m;
+      list.appendChild(li);
+    });
+    list.hidden = !messages.length;
+  }
+
+  // -- picking ------------------------------------------------------------------------------------
+
+  function choose(files, ignored) {
+    if (busy) { return; }
+    picked = files.map(function (f) { return { file: f, name: f.name, size: f.size }; });
+    body.textContent = "";
+    picked.forEach(function (item) {
+      var row = document.createElement("tr");
+      row.dataset.name = item.name;
+      ["name", "size num", "bar", "sent num", "rate num", "eta num"].forEach(function (cls) {
+        var cell = document.createElement("td");
+        cell.className = cls;
+        row.appendChild(cell);
+      });
+      row.querySelector(".name").textContent = item.name;
+      row.querySelector(".size").textContent = human(item.size);
+      var bar = document.createElement("progress");
+      bar.max = Math.max(item.size, 1);
+      bar.value = 0;
+      row.querySelector(".bar").appendChild(bar);
+      var problem = Rules.fileNameProblem(rules, item.name);
+      if (problem) { row.classList.add("problem"); row.title = problem; }
+      item.row = row;
+      body.appendChild(row);
+    });
+    table.hidden = !picked.length;
+    table.querySelector("tfoot .size").textContent = human(total());
+    ignoredLine.hidden = !ignored.length;
+    ignoredLine.textContent = ignored.length ? "Left out (subfolders and hidden files): " + ignored.join(", ") : "";
+    showList(problemsList, picked.length ? check() : []);
+  }
+
+  function check() {
+    return Rules.fileListProblems(rules, picked.map(function (p) { return { name: p.name, size: p.size }; }));
+  }
+
+  function total() { return picked.reduce(function (sum, p) { return sum + p.size; }, 0); }
+
+  function fromFolder(files) {
+    var keep = [], ignored = [];
+    files.forEach(function (f) {
+      var parts = (f.webkitRelativePath || f.name).split("/");
+      if (parts.length > 2 || f.name.charAt(0) === ".") { ignored.push(parts.slice(1).join("/") || f.name); }
+      else { keep.push(f); }
+    });
+    choose(keep, ignored);
+  }
+
+  document.getElementById("folder-input").addEventListener("change", function (e) {
+    fromFolder(Array.from(e.target.files));
+  });
+  var filesInput = form.querySelector("input[type=file][name=files]");
+  filesInput.addEventListener("change", function (e) { choose(Array.from(e.target.files), []); });
+
+  var zone = document.getElementById("dropzone");
+  ["dragenter", "dragover"].forEach(function (t) {
+    zone.addEventListener(t, function (e) { e.preventDefault(); zone.classList.add("over"); });
+  });
+  zone.addEventListener("dragleave", function () { zone.classList.remove("over"); });
+  zone.addEventListener("drop", function (e) {
+    e.preventDefault();
+    zone.classList.remove("over");
+    var entries = Array.from(e.dataTransfer.items || []).map(function (i) { return i.webkitGetAsEntry && i.webkitGetAsEntry(); });
+    var folder = entries.length === 1 && entries[0] && entries[0].isDirectory ? entries[0] : null;
+    if (!folder) { choose(Array.from(e.dataTransfer.files), []); return; }
+    readFolder(folder).then(function (found) { choose(found.files, found.ignored); });
+  });
+
+  function readFolder(dir) {  // the folder's own files; its subfolders are left out, as on the server
+    var reader = dir.createReader(), files = [], ignored = [], pending = [];
+    return new Promise(function (resolve, reject) {
+      (function more() {
+        reader.readEntries(function (batch) {
+          if (!batch.length) {
+            Promise.all(pending).then(function () { resolve({ files: files, ignored: ignored }); }, reject);
+            return;
+          }
+          batch.forEach(function (entry) {
+            if (entry.isDirectory || entry.name.charAt(0) === ".") { ignored.push(entry.name + (entry.isDirectory ? "/" : "")); return; }
+            pending.push(new Promise(function (ok, fail) { entry.file(function (f) { files.push(f); ok(); }, fail); }));
+          });
+          more();
+        }, reject);
+      })();
+    });
+  }
+
+  // -- the submission -----------------------------------------------------------------------------
+
+  function fieldsOf() {
+    var data = {};
+    Array.from(form.elements).forEach(function (el) {
+      if (!el.name || el.name === "csrfmiddlewaretoken" || el.name === "files" || el.name === "store_path" || el.type === "file") { return; }
+      data[el.name] = el.type === "checkbox" ? el.checked : el.value;
+    });
+    return data;
+  }
+
+  function declared() {
+    var files = {};
+    picked.forEach(function (p) { files[p.name] = p.size; });
+    return files;
+  }
+
+  function draftKey(fields) {  // the same folder and name, picked again after the tab was closed
+    var sig = picked.map(function (p) { return [p.name, p.size, p.file.lastModified].join(":"); }).sort().join("|");
+    return DRAFT_KEY + fields.model_name + "|" + sig;
+  }
+
+  function messagesOf(payload) {  // DRF errors ({field: [..]}, {detail}, [..]) as sentences
+    var out = [];
+    (function walk(value, field) {
+      if (typeof value === "string") { out.push(field && field !== "detail" && field !== "non_field_errors" && field !== "errors" ? field + ": " + value : value); }
+      else if (Array.isArray(value)) { value.forEach(function (v) { walk(v, field); }); }
+      else if (value && typeof value === "object") { Object.keys(value).forEach(function (k) { walk(value[k], k); }); }
+    })(payload, "");
+    return out.length ? out : ["The server refused the submission."];
+  }
+
+  function api(method, url, data) {
+    var init = { method: method, credentials: "same-origin",
+                 headers: { Accept: "application/json", "X-CSRFToken": csrfToken() } };
+    if (data) { init.headers["Content-Type"] = "application/json"; init.body = JSON.stringify(data); }
+    return fetch(url, init).then(function (r) {
+      return r.json().catch(function () { return {}; }).then(function (payload) {
+        if (!r.ok) { var error = new Error("refused"); error.messages = messagesOf(payload); error.status = r.status; throw error; }
+        return payload;
+      });
+    });
+  }
+
+  function draftUrl(id) { return draftsUrl.replace(/\/?$/, "/") + encodeURIComponent(id) + "/"; }
+
+  function openDraft(fields) {  // the stored draft if it still takes files, else a new one
+    var key = draftKey(fields), known = localStorage.getItem(key);
+    var fresh = function () {
+      return api("POST", draftsUrl, Object.assign({}, fields, { files: declared() })).then(function (d) {
+        localStorage.setItem(key, d.id);
+        return { id: d.id, key: key, resumed: false };
+      });
+    };
+    if (!known) { return fresh(); }
+    return api("GET", draftUrl(known)).then(function (d) {
+      return d.state === "UPLOADING" ? { id: known, key: key, resumed: true } : (localStorage.removeItem(key), fresh());
+    }, function () { localStorage.removeItem(key); return fresh(); });
+  }
+
+  // -- progress -----------------------------------------------------------------------------------
+
+  var clock = { start: 0 };
+
+  function paint(item) {
+    var row = item.row, now = performance.now();
+    row.querySelector("progress").value = item.sent;
+    row.querySelector(".sent").textContent = item.done ? "done" : human(item.sent);
+    row.dataset.sent = String(item.sent);
+    var seconds = (now - item.started) / 1000, moved = item.sent - (item.startOffset || 0);
+    var rate = seconds > 0.2 && moved > 0 ? moved / seconds : 0;
+    row.querySelector(".rate").textContent = rate ? human(rate) + "/s" : "";
+    row.querySelector(".eta").textContent = item.done ? "" : rate ? duration((item.size - item.sent) / rate) : "–";
+    var all = picked.reduce(function (s, p) { return s + p.sent; }, 0), size = total();
+    var foot = table.querySelector("tfoot");
+    foot.querySelector("progress").max = Math.max(size, 1);
+    foot.querySelector("progress").value = all;
+    foot.querySelector(".sent").textContent = human(all);
+    var movedAll = picked.reduce(function (s, p) { return s + (p.startOffset === null ? 0 : p.sent - p.startOffset); }, 0);
+    var allSeconds = (now - clock.start) / 1000, allRate = allSeconds > 0.2 ? movedAll / allSeconds : 0;
+    foot.querySelector(".rate").textContent = allRate > 0 ? human(allRate) + "/s" : "";
+    foot.querySelector(".eta").textContent = all >= size ? "" : allRate > 0 ? duration((size - all) / allRate) : "–";
+    table.dataset.sent = String(all);
+  }
+
+  function uploadOne(item, draft) {
+    return new Promise(function (resolve, reject) {
+      var upload = new window.tus.Upload(item.file, {
+        endpoint: uploadsUrl,
+        chunkSize: chunkSize,
+        retryDelays: [0, 1000, 3000, 5000, 10000],
+        metadata: { submission: draft.id, filename: item.name },
+        headers: { "X-CSRFToken": csrfToken() },
+        storeFingerprintForResuming: true,
+        removeFingerprintOnSuccess: true,
+        fingerprint: function (file) {
+          return Promise.resolve(["podium", draft.id, item.name, file.size, file.lastModified].join("/"));
+        },
+        onProgress: function (sent) {
+          if (item.startOffset === null) { item.startOffset = sent; item.started = performance.now(); }
+          item.sent = sent;
+          paint(item);
+        },
+        onSuccess: function () { item.sent = item.size; item.done = true; item.row.classList.add("done"); paint(item); resolve(); },
+        onError: function (error) {
+          item.row.classList.add("failed");
+          var response = error.originalResponse, text = response ? response.getBody() : "";
+          var messages;
+          try { messages = messagesOf(JSON.parse(text)); } catch (e) { messages = [item.name + ": " + (error.message || error)]; }
+          item.row.querySelector(".sent").textContent = "failed";
+          reject(Object.assign(new Error("upload failed"), { messages: messages }));
+        },
+      });
+      upload.findPreviousUploads().then(function (previous) {
+        if (previous.length) {
+          upload.resumeFromPreviousUpload(previous[0]);
+          item.row.dataset.resumed = "1";
+        }
+        upload.start();
+      });
+    });
+  }
+
+  function uploadAll(draft) {
+    var queue = picked.slice().sort(function (a, b) { return a.size - b.size; }), failures = [];
+    clock = { start: performance.now() };
+    picked.forEach(function (p) { p.sent = 0; p.startOffset = null; p.started = performance.now(); p.done = false; });
+    function worker() {
+      var item = queue.shift();
+      if (!item) { return Promise.resolve(); }
+      return uploadOne(item, draft).catch(function (e) { failures = failures.concat(e.messages || []); }).then(worker);
+    }
+    var workers = [];
+    for (var i = 0; i < PARALLEL; i++) { workers.push(worker()); }
+    return Promise.all(workers).then(function () {
+      if (failures.length) { throw Object.assign(new Error("failed"), { messages: failures }); }
+    });
+  }
+
+  function settle(draft) {  // the server checks the whole checkpoint once the last byte is in
+    return api("GET", draftUrl(draft.id)).then(function (d) {
+      if (d.state === "SUBMITTED") { localStorage.removeItem(draft.key); return d; }
+      if (d.state === "REFUSED" || d.state === "EXPIRED") {
+        localStorage.removeItem(draft.key);
+        throw Object.assign(new Error("refused"), { messages: d.errors && d.errors.length ? d.errors : ["The submission was " + d.state.toLowerCase() + "."] });
+      }
+      return new Promise(function (r) { setTimeout(r, 500); }).then(function () { return settle(draft); });
+    });
+  }
+
+  form.addEventListener("submit", function (e) {
+    var storePath = form.querySelector("[name=store_path]");
+    if (!picked.length && storePath && storePath.value.trim()) { return; }  // a store folder: the plain form
+    e.preventDefault();
+    if (busy) { return; }
+    showList(formProblems, []);
+    var problems = check();
+    showList(problemsList, problems);
+    if (problems.length) { stateLine.textContent = "Nothing was sent."; return; }
+    if (storePath && storePath.value.trim()) { showList(formProblems, ["Upload files or name a store path, not both."]); return; }
+    busy = true;
+    button.disabled = true;
+    var fields = fieldsOf();
+    stateLine.textContent = "Checking the submission…";
+    openDraft(fields).then(function (draft) {
+      stateLine.textContent = draft.resumed ? "Resuming the upload…" : "Uploading…";
+      form.dataset.draft = draft.id;
+      return uploadAll(draft).then(function () {
+        stateLine.textContent = "All files received; checking the checkpoint…";
+        return settle(draft);
+      });
+    }).then(function () {
+      stateLine.textContent = "Submitted.";
+      window.location.assign(form.dataset.doneUrl);
+    }).catch(function (error) {
+      showList(formProblems, error.messages || [String(error)]);
+      stateLine.textContent = "";
+      busy = false;
+      button.disabled = false;
+    });
+  });
+})();
