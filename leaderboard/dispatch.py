@@ -16,7 +16,8 @@ SUBMISSION_EVALUATE = "leaderboard.tasks.submission_evaluate"
 RUN_RESCORE = "leaderboard.tasks.run_rescore"
 JUDGE_RUN = "leaderboard.tasks.judge_run"
 JUDGE_AUDIT = "leaderboard.tasks.judge_audit"
-QUEUES = {SUBMISSION_EVALUATE: EVALUATE, RUN_RESCORE: DEFAULT, JUDGE_RUN: JUDGE, JUDGE_AUDIT: JUDGE}
+UPLOADS_EXPIRE = "leaderboard.tasks.uploads_expire"  # periodic (CELERY_BEAT_SCHEDULE)
+QUEUES = {SUBMISSION_EVALUATE: EVALUATE, RUN_RESCORE: DEFAULT, JUDGE_RUN: JUDGE, JUDGE_AUDIT: JUDGE, UPLOADS_EXPIRE: DEFAULT}
 
 
 def task_send_on_commit(name: str, *args) -> None:

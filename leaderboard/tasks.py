@@ -23,7 +23,7 @@ from leaderboard.judging import states as judge_states
 from leaderboard.judging.audits import judge_audit_execute
 from leaderboard.judging.runner import judge_run_execute
 from leaderboard.judging.services import judge_runs_request_for_submission
-from leaderboard.submissions import lifecycle
+from leaderboard.submissions import lifecycle, transfers
 from workers.queues import DEFAULT, EVALUATE, JUDGE, LONG_TASK_OPTIONS
 
 log = logging.getLogger(__name__)
@@ -98,6 +98,12 @@ def submission_evaluate(self, submission_id: int) -> str:
     lifecycle.submission_finish(submission_id, log_tail=redact_paths(tail.text()))
     judge_runs_request_for_submission(submission_id)  # every active judge, each run sent by name
     return "finished"
+
+
+@shared_task(name=dispatch.UPLOADS_EXPIRE, declared_queue=DEFAULT)
+def uploads_expire() -> str:
+    """Remove the bytes of resumable uploads nobody continued before they expired (periodic)."""
+    return f"{transfers.uploads_expire()} expired uploads removed"
 
 
 @shared_task(name=dispatch.RUN_RESCORE, declared_queue=DEFAULT, **LONG_TASK_OPTIONS)
