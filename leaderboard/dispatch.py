@@ -17,8 +17,9 @@ RUN_RESCORE = "leaderboard.tasks.run_rescore"
 JUDGE_RUN = "leaderboard.tasks.judge_run"
 JUDGE_AUDIT = "leaderboard.tasks.judge_audit"
 SUBMISSION_NOTIFY = "leaderboard.tasks.submission_notify"
+UPLOADS_EXPIRE = "leaderboard.tasks.uploads_expire"  # periodic (CELERY_BEAT_SCHEDULE)
 QUEUES = {SUBMISSION_EVALUATE: EVALUATE, RUN_RESCORE: DEFAULT, JUDGE_RUN: JUDGE, JUDGE_AUDIT: JUDGE,
-          SUBMISSION_NOTIFY: DEFAULT}  # fmt: skip
+          SUBMISSION_NOTIFY: DEFAULT, UPLOADS_EXPIRE: DEFAULT}  # fmt: skip
 
 
 def task_send_on_commit(name: str, *args) -> None:

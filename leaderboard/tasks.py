@@ -24,7 +24,7 @@ from leaderboard.judging import states as judge_states
 from leaderboard.judging.audits import judge_audit_execute
 from leaderboard.judging.runner import judge_run_execute
 from leaderboard.judging.services import judge_runs_request_for_submission
-from leaderboard.submissions import lifecycle
+from leaderboard.submissions import lifecycle, transfers
 from leaderboard.submissions.notifications import submission_notify as notify_owner
 from workers.queues import DEFAULT, EVALUATE, JUDGE, LONG_TASK_OPTIONS
 
@@ -108,6 +108,12 @@ def submission_evaluate(self, submission_id: int) -> str:
 def submission_notify(submission_id: int) -> str:
     """Mail the owner that the submission finished or failed; once (retried while the mail server is down)."""
     return "sent" if notify_owner(submission_id) else "nothing to send"
+
+
+@shared_task(name=dispatch.UPLOADS_EXPIRE, declared_queue=DEFAULT)
+def uploads_expire() -> str:
+    """Remove the bytes of resumable uploads nobody continued before they expired (periodic)."""
+    return f"{transfers.uploads_expire()} expired uploads removed"
 
 
 @shared_task(name=dispatch.RUN_RESCORE, declared_queue=DEFAULT, **LONG_TASK_OPTIONS)

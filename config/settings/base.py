@@ -198,6 +198,8 @@ try:
             "task": "arena.tasks.ratings_refit",
             "schedule": float(config_env.integer("PODIUM_REFIT_INTERVAL_S", default=600, minimum=1)),
         },
+        # Resumable uploads nobody touched for LEADERBOARD_UPLOAD_EXPIRE_S: their bytes are removed.
+        "uploads-expire": {"task": "leaderboard.tasks.uploads_expire", "schedule": 3600.0},
     }
 except ConfigError as error:
     fail(error)
@@ -230,7 +232,9 @@ try:
     API_BASIC_AUTH = config_env.boolean("API_BASIC_AUTH", default=False)
     API_THROTTLE_ANON = config_env.env.str("API_THROTTLE_ANON", default="120/minute")
     API_THROTTLE_USER = config_env.env.str("API_THROTTLE_USER", default="600/minute")
-    for _variable, _rate in (("API_THROTTLE_ANON", API_THROTTLE_ANON), ("API_THROTTLE_USER", API_THROTTLE_USER)):
+    API_THROTTLE_SUBMISSIONS = config_env.env.str("API_THROTTLE_SUBMISSIONS", default="30/hour")  # POST /api/submissions/
+    for _variable, _rate in (("API_THROTTLE_ANON", API_THROTTLE_ANON), ("API_THROTTLE_USER", API_THROTTLE_USER),
+                             ("API_THROTTLE_SUBMISSIONS", API_THROTTLE_SUBMISSIONS)):  # fmt: skip
         if not re.fullmatch(r"[1-9][0-9]{0,8}/(second|minute|hour|day|s|m|h|d)", _rate):
             raise ConfigError(_variable, f"{_rate!r} is not a rate such as 120/minute (per second|minute|hour|day)")
 except ConfigError as error:
@@ -238,13 +242,16 @@ except ConfigError as error:
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
+        "leaderboard.accounts.authentication.ApiTokenAuthentication",  # personal API tokens (account page)
         *(["rest_framework.authentication.BasicAuthentication"] if API_BASIC_AUTH else []),
     ],
     "DEFAULT_THROTTLE_CLASSES": [
         "rest_framework.throttling.AnonRateThrottle",
         "rest_framework.throttling.UserRateThrottle",
     ],
-    "DEFAULT_THROTTLE_RATES": {"anon": API_THROTTLE_ANON, "user": API_THROTTLE_USER},
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": API_THROTTLE_ANON, "user": API_THROTTLE_USER, "submissions": API_THROTTLE_SUBMISSIONS,
+    },
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
@@ -303,6 +310,13 @@ except ConfigError as error:
     fail(error)
 LEADERBOARD_TASK_PATHS: list[str] = []  # extra task folders (evalcore include paths)
 LEADERBOARD_SUBMISSIONS_DIR = MEDIA_ROOT / "submissions"
+# Resumable (tus) uploads land here, one folder per draft, then move into LEADERBOARD_SUBMISSIONS_DIR
+# (keep both on one file system so that move is a rename). See docs/uploads.md.
+LEADERBOARD_UPLOADS_DIR = MEDIA_ROOT / "uploads"
+try:
+    LEADERBOARD_UPLOAD_EXPIRE_S = config_env.integer("LEADERBOARD_UPLOAD_EXPIRE_S", default=86400, minimum=60)
+except ConfigError as error:
+    fail(error)
 LEADERBOARD_REQUEST_CACHE_DIR = VAR_DIR / "request-cache"  # model answers of running submissions (worker-local)
 LEADERBOARD_HEARTBEAT_STALE_S = 600  # a RUNNING submission silent this long is taken over by a redelivered task
 DATA_UPLOAD_MAX_NUMBER_FILES = LEADERBOARD_MAX_FILES

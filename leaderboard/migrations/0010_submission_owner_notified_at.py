@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('leaderboard', '0006_judges'),
+        ('leaderboard', '0009_uploads'),
     ]
 
     operations = [

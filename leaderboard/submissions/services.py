@@ -30,12 +30,27 @@ from leaderboard.submissions import checkpoint_io, checkpoints
 log = logging.getLogger(__name__)
 
 
+def checkpoint_limits() -> checkpoints.Limits:
+    return checkpoints.Limits(
+        max_parameters=settings.LEADERBOARD_MAX_PARAMETERS,
+        max_bytes=settings.LEADERBOARD_MAX_UPLOAD_BYTES,
+        max_files=settings.LEADERBOARD_MAX_FILES,
+        architectures=tuple(settings.LEADERBOARD_ARCHITECTURES),
+    )
+
+
 def _rate_limit_check(owner) -> None:
     since = timezone.now() - timedelta(days=7)
     recent = Submission.objects.filter(owner=owner, created_at__gte=since).count()
     limit = settings.LEADERBOARD_SUBMISSIONS_PER_WEEK
     if recent >= limit:
         raise ValidationError(f"You have made {recent} submissions in the last 7 days; the limit is {limit} a week.")
+
+
+def rules_check(owner, name: str) -> None:
+    """The rules that need the database and not the files: weekly limit, name free (checked again on submit)."""
+    _rate_limit_check(owner)
+    _name_check(owner, name.strip())
 
 
 def _name_check(owner, name: str) -> None:
@@ -88,14 +103,16 @@ def duplicate_check(owner, weight_sha256: str, tensors_sha256: str = "") -> None
 
 
 def _checkpoint_store(owner, files: list[checkpoints.CheckpointFile], *, staging: Path | None,
-                      store_folder: Path | None) -> tuple[str, str]:  # fmt: skip
+                      store_folder: Path | None, weight_sha256: str = "") -> tuple[str, str]:  # fmt: skip
     """Copy uploaded files into ``staging`` (or read a store folder where it lies) and hash them:
-    (digest of the weight files, digest of the tensors). Refuses files already submitted."""
+    (digest of the weight files, digest of the tensors). Refuses files already submitted.
+    ``weight_sha256`` given: the files are already in ``staging`` (a resumable upload hashed them
+    while they arrived)."""
     try:
-        if staging is not None:
+        if not weight_sha256 and staging is not None:
             staging.parent.mkdir(parents=True, exist_ok=True)
             weight_sha256 = checkpoint_io.copy_and_hash(files, staging)
-        else:
+        elif not weight_sha256:
             weight_sha256 = checkpoint_io.hash_weights(files)
         duplicate_check(owner, weight_sha256)  # before reading everything once more
         folder = staging if staging is not None else Path(store_folder)
@@ -115,12 +132,15 @@ def _review_flag(submission: Submission) -> None:
 
 
 def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFile],
-                      report: checkpoints.CheckpointReport, store_folder: Path | None = None) -> Submission:  # fmt: skip
+                      report: checkpoints.CheckpointReport, store_folder: Path | None = None,
+                      received: tuple[Path, str] | None = None, public_id: str = "") -> Submission:  # fmt: skip
     """Store a checked checkpoint as a PENDING submission and enqueue its evaluation.
 
     ``data`` is a SubmissionForm's cleaned data. Uploaded files are copied (and hashed on the way)
-    into ``LEADERBOARD_SUBMISSIONS_DIR/<id>/``; a store folder is hashed where it lies. Raises
-    ValidationError (rate limit, name taken, duplicate weights) with nothing stored.
+    into ``LEADERBOARD_SUBMISSIONS_DIR/<id>/``; a store folder is hashed where it lies; files
+    ``received`` by a resumable upload, (their folder, their weights digest), are moved there.
+    Raises ValidationError (rate limit, name taken, duplicate weights) with nothing stored (the
+    received folder is left to its caller).
     """
     if not report.ok:
         raise ValidationError(report.errors)
@@ -128,10 +148,14 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
     _rate_limit_check(owner)
     _name_check(owner, name)
     staging = final = None
-    if store_folder is None:
+    if received is not None:
+        staging = received[0]
+    elif store_folder is None:
         staging = Path(settings.LEADERBOARD_SUBMISSIONS_DIR) / ".incoming" / uuid.uuid4().hex
     try:
-        weight_sha256, tensors_sha256 = _checkpoint_store(owner, files, staging=staging, store_folder=store_folder)
+        weight_sha256, tensors_sha256 = _checkpoint_store(
+            owner, files, staging=staging, store_folder=store_folder, weight_sha256=received[1] if received else ""
+        )
         duplicate_check(owner, weight_sha256, tensors_sha256)
         with transaction.atomic():
             # Two uploads of one owner at the same moment: the second waits here, then counts the first.
@@ -155,6 +179,8 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
                 total_bytes=report.total_bytes,
                 storage_path=str(store_folder or staging),
             )
+            if public_id:
+                submission.public_id = public_id
             _review_flag(submission)
             submission.full_clean()
             try:
@@ -165,13 +191,16 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
                 raise
             if staging is not None:
                 final = Path(settings.LEADERBOARD_SUBMISSIONS_DIR) / str(submission.pk)
+                final.parent.mkdir(parents=True, exist_ok=True)
                 checkpoint_io.remove_tree(final)  # left by a crash before a rolled-back insert (SQLite reuses ids)
                 staging.rename(final)
                 submission.storage_path = str(final)
                 submission.save(update_fields=["storage_path"])
             submission_enqueue(submission)
     except BaseException:
-        for folder in (staging, final):
+        if received is not None and final is not None and final.exists():
+            final.rename(staging)  # back to its caller, who decides what to keep
+        for folder in (staging, final) if received is None else ():
             if folder is not None:
                 checkpoint_io.remove_tree(folder)
         raise

@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import TooManyFilesSent, ValidationError
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
@@ -29,6 +30,7 @@ def _render_form(request, form, status=200, upload_error=""):
         "form": form, "upload_error": upload_error,
         "checkpoint_rules": file_rules.browser_rules(max_files=limits.max_files, max_bytes=limits.max_bytes),
         "upload_chunk_bytes": settings.LEADERBOARD_UPLOAD_CHUNK_BYTES,
+        "drafts_url": reverse("leaderboard-api:submission-list"), "uploads_url": reverse("leaderboard:uploads"),
     }  # fmt: skip
     return render(request, "leaderboard/submit.html", context, status=status)
 

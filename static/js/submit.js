@@ -158,10 +158,15 @@
     return DRAFT_KEY + fields.model_name + "|" + sig;
   }
 
-  function messagesOf(payload) {  // DRF errors ({field: [..]}, {detail}, [..]) as sentences
+  function labelOf(field) {
+    var label = field && form.querySelector("label[for='id_" + field + "']");
+    return label ? label.textContent.replace(/:\s*$/, "") : "";
+  }
+
+  function messagesOf(payload) {  // {"errors": {field: [..]}}, {"detail": ..}, [..] as sentences
     var out = [];
     (function walk(value, field) {
-      if (typeof value === "string") { out.push(field && field !== "detail" && field !== "non_field_errors" && field !== "errors" ? field + ": " + value : value); }
+      if (typeof value === "string") { out.push(labelOf(field) && field !== "files" ? labelOf(field) + ": " + value : value); }
       else if (Array.isArray(value)) { value.forEach(function (v) { walk(v, field); }); }
       else if (value && typeof value === "object") { Object.keys(value).forEach(function (k) { walk(value[k], k); }); }
     })(payload, "");
@@ -192,7 +197,10 @@
     };
     if (!known) { return fresh(); }
     return api("GET", draftUrl(known)).then(function (d) {
-      return d.state === "UPLOADING" ? { id: known, key: key, resumed: true } : (localStorage.removeItem(key), fresh());
+      if (d.status !== "UPLOADING") { localStorage.removeItem(key); return fresh(); }
+      var held = {};
+      (d.files || []).forEach(function (f) { held[f.name] = f; });
+      return { id: known, key: key, resumed: true, held: held };
     }, function () { localStorage.removeItem(key); return fresh(); });
   }
 
@@ -259,10 +267,24 @@
     });
   }
 
+  function isWeights(p) { return p.name.toLowerCase().endsWith(rules.weights_suffix); }
+
+  // Small files first, then the weights in name order: the order the server's running hash reads
+  // them, so it hashes each chunk as it arrives (docs/uploads.md).
+  function uploadOrder(a, b) {
+    if (isWeights(a) !== isWeights(b)) { return isWeights(a) ? 1 : -1; }
+    return isWeights(a) ? (a.name < b.name ? -1 : 1) : a.size - b.size;
+  }
+
   function uploadAll(draft) {
-    var queue = picked.slice().sort(function (a, b) { return a.size - b.size; }), failures = [];
+    var failures = [];
     clock = { start: performance.now() };
     picked.forEach(function (p) { p.sent = 0; p.startOffset = null; p.started = performance.now(); p.done = false; });
+    var queue = picked.filter(function (p) {  // files a closed tab had finished are not sent again
+      var held = draft.held && draft.held[p.name];
+      if (held && held.received === held.size) { p.sent = p.size; p.done = true; p.row.classList.add("done"); paint(p); return false; }
+      return true;
+    }).sort(uploadOrder);
     function worker() {
       var item = queue.shift();
       if (!item) { return Promise.resolve(); }
@@ -277,11 +299,11 @@
 
   function settle(draft) {  // the server checks the whole checkpoint once the last byte is in
     return api("GET", draftUrl(draft.id)).then(function (d) {
-      if (d.state === "SUBMITTED") { localStorage.removeItem(draft.key); return d; }
-      if (d.state === "REFUSED" || d.state === "EXPIRED") {
+      if (d.status === "REFUSED" || d.status === "EXPIRED") {
         localStorage.removeItem(draft.key);
-        throw Object.assign(new Error("refused"), { messages: d.errors && d.errors.length ? d.errors : ["The submission was " + d.state.toLowerCase() + "."] });
+        throw Object.assign(new Error("refused"), { messages: d.errors && d.errors.length ? d.errors : ["The submission was " + d.status.toLowerCase() + "."] });
       }
+      if (d.status !== "UPLOADING" && d.status !== "FINALIZING") { localStorage.removeItem(draft.key); return d; }  // PENDING and on
       return new Promise(function (r) { setTimeout(r, 500); }).then(function () { return settle(draft); });
     });
   }
