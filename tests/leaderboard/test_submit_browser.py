@@ -30,7 +30,10 @@ new MutationObserver((changes) => {
   for (const change of changes) {
     const row = change.target;
     if (row.tagName === "TR" && row.dataset.name) {
-      log.push([row.dataset.name, Number(row.dataset.sent || 0), row.classList.contains("done")]);
+      log.push([row.dataset.name, Number(row.dataset.sent || 0), row.classList.contains("done"),
+                row.querySelector(".rate").textContent, row.querySelector(".eta").textContent]);
+    } else if (row.id === "file-list" && change.attributeName === "data-sent") {
+      log.push(["(all)", Number(row.dataset.sent), false, "", ""]);
     }
   }
   sessionStorage.setItem("progress", JSON.stringify(log));
@@ -87,12 +90,26 @@ def sent_bytes(seen) -> list[tuple[str, str, dict]]:
     return [r for r in seen if "/api/submissions/" in r[1] and r[0] == "POST" or "/leaderboard/uploads/" in r[1]]
 
 
-def test_a_picked_folder_uploads_with_progress_per_file(site):
+def test_refusals_in_the_page_then_a_picked_folder_uploads_with_progress_per_file(site, tmp_path):
     base, page, checkpoint = site["base"], site["page"], site["checkpoint"]
     page.add_init_script(RECORD_PROGRESS)
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    seen = watch_requests(page)
     fill_form(page, base)
+    pickled = tmp_path / "pytorch_model.bin"
+    pickled.write_bytes(b"\x80\x04K\x01.")
+    page.set_input_files("#id_files", [*sorted(checkpoint.iterdir()), pickled])
+    assert "only safetensors weights are accepted" in page.inner_text("#file-problems")
+    assert page.locator("#file-list tr.problem").count() == 1
+    page.click("form.submit button[type=submit]")
+    assert "Nothing was sent." in page.inner_text("#upload-state")
+    page.set_input_files("#id_files", [p for p in sorted(checkpoint.iterdir()) if p.name != "config.json"])
+    assert page.inner_text("#file-problems").strip() == "config.json is missing."
+    page.click("form.submit button[type=submit]")
+    assert page.url == f"{base}/leaderboard/submit/" and sent_bytes(seen) == []  # refused before a byte was sent
+    assert not SubmissionDraft.objects.exists()
+
     names = sorted(p.name for p in checkpoint.iterdir())
     page.set_input_files("#folder-input", str(checkpoint))  # the whole folder at once
     assert page.locator("#file-list tbody tr").count() == len(names)
@@ -102,10 +119,13 @@ def test_a_picked_folder_uploads_with_progress_per_file(site):
 
     log = json.loads(page.evaluate("sessionStorage.getItem('progress')"))
     weights = (checkpoint / "model.safetensors").stat().st_size
-    shown = sorted({sent for name, sent, _ in log if name == "model.safetensors"})
+    shown = sorted({sent for name, sent, *_ in log if name == "model.safetensors"})
     assert len([s for s in shown if 0 < s < weights]) >= 3, shown  # the bar moved chunk by chunk
     assert shown[-1] == weights
-    assert {name for name, _, done in log if done} == set(names)  # every file reached "done"
+    assert any(rate.endswith("/s") and eta for name, sent, _, rate, eta in log if name == "model.safetensors" and sent < weights)
+    assert {name for name, _, done, *_ in log if done} == set(names)  # every file reached "done"
+    overall = [sent for name, sent, *_ in log if name == "(all)"]
+    assert overall[-1] == sum(p.stat().st_size for p in checkpoint.iterdir()) and len(set(overall)) > 3
     submission = Submission.objects.get()
     assert (submission.model_name, submission.status, submission.owner.email) == ("acme/tiny-llama", "PENDING", "owner@example.org")
     files = checkpoints.folder_files(checkpoint, root=checkpoint)
@@ -161,23 +181,3 @@ def test_a_closed_tab_resumes_from_the_servers_offset(site):
     submission = Submission.objects.get()
     files = checkpoints.folder_files(checkpoint, root=checkpoint)
     assert submission.weight_sha256 == checkpoint_io.hash_weights(files)
-
-
-def test_refused_file_lists_are_shown_before_a_byte_is_sent(site, tmp_path):
-    base, page, checkpoint = site["base"], site["page"], site["checkpoint"]
-    seen = watch_requests(page)
-    fill_form(page, base)
-    pickled = tmp_path / "pytorch_model.bin"
-    pickled.write_bytes(b"\x80\x04K\x01.")
-    page.set_input_files("#id_files", [*sorted(checkpoint.iterdir()), pickled])
-    assert "only safetensors weights are accepted" in page.inner_text("#file-problems")
-    assert page.locator("#file-list tr.problem").count() == 1
-    page.click("form.submit button[type=submit]")
-    assert "Nothing was sent." in page.inner_text("#upload-state")
-
-    page.set_input_files("#id_files", [p for p in sorted(checkpoint.iterdir()) if p.name != "config.json"])
-    assert page.inner_text("#file-problems").strip() == "config.json is missing."
-    page.click("form.submit button[type=submit]")
-    assert page.url == f"{base}/leaderboard/submit/"
-    assert sent_bytes(seen) == []
-    assert not SubmissionDraft.objects.exists() and not Submission.objects.exists()
