@@ -86,46 +86,54 @@ class Uploader:
             return None
         raise UploadError(f"HEAD {url}: {response.status_code}")
 
+    def _read(self, stream, offset: int, size: int) -> tuple[int, bytes, str]:
+        stream.seek(offset)
+        data = stream.read(min(self.chunk, size - offset))
+        return offset, data, base64.b64encode(hashlib.sha256(data).digest()).decode()
+
     def send(self, url: str, name: str, size: int) -> None:
-        """Send ``name`` from the server's offset to the end, retrying a dropped connection."""
-        failures = 0
+        """Send ``name`` from the server's offset to the end, retrying a dropped connection. The
+        next chunk is read and hashed while the current one is on the wire."""
         offset = self.offset(url)
         if offset is None:
             raise UploadError(f"{name}: the server no longer has this upload.")
         self.bar.update(offset)
-        with open(self.folder / name, "rb") as stream:
+        with open(self.folder / name, "rb") as stream, ThreadPoolExecutor(max_workers=1) as reader:
+            pending = reader.submit(self._read, stream, offset, size) if offset < size else None
+            failures = 0
             while offset < size:
-                stream.seek(offset)
-                data = stream.read(min(self.chunk, size - offset))
-                digest = base64.b64encode(hashlib.sha256(data).digest()).decode()
-                headers = {**TUS, "Upload-Offset": str(offset), "Content-Type": "application/offset+octet-stream",
-                           "Upload-Checksum": f"sha256 {digest}"}  # fmt: skip
-                try:
-                    response = self.client.patch(url, content=data, headers=headers)
-                except httpx.TransportError as exc:
-                    failures += 1
-                    if failures > RETRIES:
-                        raise UploadError(f"{name}: {exc}; run the command again to resume.") from exc
-                    time.sleep(min(30, 2**failures) / 4)
-                    new_offset = self.offset(url)
-                    if new_offset is None:
-                        raise UploadError(f"{name}: the server no longer has this upload.") from exc
-                    self.bar.update(new_offset - offset)
-                    offset = new_offset
-                    continue
-                if response.status_code in (409, 460, 423) and failures < RETRIES:  # resync and resend
-                    failures += 1
-                    new_offset = self.offset(url) or 0
-                    self.bar.update(new_offset - offset)
-                    offset = new_offset
-                    continue
-                if response.status_code != 204:
-                    raise UploadError(f"{name}: {response.status_code} {_detail(response)}")
-                failures = 0
-                new_offset = int(response.headers["Upload-Offset"])
+                start, data, digest = pending.result()
+                if start != offset:
+                    start, data, digest = self._read(stream, offset, size)
+                after = offset + len(data)
+                pending = reader.submit(self._read, stream, after, size) if after < size else None
+                new_offset, failures = self._patch(url, name, offset, data, digest, failures)
                 self.bar.update(new_offset - offset)
                 offset = new_offset
-                self.final_state = response.headers.get("Podium-Submission-State", self.final_state)
+                if pending is not None and new_offset != after:
+                    pending.result()  # a resync: drop the prefetched chunk, read from the new offset
+                    pending = reader.submit(self._read, stream, offset, size) if offset < size else None
+
+    def _patch(self, url: str, name: str, offset: int, data: bytes, digest: str, failures: int) -> tuple[int, int]:
+        """One PATCH: (the offset the server holds after it, consecutive failures so far)."""
+        headers = {**TUS, "Upload-Offset": str(offset), "Content-Type": "application/offset+octet-stream",
+                   "Upload-Checksum": f"sha256 {digest}"}  # fmt: skip
+        try:
+            response = self.client.patch(url, content=data, headers=headers)
+        except httpx.TransportError as exc:
+            if failures >= RETRIES:
+                raise UploadError(f"{name}: {exc}; run the command again to resume.") from exc
+            time.sleep(min(30, 2 ** (failures + 1)) / 4)
+            held = self.offset(url)
+            if held is None:
+                raise UploadError(f"{name}: the server no longer has this upload.") from exc
+            return held, failures + 1
+        if response.status_code in (409, 460, 423) and failures < RETRIES:  # resync and resend
+            return self.offset(url) or 0, failures + 1
+        if response.status_code != 204:
+            raise UploadError(f"{name}: {response.status_code} {_detail(response)}")
+        self.final_state = response.headers.get("Podium-Submission-State", self.final_state)
+        return int(response.headers["Upload-Offset"]), 0
 
 
 def _parser() -> argparse.ArgumentParser:
