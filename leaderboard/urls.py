@@ -44,6 +44,7 @@ urlpatterns = [
     path("judges/<int:config_id>/judgments.jsonl", judging_views.judgments_jsonl, name="judge-judgments-jsonl"),
     path("compare/", board_views.compare, name="compare"),
     path("plotly-<str:version>.min.js", board_views.plotly_js, name="plotly-js"),
+    path("accounts/", accounts_views.account, name="account"),
     path("accounts/signup/", accounts_views.signup, name="signup"),
     path("accounts/login/", auth_views.LoginView.as_view(authentication_form=EmailLoginForm), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

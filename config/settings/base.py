@@ -241,8 +241,9 @@ except ConfigError as error:
     fail(error)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        # Personal API tokens (account page) first: its WWW-Authenticate header makes refusals a 401.
+        "leaderboard.accounts.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        "leaderboard.accounts.authentication.ApiTokenAuthentication",  # personal API tokens (account page)
         *(["rest_framework.authentication.BasicAuthentication"] if API_BASIC_AUTH else []),
     ],
     "DEFAULT_THROTTLE_CLASSES": [

@@ -60,7 +60,10 @@ def receive(stream: BinaryIO, path: Path, *, offset: int, length: int, checksum:
         try:
             target.seek(offset)
             while received < length:
-                block = stream.read(min(BLOCK, length - received))
+                try:
+                    block = stream.read(min(BLOCK, length - received))
+                except OSError:  # the connection dropped or stalled past the server's timeout
+                    block = b""
                 if not block:
                     raise ChunkError(
                         f"The chunk ended after {received} of the {length} bytes its Content-Length announced; "

@@ -120,7 +120,8 @@ def chunk_receive(*, owner, upload_id: str, offset: int, length: int, checksum_h
 
 def _chunk_write(owner, upload_id, offset, length, checksum, stream) -> DraftFile:
     try:
-        upload = DraftFile.objects.select_for_update(nowait=True).select_related("draft").get(
+        # of=("self",): lock this file's row only (the draft row is locked briefly, below, by every chunk)
+        upload = DraftFile.objects.select_for_update(nowait=True, of=("self",)).select_related("draft").get(
             public_id=upload_id, draft__owner=owner
         )
     except DraftFile.DoesNotExist:

@@ -148,6 +148,37 @@ def upload(request, upload_id: str):
         return _error("The submission was refused and its files removed: " + " ".join(exc.messages), 422)
 
 
+class SocketBody:
+    """A request body read straight from gunicorn's socket.
+
+    gunicorn's ``wsgi.input`` hands out a body in 1 KiB steps through a BytesIO (about 400 MB/s
+    measured here, against 1.6 GB/s for ``recv``); its sync worker closes every connection after
+    one response, so nothing else reads this socket after us. What gunicorn had already buffered
+    comes first.
+    """
+
+    def __init__(self, sock, buffered: bytes):
+        self.sock, self.buffered = sock, buffered
+
+    def read(self, size: int) -> bytes:
+        if self.buffered:
+            block, self.buffered = self.buffered[:size], self.buffered[size:]
+            return block
+        return self.sock.recv(size)
+
+
+def body_stream(request):
+    """The fastest safe reader of this request's body: the socket under gunicorn's sync worker
+    (one request per connection, a Content-Length body), else Django's own stream."""
+    meta = request.META
+    body, sock = meta.get("wsgi.input"), meta.get("gunicorn.socket")
+    reader = getattr(body, "reader", None)
+    unread = getattr(getattr(reader, "unreader", None), "buf", None)
+    if sock is None or meta.get("wsgi.multithread") or type(reader).__name__ != "LengthReader" or unread is None:
+        return request
+    return SocketBody(sock, body.buf.getvalue() + unread.getvalue())
+
+
 def _patch(request, owner, upload_id: str) -> HttpResponse:
     if request.content_type != "application/offset+octet-stream":
         return _error("A PATCH carries Content-Type: application/offset+octet-stream.", 415)
@@ -157,7 +188,7 @@ def _patch(request, owner, upload_id: str) -> HttpResponse:
     offset = _int_header(request, "Upload-Offset")
     received = transfers.chunk_receive(
         owner=owner, upload_id=upload_id, offset=offset, length=length,
-        checksum_header=request.headers.get("Upload-Checksum"), stream=request,
+        checksum_header=request.headers.get("Upload-Checksum"), stream=body_stream(request),
     )  # fmt: skip
     response = HttpResponse(status=204)
     response["Upload-Offset"] = str(received.offset)

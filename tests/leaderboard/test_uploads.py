@@ -17,9 +17,7 @@ from django.utils import timezone
 from evalcore.models.hf import hash_files
 from leaderboard.models import DraftFile, Submission, SubmissionDraft
 from leaderboard.submissions import checkpoint_io
-from tests.leaderboard.tus_helpers import (
-    TUS, UPLOADS, checksum, create_draft, create_upload, declared, patch, send_file,
-)  # fmt: skip
+from tests.leaderboard import tus_helpers as tus
 
 pytestmark = pytest.mark.django_db
 
@@ -38,7 +36,7 @@ def owner(client):
 
 
 def _draft(client, folder, **sizes) -> str:
-    response = create_draft(client, declared(folder, **sizes))
+    response = tus.create_draft(client, tus.declared(folder, **sizes))
     assert response.status_code == 201, response.content
     return response.json()["id"]
 
@@ -48,7 +46,7 @@ def _held_bytes(uploads_dir) -> int:
 
 
 def test_options_announce_the_extensions(client):
-    response = client.options(UPLOADS)
+    response = client.options(tus.UPLOADS)
     assert response.status_code == 204
     assert response["Tus-Version"] == "1.0.0"
     assert set(response["Tus-Extension"].split(",")) == {"creation", "termination", "checksum", "expiration"}
@@ -64,24 +62,24 @@ def test_upload_a_sharded_checkpoint_in_parallel_and_resume(client, owner, uploa
     urls, data = {}, {}
     for path in reversed(weights):
         data[path.name] = path.read_bytes()
-        urls[path.name] = create_upload(client, draft_id, path.name, len(data[path.name]))["Location"]
+        urls[path.name] = tus.create_upload(client, draft_id, path.name, len(data[path.name]))["Location"]
     chunk = 1 << 18
     offsets = dict.fromkeys(urls, 0)
     while any(offsets[n] < len(data[n]) for n in urls):
         for name in reversed(sorted(urls)):
             if offsets[name] < len(data[name]):
                 block = data[name][offsets[name] : offsets[name] + chunk]
-                assert patch(client, urls[name], offsets[name], block).status_code == 204
+                assert tus.patch(client, urls[name], offsets[name], block).status_code == 204
                 offsets[name] += len(block)
     # HEAD tells where to resume; a repeated chunk is refused.
-    head = client.head(urls[weights[0].name], headers=TUS)
+    head = client.head(urls[weights[0].name], headers=tus.TUS)
     assert head.status_code == 200 and head["Upload-Offset"] == head["Upload-Length"] == str(len(data[weights[0].name]))
     assert head["Cache-Control"] == "no-store" and "Upload-Expires" in head
-    assert patch(client, urls[weights[0].name], 0, data[weights[0].name][:10]).status_code == 409
+    assert tus.patch(client, urls[weights[0].name], 0, data[weights[0].name][:10]).status_code == 409
     assert Submission.objects.count() == 0
     for path in sorted(folder.iterdir()):
         if path.suffix != ".safetensors":
-            last = send_file(client, draft_id, path.name, path.read_bytes())
+            last = tus.send_file(client, draft_id, path.name, path.read_bytes())
     assert last.status_code == 204 and last["Podium-Submission-State"] == "SUBMITTED"
     submission = Submission.objects.get()
     assert submission.public_id == draft_id and submission.status == "PENDING"
@@ -98,38 +96,38 @@ def test_upload_a_sharded_checkpoint_in_parallel_and_resume(client, owner, uploa
 def test_bad_chunks_are_refused_and_nothing_of_them_is_kept(client, owner, uploads_dir, tiny_dir):
     draft_id = _draft(client, tiny_dir)
     data = (tiny_dir / "model.safetensors").read_bytes()
-    url = create_upload(client, draft_id, "model.safetensors", len(data))["Location"]
-    assert patch(client, url, 0, data[:1000]).status_code == 204
+    url = tus.create_upload(client, draft_id, "model.safetensors", len(data))["Location"]
+    assert tus.patch(client, url, 0, data[:1000]).status_code == 204
     # Out of order (a gap), repeated, and at a wrong offset: 409, the file still holds 1000 bytes.
     for offset in (2000, 0, 999):
-        response = patch(client, url, offset, data[offset : offset + 500])
+        response = tus.patch(client, url, offset, data[offset : offset + 500])
         assert response.status_code == 409 and "holds 1000 bytes" in response.json()["detail"]
-    # A checksum that does not match: 460, and its bytes are cut off again.
-    wrong = patch(client, url, 1000, data[1000:2000], headers={"Upload-Checksum": checksum(b"other")})
+    # A tus.checksum that does not match: 460, and its bytes are cut off again.
+    wrong = tus.patch(client, url, 1000, data[1000:2000], headers={"Upload-Checksum": tus.checksum(b"other")})
     assert wrong.status_code == 460 and "checksum does not match" in wrong.json()["detail"]
-    wrong_sha1 = patch(client, url, 1000, data[1000:2000], headers={"Upload-Checksum": checksum(b"x", "sha1")})
+    wrong_sha1 = tus.patch(client, url, 1000, data[1000:2000], headers={"Upload-Checksum": tus.checksum(b"x", "sha1")})
     assert wrong_sha1.status_code == 460
-    assert patch(client, url, 1000, data[1000:2000], headers={"Upload-Checksum": "md5 AAAA"}).status_code == 400
+    assert tus.patch(client, url, 1000, data[1000:2000], headers={"Upload-Checksum": "md5 AAAA"}).status_code == 400
     assert (uploads_dir / draft_id / "model.safetensors").stat().st_size == 1000
-    assert client.head(url, headers=TUS)["Upload-Offset"] == "1000"
-    # More bytes than the upload declared: 413 before any is read.
-    too_long = patch(client, url, 1000, data[1000:] + b"extra")
+    assert client.head(url, headers=tus.TUS)["Upload-Offset"] == "1000"
+    # More bytes than the upload tus.declared: 413 before any is read.
+    too_long = tus.patch(client, url, 1000, data[1000:] + b"extra")
     assert too_long.status_code == 413 and (uploads_dir / draft_id / "model.safetensors").stat().st_size == 1000
     # Protocol errors: no Tus-Resumable, wrong content type.
     no_tus = client.generic("PATCH", url, b"x", content_type="application/offset+octet-stream", headers={"Upload-Offset": "1000"})
     assert no_tus.status_code == 412 and no_tus["Tus-Version"] == "1.0.0"
-    plain = client.generic("PATCH", url, b"x", content_type="text/plain", headers={**TUS, "Upload-Offset": "1000"})
+    plain = client.generic("PATCH", url, b"x", content_type="text/plain", headers={**tus.TUS, "Upload-Offset": "1000"})
     assert plain.status_code == 415
     # The rest arrives, without checksums too (they are optional in tus).
-    assert patch(client, url, 1000, data[1000:], with_checksum=False).status_code == 204
+    assert tus.patch(client, url, 1000, data[1000:], with_checksum=False).status_code == 204
 
 
 def test_a_size_that_differs_from_the_declared_one_is_refused(client, owner, uploads_dir, tiny_dir):
     draft_id = _draft(client, tiny_dir)
     size = (tiny_dir / "config.json").stat().st_size
-    response = create_upload(client, draft_id, "config.json", size + 1)
+    response = tus.create_upload(client, draft_id, "config.json", size + 1)
     assert response.status_code == 400 and f"declared as {size} bytes" in response.json()["detail"]
-    response = create_upload(client, draft_id, "extra.json", 10)
+    response = tus.create_upload(client, draft_id, "extra.json", 10)
     assert response.status_code == 400 and "not one of the files" in response.json()["detail"]
     assert DraftFile.objects.count() == 0
 
@@ -145,14 +143,14 @@ def test_a_header_claiming_more_weights_than_the_file_refuses_the_submission(cli
     hostile = struct.pack("<Q", len(raw)) + raw + real[8 + length :]
     draft_id = _draft(client, tiny_dir, model__safetensors=len(hostile))
     config = (tiny_dir / "config.json").read_bytes()
-    assert send_file(client, draft_id, "config.json", config).status_code == 204
-    response = send_file(client, draft_id, "model.safetensors", hostile, chunk=len(raw) + 8 + 100)
+    assert tus.send_file(client, draft_id, "config.json", config).status_code == 204
+    response = tus.send_file(client, draft_id, "model.safetensors", hostile, chunk=len(raw) + 8 + 100)
     assert response.status_code == 422
     assert "more than the file holds" in response.json()["detail"]
     draft = SubmissionDraft.objects.get(public_id=draft_id)
     assert draft.state == "REFUSED" and "more than the file holds" in draft.errors[0]
     assert not (uploads_dir / draft_id).exists() and DraftFile.objects.count() == 0  # config.json went too
-    gone = create_upload(client, draft_id, "tokenizer.json", (tiny_dir / "tokenizer.json").stat().st_size)
+    gone = tus.create_upload(client, draft_id, "tokenizer.json", (tiny_dir / "tokenizer.json").stat().st_size)
     assert gone.status_code == 410 and "refused" in gone.json()["detail"]
     assert client.get(f"/api/submissions/{draft_id}/").json()["status"] == "REFUSED"
 
@@ -160,7 +158,7 @@ def test_a_header_claiming_more_weights_than_the_file_refuses_the_submission(cli
 def test_a_pickle_renamed_safetensors_is_refused_after_its_first_8_bytes(client, owner, uploads_dir, tiny_dir):
     pickled = b"\x80\x04\x95" + b"\x00" * 5000
     draft_id = _draft(client, tiny_dir, model__safetensors=len(pickled))
-    response = send_file(client, draft_id, "model.safetensors", pickled, chunk=16)
+    response = tus.send_file(client, draft_id, "model.safetensors", pickled, chunk=16)
     assert response.status_code == 422 and "header length" in response.json()["detail"]
     assert _held_bytes(uploads_dir) == 0
 
@@ -168,14 +166,14 @@ def test_a_pickle_renamed_safetensors_is_refused_after_its_first_8_bytes(client,
 def test_terminate_and_expire_remove_the_bytes(client, owner, uploads_dir, tiny_dir):
     draft_id = _draft(client, tiny_dir)
     data = (tiny_dir / "model.safetensors").read_bytes()
-    url = create_upload(client, draft_id, "model.safetensors", len(data))["Location"]
-    assert patch(client, url, 0, data[:5000]).status_code == 204
-    assert client.delete(url, headers=TUS).status_code == 204
-    assert client.head(url, headers=TUS).status_code == 404 and _held_bytes(uploads_dir) == 0
-    url = create_upload(client, draft_id, "model.safetensors", len(data))["Location"]  # may start again
-    assert patch(client, url, 0, data[:5000]).status_code == 204 and _held_bytes(uploads_dir) == 5000
+    url = tus.create_upload(client, draft_id, "model.safetensors", len(data))["Location"]
+    assert tus.patch(client, url, 0, data[:5000]).status_code == 204
+    assert client.delete(url, headers=tus.TUS).status_code == 204
+    assert client.head(url, headers=tus.TUS).status_code == 404 and _held_bytes(uploads_dir) == 0
+    url = tus.create_upload(client, draft_id, "model.safetensors", len(data))["Location"]  # may start again
+    assert tus.patch(client, url, 0, data[:5000]).status_code == 204 and _held_bytes(uploads_dir) == 5000
     SubmissionDraft.objects.filter(public_id=draft_id).update(expires_at=timezone.now() - timedelta(seconds=1))
-    assert patch(client, url, 5000, data[5000:6000]).status_code == 410
+    assert tus.patch(client, url, 5000, data[5000:6000]).status_code == 410
     call_command("uploads_expire")
     assert SubmissionDraft.objects.get(public_id=draft_id).state == "EXPIRED"
     assert _held_bytes(uploads_dir) == 0 and DraftFile.objects.count() == 0
@@ -183,11 +181,11 @@ def test_terminate_and_expire_remove_the_bytes(client, owner, uploads_dir, tiny_
 
 def test_another_owners_upload_is_not_found(client, owner, uploads_dir, tiny_dir):
     draft_id = _draft(client, tiny_dir)
-    url = create_upload(client, draft_id, "config.json", (tiny_dir / "config.json").stat().st_size)["Location"]
+    url = tus.create_upload(client, draft_id, "config.json", (tiny_dir / "config.json").stat().st_size)["Location"]
     other = get_user_model().objects.create_user("o@example.org", "o@example.org", "pw-long-enough-42")
     client.force_login(other)
-    assert client.head(url, headers=TUS).status_code == 404
-    assert create_upload(client, draft_id, "tokenizer.json", 10).status_code == 404
+    assert client.head(url, headers=tus.TUS).status_code == 404
+    assert tus.create_upload(client, draft_id, "tokenizer.json", 10).status_code == 404
     assert client.get(f"/api/submissions/{draft_id}/").status_code == 404
     client.logout()
-    assert client.head(url, headers=TUS).status_code == 401
+    assert client.head(url, headers=tus.TUS).status_code == 401
