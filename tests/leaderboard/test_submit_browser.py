@@ -134,7 +134,7 @@ def test_refusals_in_the_page_then_a_picked_folder_uploads_with_progress_per_fil
     assert not errors
 
 
-def test_a_closed_tab_resumes_from_the_servers_offset(site):
+def test_a_closed_tab_and_a_dropped_connection_resume_from_the_servers_offset(site):
     base, context, page, checkpoint = site["base"], site["context"], site["page"], site["checkpoint"]
     held = []
 
@@ -163,13 +163,25 @@ def test_a_closed_tab_resumes_from_the_servers_offset(site):
     heads = []  # (url, the offset the server said it holds)
     page.on("response", lambda r: heads.append((r.url, int(r.headers["upload-offset"])))
             if r.request.method == "HEAD" else None)  # fmt: skip
+    upload_url = f"{base}/leaderboard/uploads/{weights.public_id}/"
+    weight_patches = []
+
+    def drop_the_second_chunk(route):  # and the connection drops once more, in the same tab
+        if route.request.method == "PATCH" and route.request.url == upload_url:
+            weight_patches.append(int(route.request.headers["upload-offset"]))
+            if len(weight_patches) == 2:
+                return route.abort("connectionreset")
+        return route.continue_()
+
+    page.route("**/leaderboard/uploads/**", drop_the_second_chunk)
     fill_form(page, base)
     page.set_input_files("#folder-input", str(checkpoint))  # the same folder again
     page.click("form.submit button[type=submit]")
     page.wait_for_url(f"{base}/leaderboard/submissions/")
 
-    upload_url = f"{base}/leaderboard/uploads/{weights.public_id}/"
     assert ("HEAD", upload_url) in [(m, u) for m, u, _ in seen]  # the upload the first tab began, asked its offset
+    after_drop = [o for u, o in heads if u == upload_url][-1]  # tus-js-client asked again after the drop
+    assert weight_patches[1] == weight_patches[2] == after_drop  # and sent again the chunk that was lost
     assert not [u for m, u, _ in seen if m == "POST" and "/leaderboard/uploads/" in u]  # none begun again
     patches = [int(h["upload-offset"]) for m, u, h in seen if m == "PATCH" and u == upload_url]
     size = (checkpoint / "model.safetensors").stat().st_size
