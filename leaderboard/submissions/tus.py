@@ -160,11 +160,12 @@ class SocketBody:
     def __init__(self, sock, buffered: bytes):
         self.sock, self.buffered = sock, buffered
 
-    def read(self, size: int) -> bytes:
+    def readinto(self, view: memoryview) -> int:
         if self.buffered:
-            block, self.buffered = self.buffered[:size], self.buffered[size:]
-            return block
-        return self.sock.recv(size)
+            n = min(len(view), len(self.buffered))
+            view[:n], self.buffered = self.buffered[:n], self.buffered[n:]
+            return n
+        return self.sock.recv_into(view)
 
 
 def body_stream(request):

@@ -54,7 +54,7 @@ def test_options_announce_the_extensions(client):
 
 
 def test_upload_a_sharded_checkpoint_in_parallel_and_resume(client, owner, uploads_dir, make_checkpoint):
-    folder = make_checkpoint(seed=3, max_shard_size="1MB")
+    folder = make_checkpoint(max_shard_size="1MB")  # the same cached folder as test_checkpoints
     draft_id = _draft(client, folder)
     weights = sorted(p for p in folder.iterdir() if p.suffix == ".safetensors")
     assert len(weights) >= 2
