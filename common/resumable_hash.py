@@ -25,7 +25,7 @@ def _libcrypto() -> ctypes.CDLL:
     lib = ctypes.CDLL(name)
     for function in (lib.SHA256_Init, lib.SHA256_Update, lib.SHA256_Final):
         function.restype = ctypes.c_int
-    lib.SHA256_Update.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+    lib.SHA256_Update.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
     return lib
 
 
@@ -49,7 +49,11 @@ class ResumableSha256:
         return self._ctx.raw
 
     def update(self, data: bytes | bytearray | memoryview) -> None:
-        data = bytes(data) if not isinstance(data, bytes) else data
+        """Hash ``data``; a memoryview of a writable buffer is read in place (no copy)."""
+        if isinstance(data, memoryview) and not data.readonly and data.contiguous:
+            data = (ctypes.c_char * data.nbytes).from_buffer(data)
+        elif not isinstance(data, bytes):
+            data = bytes(data)
         if _libcrypto().SHA256_Update(self._ctx, data, len(data)) != 1:
             raise OSError("SHA256_Update failed")
 

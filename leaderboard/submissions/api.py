@@ -86,8 +86,9 @@ class SubmissionCreateMixin:
             return Response({"errors": form.errors}, status=status.HTTP_400_BAD_REQUEST)
         try:
             draft = transfers.draft_create(owner=request.user, metadata=form.cleaned_data, files=files)
-        except ValidationError as exc:
-            return Response({"errors": {"files": exc.messages}}, status=status.HTTP_400_BAD_REQUEST)
+        except ValidationError as exc:  # the files' names and sizes, the weekly limit, a name taken
+            errors = exc.message_dict if hasattr(exc, "error_dict") else {"__all__": exc.messages}
+            return Response({"errors": errors}, status=status.HTTP_400_BAD_REQUEST)
         payload = {
             "id": draft.public_id, "status": draft.state, "expires_at": draft.expires_at.isoformat(),
             "upload_url": request.build_absolute_uri(reverse("leaderboard:uploads")),

@@ -56,12 +56,15 @@ def receive(stream: BinaryIO, path: Path, *, offset: int, length: int, checksum:
     """
     verify = hashlib.new(checksum[0]) if checksum else None
     received = 0
-    with open(path, "r+b" if offset else "wb") as target:
+    buffer = memoryview(bytearray(BLOCK))  # one block, reused (a stream with readinto fills it in place)
+    readinto = getattr(stream, "readinto", None)
+    with open(path, "r+b" if offset else "wb", buffering=0) as target:
         try:
             target.seek(offset)
             while received < length:
+                want = min(BLOCK, length - received)
                 try:
-                    block = stream.read(min(BLOCK, length - received))
+                    block = buffer[: readinto(buffer[:want])] if readinto else stream.read(want)
                 except OSError:  # the connection dropped or stalled past the server's timeout
                     block = b""
                 if not block:
@@ -69,7 +72,9 @@ def receive(stream: BinaryIO, path: Path, *, offset: int, length: int, checksum:
                         f"The chunk ended after {received} of the {length} bytes its Content-Length announced; "
                         f"nothing of it was kept. Resume from offset {offset}.", 400,
                     )  # fmt: skip
-                target.write(block)
+                written = 0
+                while written < len(block):  # an unbuffered write may take part of the block
+                    written += target.write(block[written:])
                 if verify is not None:
                     verify.update(block)
                 if on_block is not None:
@@ -80,7 +85,6 @@ def receive(stream: BinaryIO, path: Path, *, offset: int, length: int, checksum:
                     f"The chunk's {checksum[0]} checksum does not match its bytes; nothing of it was kept. "
                     f"Send it again from offset {offset}.", 460,
                 )  # fmt: skip
-            target.flush()
         except BaseException:
             target.truncate(offset)
             raise

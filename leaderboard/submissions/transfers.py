@@ -50,7 +50,7 @@ def draft_create(*, owner, metadata: dict, files: dict) -> SubmissionDraft:
     checked; ``files`` {name: size} are judged by name and size now, by content as they arrive."""
     errors = chunks.declared_problems(files, services.checkpoint_limits())
     if errors:
-        raise ValidationError(errors)
+        raise ValidationError({"files": errors})
     services.rules_check(owner, metadata["model_name"])
     first = chunks.weight_names(files)[0]
     weights = ResumableSha256()

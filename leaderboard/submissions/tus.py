@@ -13,6 +13,7 @@ import base64
 import binascii
 import logging
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
 from django.http import HttpResponse, JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
@@ -96,6 +97,7 @@ def uploads(request):
             response["Tus-Version"] = VERSION
             response["Tus-Extension"] = EXTENSIONS
             response["Tus-Checksum-Algorithm"] = ",".join(chunks.CHECKSUM_ALGORITHMS)
+            response["Tus-Max-Size"] = str(settings.LEADERBOARD_MAX_UPLOAD_BYTES)
             return _headers(response)
         if request.method != "POST":
             return _error("Use POST to create an upload (or OPTIONS).", 405)
@@ -160,11 +162,12 @@ class SocketBody:
     def __init__(self, sock, buffered: bytes):
         self.sock, self.buffered = sock, buffered
 
-    def read(self, size: int) -> bytes:
+    def readinto(self, view: memoryview) -> int:
         if self.buffered:
-            block, self.buffered = self.buffered[:size], self.buffered[size:]
-            return block
-        return self.sock.recv(size)
+            n = min(len(view), len(self.buffered))
+            view[:n], self.buffered = self.buffered[:n], self.buffered[n:]
+            return n
+        return self.sock.recv_into(view)
 
 
 def body_stream(request):

@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from rest_framework.throttling import SimpleRateThrottle
 
+from arena.catalogue_services import model_register
 from leaderboard.models import ApiToken, SubmissionDraft
 from tests.leaderboard import tus_helpers as tus
 
@@ -87,6 +88,9 @@ def test_post_validates_like_the_form(client, owner, uploads_dir, tiny_dir):
     ):
         response = tus.create_draft(client, hostile)
         assert response.status_code == 400 and message in str(response.json()), hostile
+    model_register(name="acme/taken")
+    taken = tus.create_draft(client, files, model_name="acme/taken")
+    assert taken.status_code == 400 and "already taken" in taken.json()["errors"]["__all__"][0]
     assert SubmissionDraft.objects.count() == 0
     client.logout()
     assert tus.create_draft(client, files).status_code == 401

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.test import Client
 from django.utils import timezone
 
 from evalcore.models.hf import hash_files
@@ -54,7 +55,7 @@ def test_options_announce_the_extensions(client):
 
 
 def test_upload_a_sharded_checkpoint_in_parallel_and_resume(client, owner, uploads_dir, make_checkpoint):
-    folder = make_checkpoint(seed=3, max_shard_size="1MB")
+    folder = make_checkpoint(max_shard_size="1MB")  # the same cached folder as test_checkpoints
     draft_id = _draft(client, folder)
     weights = sorted(p for p in folder.iterdir() if p.suffix == ".safetensors")
     assert len(weights) >= 2
@@ -189,3 +190,19 @@ def test_another_owners_upload_is_not_found(client, owner, uploads_dir, tiny_dir
     assert client.get(f"/api/submissions/{draft_id}/").status_code == 404
     client.logout()
     assert client.head(url, headers=tus.TUS).status_code == 401
+
+
+def test_a_signed_in_browser_needs_the_csrf_token(owner, uploads_dir, tiny_dir):
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(owner)
+    browser.get("/leaderboard/accounts/")  # sets the csrftoken cookie
+    csrf = {"X-CSRFToken": browser.cookies["csrftoken"].value}
+    assert tus.create_draft(browser, tus.declared(tiny_dir)).status_code == 403
+    draft_id = tus.create_draft(browser, tus.declared(tiny_dir), headers=csrf).json()["id"]
+    size = (tiny_dir / "config.json").stat().st_size
+    assert tus.create_upload(browser, draft_id, "config.json", size).status_code == 403
+    url = tus.create_upload(browser, draft_id, "config.json", size, headers=csrf)["Location"]
+    data = (tiny_dir / "config.json").read_bytes()
+    assert tus.patch(browser, url, 0, data).status_code == 403
+    assert tus.patch(browser, url, 0, data, headers=csrf).status_code == 204
+    assert browser.head(url, headers=tus.TUS).status_code == 200  # reads need no token
