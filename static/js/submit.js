@@ -185,13 +185,37 @@
     });
   }
 
+  function storedDraft(key) {
+    try { return JSON.parse(localStorage.getItem(key)); } catch (e) { return null; }
+  }
+
+  // An upload a closed tab left unfinished: its fields are filled in again; picking the same
+  // folder then resumes it.
+  (function offerResume() {
+    var latest = null;
+    for (var i = 0; i < localStorage.length; i++) {
+      var key = localStorage.key(i);
+      var stored = key && key.indexOf(DRAFT_KEY) === 0 ? storedDraft(key) : null;
+      if (stored && stored.fields && (!latest || stored.at > latest.at)) { latest = stored; }
+    }
+    if (!latest || form.querySelector(".errorlist li")) { return; }  // a refused form keeps what was posted
+    Object.keys(latest.fields).forEach(function (name) {
+      var el = form.elements[name];
+      if (!el || el.type === "file") { return; }
+      if (el.type === "checkbox") { el.checked = !!latest.fields[name]; } else { el.value = latest.fields[name]; }
+    });
+    stateLine.textContent = "The upload of " + latest.fields.model_name +
+      " was interrupted: pick the same folder and submit to resume it.";
+  })();
+
   function draftUrl(id) { return draftsUrl.replace(/\/?$/, "/") + encodeURIComponent(id) + "/"; }
 
   function openDraft(fields) {  // the stored draft if it still takes files, else a new one
-    var key = draftKey(fields), known = localStorage.getItem(key);
+    var key = draftKey(fields), known = storedDraft(key);
+    known = known && known.id;
     var fresh = function () {
       return api("POST", draftsUrl, Object.assign({}, fields, { files: declared() })).then(function (d) {
-        localStorage.setItem(key, d.id);
+        localStorage.setItem(key, JSON.stringify({ id: d.id, fields: fields, at: Date.now() }));
         return { id: d.id, key: key, resumed: false };
       });
     };

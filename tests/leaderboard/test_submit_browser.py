@@ -174,7 +174,10 @@ def test_a_closed_tab_and_a_dropped_connection_resume_from_the_servers_offset(si
         return route.continue_()
 
     page.route("**/leaderboard/uploads/**", drop_the_second_chunk)
-    fill_form(page, base)
+    page.goto(f"{base}/leaderboard/submit/")  # the form is filled in again as it was sent
+    assert "was interrupted" in page.inner_text("#upload-state")
+    assert (page.input_value("#id_model_name"), page.input_value("#id_licence")) == ("acme/tiny-llama", "apache-2.0")
+    assert page.input_value("#id_precision") == "float32"
     page.set_input_files("#folder-input", str(checkpoint))  # the same folder again
     page.click("form.submit button[type=submit]")
     page.wait_for_url(f"{base}/leaderboard/submissions/")
