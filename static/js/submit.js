@@ -40,7 +40,7 @@
 
   function showList(list, messages) {
     list.textContent = "";
-    messages.forEach(function (m) {
+    messages.filter(function (m, i) { return messages.indexOf(m) === i; }).forEach(function (m) {
       var li = document.createElement("li");
       li.className = "error";
       li.textContent = m;
@@ -191,22 +191,26 @@
 
   // An upload a closed tab left unfinished: its fields are filled in again; picking the same
   // folder then resumes it.
-  (function offerResume() {
-    var latest = null;
+  function offerResume() {
+    var latest = null, latestKey = null;
     for (var i = 0; i < localStorage.length; i++) {
       var key = localStorage.key(i);
       var stored = key && key.indexOf(DRAFT_KEY) === 0 ? storedDraft(key) : null;
-      if (stored && stored.fields && (!latest || stored.at > latest.at)) { latest = stored; }
+      if (stored && stored.fields && (!latest || stored.at > latest.at)) { latest = stored; latestKey = key; }
     }
     if (!latest || form.querySelector(".errorlist li")) { return; }  // a refused form keeps what was posted
-    Object.keys(latest.fields).forEach(function (name) {
-      var el = form.elements[name];
-      if (!el || el.type === "file") { return; }
-      if (el.type === "checkbox") { el.checked = !!latest.fields[name]; } else { el.value = latest.fields[name]; }
-    });
-    stateLine.textContent = "The upload of " + latest.fields.model_name +
-      " was interrupted: pick the same folder and submit to resume it.";
-  })();
+    api("GET", draftUrl(latest.id)).then(function (d) {
+      if (d.status !== "UPLOADING") { throw new Error(d.status); }
+      if (busy || picked.length) { return; }
+      Object.keys(latest.fields).forEach(function (name) {
+        var el = form.elements[name];
+        if (!el || el.type === "file") { return; }
+        if (el.type === "checkbox") { el.checked = !!latest.fields[name]; } else { el.value = latest.fields[name]; }
+      });
+      stateLine.textContent = "The upload of " + latest.fields.model_name +
+        " was interrupted: pick the same folder and submit to resume it.";
+    }).catch(function () { localStorage.removeItem(latestKey); });  // refused, expired or submitted
+  }
 
   function draftUrl(id) { return draftsUrl.replace(/\/?$/, "/") + encodeURIComponent(id) + "/"; }
 
@@ -331,6 +335,8 @@
       return new Promise(function (r) { setTimeout(r, 500); }).then(function () { return settle(draft); });
     });
   }
+
+  offerResume();
 
   form.addEventListener("submit", function (e) {
     var storePath = form.querySelector("[name=store_path]");

@@ -110,6 +110,23 @@ def test_refusals_in_the_page_then_a_picked_folder_uploads_with_progress_per_fil
     assert page.url == f"{base}/leaderboard/submit/" and sent_bytes(seen) == []  # refused before a byte was sent
     assert not SubmissionDraft.objects.exists()
 
+    page.fill("#id_model_name", "-not a name")  # refused by the server's form, before any file is sent
+    page.set_input_files("#folder-input", str(checkpoint))
+    page.click("form.submit button[type=submit]")
+    page.wait_for_selector("#form-problems li")
+    assert page.inner_text("#form-problems").startswith("Model name: Use letters, digits")
+    assert not [u for _, u, _ in seen if "/leaderboard/uploads/" in u]
+
+    renamed = tmp_path / "renamed"  # a pickle named .safetensors: the server refuses it at its first bytes
+    shutil.copytree(checkpoint, renamed)
+    (renamed / "model.safetensors").write_bytes(b"\x80\x04\x95" + b"\0" * 4096)
+    page.fill("#id_model_name", "acme/tiny-llama")
+    page.set_input_files("#folder-input", str(renamed))
+    page.click("form.submit button[type=submit]")
+    page.wait_for_selector("#form-problems li")
+    assert "model.safetensors is not a safetensors file" in page.inner_text("#form-problems")
+    assert SubmissionDraft.objects.get().state == "REFUSED" and not Submission.objects.exists()
+
     names = sorted(p.name for p in checkpoint.iterdir())
     page.set_input_files("#folder-input", str(checkpoint))  # the whole folder at once
     assert page.locator("#file-list tbody tr").count() == len(names)
@@ -175,7 +192,7 @@ def test_a_closed_tab_and_a_dropped_connection_resume_from_the_servers_offset(si
 
     page.route("**/leaderboard/uploads/**", drop_the_second_chunk)
     page.goto(f"{base}/leaderboard/submit/")  # the form is filled in again as it was sent
-    assert "was interrupted" in page.inner_text("#upload-state")
+    page.wait_for_selector("#upload-state:has-text('was interrupted')")  # once the server says it still waits
     assert (page.input_value("#id_model_name"), page.input_value("#id_licence")) == ("acme/tiny-llama", "apache-2.0")
     assert page.input_value("#id_precision") == "float32"
     page.set_input_files("#folder-input", str(checkpoint))  # the same folder again
