@@ -9,8 +9,10 @@ For each size: a generated checkpoint (SmolLM2's config and tokenizer files, one
 with two sync workers (production's HTTP server, ``config.settings.prod``, PostgreSQL), and the same
 file is copied with ``cp`` to the same disk in the same run (page cache flushed with ``sync`` before
 each). Reported: MB/s of both and their ratio (end to end: creating the submission, every chunk,
-and the final checks and tensors digest that make it a PENDING submission), the peak RSS of the web
-processes (sampled every 20 ms; it must not grow with the file), and, for the largest size, a second
+and the final checks and tensors digest that make it a PENDING submission), the CPU milliseconds per
+MB spent by the web workers, the client and ``cp`` (a machine shared with other work stretches the
+wall clock, much less these), the peak RSS of the web processes (sampled every 20 ms; it must not
+grow with the file), and, for the largest size, a second
 upload cut at 50% (the client killed) and resumed by running the command again: the time from the
 restart to the first new byte accepted and the bytes sent twice. Writes bench/out/uploads.json.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import secrets
 import shutil
 import signal
@@ -152,19 +155,34 @@ def client(folder: Path, port: int, token: str, state: Path, name: str) -> subpr
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
-def timed_cp(source: Path, target: Path) -> float:
+def timed_cp(source: Path, target: Path) -> tuple[float, float]:
+    """Wall seconds and CPU seconds of ``cp`` (its page-cache writes; the disk flushes later)."""
     subprocess.run(["sync"], check=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(["cp", str(source), str(target)], check=True)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     target.unlink()
-    return seconds
+    return seconds, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def server_cpu_s(server: subprocess.Popen) -> float:
+    total = 0.0
+    for child in psutil.Process(server.pid).children():
+        times = child.cpu_times()
+        total += times.user + times.system
+    return total
 
 
 def upload_once(folder: Path, port: int, token: str, work: Path, server: subprocess.Popen, name: str) -> dict:
+    """One upload by the command; wall time, peak RSS of the web workers, and the CPU seconds the
+    web workers and the client spent (a loaded machine stretches the first, not these)."""
     subprocess.run(["sync"], check=True)
     sampler = RssSampler(server)
     sampler.start()
+    server_cpu = server_cpu_s(server)
+    client_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     run = client(folder, port, token, work / f"state-{name}.json", name)
     out, _ = run.communicate(timeout=3600)
@@ -173,7 +191,9 @@ def upload_once(folder: Path, port: int, token: str, work: Path, server: subproc
     sampler.join()
     if run.returncode != 0 or "PENDING" not in out:
         raise SystemExit(f"upload failed: {out}")
-    return {"seconds": seconds, "peak_rss_mb": sampler.peak / 2**20}
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"seconds": seconds, "peak_rss_mb": sampler.peak / 2**20, "server_cpu_s": server_cpu_s(server) - server_cpu,
+            "client_cpu_s": after.ru_utime + after.ru_stime - client_cpu.ru_utime - client_cpu.ru_stime}  # fmt: skip
 
 
 def cut_and_resume(folder: Path, port: int, token: str, work: Path, var: Path) -> dict:
@@ -233,13 +253,17 @@ def main() -> int:
         for k, size in enumerate(sizes):
             folder = make_checkpoint(work / f"ckpt-{k}", size, seed=k)
             total = sum(p.stat().st_size for p in folder.iterdir())
-            cp_s = timed_cp(folder / "model.safetensors", work / "copy.safetensors")
+            cp_s, cp_cpu = timed_cp(folder / "model.safetensors", work / "copy.safetensors")
             up = upload_once(folder, port, token, work, server, f"bench/m{k}")
             row = {"bytes": total, "cp_mb_s": size / cp_s / 1e6, "upload_mb_s": total / up["seconds"] / 1e6,
-                   "upload_s": up["seconds"], "cp_s": cp_s, "peak_rss_mb": up["peak_rss_mb"]}  # fmt: skip
+                   "upload_s": up["seconds"], "cp_s": cp_s, "cp_cpu_s": cp_cpu, **up}  # fmt: skip
             row["ratio_upload_to_cp"] = row["upload_mb_s"] / row["cp_mb_s"]
+            row["cpu_ms_per_mb"] = {"server": 1000 * up["server_cpu_s"] / (total / 1e6),
+                                    "client": 1000 * up["client_cpu_s"] / (total / 1e6),
+                                    "cp": 1000 * cp_cpu / (size / 1e6)}  # fmt: skip
             print(f"{total / 1e9:.2f} GB: upload {row['upload_mb_s']:.0f} MB/s, cp {row['cp_mb_s']:.0f} MB/s "
-                  f"(ratio {row['ratio_upload_to_cp']:.2f}); web peak RSS {row['peak_rss_mb']:.0f} MB", flush=True)  # fmt: skip
+                  f"(ratio {row['ratio_upload_to_cp']:.2f}); web peak RSS {row['peak_rss_mb']:.0f} MB; CPU ms per MB: "
+                  + ", ".join(f"{k} {v:.2f}" for k, v in row["cpu_ms_per_mb"].items()), flush=True)  # fmt: skip
             if k == 0:
                 shutil.rmtree(var / "media" / "submissions", ignore_errors=True)
                 make_checkpoint(work / "ckpt-resume", size, seed=100)
