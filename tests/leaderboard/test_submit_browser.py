@@ -104,6 +104,14 @@ def test_refusals_in_the_page_then_a_picked_folder_uploads_with_progress_per_fil
     assert page.locator("#file-list tr.problem").count() == 1
     page.click("form.submit button[type=submit]")
     assert "Nothing was sent." in page.inner_text("#upload-state")
+    page.evaluate("""() => {  // files dropped on the page are checked the same way
+        const drop = new DataTransfer();
+        drop.items.add(new File(["{}"], "config.json"));
+        drop.items.add(new File(["x"], "model.ckpt"));
+        document.getElementById("dropzone").dispatchEvent(new DragEvent("drop", {dataTransfer: drop, bubbles: true}));
+    }""")
+    assert "model.ckpt: only safetensors weights are accepted" in page.inner_text("#file-problems")
+    assert page.locator("#file-list tbody tr").count() == 2
     page.set_input_files("#id_files", [p for p in sorted(checkpoint.iterdir()) if p.name != "config.json"])
     assert page.inner_text("#file-problems").strip() == "config.json is missing."
     page.click("form.submit button[type=submit]")
