@@ -200,7 +200,7 @@
     }
     if (!latest || form.querySelector(".errorlist li")) { return; }  // a refused form keeps what was posted
     api("GET", draftUrl(latest.id)).then(function (d) {
-      if (d.status !== "UPLOADING") { throw new Error(d.status); }
+      if (d.status !== "UPLOADING") { throw Object.assign(new Error(d.status), { status: 410 }); }
       if (busy || picked.length) { return; }
       Object.keys(latest.fields).forEach(function (name) {
         var el = form.elements[name];
@@ -209,7 +209,9 @@
       });
       stateLine.textContent = "The upload of " + latest.fields.model_name +
         " was interrupted: pick the same folder and submit to resume it.";
-    }).catch(function () { localStorage.removeItem(latestKey); });  // refused, expired or submitted
+    }).catch(function (e) {  // refused, expired, submitted or gone; a network failure forgets nothing
+      if (e.status === 404 || e.status === 410) { localStorage.removeItem(latestKey); }
+    });
   }
 
   function draftUrl(id) { return draftsUrl.replace(/\/?$/, "/") + encodeURIComponent(id) + "/"; }
