@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import hashlib
 import os
 from collections.abc import Callable
@@ -73,8 +74,14 @@ def receive(stream: BinaryIO, path: Path, *, offset: int, length: int, checksum:
                         f"nothing of it was kept. Resume from offset {offset}.", 400,
                     )  # fmt: skip
                 written = 0
-                while written < len(block):  # an unbuffered write may take part of the block
-                    written += target.write(block[written:])
+                try:
+                    while written < len(block):  # an unbuffered write may take part of the block
+                        written += target.write(block[written:])
+                except OSError as exc:
+                    if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                        raise
+                    raise ChunkError("The server ran out of space while receiving this chunk; nothing of it "
+                                     f"was kept. Try again later from offset {offset}.", 507) from None  # fmt: skip
                 if verify is not None:
                     verify.update(block)
                 if on_block is not None:

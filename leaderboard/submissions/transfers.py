@@ -153,6 +153,7 @@ def _chunk_write(owner, upload_id, offset, length, checksum, stream) -> DraftFil
                 raise Refused([str(exc)]) from None
         upload.save(update_fields=["offset", "header_checked", "updated_at"])
         draft = SubmissionDraft.objects.select_for_update().get(pk=draft.pk)
+        draft_check_open(draft)  # refused or expired while this chunk arrived
         if hasher is not None and draft.weights_file == upload.name and draft.weights_offset == offset:
             draft.weights_state, draft.weights_offset = hasher.state(), upload.offset
         _weights_catch_up(draft)
@@ -203,6 +204,7 @@ def upload_terminate(*, owner, upload_id: str) -> None:
     from the first shard (reading back what is still on disk)."""
     with transaction.atomic():
         upload = upload_for_owner(owner, upload_id)
+        _lock_files(DraftFile.objects.filter(pk=upload.pk))  # locks are taken files first, then the draft
         draft = SubmissionDraft.objects.select_for_update().get(pk=upload.draft_id)
         if draft.state != DraftState.UPLOADING:
             raise ChunkError("This submission takes no more changes.", 410)
@@ -217,9 +219,20 @@ def upload_terminate(*, owner, upload_id: str) -> None:
             draft.save(update_fields=["weights_state", "weights_file", "weights_offset"])
 
 
+def _lock_files(files) -> None:
+    """Lock file rows, or ChunkError 423 when a chunk is arriving for one of them. Every writer
+    locks the files first and the draft second (as a chunk does), so none of them can deadlock."""
+    try:
+        list(files.select_for_update(nowait=True).values_list("pk", flat=True))
+    except DatabaseError:
+        raise ChunkError("A chunk of this upload is arriving right now; retry after it.", 423) from None
+
+
 def draft_refuse(draft_pk: int, messages: list[str]) -> None:
-    """Refuse a draft: its reasons are kept, every byte it received is removed."""
+    """Refuse a draft: its reasons are kept, every byte it received is removed (after the chunks
+    in flight for its other files finish: they then find it refused)."""
     with transaction.atomic():
+        list(DraftFile.objects.filter(draft_id=draft_pk).select_for_update().values_list("pk", flat=True))
         draft = SubmissionDraft.objects.select_for_update().get(pk=draft_pk)
         draft.state, draft.errors = DraftState.REFUSED, messages
         draft.save(update_fields=["state", "errors"])
@@ -272,6 +285,10 @@ def uploads_expire(now=None) -> int:
     count = 0
     for pk in list(stale):
         with transaction.atomic():
+            try:
+                _lock_files(DraftFile.objects.filter(draft_id=pk))
+            except ChunkError:
+                continue  # a chunk is arriving: not abandoned after all
             draft = SubmissionDraft.objects.select_for_update(skip_locked=True).filter(pk=pk, expires_at__lt=now).first()
             if draft is None:
                 continue
