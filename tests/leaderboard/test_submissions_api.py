@@ -76,7 +76,7 @@ def test_account_page_creates_tokens_stored_hashed_and_revokes_them(client, owne
 def test_post_validates_like_the_form(client, owner, uploads_dir, tiny_dir):
     files = tus.declared(tiny_dir)
     bad_fields = tus.create_draft(client, files, model_name="../etc", model_type="fine-tuned")
-    errors = bad_fields.json()["errors"]
+    errors = bad_fields.json()
     assert bad_fields.status_code == 400 and "model_name" in errors and "base_model" in errors
     for hostile, message in (
         ({**files, "pytorch_model.bin": 10}, "only safetensors weights"),
@@ -90,7 +90,7 @@ def test_post_validates_like_the_form(client, owner, uploads_dir, tiny_dir):
         assert response.status_code == 400 and message in str(response.json()), hostile
     model_register(name="acme/taken")
     taken = tus.create_draft(client, files, model_name="acme/taken")
-    assert taken.status_code == 400 and "already taken" in taken.json()["errors"]["__all__"][0]
+    assert taken.status_code == 400 and "already taken" in taken.json()["non_field_errors"][0]
     assert SubmissionDraft.objects.count() == 0
     client.logout()
     assert tus.create_draft(client, files).status_code == 401
