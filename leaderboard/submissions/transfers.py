@@ -52,6 +52,11 @@ def draft_create(*, owner, metadata: dict, files: dict) -> SubmissionDraft:
     if errors:
         raise ValidationError({"files": errors})
     services.rules_check(owner, metadata["model_name"])
+    open_drafts = SubmissionDraft.objects.filter(owner=owner, state=DraftState.UPLOADING, expires_at__gte=timezone.now())
+    limit = settings.LEADERBOARD_UPLOADS_IN_PROGRESS
+    if open_drafts.count() >= limit:  # each may grow to LEADERBOARD_MAX_UPLOAD_BYTES on the server's disk
+        raise ValidationError(f"You have {limit} submissions whose files are still arriving; finish one "
+                              "(or let it expire) before starting another.")  # fmt: skip
     first = chunks.weight_names(files)[0]
     weights = ResumableSha256()
     weights.update(first.encode() + b"\0")

@@ -96,6 +96,14 @@ def test_post_validates_like_the_form(client, owner, uploads_dir, tiny_dir):
     assert tus.create_draft(client, files).status_code == 401
 
 
+def test_submissions_receiving_files_at_once_are_limited(client, owner, uploads_dir, tiny_dir, settings):
+    settings.LEADERBOARD_UPLOADS_IN_PROGRESS = 2
+    codes = [tus.create_draft(client, tus.declared(tiny_dir), model_name=f"acme/m{i}").status_code for i in range(3)]
+    assert codes == [201, 201, 400]
+    SubmissionDraft.objects.filter(owner=owner).first().delete()
+    assert tus.create_draft(client, tus.declared(tiny_dir), model_name="acme/m3").status_code == 201
+
+
 def test_creating_submissions_is_throttled(client, owner, uploads_dir, tiny_dir, monkeypatch):
     cache.clear()
     monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"anon": "100/minute", "user": "100/minute", "submissions": "2/minute"})
