@@ -118,3 +118,17 @@ def test_the_schema_documents_the_api(client):
     assert "post" in schema["paths"]["/api/submissions/"]
     assert "get" in schema["paths"]["/api/submissions/{public_id}/"]
     assert schema["components"]["securitySchemes"]["apiToken"]["scheme"] == "bearer"
+
+
+def test_admin_lists_drafts_and_revokes_tokens(client, owner, uploads_dir, tiny_dir):
+    raw = _create_token(client)
+    draft_id = tus.create_draft(client, tus.declared(tiny_dir)).json()["id"]
+    admin_user = get_user_model().objects.create_superuser("admin@example.org", "admin@example.org", "pw-long-enough-42")
+    client.force_login(admin_user)
+    assert draft_id.encode() in client.get("/admin/leaderboard/submissiondraft/").content
+    assert raw.encode() not in client.get("/admin/leaderboard/apitoken/").content
+    token = ApiToken.objects.get()
+    response = client.post("/admin/leaderboard/apitoken/", {"action": "revoke", "_selected_action": [token.pk]})
+    assert response.status_code == 302
+    token.refresh_from_db()
+    assert token.revoked_at is not None
