@@ -101,5 +101,10 @@ class Migration(migrations.Migration):
             model_name='draftfile',
             constraint=models.CheckConstraint(condition=models.Q(('offset__gte', 0), ('offset__lte', models.F('length'))), name='draftfile_offset_within_length'),
         ),
+        migrations.AlterField(
+            model_name='submission',
+            name='tensors_sha256',
+            field=models.CharField(blank=True, db_index=True, help_text="SHA-256 over each tensor's name, dtype, shape and SHA-256 of its bytes: the same whatever the files' layout.", max_length=64),
+        ),
         migrations.RunPython(tensors_sha256_per_tensor, migrations.RunPython.noop),
     ]
