@@ -316,6 +316,8 @@ LEADERBOARD_SUBMISSIONS_DIR = MEDIA_ROOT / "submissions"
 LEADERBOARD_UPLOADS_DIR = MEDIA_ROOT / "uploads"
 try:
     LEADERBOARD_UPLOAD_EXPIRE_S = config_env.integer("LEADERBOARD_UPLOAD_EXPIRE_S", default=86400, minimum=60)
+    # Submissions of one owner receiving files at once (each may hold up to LEADERBOARD_MAX_UPLOAD_BYTES).
+    LEADERBOARD_UPLOADS_IN_PROGRESS = config_env.integer("LEADERBOARD_UPLOADS_IN_PROGRESS", default=3, minimum=1)
 except ConfigError as error:
     fail(error)
 LEADERBOARD_REQUEST_CACHE_DIR = VAR_DIR / "request-cache"  # model answers of running submissions (worker-local)

@@ -47,6 +47,11 @@ def token_revoke(*, owner, token_id: int) -> bool:
     )
 
 
+def tokens_revoke(token_ids) -> int:
+    """Revoke tokens whoever owns them (the admin's action); how many were still active."""
+    return ApiToken.objects.filter(pk__in=list(token_ids), revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
 def token_user(raw: str):
     """The user a token belongs to; raises TokenError saying why not (unknown, revoked, inactive)."""
     if not raw.startswith(PREFIX) or len(raw) > 100:

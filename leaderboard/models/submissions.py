@@ -82,7 +82,7 @@ class Submission(models.Model):
     )
     tensors_sha256 = models.CharField(
         max_length=64, blank=True, db_index=True,
-        help_text="SHA-256 over the tensors (name, dtype, shape, bytes): the same whatever the files' layout.",
+        help_text="SHA-256 over each tensor's name, dtype, shape and SHA-256 of its bytes: the same whatever the files' layout.",
     )  # fmt: skip
     parameter_count = models.BigIntegerField(help_text="Read from the safetensors headers.")
     total_bytes = models.BigIntegerField()

@@ -60,6 +60,10 @@ class DraftFile(models.Model):
     length = models.BigIntegerField()
     offset = models.BigIntegerField(default=0)
     header_checked = models.BooleanField(default=False, help_text="Safetensors header read and accepted.")
+    tensors = models.JSONField(default=list, blank=True, help_text="[start, end, name, dtype, shape] from the header.")
+    tensor_position = models.BigIntegerField(default=0, help_text="How far the per-tensor digests have read.")
+    tensor_state = models.BinaryField(default=b"", blank=True, help_text="Running SHA-256 of the tensor being read.")
+    tensor_digests = models.JSONField(default=dict, blank=True, help_text="{tensor name: SHA-256 of its bytes}.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

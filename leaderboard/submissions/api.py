@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.permissions import IsAuthenticatedOrReadOnly
@@ -53,6 +53,11 @@ DraftSerializer = inline_serializer(
         "expires_at": serializers.DateTimeField(),
     },
 )
+DetailSerializer = inline_serializer(name="SubmissionRefusal", fields={"detail": serializers.CharField()})
+AUTH_RESPONSES = {
+    401: OpenApiResponse(DetailSerializer, description="No valid credentials: a missing, unknown or revoked API token."),
+    403: OpenApiResponse(DetailSerializer, description="Signed in by session without the CSRF token."),
+}
 StatusSerializer = inline_serializer(
     name="SubmissionState",
     fields={
@@ -76,19 +81,18 @@ class SubmissionCreateMixin:
     def get_throttles(self):
         return [*super().get_throttles(), SubmissionCreateThrottle()]
 
-    @extend_schema(request=SubmissionCreateSerializer, responses={201: DraftSerializer},
+    @extend_schema(request=SubmissionCreateSerializer, responses={201: DraftSerializer, **AUTH_RESPONSES},
                    summary="Create a submission; then upload its files with tus")  # fmt: skip
     def post(self, request):
         body = request.data if isinstance(request.data, dict) else {}
         files = body.get("files")
         form = SubmissionMetadataForm({k: v for k, v in body.items() if k != "files"})
         if not form.is_valid():
-            return Response({"errors": form.errors}, status=status.HTTP_400_BAD_REQUEST)
+            return _invalid(form.errors)
         try:
             draft = transfers.draft_create(owner=request.user, metadata=form.cleaned_data, files=files)
         except ValidationError as exc:  # the files' names and sizes, the weekly limit, a name taken
-            errors = exc.message_dict if hasattr(exc, "error_dict") else {"__all__": exc.messages}
-            return Response({"errors": errors}, status=status.HTTP_400_BAD_REQUEST)
+            return _invalid(exc.message_dict if hasattr(exc, "error_dict") else {"__all__": exc.messages})
         payload = {
             "id": draft.public_id, "status": draft.state, "expires_at": draft.expires_at.isoformat(),
             "upload_url": request.build_absolute_uri(reverse("leaderboard:uploads")),
@@ -96,11 +100,18 @@ class SubmissionCreateMixin:
         return Response(payload, status=status.HTTP_201_CREATED)
 
 
+def _invalid(errors) -> Response:
+    """400 in the API's shape (common.api_errors): {field or "non_field_errors": [sentences]}."""
+    body = {("non_field_errors" if k == "__all__" else k): [str(m) for m in v] for k, v in errors.items()}
+    return Response(body, status=status.HTTP_400_BAD_REQUEST)
+
+
 class SubmissionDetail(APIView):
     """``GET /api/submissions/{public_id}/``: while files arrive, what the server holds of each;
     then the evaluation's status, progress and scores."""
 
-    @extend_schema(responses={200: StatusSerializer}, summary="A submission's upload or evaluation status and scores")
+    @extend_schema(responses={200: StatusSerializer, 401: AUTH_RESPONSES[401]},
+                   summary="A submission's upload or evaluation status and scores")  # fmt: skip
     def get(self, request, public_id: str):
         submission = selectors.submission_visible(request.user, public_id)
         if submission is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import hashlib
 import os
 from collections.abc import Callable
@@ -73,8 +74,14 @@ def receive(stream: BinaryIO, path: Path, *, offset: int, length: int, checksum:
                         f"nothing of it was kept. Resume from offset {offset}.", 400,
                     )  # fmt: skip
                 written = 0
-                while written < len(block):  # an unbuffered write may take part of the block
-                    written += target.write(block[written:])
+                try:
+                    while written < len(block):  # an unbuffered write may take part of the block
+                        written += target.write(block[written:])
+                except OSError as exc:
+                    if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                        raise
+                    raise ChunkError("The server ran out of space while receiving this chunk; nothing of it "
+                                     f"was kept. Try again later from offset {offset}.", 507) from None  # fmt: skip
                 if verify is not None:
                     verify.update(block)
                 if on_block is not None:
@@ -90,23 +97,25 @@ def receive(stream: BinaryIO, path: Path, *, offset: int, length: int, checksum:
             raise
 
 
-def check_safetensors_start(path: Path, *, received: int, size: int, name: str) -> bool:
+def check_safetensors_start(path: Path, *, received: int, size: int, name: str) -> list[list] | None:
     """Check a safetensors file's header as soon as its first bytes are here.
 
-    Returns True once the whole header was read and accepted, False while more bytes are needed;
-    raises CheckpointError as soon as the header is impossible (its length, its JSON, or tensors
-    that need more bytes than the declared ``size`` of the file).
+    Returns None while more bytes are needed, then, once the whole header was read and accepted,
+    its tensors as [start, end, name, dtype, shape] (absolute offsets, in byte order); raises
+    CheckpointError as soon as the header is impossible (its length, its JSON, or tensors that
+    need more bytes than the declared ``size`` of the file).
     """
     if received < 8:
-        return False
+        return None
     with open(path, "rb") as stream:
         length = int.from_bytes(stream.read(8), "little")
         impossible = length > checkpoints.MAX_HEADER_BYTES or length > size - 8 or length < 2
         if received < 8 + length and not impossible:
-            return False
+            return None
         stream.seek(0)
-        checkpoints.read_safetensors_header(stream, size, name=name)
-    return True
+        header = checkpoints.read_safetensors_header(stream, size, name=name)
+    start = 8 + length
+    return sorted([start + b, start + e, tensor, dtype, list(shape)] for tensor, (dtype, shape, (b, e)) in header.tensors.items())
 
 
 def remove(path: Path) -> None:

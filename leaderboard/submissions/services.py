@@ -103,11 +103,11 @@ def duplicate_check(owner, weight_sha256: str, tensors_sha256: str = "") -> None
 
 
 def _checkpoint_store(owner, files: list[checkpoints.CheckpointFile], *, staging: Path | None,
-                      store_folder: Path | None, weight_sha256: str = "") -> tuple[str, str]:  # fmt: skip
+                      store_folder: Path | None, weight_sha256: str = "", tensors_sha256: str = "") -> tuple[str, str]:  # fmt: skip
     """Copy uploaded files into ``staging`` (or read a store folder where it lies) and hash them:
     (digest of the weight files, digest of the tensors). Refuses files already submitted.
-    ``weight_sha256`` given: the files are already in ``staging`` (a resumable upload hashed them
-    while they arrived)."""
+    ``weight_sha256`` (and ``tensors_sha256``) given: the files are already in ``staging`` (a
+    resumable upload hashed them while they arrived)."""
     try:
         if not weight_sha256 and staging is not None:
             staging.parent.mkdir(parents=True, exist_ok=True)
@@ -117,7 +117,7 @@ def _checkpoint_store(owner, files: list[checkpoints.CheckpointFile], *, staging
         duplicate_check(owner, weight_sha256)  # before reading everything once more
         folder = staging if staging is not None else Path(store_folder)
         weights = [folder / f.name for f in files if f.name.lower().endswith(checkpoints.SAFETENSORS)]
-        return weight_sha256, checkpoint_io.tensors_hash(weights)
+        return weight_sha256, tensors_sha256 or checkpoint_io.tensors_hash(weights)
     except OSError as exc:  # a full disk, a file gone from the store
         log.exception("storing a checkpoint of %s failed", owner.pk)
         raise ValidationError(f"The checkpoint could not be read and stored ({exc.strerror or exc}).") from exc
@@ -133,12 +133,12 @@ def _review_flag(submission: Submission) -> None:
 
 def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFile],
                       report: checkpoints.CheckpointReport, store_folder: Path | None = None,
-                      received: tuple[Path, str] | None = None, public_id: str = "") -> Submission:  # fmt: skip
+                      received: tuple[Path, str, str] | None = None, public_id: str = "") -> Submission:  # fmt: skip
     """Store a checked checkpoint as a PENDING submission and enqueue its evaluation.
 
     ``data`` is a SubmissionForm's cleaned data. Uploaded files are copied (and hashed on the way)
     into ``LEADERBOARD_SUBMISSIONS_DIR/<id>/``; a store folder is hashed where it lies; files
-    ``received`` by a resumable upload, (their folder, their weights digest), are moved there.
+    ``received`` by a resumable upload, (their folder, weights digest, tensors digest or ""), are moved there.
     Raises ValidationError (rate limit, name taken, duplicate weights) with nothing stored (the
     received folder is left to its caller).
     """
@@ -154,8 +154,9 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
         staging = Path(settings.LEADERBOARD_SUBMISSIONS_DIR) / ".incoming" / uuid.uuid4().hex
     try:
         weight_sha256, tensors_sha256 = _checkpoint_store(
-            owner, files, staging=staging, store_folder=store_folder, weight_sha256=received[1] if received else ""
-        )
+            owner, files, staging=staging, store_folder=store_folder,
+            weight_sha256=received[1] if received else "", tensors_sha256=received[2] if received else "",
+        )  # fmt: skip
         duplicate_check(owner, weight_sha256, tensors_sha256)
         with transaction.atomic():
             # Two uploads of one owner at the same moment: the second waits here, then counts the first.

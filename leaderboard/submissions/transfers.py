@@ -52,6 +52,11 @@ def draft_create(*, owner, metadata: dict, files: dict) -> SubmissionDraft:
     if errors:
         raise ValidationError({"files": errors})
     services.rules_check(owner, metadata["model_name"])
+    open_drafts = SubmissionDraft.objects.filter(owner=owner, state=DraftState.UPLOADING, expires_at__gte=timezone.now())
+    limit = settings.LEADERBOARD_UPLOADS_IN_PROGRESS
+    if open_drafts.count() >= limit:  # each may grow to LEADERBOARD_MAX_UPLOAD_BYTES on the server's disk
+        raise ValidationError(f"You have {limit} submissions whose files are still arriving; finish one "
+                              "(or let it expire) before starting another.")  # fmt: skip
     first = chunks.weight_names(files)[0]
     weights = ResumableSha256()
     weights.update(first.encode() + b"\0")
@@ -136,23 +141,28 @@ def _chunk_write(owner, upload_id, offset, length, checksum, stream) -> DraftFil
         raise ChunkError(f"The chunk would end at byte {offset + length}, past the {upload.length} bytes "
                          f"declared for {upload.name}.", 413)  # fmt: skip
     draft = upload.draft
-    hasher = None
+    hasher = digester = None
     if draft.weights_file == upload.name and draft.weights_offset == offset:
         hasher = ResumableSha256.from_state(bytes(draft.weights_state))
+    if upload.tensors and upload.tensor_position == offset:
+        digester = checkpoint_io.TensorDigester(upload.tensors, position=offset, state=bytes(upload.tensor_state),
+                                                digests=upload.tensor_digests)  # fmt: skip
+
+    def on_block(block) -> None:  # the running hashes see each block as it is written
+        if hasher is not None:
+            hasher.update(block)
+        if digester is not None:
+            digester.feed(block)
+
     path = draft_folder(draft) / upload.name
-    chunks.receive(stream, path, offset=offset, length=length, checksum=checksum,
-                   on_block=hasher.update if hasher else None)  # fmt: skip
+    chunks.receive(stream, path, offset=offset, length=length, checksum=checksum, on_block=on_block)
     try:
         upload.offset = offset + length
-        if upload.name.lower().endswith(checkpoints.SAFETENSORS) and not upload.header_checked:
-            try:
-                upload.header_checked = chunks.check_safetensors_start(
-                    path, received=upload.offset, size=upload.length, name=upload.name
-                )
-            except checkpoints.CheckpointError as exc:
-                raise Refused([str(exc)]) from None
-        upload.save(update_fields=["offset", "header_checked", "updated_at"])
+        _tensors_advance(upload, path, digester)
+        upload.save(update_fields=["offset", "header_checked", "tensors", "tensor_position", "tensor_state",
+                                   "tensor_digests", "updated_at"])  # fmt: skip
         draft = SubmissionDraft.objects.select_for_update().get(pk=draft.pk)
+        draft_check_open(draft)  # refused or expired while this chunk arrived
         if hasher is not None and draft.weights_file == upload.name and draft.weights_offset == offset:
             draft.weights_state, draft.weights_offset = hasher.state(), upload.offset
         _weights_catch_up(draft)
@@ -166,6 +176,37 @@ def _chunk_write(owner, upload_id, offset, length, checksum, stream) -> DraftFil
     return upload
 
 
+def _tensors_advance(upload: DraftFile, path: Path, digester) -> None:
+    """A weight file: check its header once it is here, then keep each tensor's digest up to the
+    bytes received (those that arrived with the header are read back once, a chunk at most)."""
+    if not upload.name.lower().endswith(checkpoints.SAFETENSORS):
+        return
+    if not upload.header_checked:
+        try:
+            table = chunks.check_safetensors_start(path, received=upload.offset, size=upload.length, name=upload.name)
+        except checkpoints.CheckpointError as exc:
+            raise Refused([str(exc)]) from None
+        if table is None:
+            return
+        upload.header_checked, upload.tensors = True, table
+    if digester is None:
+        digester = checkpoint_io.TensorDigester(upload.tensors, position=upload.tensor_position,
+                                                state=bytes(upload.tensor_state), digests=upload.tensor_digests)  # fmt: skip
+    _feed_from_disk(path, digester.position, upload.offset, digester.feed)
+    upload.tensor_position, upload.tensor_state, upload.tensor_digests = digester.position, digester.state(), digester.digests
+
+
+def _feed_from_disk(path: Path, start: int, end: int, feed) -> None:
+    with open(path, "rb") as stream:
+        stream.seek(start)
+        while start < end:
+            block = stream.read(min(chunks.BLOCK * 8, end - start))
+            if not block:
+                raise OSError(f"{path.name} is shorter than the offset the server recorded")
+            feed(block)
+            start += len(block)
+
+
 def _weights_catch_up(draft: SubmissionDraft) -> None:
     """Move the weights hash over bytes that are on disk but not yet hashed (a shard that arrived
     before the ones sorted ahead of it), and on to the next shard when one is complete."""
@@ -176,15 +217,7 @@ def _weights_catch_up(draft: SubmissionDraft) -> None:
         held, length = offsets[draft.weights_file]
         if draft.weights_offset < held:
             hasher = hasher or ResumableSha256.from_state(bytes(draft.weights_state))
-            with open(draft_folder(draft) / draft.weights_file, "rb") as stream:
-                stream.seek(draft.weights_offset)
-                remaining = held - draft.weights_offset
-                while remaining > 0:
-                    block = stream.read(min(chunks.BLOCK * 8, remaining))
-                    if not block:
-                        raise OSError(f"{draft.weights_file} is shorter than the offset the server recorded")
-                    hasher.update(block)
-                    remaining -= len(block)
+            _feed_from_disk(draft_folder(draft) / draft.weights_file, draft.weights_offset, held, hasher.update)
             draft.weights_offset = held
         if held < length:
             break
@@ -203,6 +236,7 @@ def upload_terminate(*, owner, upload_id: str) -> None:
     from the first shard (reading back what is still on disk)."""
     with transaction.atomic():
         upload = upload_for_owner(owner, upload_id)
+        _lock_files(DraftFile.objects.filter(pk=upload.pk))  # locks are taken files first, then the draft
         draft = SubmissionDraft.objects.select_for_update().get(pk=upload.draft_id)
         if draft.state != DraftState.UPLOADING:
             raise ChunkError("This submission takes no more changes.", 410)
@@ -217,9 +251,20 @@ def upload_terminate(*, owner, upload_id: str) -> None:
             draft.save(update_fields=["weights_state", "weights_file", "weights_offset"])
 
 
+def _lock_files(files) -> None:
+    """Lock file rows, or ChunkError 423 when a chunk is arriving for one of them. Every writer
+    locks the files first and the draft second (as a chunk does), so none of them can deadlock."""
+    try:
+        list(files.select_for_update(nowait=True).values_list("pk", flat=True))
+    except DatabaseError:
+        raise ChunkError("A chunk of this upload is arriving right now; retry after it.", 423) from None
+
+
 def draft_refuse(draft_pk: int, messages: list[str]) -> None:
-    """Refuse a draft: its reasons are kept, every byte it received is removed."""
+    """Refuse a draft: its reasons are kept, every byte it received is removed (after the chunks
+    in flight for its other files finish: they then find it refused)."""
     with transaction.atomic():
+        list(DraftFile.objects.filter(draft_id=draft_pk).select_for_update().values_list("pk", flat=True))
         draft = SubmissionDraft.objects.select_for_update().get(pk=draft_pk)
         draft.state, draft.errors = DraftState.REFUSED, messages
         draft.save(update_fields=["state", "errors"])
@@ -252,7 +297,7 @@ def draft_finalize(draft_pk: int) -> SubmissionDraft:
     try:
         submission = services.submission_create(
             owner=draft.owner, data=draft.metadata, files=files, report=report,
-            received=(folder, weight_sha256), public_id=draft.public_id,
+            received=(folder, weight_sha256, _tensors_sha256(draft)), public_id=draft.public_id,
         )  # fmt: skip
     except ValidationError as exc:
         draft_refuse(draft.pk, exc.messages)
@@ -261,6 +306,20 @@ def draft_finalize(draft_pk: int) -> SubmissionDraft:
     draft.uploads.all().delete()
     draft.state, draft.submission = DraftState.SUBMITTED, submission
     return draft
+
+
+def _tensors_sha256(draft: SubmissionDraft) -> str:
+    """The tensors digest from the per-tensor digests made while the bytes arrived ("" if any is
+    missing: the submission then reads the weights once more to make it)."""
+    weights = set(chunks.weight_names(draft.files))
+    entries = []
+    for upload in draft.uploads.filter(name__in=weights):
+        digester = checkpoint_io.TensorDigester(upload.tensors, position=upload.tensor_position,
+                                                digests=upload.tensor_digests)  # fmt: skip
+        if not upload.tensors or not digester.complete:
+            return ""
+        entries.extend(digester.entries())
+    return checkpoint_io.tensors_digest(entries)
 
 
 def uploads_expire(now=None) -> int:
@@ -272,6 +331,10 @@ def uploads_expire(now=None) -> int:
     count = 0
     for pk in list(stale):
         with transaction.atomic():
+            try:
+                _lock_files(DraftFile.objects.filter(draft_id=pk))
+            except ChunkError:
+                continue  # a chunk is arriving: not abandoned after all
             draft = SubmissionDraft.objects.select_for_update(skip_locked=True).filter(pk=pk, expires_at__lt=now).first()
             if draft is None:
                 continue

@@ -76,7 +76,7 @@ def test_account_page_creates_tokens_stored_hashed_and_revokes_them(client, owne
 def test_post_validates_like_the_form(client, owner, uploads_dir, tiny_dir):
     files = tus.declared(tiny_dir)
     bad_fields = tus.create_draft(client, files, model_name="../etc", model_type="fine-tuned")
-    errors = bad_fields.json()["errors"]
+    errors = bad_fields.json()
     assert bad_fields.status_code == 400 and "model_name" in errors and "base_model" in errors
     for hostile, message in (
         ({**files, "pytorch_model.bin": 10}, "only safetensors weights"),
@@ -90,10 +90,18 @@ def test_post_validates_like_the_form(client, owner, uploads_dir, tiny_dir):
         assert response.status_code == 400 and message in str(response.json()), hostile
     model_register(name="acme/taken")
     taken = tus.create_draft(client, files, model_name="acme/taken")
-    assert taken.status_code == 400 and "already taken" in taken.json()["errors"]["__all__"][0]
+    assert taken.status_code == 400 and "already taken" in taken.json()["non_field_errors"][0]
     assert SubmissionDraft.objects.count() == 0
     client.logout()
     assert tus.create_draft(client, files).status_code == 401
+
+
+def test_submissions_receiving_files_at_once_are_limited(client, owner, uploads_dir, tiny_dir, settings):
+    settings.LEADERBOARD_UPLOADS_IN_PROGRESS = 2
+    codes = [tus.create_draft(client, tus.declared(tiny_dir), model_name=f"acme/m{i}").status_code for i in range(3)]
+    assert codes == [201, 201, 400]
+    SubmissionDraft.objects.filter(owner=owner).first().delete()
+    assert tus.create_draft(client, tus.declared(tiny_dir), model_name="acme/m3").status_code == 201
 
 
 def test_creating_submissions_is_throttled(client, owner, uploads_dir, tiny_dir, monkeypatch):
@@ -110,3 +118,17 @@ def test_the_schema_documents_the_api(client):
     assert "post" in schema["paths"]["/api/submissions/"]
     assert "get" in schema["paths"]["/api/submissions/{public_id}/"]
     assert schema["components"]["securitySchemes"]["apiToken"]["scheme"] == "bearer"
+
+
+def test_admin_lists_drafts_and_revokes_tokens(client, owner, uploads_dir, tiny_dir):
+    raw = _create_token(client)
+    draft_id = tus.create_draft(client, tus.declared(tiny_dir)).json()["id"]
+    admin_user = get_user_model().objects.create_superuser("admin@example.org", "admin@example.org", "pw-long-enough-42")
+    client.force_login(admin_user)
+    assert draft_id.encode() in client.get("/admin/leaderboard/submissiondraft/").content
+    assert raw.encode() not in client.get("/admin/leaderboard/apitoken/").content
+    token = ApiToken.objects.get()
+    response = client.post("/admin/leaderboard/apitoken/", {"action": "revoke", "_selected_action": [token.pk]})
+    assert response.status_code == 302
+    token.refresh_from_db()
+    assert token.revoked_at is not None

@@ -78,6 +78,12 @@ def test_upload_a_sharded_checkpoint_in_parallel_and_resume(client, owner, uploa
     assert head["Cache-Control"] == "no-store" and "Upload-Expires" in head
     assert tus.patch(client, urls[weights[0].name], 0, data[weights[0].name][:10]).status_code == 409
     assert Submission.objects.count() == 0
+    shards = DraftFile.objects.filter(name__endswith=".safetensors")
+    assert shards.count() == len(weights)
+    assert all(0 < len(shard.tensor_digests) == len(shard.tensors) for shard in shards)  # made as they arrived
+    expected = checkpoint_io.tensors_digest(
+        (name, dtype, shape, shard.tensor_digests[name]) for shard in shards for _, _, name, dtype, shape in shard.tensors
+    )
     for path in sorted(folder.iterdir()):
         if path.suffix != ".safetensors":
             last = tus.send_file(client, draft_id, path.name, path.read_bytes())
@@ -87,7 +93,7 @@ def test_upload_a_sharded_checkpoint_in_parallel_and_resume(client, owner, uploa
     assert submission.weight_sha256 == hash_files(weights)  # hashed while receiving: the backend's digest
     submission_path = Path(submission.storage_path)
     stored = sorted(submission_path.glob("*.safetensors"))
-    assert submission.tensors_sha256 == checkpoint_io.tensors_hash(stored)
+    assert submission.tensors_sha256 == expected == checkpoint_io.tensors_hash(stored)  # no second read needed
     assert {p.name: p.read_bytes() for p in submission_path.iterdir()} == {p.name: p.read_bytes() for p in folder.iterdir()}
     assert not (uploads_dir / draft_id).exists() and DraftFile.objects.count() == 0
     status = client.get(f"/api/submissions/{draft_id}/").json()
