@@ -12,6 +12,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.html import format_html
 
+from leaderboard.accounts import tokens
 from leaderboard.judging.services import (
     AUDIT_LIMIT_DEFAULT,
     AUDIT_PAIRS_DEFAULT,
@@ -22,6 +23,7 @@ from leaderboard.judging.services import (
     judge_run_requeue,
 )
 from leaderboard.models import (
+    ApiToken,
     BenchmarkSuite,
     ContaminationScan,
     EvaluationRun,
@@ -35,6 +37,7 @@ from leaderboard.models import (
     Score,
     ScoreHistory,
     Submission,
+    SubmissionDraft,
 )
 from leaderboard.review.services import review_record
 from leaderboard.submissions.services import submission_requeue
@@ -278,6 +281,19 @@ class ContaminationScanAdmin(admin.ModelAdmin):
                        "created_at", "finished_at")  # fmt: skip
     inlines = [ScanTaskResultInline]
 
+
+@admin.register(SubmissionDraft)
+class SubmissionDraftAdmin(admin.ModelAdmin):
+    """Submissions whose files are arriving (or were refused or expired): read-only."""
+
+    list_display = ("public_id", "owner", "state", "created_at", "expires_at")
+    list_filter = ("state",)
+    search_fields = ("public_id", "owner__username")
+    exclude = ("weights_state",)
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
     def has_add_permission(self, request):
         return False
 
@@ -289,3 +305,20 @@ class MemorisationProbeAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Personal API tokens (only prefixes; the tokens are not stored): revoke from the list."""
+
+    list_display = ("prefix", "name", "owner", "created_at", "last_used_at", "revoked_at")
+    readonly_fields = ("owner", "name", "prefix", "digest", "created_at", "last_used_at")
+    actions = ["revoke"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request, queryset):
+        revoked = tokens.tokens_revoke(queryset.values_list("pk", flat=True))
+        self.message_user(request, f"{revoked} tokens revoked.")

@@ -1,13 +1,21 @@
 """The leaderboard's API under ``/api/`` (beside the arena's, in the same OpenAPI schema)."""
 
-from django.urls import path
+from django.urls import path, re_path
 
 from leaderboard.board import api
 from leaderboard.judging import api as judging_api
+from leaderboard.submissions import api as submissions_api
+
+
+class SubmissionCollection(submissions_api.SubmissionCreateMixin, api.SubmissionList):
+    """GET: the evaluated models (public); POST: a new submission (token or session)."""
+
 
 app_name = "leaderboard-api"
 urlpatterns = [
-    path("submissions/", api.SubmissionList.as_view(), name="submission-list"),
+    path("submissions/", SubmissionCollection.as_view(), name="submission-list"),
+    re_path(r"^submissions/(?P<public_id>[A-Za-z0-9_-]{22})/$", submissions_api.SubmissionDetail.as_view(),
+            name="submission-detail"),  # fmt: skip
     path("scores/", api.ScoreList.as_view(), name="score-list"),
     path("runs/", api.RunList.as_view(), name="run-list"),
     path("runs/<int:pk>/", api.RunDetail.as_view(), name="run-detail"),

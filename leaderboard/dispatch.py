@@ -20,8 +20,10 @@ RUN_RESCORE = "leaderboard.tasks.run_rescore"
 JUDGE_RUN = "leaderboard.tasks.judge_run"
 JUDGE_AUDIT = "leaderboard.tasks.judge_audit"
 CONTAMINATION_SCAN = "leaderboard.tasks.contamination_scan"
+SUBMISSION_NOTIFY = "leaderboard.tasks.submission_notify"
+UPLOADS_EXPIRE = "leaderboard.tasks.uploads_expire"  # periodic (CELERY_BEAT_SCHEDULE)
 QUEUES = {SUBMISSION_EVALUATE: EVALUATE, RUN_RESCORE: DEFAULT, JUDGE_RUN: JUDGE, JUDGE_AUDIT: JUDGE,
-          CONTAMINATION_SCAN: DEFAULT}  # fmt: skip
+          CONTAMINATION_SCAN: DEFAULT, SUBMISSION_NOTIFY: DEFAULT, UPLOADS_EXPIRE: DEFAULT}  # fmt: skip
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,11 @@ def task_send_on_commit(name: str, *args, on_sent: Callable[[], None] | None = N
 def submission_evaluate_send(submission_id: int, *, on_sent: Callable[[], None] | None = None) -> None:
     """Enqueue the benchmark run of a submission (``evaluate`` queue); ``on_sent`` once the broker has it."""
     task_send_on_commit(SUBMISSION_EVALUATE, submission_id, on_sent=on_sent)
+
+
+def submission_notify_send(submission_id: int) -> None:
+    """Enqueue the mail that tells the owner a submission finished or failed (``default`` queue)."""
+    task_send_on_commit(SUBMISSION_NOTIFY, submission_id)
 
 
 def run_rescore_send(task: str, admin_id: int, comment: str) -> None:

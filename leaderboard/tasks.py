@@ -11,6 +11,7 @@ import logging
 import sys
 import traceback
 from collections import deque
+from smtplib import SMTPException
 
 from celery import shared_task
 from django.conf import settings
@@ -24,8 +25,9 @@ from leaderboard.judging import states as judge_states
 from leaderboard.judging.audits import judge_audit_execute
 from leaderboard.judging.runner import judge_run_execute
 from leaderboard.judging.services import judge_runs_request_for_submission
-from leaderboard.submissions import lifecycle
+from leaderboard.submissions import lifecycle, transfers
 from leaderboard.submissions import services as submission_services
+from leaderboard.submissions.notifications import submission_notify as notify_owner
 from workers.queues import DEFAULT, EVALUATE, JUDGE, LONG_TASK_OPTIONS
 
 log = logging.getLogger(__name__)
@@ -77,6 +79,7 @@ def submission_evaluate(self, submission_id: int) -> str:
         log.info("%s; checking again in %s s", busy, settings.LEADERBOARD_HEARTBEAT_STALE_S)
         raise self.retry(exc=busy, countdown=settings.LEADERBOARD_HEARTBEAT_STALE_S) from busy
     if started is None:
+        dispatch.submission_notify_send(submission_id)  # a no-op unless the worker died before it was sent
         return "nothing to do"
     tail = LogTail()
     root = logging.getLogger()
@@ -106,6 +109,19 @@ def submission_evaluate(self, submission_id: int) -> str:
 def submissions_dispatch_pending() -> int:
     """The outbox (beat schedule): send the submissions stored while the broker was down."""
     return submission_services.submissions_dispatch_pending(grace_s=settings.LEADERBOARD_OUTBOX_GRACE_S)
+
+
+@shared_task(name=dispatch.SUBMISSION_NOTIFY, declared_queue=DEFAULT, autoretry_for=(OSError, SMTPException),
+             retry_backoff=60, retry_backoff_max=3600, max_retries=8)  # fmt: skip
+def submission_notify(submission_id: int) -> str:
+    """Mail the owner that the submission finished or failed; once (retried while the mail server is down)."""
+    return "sent" if notify_owner(submission_id) else "nothing to send"
+
+
+@shared_task(name=dispatch.UPLOADS_EXPIRE, declared_queue=DEFAULT)
+def uploads_expire() -> str:
+    """Remove the bytes of resumable uploads nobody continued before they expired (periodic)."""
+    return f"{transfers.uploads_expire()} expired uploads removed"
 
 
 @shared_task(name=dispatch.RUN_RESCORE, declared_queue=DEFAULT, **LONG_TASK_OPTIONS)

@@ -8,6 +8,7 @@ from leaderboard.board import views as board_views
 from leaderboard.judging import views as judging_views
 from leaderboard.review import views as review_views
 from leaderboard.runs import views as runs_views
+from leaderboard.submissions import tus
 from leaderboard.submissions import views as submissions_views
 
 
@@ -43,6 +44,7 @@ urlpatterns = [
     path("judges/<int:config_id>/judgments.jsonl", judging_views.judgments_jsonl, name="judge-judgments-jsonl"),
     path("compare/", board_views.compare, name="compare"),
     path("plotly-<str:version>.min.js", board_views.plotly_js, name="plotly-js"),
+    path("accounts/", accounts_views.account, name="account"),
     path("accounts/signup/", accounts_views.signup, name="signup"),
     path("accounts/login/", auth_views.LoginView.as_view(authentication_form=EmailLoginForm), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
@@ -51,6 +53,8 @@ urlpatterns = [
     path("submissions/<pubid:public_id>/", submissions_views.submission_detail, name="submission"),
     path("submissions/<pubid:public_id>/publish/", submissions_views.submission_publish, name="submission-publish"),
     path("submissions/<pubid:public_id>/status.json", submissions_views.submission_status, name="submission-status"),
+    path("uploads/", tus.uploads, name="uploads"),
+    path("uploads/<pubid:upload_id>/", tus.upload, name="upload"),
     path("review/", review_views.review_queue, name="review"),
     path("review/<int:submission_id>/", review_views.review_submission, name="review-submission"),
     path("review/<int:submission_id>/scan/", review_views.review_scan, name="review-scan"),

@@ -219,6 +219,8 @@ try:
             "schedule": _outbox_interval_s,
             "options": {"expires": _outbox_interval_s},
         },
+        # Resumable uploads nobody touched for LEADERBOARD_UPLOAD_EXPIRE_S: their bytes are removed.
+        "uploads-expire": {"task": "leaderboard.tasks.uploads_expire", "schedule": 3600.0},
     }
 except ConfigError as error:
     fail(error)
@@ -264,13 +266,17 @@ try:
     API_BASIC_AUTH = config_env.boolean("API_BASIC_AUTH", default=False)
     API_THROTTLE_ANON = config_env.env.str("API_THROTTLE_ANON", default="120/minute")
     API_THROTTLE_USER = config_env.env.str("API_THROTTLE_USER", default="600/minute")
-    for _variable, _rate in (("API_THROTTLE_ANON", API_THROTTLE_ANON), ("API_THROTTLE_USER", API_THROTTLE_USER)):
+    API_THROTTLE_SUBMISSIONS = config_env.env.str("API_THROTTLE_SUBMISSIONS", default="30/hour")  # POST /api/submissions/
+    for _variable, _rate in (("API_THROTTLE_ANON", API_THROTTLE_ANON), ("API_THROTTLE_USER", API_THROTTLE_USER),
+                             ("API_THROTTLE_SUBMISSIONS", API_THROTTLE_SUBMISSIONS)):  # fmt: skip
         if not re.fullmatch(r"[1-9][0-9]{0,8}/(second|minute|hour|day|s|m|h|d)", _rate):
             raise ConfigError(_variable, f"{_rate!r} is not a rate such as 120/minute (per second|minute|hour|day)")
 except ConfigError as error:
     fail(error)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        # Personal API tokens (account page) first: its WWW-Authenticate header makes refusals a 401.
+        "leaderboard.accounts.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
         *(["rest_framework.authentication.BasicAuthentication"] if API_BASIC_AUTH else []),
     ],
@@ -278,7 +284,9 @@ REST_FRAMEWORK = {
         "rest_framework.throttling.AnonRateThrottle",
         "rest_framework.throttling.UserRateThrottle",
     ],
-    "DEFAULT_THROTTLE_RATES": {"anon": API_THROTTLE_ANON, "user": API_THROTTLE_USER},
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": API_THROTTLE_ANON, "user": API_THROTTLE_USER, "submissions": API_THROTTLE_SUBMISSIONS,
+    },
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
@@ -336,6 +344,9 @@ try:
     LEADERBOARD_MAX_FILES = config_env.integer("LEADERBOARD_MAX_FILES", default=64, minimum=2)
     LEADERBOARD_SUBMISSIONS_PER_WEEK = config_env.integer("LEADERBOARD_SUBMISSIONS_PER_WEEK", default=5, minimum=1)
     LEADERBOARD_PRIVATE_VARIANTS_LIMIT = config_env.integer("LEADERBOARD_PRIVATE_VARIANTS_LIMIT", default=3, minimum=0)
+    # The size of each PATCH the browser sends through the resumable upload (tus): a dropped connection
+    # costs at most one chunk. docs/uploads.md.
+    LEADERBOARD_UPLOAD_CHUNK_BYTES = config_env.integer("LEADERBOARD_UPLOAD_CHUNK_BYTES", default=16 << 20, minimum=1024)
 except ConfigError as error:
     fail(error)
 LEADERBOARD_ARCHITECTURES = [
@@ -384,6 +395,15 @@ LEADERBOARD_TRAINING_DATA_DIR = MEDIA_ROOT / "training-data"  # declared trainin
 LEADERBOARD_SCAN_MAX_LINE_BYTES = 4 << 20  # a longer corpus line is skipped and counted (line_too_long)
 LEADERBOARD_TASK_PATHS: list[str] = []  # extra task folders (evalcore include paths)
 LEADERBOARD_SUBMISSIONS_DIR = MEDIA_ROOT / "submissions"
+# Resumable (tus) uploads land here, one folder per draft, then move into LEADERBOARD_SUBMISSIONS_DIR
+# (keep both on one file system so that move is a rename). See docs/uploads.md.
+LEADERBOARD_UPLOADS_DIR = MEDIA_ROOT / "uploads"
+try:
+    LEADERBOARD_UPLOAD_EXPIRE_S = config_env.integer("LEADERBOARD_UPLOAD_EXPIRE_S", default=86400, minimum=60)
+    # Submissions of one owner receiving files at once (each may hold up to LEADERBOARD_MAX_UPLOAD_BYTES).
+    LEADERBOARD_UPLOADS_IN_PROGRESS = config_env.integer("LEADERBOARD_UPLOADS_IN_PROGRESS", default=3, minimum=1)
+except ConfigError as error:
+    fail(error)
 LEADERBOARD_REQUEST_CACHE_DIR = VAR_DIR / "request-cache"  # model answers of running submissions (worker-local)
 try:
     # The outbox leaves a submission this long to the web process that stored it before sending it itself.
@@ -393,6 +413,21 @@ except ConfigError as error:
 LEADERBOARD_HEARTBEAT_STALE_S = 600  # a RUNNING submission silent this long is taken over by a redelivered task
 DATA_UPLOAD_MAX_NUMBER_FILES = LEADERBOARD_MAX_FILES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 256 * 1024  # anything larger goes to a temporary file, never to memory
+# Mail: owners hear when their submission's evaluation finishes or fails. The default prints mails on
+# the worker's console (the demo); set EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend and
+# EMAIL_HOST etc. to send them. PODIUM_SITE_URL makes the links in them absolute.
+try:
+    EMAIL_BACKEND = config_env.env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+    EMAIL_HOST = config_env.env.str("EMAIL_HOST", default="localhost")
+    EMAIL_PORT = config_env.integer("EMAIL_PORT", default=25, minimum=1)
+    EMAIL_HOST_USER = config_env.env.str("EMAIL_HOST_USER", default="")
+    EMAIL_HOST_PASSWORD = config_env.env.str("EMAIL_HOST_PASSWORD", default="")
+    EMAIL_USE_TLS = config_env.boolean("EMAIL_USE_TLS", default=False)
+    EMAIL_TIMEOUT = config_env.integer("EMAIL_TIMEOUT", default=30, minimum=1)
+    DEFAULT_FROM_EMAIL = config_env.env.str("DEFAULT_FROM_EMAIL", default="Podium <podium@localhost>")
+    PODIUM_SITE_URL = config_env.url("PODIUM_SITE_URL", schemes={"http", "https"}, default="http://127.0.0.1:8000")
+except ConfigError as error:
+    fail(error)
 LOGIN_URL = "leaderboard:login"
 LOGIN_REDIRECT_URL = "leaderboard:submissions"
 LOGOUT_REDIRECT_URL = "home"

@@ -27,7 +27,10 @@ CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 # The suite calls the API far more often than a person would; tests/test_security_settings.py
 # checks the throttle with its own low rate.
-REST_FRAMEWORK = {**REST_FRAMEWORK, "DEFAULT_THROTTLE_RATES": {"anon": "100000/minute", "user": "100000/minute"}}  # noqa: F405
+REST_FRAMEWORK = {
+    **REST_FRAMEWORK,  # noqa: F405
+    "DEFAULT_THROTTLE_RATES": {"anon": "100000/minute", "user": "100000/minute", "submissions": "100000/minute"},
+}
 
 # Metrics of this test run (and of the servers and workers it starts, which inherit the variable) in a
 # folder of its own, not var/metrics, so concurrent runs never add up each other's samples.

@@ -46,3 +46,4 @@ from leaderboard.models.submissions import (  # noqa: F401
     SubmissionStatus,
     new_public_id,
 )
+from leaderboard.models.uploads import ApiToken, DraftFile, DraftState, SubmissionDraft  # noqa: F401

@@ -82,7 +82,7 @@ class Submission(models.Model):
     )
     tensors_sha256 = models.CharField(
         max_length=64, blank=True, db_index=True,
-        help_text="SHA-256 over the tensors (name, dtype, shape, bytes): the same whatever the files' layout.",
+        help_text="SHA-256 over each tensor's name, dtype, shape and SHA-256 of its bytes: the same whatever the files' layout.",
     )  # fmt: skip
     parameter_count = models.BigIntegerField(help_text="Read from the safetensors headers.")
     total_bytes = models.BigIntegerField()
@@ -100,6 +100,9 @@ class Submission(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    owner_notified_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the owner was mailed the outcome (one mail per finish or failure)."
+    )
     review_state = models.CharField(max_length=16, choices=Review.choices, default=Review.NONE)
     review_reason = models.CharField(max_length=300, blank=True, help_text="Why it was flagged.")
 

@@ -16,20 +16,15 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from evalcore import boundedjson
+from leaderboard.submissions.file_rules import CONFIG, INDEX, SAFETENSORS, file_list_problems
 
 CHUNK = 1 << 22
 MAX_HEADER_BYTES = 100_000_000  # the safetensors library's own limit
 MAX_JSON_BYTES = 20_000_000  # config, tokenizer and index files are small; tokenizer.json can reach ~10 MB
 MAX_JSON_DEPTH = 64  # real configs and tokenizers nest a handful of levels; deeper is hostile
 MAX_TENSOR_DIMS = 16  # real tensors have at most 5 or 6; a 40,000-dimension shape took seconds to multiply
-CONFIG = "config.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
-INDEX = "model.safetensors.index.json"
 CHAT_TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
-SAFETENSORS = ".safetensors"
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle", ".joblib", ".npy", ".npz", ".h5", ".msgpack")
-CODE_SUFFIXES = (".py", ".pyc", ".so", ".sh", ".exe", ".dll")
-DATA_SUFFIXES = (".json", ".txt", ".model", ".jinja", ".md", ".tiktoken")
 DTYPE_BYTES = {
     "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
     "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8,
@@ -84,30 +79,6 @@ class CheckpointReport:
 
 
 # -- names ----------------------------------------------------------------------------------------
-
-
-def file_name_problem(name: str) -> str | None:
-    """Why ``name`` cannot be a file of a checkpoint, or None."""
-    if not name or not name.strip():
-        return "A file has an empty name."
-    shown = name.encode("unicode_escape").decode("ascii")[:120]
-    if "\x00" in name or any(ord(c) < 32 for c in name):
-        return f"The file name {shown!r} contains control characters."
-    if "/" in name or "\\" in name or name in (".", "..") or ".." in name:
-        return f"The file name {shown!r} contains a path separator or '..': upload files, not paths."
-    if len(name) > 200:
-        return f"The file name {shown!r} is longer than 200 characters."
-    lower = name.lower()
-    if lower.endswith(PICKLE_SUFFIXES):
-        return (
-            f"{name}: only safetensors weights are accepted. Pickled files can run code when loaded; "
-            "convert with save_pretrained(safe_serialization=True)."
-        )
-    if lower.endswith(CODE_SUFFIXES):
-        return f"{name}: checkpoints may not contain code (Podium never runs code shipped with a model)."
-    if not lower.endswith((SAFETENSORS, *DATA_SUFFIXES)):
-        return f"{name}: not a checkpoint file (expected *.safetensors, config.json and tokenizer files)."
-    return None
 
 
 # -- safetensors ------------------------------------------------------------------------------------
@@ -249,27 +220,13 @@ def chat_template_in(tokenizer_config: dict | None) -> bool:
 
 def inspect_checkpoint(files: Sequence[CheckpointFile], *, limits: Limits, want_chat_template: bool) -> CheckpointReport:
     """Check every rule on a set of files (one folder, no subfolders); never loads the weights."""
-    report = CheckpointReport()
+    report = CheckpointReport(total_bytes=sum(f.size for f in files))
     errors = report.errors
-    if not files:
-        errors.append("No files: upload config.json, the tokenizer files and the *.safetensors weights.")
-        return report
-    if len(files) > limits.max_files:
-        errors.append(f"Too many files ({len(files)}); at most {limits.max_files}.")
-    report.total_bytes = sum(f.size for f in files)
-    if report.total_bytes > limits.max_bytes:
-        errors.append(f"The checkpoint is {report.total_bytes} bytes; at most {limits.max_bytes} are accepted.")
-    by_name: dict[str, CheckpointFile] = {}
-    for file in files:
-        problem = file_name_problem(file.name)
-        if problem:
-            errors.append(problem)
-        elif file.name in by_name:
-            errors.append(f"{file.name} appears twice.")
-        else:
-            by_name[file.name] = file
+    errors += file_list_problems(((f.name, f.size) for f in files), max_files=limits.max_files,
+                                 max_bytes=limits.max_bytes)  # fmt: skip
     if errors:
-        return report  # names and sizes first: nothing is opened when those are wrong
+        return report  # names, sizes and required files first: nothing is opened when those are wrong
+    by_name = {f.name: f for f in files}
 
     json_files: dict[str, dict] = {}
     for name in (CONFIG, TOKENIZER_CONFIG, INDEX, "chat_template.json"):
@@ -279,22 +236,16 @@ def inspect_checkpoint(files: Sequence[CheckpointFile], *, limits: Limits, want_
                     json_files[name] = read_json_object(stream, by_name[name].size, name=name)
             except CheckpointError as exc:
                 errors.append(str(exc))
-    if CONFIG not in by_name:
-        errors.append("config.json is missing.")
-    elif CONFIG in json_files:
+    if CONFIG in json_files:  # file_list_problems saw that it is there
         try:
             report.architecture = config_architecture(json_files[CONFIG], limits.architectures)
         except CheckpointError as exc:
             errors.append(str(exc))
     if TOKENIZER_CONFIG in json_files and "auto_map" in json_files[TOKENIZER_CONFIG]:
         errors.append("tokenizer_config.json has auto_map: custom tokenizer code is never run.")
-    if not ({"tokenizer.json", "tokenizer.model", "vocab.json"} & set(by_name)):
-        errors.append("No tokenizer: upload tokenizer.json (or tokenizer.model / vocab.json + merges.txt).")
 
     weights = sorted(n for n in by_name if n.lower().endswith(SAFETENSORS))
-    report.weight_files = weights
-    if not weights:
-        errors.append("No *.safetensors weight files.")
+    report.weight_files = weights  # at least one, and an index beside several (file_list_problems)
     parameters = 0
     header_tensors: dict[str, str] = {}
     for name in weights:
@@ -315,7 +266,7 @@ def inspect_checkpoint(files: Sequence[CheckpointFile], *, limits: Limits, want_
         errors.append(f"The checkpoint has {parameters:,} parameters; at most {limits.max_parameters:,} are accepted.")
     elif weights and parameters == 0 and not errors:
         errors.append("The safetensors files hold no parameters.")
-    _check_index(report, weights, json_files.get(INDEX), INDEX in by_name, header_tensors)
+    _check_index(report, weights, json_files.get(INDEX), header_tensors)
 
     report.has_chat_template = chat_template_in(json_files.get(TOKENIZER_CONFIG)) or any(
         n in by_name for n in CHAT_TEMPLATE_FILES
@@ -328,12 +279,8 @@ def inspect_checkpoint(files: Sequence[CheckpointFile], *, limits: Limits, want_
     return report
 
 
-def _check_index(report: CheckpointReport, weights: list[str], index: dict | None, present: bool,
-                 tensors: dict[str, str]) -> None:  # fmt: skip
+def _check_index(report: CheckpointReport, weights: list[str], index: dict | None, tensors: dict[str, str]) -> None:
     errors = report.errors
-    if len(weights) > 1 and not present:
-        errors.append(f"{len(weights)} safetensors shards need {INDEX} to say which tensor is in which shard.")
-        return
     if index is None:
         return
     weight_map = index.get("weight_map")

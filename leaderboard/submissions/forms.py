@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import UploadedFile
 
 from evalcore.contamination.corpus import SUFFIXES as CORPUS_SUFFIXES
 from leaderboard.models import Submission
-from leaderboard.submissions import checkpoints
+from leaderboard.submissions import checkpoints, services
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")  # the arena catalogue's name rule
 TRAINING_FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
@@ -33,12 +33,7 @@ class MultipleFileField(forms.FileField):
 
 
 def limits() -> checkpoints.Limits:
-    return checkpoints.Limits(
-        max_parameters=settings.LEADERBOARD_MAX_PARAMETERS,
-        max_bytes=settings.LEADERBOARD_MAX_UPLOAD_BYTES,
-        max_files=settings.LEADERBOARD_MAX_FILES,
-        architectures=tuple(settings.LEADERBOARD_ARCHITECTURES),
-    )
+    return services.checkpoint_limits()
 
 
 def uploaded_checkpoint_file(upload: UploadedFile) -> checkpoints.CheckpointFile:
@@ -51,14 +46,37 @@ def uploaded_checkpoint_file(upload: UploadedFile) -> checkpoints.CheckpointFile
     return checkpoints.CheckpointFile(upload.name, len(data), lambda: io.BytesIO(data))
 
 
-class SubmissionForm(forms.Form):
-    """A checkpoint by upload or by a path on the model store, and how to evaluate it."""
+class SubmissionMetadataForm(forms.Form):
+    """How to name and evaluate a checkpoint: the form's fields and rules without the files (the
+    submissions API and resumable uploads check their metadata with it)."""
 
     model_name = forms.RegexField(
         regex=MODEL_NAME, max_length=200,
         error_messages={"invalid": "Use letters, digits and . _ : / @ + - (starting with a letter or digit)."},
         help_text="The public name, e.g. my-org/my-model-7b.",
     )  # fmt: skip
+    precision = forms.ChoiceField(choices=Submission.Precision.choices, initial=Submission.Precision.BFLOAT16)
+    model_type = forms.ChoiceField(choices=Submission.ModelType.choices)
+    base_model = forms.CharField(
+        required=False, max_length=200, help_text="Required for fine-tunes and merges."
+    )
+    licence = forms.CharField(max_length=100, help_text="e.g. apache-2.0, mit, llama3.1")
+    apply_chat_template = forms.BooleanField(required=False)
+    private = forms.BooleanField(required=False, label="Private variant (visible only to you until published)")
+
+    def clean_base_model(self) -> str:
+        return self.cleaned_data["base_model"].strip()
+
+    def clean(self):
+        data = super().clean()
+        if data.get("model_type") in Submission.NEEDS_BASE_MODEL and not data.get("base_model"):
+            self.add_error("base_model", "Name the base model of a fine-tune or merge.")
+        return data
+
+
+class SubmissionForm(SubmissionMetadataForm):
+    """A checkpoint by upload or by a path on the model store, and how to evaluate it."""
+
     files = MultipleFileField(
         required=False, allow_empty_file=False,
         help_text="config.json, tokenizer files and *.safetensors (with model.safetensors.index.json when sharded).",
@@ -71,14 +89,8 @@ class SubmissionForm(forms.Form):
         help_text="Declare the training data: .txt or .jsonl files (a \"text\" field per line), either gzipped. "
         "They are scanned for benchmark items (13-gram overlap); unreadable lines are skipped and counted.",
     )  # fmt: skip
-    precision = forms.ChoiceField(choices=Submission.Precision.choices, initial=Submission.Precision.BFLOAT16)
-    model_type = forms.ChoiceField(choices=Submission.ModelType.choices)
-    base_model = forms.CharField(
-        required=False, max_length=200, help_text="Required for fine-tunes and merges."
-    )
-    licence = forms.CharField(max_length=100, help_text="e.g. apache-2.0, mit, llama3.1")
-    apply_chat_template = forms.BooleanField(required=False)
-    private = forms.BooleanField(required=False, label="Private variant (visible only to you until published)")
+    field_order = ["model_name", "files", "store_path", "precision", "model_type", "base_model", "licence",
+                   "apply_chat_template", "private", "training_data"]  # fmt: skip
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -111,14 +123,9 @@ class SubmissionForm(forms.Form):
             )
         return uploads
 
-    def clean_base_model(self) -> str:
-        return self.cleaned_data["base_model"].strip()
-
     def clean(self):
+        want_chat_template = bool(self.cleaned_data.get("apply_chat_template"))  # add_error drops fields
         data = super().clean()
-        want_chat_template = bool(data.get("apply_chat_template"))  # add_error drops a field from cleaned_data
-        if data.get("model_type") in Submission.NEEDS_BASE_MODEL and not data.get("base_model"):
-            self.add_error("base_model", "Name the base model of a fine-tune or merge.")
         uploads = data.get("files") or []
         store_path = (data.get("store_path") or "").strip()
         if uploads and store_path:

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from leaderboard import dispatch
 from leaderboard.models import Submission
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,7 @@ def submission_finish(submission_id: int, *, log_tail: str = "") -> None:
         submission.failure_reason = ""
         submission.log_tail = log_tail[-8000:]
         submission.save(update_fields=["status", "finished_at", "failure_reason", "log_tail"])
+        dispatch.submission_notify_send(submission_id)  # the owner hears of it once this commits
 
 
 def submission_fail(submission_id: int, *, reason: str, log_tail: str = "") -> None:
@@ -100,6 +102,7 @@ def submission_fail(submission_id: int, *, reason: str, log_tail: str = "") -> N
         submission.failure_reason = (reason.strip() or "unknown error")[:1000]
         submission.log_tail = log_tail[-8000:]
         submission.save(update_fields=["status", "finished_at", "failure_reason", "log_tail"])
+        dispatch.submission_notify_send(submission_id)  # the owner hears of it once this commits
 
 
 OUT_OF_SPACE = "The evaluation worker ran out of disk space; an admin can requeue it once there is room."

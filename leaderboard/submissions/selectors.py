@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db.models import Prefetch, QuerySet
 
-from leaderboard.models import EvaluationRun, Score, Submission
+from leaderboard.models import EvaluationRun, Score, Submission, SubmissionDraft
 
 # Review states whose entries the public may open (flagged ones wait for an admin; rejected are gone).
 PUBLIC_REVIEW_STATES = (Submission.Review.NONE, Submission.Review.APPROVED, Submission.Review.HIDDEN)
@@ -86,3 +86,21 @@ def submission_results(submission: Submission) -> list[dict]:
         }  # fmt: skip
         for run in runs
     ]
+
+
+def draft_for_owner(owner, public_id: str) -> SubmissionDraft | None:
+    """A submission of the owner's whose files are still arriving (or were refused or expired)."""
+    if not getattr(owner, "is_authenticated", False):
+        return None
+    return SubmissionDraft.objects.filter(owner=owner, public_id=public_id).first()
+
+
+def draft_status(draft: SubmissionDraft) -> dict:
+    received = {u.name: u.offset for u in draft.uploads.all()}
+    return {
+        "id": draft.public_id,
+        "status": draft.state,
+        "errors": draft.errors,
+        "expires_at": draft.expires_at.isoformat(),
+        "files": [{"name": n, "size": s, "received": received.get(n, 0)} for n, s in sorted(draft.files.items())],
+    }

@@ -32,12 +32,27 @@ from leaderboard.submissions import checkpoint_io, checkpoints
 log = logging.getLogger(__name__)
 
 
+def checkpoint_limits() -> checkpoints.Limits:
+    return checkpoints.Limits(
+        max_parameters=settings.LEADERBOARD_MAX_PARAMETERS,
+        max_bytes=settings.LEADERBOARD_MAX_UPLOAD_BYTES,
+        max_files=settings.LEADERBOARD_MAX_FILES,
+        architectures=tuple(settings.LEADERBOARD_ARCHITECTURES),
+    )
+
+
 def _rate_limit_check(owner) -> None:
     since = timezone.now() - timedelta(days=7)
     recent = Submission.objects.filter(owner=owner, created_at__gte=since).count()
     limit = settings.LEADERBOARD_SUBMISSIONS_PER_WEEK
     if recent >= limit:
         raise ValidationError(f"You have made {recent} submissions in the last 7 days; the limit is {limit} a week.")
+
+
+def rules_check(owner, name: str) -> None:
+    """The rules that need the database and not the files: weekly limit, name free (checked again on submit)."""
+    _rate_limit_check(owner)
+    _name_check(owner, name.strip())
 
 
 def _name_check(owner, name: str) -> None:
@@ -90,19 +105,21 @@ def duplicate_check(owner, weight_sha256: str, tensors_sha256: str = "") -> None
 
 
 def _checkpoint_store(owner, files: list[checkpoints.CheckpointFile], *, staging: Path | None,
-                      store_folder: Path | None) -> tuple[str, str]:  # fmt: skip
+                      store_folder: Path | None, weight_sha256: str = "", tensors_sha256: str = "") -> tuple[str, str]:  # fmt: skip
     """Copy uploaded files into ``staging`` (or read a store folder where it lies) and hash them:
-    (digest of the weight files, digest of the tensors). Refuses files already submitted."""
+    (digest of the weight files, digest of the tensors). Refuses files already submitted.
+    ``weight_sha256`` (and ``tensors_sha256``) given: the files are already in ``staging`` (a
+    resumable upload hashed them while they arrived)."""
     try:
-        if staging is not None:
+        if not weight_sha256 and staging is not None:
             staging.parent.mkdir(parents=True, exist_ok=True)
             weight_sha256 = checkpoint_io.copy_and_hash(files, staging)
-        else:
+        elif not weight_sha256:
             weight_sha256 = checkpoint_io.hash_weights(files)
         duplicate_check(owner, weight_sha256)  # before reading everything once more
         folder = staging if staging is not None else Path(store_folder)
         weights = [folder / f.name for f in files if f.name.lower().endswith(checkpoints.SAFETENSORS)]
-        return weight_sha256, checkpoint_io.tensors_hash(weights)
+        return weight_sha256, tensors_sha256 or checkpoint_io.tensors_hash(weights)
     except OSError as exc:  # a full disk, a file gone from the store
         log.exception("storing a checkpoint of %s failed", owner.pk)
         raise ValidationError(f"The checkpoint could not be read and stored ({exc.strerror or exc}).") from exc
@@ -141,12 +158,15 @@ def _training_data_store(submission: Submission, uploads: list) -> Path | None:
 
 
 def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFile],
-                      report: checkpoints.CheckpointReport, store_folder: Path | None = None) -> Submission:  # fmt: skip
+                      report: checkpoints.CheckpointReport, store_folder: Path | None = None,
+                      received: tuple[Path, str, str] | None = None, public_id: str = "") -> Submission:  # fmt: skip
     """Store a checked checkpoint as a PENDING submission and enqueue its evaluation.
 
     ``data`` is a SubmissionForm's cleaned data. Uploaded files are copied (and hashed on the way)
-    into ``LEADERBOARD_SUBMISSIONS_DIR/<id>/``; a store folder is hashed where it lies. Raises
-    ValidationError (rate limit, name taken, duplicate weights) with nothing stored.
+    into ``LEADERBOARD_SUBMISSIONS_DIR/<id>/``; a store folder is hashed where it lies; files
+    ``received`` by a resumable upload, (their folder, weights digest, tensors digest or ""), are moved there.
+    Raises ValidationError (rate limit, name taken, duplicate weights) with nothing stored (the
+    received folder is left to its caller).
     """
     if not report.ok:
         raise ValidationError(report.errors)
@@ -154,10 +174,15 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
     _rate_limit_check(owner)
     _name_check(owner, name)
     staging = final = training = None
-    if store_folder is None:
+    if received is not None:
+        staging = received[0]
+    elif store_folder is None:
         staging = Path(settings.LEADERBOARD_SUBMISSIONS_DIR) / ".incoming" / uuid.uuid4().hex
     try:
-        weight_sha256, tensors_sha256 = _checkpoint_store(owner, files, staging=staging, store_folder=store_folder)
+        weight_sha256, tensors_sha256 = _checkpoint_store(
+            owner, files, staging=staging, store_folder=store_folder,
+            weight_sha256=received[1] if received else "", tensors_sha256=received[2] if received else "",
+        )  # fmt: skip
         duplicate_check(owner, weight_sha256, tensors_sha256)
         with transaction.atomic():
             # Two uploads of one owner at the same moment: the second waits here, then counts the first.
@@ -181,6 +206,8 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
                 total_bytes=report.total_bytes,
                 storage_path=str(store_folder or staging),
             )
+            if public_id:
+                submission.public_id = public_id
             _review_flag(submission)
             submission.full_clean()
             try:
@@ -191,6 +218,7 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
                 raise
             if staging is not None:
                 final = Path(settings.LEADERBOARD_SUBMISSIONS_DIR) / str(submission.pk)
+                final.parent.mkdir(parents=True, exist_ok=True)
                 checkpoint_io.remove_tree(final)  # left by a crash before a rolled-back insert (SQLite reuses ids)
                 staging.rename(final)
                 submission.storage_path = str(final)
@@ -199,7 +227,9 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
             _training_data_store(submission, data.get("training_data") or [])
             submission_enqueue(submission)
     except BaseException:
-        for folder in (staging, final, training):
+        if received is not None and final is not None and final.exists():
+            final.rename(staging)  # back to its caller, who decides what to keep
+        for folder in ((staging, final) if received is None else ()) + (training,):
             if folder is not None:
                 checkpoint_io.remove_tree(folder)
         raise
@@ -244,6 +274,7 @@ def submission_requeue(submission: Submission) -> Submission:
         locked.failure_reason = ""
         locked.progress = {}
         locked.dispatched_at = None
+        locked.owner_notified_at = None  # the next outcome is news again
         locked.full_clean()
         locked.save()
         submission_enqueue(locked)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import TooManyFilesSent, ValidationError
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
@@ -15,15 +17,22 @@ from django.views.decorators.http import require_GET, require_POST
 from leaderboard.models import Submission
 from leaderboard.review import selectors as selectors_review
 from leaderboard.runs import integrity
-from leaderboard.submissions import selectors, services
+from leaderboard.submissions import file_rules, selectors, services
 from leaderboard.submissions.forms import SubmissionForm
+from leaderboard.submissions.forms import limits as form_limits
 from leaderboard.submissions.uploads import SizeLimitHandler
 
 log = logging.getLogger(__name__)
 
 
 def _render_form(request, form, status=200, upload_error=""):
-    context = {"form": form, "upload_error": upload_error}
+    limits = form_limits()
+    context = {
+        "form": form, "upload_error": upload_error,
+        "checkpoint_rules": file_rules.browser_rules(max_files=limits.max_files, max_bytes=limits.max_bytes),
+        "upload_chunk_bytes": settings.LEADERBOARD_UPLOAD_CHUNK_BYTES,
+        "drafts_url": reverse("leaderboard-api:submission-list"), "uploads_url": reverse("leaderboard:uploads"),
+    }  # fmt: skip
     return render(request, "leaderboard/submit.html", context, status=status)
 
 

@@ -1,6 +1,7 @@
 """A model owner in headless Chromium: signs up, has a pickled upload refused, uploads a tiny real
-checkpoint, and watches "My submissions" go to FINISHED (polled by the page) while a real Celery worker
-on the ``evaluate`` queue runs the suite, through daphne, Redis and PostgreSQL."""
+checkpoint (through the resumable upload), and watches "My submissions" go to FINISHED (polled by the
+page) while a real Celery worker on the ``evaluate`` queue runs the suite, through daphne, Redis and
+PostgreSQL; the same worker, on the ``default`` queue, then mails the owner."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def site(transactional_db, redis_url, smollm2_dir, tmp_path, start_worker, start
         DEBUG="false",
         SECRET_KEY="e2e-test-secret-key",
     )
-    worker = start_worker(env=env, queues="evaluate", name="evaluate")
+    worker = start_worker(env=env, queues="evaluate,default", name="evaluate")  # default: the owner's mail
     port = start_asgi_server(env=env)
     checkpoint = tiny_checkpoint(str(tmp_path), str(smollm2_dir))
     yield {"base": f"http://127.0.0.1:{port}", "checkpoint": checkpoint, "worker": worker}
@@ -52,7 +53,7 @@ def test_owner_signs_up_uploads_and_watches_it_finish(site, browser, processes, 
     pickled = tmp_path / "pytorch_model.bin"
     pickled.write_bytes(b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00K\x01.")
     fill_form([*sorted(checkpoint.iterdir()), pickled])
-    page.wait_for_selector("ul.errorlist")
+    page.wait_for_selector("ul.errorlist li")  # the page refuses it before a byte is sent
     assert "only safetensors weights are accepted" in page.inner_text("main")
     assert not Submission.objects.exists()
 
@@ -71,3 +72,9 @@ def test_owner_signs_up_uploads_and_watches_it_finish(site, browser, processes, 
     assert "gsm8k" in results and "mmlu_cloze_abstract_algebra" in results and "95% interval" in results
     submission = Submission.objects.get()
     assert submission.status == "FINISHED" and submission.owner.username == "owner@example.org"
+    for _ in range(600):  # the worker mails the owner once it finished (the console backend: into its log)
+        if Submission.objects.get().owner_notified_at is not None:
+            break
+        page.wait_for_timeout(100)
+    log = processes.log_of(site["worker"])
+    assert "Subject: Podium: acme/tiny-llama finished" in log and f"/leaderboard/submissions/{submission.public_id}/" in log

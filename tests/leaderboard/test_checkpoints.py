@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from evalcore.models.hf import hash_files
-from leaderboard.submissions import checkpoint_io
+from leaderboard.submissions import checkpoint_io, file_rules
 from leaderboard.submissions import checkpoints as ck
 from tests.leaderboard.checkpoint_factory import parameter_count
 
@@ -124,7 +124,7 @@ def test_malformed_safetensors_headers(data, message):
     ],
 )
 def test_file_names(name, message):
-    assert message in ck.file_name_problem(name)
+    assert message in file_rules.file_name_problem(name)
 
 
 def test_pickled_weights_beside_safetensors_are_refused(tiny_dir):

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core import mail
 from django.core.exceptions import ValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
@@ -105,6 +106,7 @@ def test_upload_runs_the_suite_and_a_retry_overwrites(client, owner, tiny_dir, s
     assert (history.run_id, history.metric, history.value, history.reason) == (anatomy.pk, "acc", 0.123, "re-run")
     assert Submission.objects.get(pk=submission.pk).attempts == 2
     assert submission_evaluate(submission.pk) == "nothing to do"  # FINISHED stays FINISHED
+    assert [m.subject for m in mail.outbox] == ["Podium: acme/tiny finished"]  # one mail, not one per run
     assert not request_cache_path(submission.pk).exists()  # spent once every result is stored
 
 

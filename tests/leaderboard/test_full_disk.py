@@ -16,6 +16,7 @@ from django.contrib.auth import get_user_model
 from leaderboard.models import EvaluationRun, SampleRecord, Score, Submission
 from leaderboard.submissions.services import submission_requeue
 from leaderboard.tasks import submission_evaluate
+from tests.leaderboard import tus_helpers as tus
 from tests.leaderboard.test_submit import PASSWORD, SUBMIT, form_data, uploads
 
 pytestmark = pytest.mark.django_db
@@ -106,3 +107,17 @@ def test_full_disk_during_an_evaluation(client, owner, tiny_dir, submissions_dir
     assert done.status == "FINISHED" and done.failure_reason == ""
     assert EvaluationRun.objects.filter(status="FINISHED").count() == 1
     assert SampleRecord.objects.count() == 4
+
+
+def test_a_resumable_upload_on_a_full_disk_keeps_the_accepted_offset(client, owner, small_disk, settings, tmp_path, tiny_dir):
+    settings.LEADERBOARD_UPLOADS_DIR = small_disk / "uploads"
+    settings.LEADERBOARD_SUBMISSIONS_DIR = tmp_path / "submissions"
+    draft_id = tus.create_draft(client, tus.declared(tiny_dir)).json()["id"]
+    data = (tiny_dir / "model.safetensors").read_bytes()
+    assert len(data) > 2 << 20
+    url = tus.create_upload(client, draft_id, "model.safetensors", len(data))["Location"]
+    assert tus.patch(client, url, 0, data[: 256 << 10]).status_code == 204
+    response = tus.patch(client, url, 256 << 10, data[256 << 10 : 2 << 20])
+    assert response.status_code == 507 and "ran out of space" in response.json()["detail"]
+    assert client.head(url, headers=tus.TUS)["Upload-Offset"] == str(256 << 10)
+    assert (small_disk / "uploads" / draft_id / "model.safetensors").stat().st_size == 256 << 10

@@ -168,8 +168,9 @@ def test_path_in_a_file_name_never_leaves_the_upload(client, owner, tiny_dir, su
     files = uploads(tiny_dir)
     files.append(SimpleUploadedFile("../../../evil.safetensors", b"not weights"))
     response = client.post(SUBMIT, form_data(files))
-    # Django keeps only the last path component; the checks then refuse the junk file itself.
-    assert response.status_code == 400 and "evil.safetensors is not a safetensors file" in response.content.decode()
+    # Django keeps only the last path component; the file-list checks then refuse a second weight
+    # file without an index before any file is opened.
+    assert response.status_code == 400 and "2 safetensors shards need" in response.content.decode()
     assert not list(tmp_path.rglob("evil*"))
     assert not Submission.objects.exists()
 

@@ -1,0 +1,125 @@
+"""The submissions API for scripts and CI: create a submission, then send its files through the
+resumable upload endpoint (tus, ``/leaderboard/uploads/``), then read its status and scores.
+
+Authenticated by a personal API token (``Authorization: Bearer pdm_...``, made on the account
+page) or a signed-in session (with its CSRF token). Creating is throttled (``submissions`` scope).
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
+from rest_framework.permissions import IsAuthenticatedOrReadOnly
+from rest_framework.response import Response
+from rest_framework.throttling import UserRateThrottle
+from rest_framework.views import APIView
+
+from leaderboard.submissions import selectors, transfers
+from leaderboard.submissions.forms import SubmissionMetadataForm
+
+
+class SubmissionCreateThrottle(UserRateThrottle):
+    """POSTs only (reads keep the ordinary rates): ``API_THROTTLE_SUBMISSIONS``."""
+
+    scope = "submissions"
+
+    def allow_request(self, request, view):
+        if request.method != "POST":
+            return True
+        return super().allow_request(request, view)
+
+
+class SubmissionCreateSerializer(serializers.Serializer):
+    model_name = serializers.CharField(help_text="The public name, e.g. my-org/my-model-7b.")
+    model_type = serializers.ChoiceField(choices=["pretrained", "fine-tuned", "chat", "merge"])
+    base_model = serializers.CharField(required=False, help_text="Required for fine-tunes and merges.")
+    licence = serializers.CharField()
+    precision = serializers.ChoiceField(choices=["float32", "bfloat16", "float16"], required=False)
+    apply_chat_template = serializers.BooleanField(required=False)
+    private = serializers.BooleanField(required=False)
+    files = serializers.DictField(child=serializers.IntegerField(min_value=1),
+                                  help_text="Every file of the checkpoint: {name: size in bytes}.")  # fmt: skip
+
+
+DraftSerializer = inline_serializer(
+    name="SubmissionUpload",
+    fields={
+        "id": serializers.CharField(help_text="The submission's public id: Upload-Metadata 'submission'."),
+        "status": serializers.CharField(),
+        "upload_url": serializers.URLField(help_text="The tus endpoint to create each file's upload at."),
+        "expires_at": serializers.DateTimeField(),
+    },
+)
+DetailSerializer = inline_serializer(name="SubmissionRefusal", fields={"detail": serializers.CharField()})
+AUTH_RESPONSES = {
+    401: OpenApiResponse(DetailSerializer, description="No valid credentials: a missing, unknown or revoked API token."),
+    403: OpenApiResponse(DetailSerializer, description="Signed in by session without the CSRF token."),
+}
+StatusSerializer = inline_serializer(
+    name="SubmissionState",
+    fields={
+        "id": serializers.CharField(),
+        "status": serializers.CharField(help_text="UPLOADING, FINALIZING, REFUSED, EXPIRED (files), then "
+                                                  "PENDING, RUNNING, FINISHED, FAILED (evaluation)."),  # fmt: skip
+        "errors": serializers.ListField(child=serializers.CharField(), required=False),
+        "files": serializers.ListField(child=serializers.DictField(), required=False),
+        "progress": serializers.DictField(required=False),
+        "failure_reason": serializers.CharField(required=False),
+        "results": serializers.ListField(child=serializers.DictField(), required=False),
+    },
+)
+
+
+class SubmissionCreateMixin:
+    """``POST /api/submissions/`` beside the public list's GET (composed in api_urls)."""
+
+    permission_classes = [IsAuthenticatedOrReadOnly]
+
+    def get_throttles(self):
+        return [*super().get_throttles(), SubmissionCreateThrottle()]
+
+    @extend_schema(request=SubmissionCreateSerializer, responses={201: DraftSerializer, **AUTH_RESPONSES},
+                   summary="Create a submission; then upload its files with tus")  # fmt: skip
+    def post(self, request):
+        body = request.data if isinstance(request.data, dict) else {}
+        files = body.get("files")
+        form = SubmissionMetadataForm({k: v for k, v in body.items() if k != "files"})
+        if not form.is_valid():
+            return _invalid(form.errors)
+        try:
+            draft = transfers.draft_create(owner=request.user, metadata=form.cleaned_data, files=files)
+        except ValidationError as exc:  # the files' names and sizes, the weekly limit, a name taken
+            return _invalid(exc.message_dict if hasattr(exc, "error_dict") else {"__all__": exc.messages})
+        payload = {
+            "id": draft.public_id, "status": draft.state, "expires_at": draft.expires_at.isoformat(),
+            "upload_url": request.build_absolute_uri(reverse("leaderboard:uploads")),
+        }  # fmt: skip
+        return Response(payload, status=status.HTTP_201_CREATED)
+
+
+def _invalid(errors) -> Response:
+    """400 in the API's shape (common.api_errors): {field or "non_field_errors": [sentences]}."""
+    body = {("non_field_errors" if k == "__all__" else k): [str(m) for m in v] for k, v in errors.items()}
+    return Response(body, status=status.HTTP_400_BAD_REQUEST)
+
+
+class SubmissionDetail(APIView):
+    """``GET /api/submissions/{public_id}/``: while files arrive, what the server holds of each;
+    then the evaluation's status, progress and scores."""
+
+    @extend_schema(responses={200: StatusSerializer, 401: AUTH_RESPONSES[401]},
+                   summary="A submission's upload or evaluation status and scores")  # fmt: skip
+    def get(self, request, public_id: str):
+        submission = selectors.submission_visible(request.user, public_id)
+        if submission is not None:
+            state = selectors.submission_status(submission)
+            if not (request.user.is_authenticated and submission.owner_id == request.user.pk):
+                state.pop("log_tail", None)
+            return Response({**state, "results": selectors.submission_results(submission)})
+        draft = selectors.draft_for_owner(request.user, public_id)
+        if draft is None:
+            raise NotFound("No such submission.")
+        return Response(selectors.draft_status(draft))

@@ -1,0 +1,3 @@
+from podium_client.upload import main
+
+raise SystemExit(main())
