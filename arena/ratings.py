@@ -20,7 +20,8 @@ Methods
     list items, bold), bootstrap intervals, and the coefficient table in ``extra["coefficients"]``.
 
 Cost
-    BT's bootstrap resamples pair counts: 1,000 rounds cost well under a second at any vote count. The
+    BT's bootstrap resamples pair counts (Poisson): 1,000 rounds cost the same at any vote count (~2.6 s
+    of one core at 200 models, docs/PERFORMANCE.md). The
     style bootstrap refits over every battle each round, so its rounds are capped by ``style_budget``
     battle-rounds per category (:data:`STYLE_BUDGET`); ``settings`` and ``notes`` record what ran.
 
