@@ -38,9 +38,12 @@ with the same method, seed and rounds reproduces its snapshot.
 from __future__ import annotations
 
 import math
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 
 import numpy as np
 from django.db import transaction
@@ -69,6 +72,7 @@ DROPPED_ROUNDS_TOLERANCE = 0.01  # more dropped bootstrap rounds than this share
 STYLE_BUDGET = 1_500_000  # battle-rounds per category for the style bootstrap
 STYLE_MIN_ROUNDS = 100
 ELO_ORDERS_MAX_VOTES = 100_000
+FIT_THREADS = min(2, os.cpu_count() or 1)
 
 
 @dataclass
@@ -257,7 +261,8 @@ def snapshots_draft(
     provisional_votes: int = DEFAULT_MIN_BATTLES,
 ) -> list[_Draft]:
     """Fit every category and method; nothing is written. See the module docstring."""
-    drafts = []
+    drafts: list[_Draft] = []
+    jobs = []
     for category, mask in _categories(votes, min_category_votes).items():
         n = int(mask.sum())
         ts = votes.tstamp[mask]
@@ -276,11 +281,16 @@ def snapshots_draft(
         battles = _battles(votes, mask)
         for draft in drafts[-3:]:
             if draft.method == "bt":
-                _fit_bt(battles, draft, rounds=rounds, seed=seed)
+                jobs.append(partial(_fit_bt, battles, draft, rounds=rounds, seed=seed))
             elif draft.method == "style":
-                _fit_style(battles, draft, rounds=rounds, seed=seed, budget=style_budget)
+                jobs.append(partial(_fit_style, battles, draft, rounds=rounds, seed=seed, budget=style_budget))
             else:
-                _fit_elo(battles, draft, orders=elo_orders, seed=seed)
+                jobs.append(partial(_fit_elo, battles, draft, orders=elo_orders, seed=seed))
+    # Each fit seeds its own generator, so running them side by side changes no number; numpy's heavy
+    # parts release the GIL, so two threads use both cores of a small machine for most of a refit.
+    with ThreadPoolExecutor(max_workers=FIT_THREADS) as pool:
+        for done in [pool.submit(job) for job in jobs]:
+            done.result()
     return drafts
 
 
