@@ -166,6 +166,9 @@ def test_what_a_worker_loads_for_the_judge_and_for_each_model(setup, smollm2_dir
     config.judge_model = setup["wordy"]  # a catalogue entry as the judge: its backend and arguments
     setup["wordy"].model_args = {"path": "SmolLM2-135M-Instruct"}  # relative: under PODIUM_MODELS_DIR
     assert judge_spec(config) == ("hf", (("path", str(tmp_path / "SmolLM2-135M-Instruct")),))
+    setup["wordy"].backend = "openai"  # an endpoint judge's tokenizer folder resolves the same way
+    setup["wordy"].model_args = {"base_url": "http://127.0.0.1:8000/v1", "tokenizer": "SmolLM2-135M-Instruct"}
+    assert dict(judge_spec(config)[1])["tokenizer"] == str(tmp_path / "SmolLM2-135M-Instruct")
     spec, generation = answerer_of(setup["wordy"])  # an arena model answers with its system prompt
     assert generation["source"] == "arena" and generation["system_prompt"].startswith("Always answer")
     sub = bd.entry(bd.user("o@example.org"), "acme/sub", gsm8k=bd.pattern(4, 2), precision="float32")
