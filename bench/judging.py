@@ -1,12 +1,17 @@
 """Speed and parity of log-prob judging against a plain transformers loop.
 
-Same model, same prompts, same process, one after the other: LLMBar pairs judged in both orders with
-the bundled ``alpacaeval-logprob`` protocol.
+Same model, same prompts, same process, alternating peer and ours over ``--rounds`` slices of the
+pairs: LLMBar pairs judged in both orders with the bundled ``alpacaeval-logprob`` protocol.
 
 - plain: one forward pass per judgment over the whole prompt, full logits, softmax at the last
   position (``evalcore.judging.logprob.p_first_plain``: what a hand-written loop does);
 - evalcore: :func:`evalcore.judging.logprob.p_first_batched` (shared prefix run once, the two orders of
-  a pair share their stem, batches by a token budget, only the last position through the output layer).
+  a pair share their stem, batches by a token budget, only the last position and the two verdict rows
+  of the output layer).
+
+Also prints the ceiling of any exact method on these prompts: every distinct (prefix, token) must go
+through the decoder once (the prompts' trie size), and the plain loop additionally pays the output layer
+at every position; the ratio of those matmul FLOPs bounds what sharing and batching can gain.
 
 Prints judgments per second for each, the ratio, and max |p_first difference| (must be <= 1e-4; exit
 code 1 otherwise). Writes ``bench/out/judging.json``.
@@ -14,6 +19,7 @@ code 1 otherwise). Writes ``bench/out/judging.json``.
 Usage::
 
     python bench/judging.py [--pairs 100] [--model DIR] [--device cpu|cuda] [--threads 2] [--budget N]
+                              [--rounds 4]
 """
 
 from __future__ import annotations
@@ -30,6 +36,27 @@ sys.path.insert(0, str(ROOT))
 TOLERANCE = 1e-4
 
 
+def trie_tokens(prompts) -> int:
+    """Distinct prefixes over all prompts: what an exact method must run through the decoder."""
+    total, previous = 0, ()
+    for row in sorted(tuple(p) for p in prompts):
+        common = 0
+        while common < min(len(row), len(previous)) and row[common] == previous[common]:
+            common += 1
+        total, previous = total + len(row) - common, row
+    return total
+
+
+def flop_ceiling(model, prompts) -> float:
+    """Plain loop's matmul FLOPs over an exact method's minimum (attention ignored)."""
+    head = model.get_output_embeddings().weight.numel()
+    body = sum(p.numel() for p in model.parameters()) - model.get_input_embeddings().weight.numel()
+    if model.get_output_embeddings().weight is not model.get_input_embeddings().weight:
+        body -= head
+    plain = sum(len(p) for p in prompts) * (body + head)
+    return plain / (trie_tokens(prompts) * body)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     data = Path(os.environ.get("PODIUM_DATA_DIR", ROOT.parent / "shared" / "data"))
@@ -40,6 +67,7 @@ def main() -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--budget", type=int, default=None, help="token budget per pass (default: judge_pairs' own)")
+    parser.add_argument("--rounds", type=int, default=4, help="alternate peer and ours over this many slices")
     parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "judging.json"))
     args = parser.parse_args()
 
@@ -65,20 +93,26 @@ def main() -> int:
     p_first_plain(judge.model, prompts[0][:64], token_ids)  # warm-up
     p_first_batched(judge.model, [prompts[0][:64]], token_ids)
     load_before = os.getloadavg()[0]
-    start = time.perf_counter()
-    plain = [p_first_plain(judge.model, ids, token_ids) for ids in prompts]
-    plain_s = time.perf_counter() - start
-    start = time.perf_counter()
-    batched = p_first_batched(judge.model, prompts, token_ids, groups=groups, token_budget=budget,
-                              pad_id=judge.pad_token_id)
-    batched_s = time.perf_counter() - start
+    plain, batched, plain_s, batched_s = [], [], 0.0, 0.0
+    per_round = -(-len(pairs) // max(1, args.rounds)) * 2  # whole pairs per round, both orders
+    for lo in range(0, len(prompts), per_round):  # alternate peer and ours so load drift hits both
+        chunk, chunk_groups = prompts[lo : lo + per_round], groups[lo : lo + per_round]
+        start = time.perf_counter()
+        plain += [p_first_plain(judge.model, ids, token_ids) for ids in chunk]
+        plain_s += time.perf_counter() - start
+        start = time.perf_counter()
+        batched += list(p_first_batched(judge.model, chunk, token_ids, groups=chunk_groups, token_budget=budget,
+                                        pad_id=judge.pad_token_id))
+        batched_s += time.perf_counter() - start
     diff = max(abs(a - b) for a, b in zip(plain, batched))
     summary = {
         "pairs": len(pairs), "judgments": len(prompts), "prompt_tokens": sum(len(p) for p in prompts),
         "device": str(judge.device), "threads": torch.get_num_threads(), "token_budget": budget,
+        "rounds": args.rounds,
         "plain_seconds": plain_s, "evalcore_seconds": batched_s,
         "plain_judgments_per_s": len(prompts) / plain_s, "evalcore_judgments_per_s": len(prompts) / batched_s,
         "ratio": plain_s / batched_s, "max_abs_p_first_diff": diff,
+        "trie_tokens": trie_tokens(prompts), "exact_flop_ceiling": flop_ceiling(judge.model, prompts),
         "load_average_before": load_before, "load_average_after": os.getloadavg()[0],
     }  # fmt: skip
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -87,6 +121,8 @@ def main() -> int:
           f"{summary['device']}, {summary['threads']} threads")
     print(f"plain transformers loop: {plain_s:8.2f} s  {summary['plain_judgments_per_s']:7.2f} judgments/s")
     print(f"evalcore judging:        {batched_s:8.2f} s  {summary['evalcore_judgments_per_s']:7.2f} judgments/s")
+    print(f"exact-method ceiling: {summary['trie_tokens']} distinct prefix tokens, "
+          f"{summary['exact_flop_ceiling']:.2f}x fewer matmul FLOPs than the plain loop")
     print(f"ratio {summary['ratio']:.2f}x   max |p_first diff| {diff:.2e}   load {load_before:.1f} -> {summary['load_average_after']:.1f}")
     return 0 if diff <= TOLERANCE else 1
 

@@ -9,10 +9,12 @@
     protocol = load_protocol("alpacaeval-logprob", tokenizer=judge.tokenizer)
     judgments = judge_pairs(judge, protocol, read_pairs("llmbar_natural.json"))
 
-Log-prob protocols need a backend exposing its transformers ``model`` and ``tokenizer`` (``hf``);
-generated verdicts work with every backend: those that render chat prompts themselves (``hf``,
-``vllm``) generate in batches through ``generate_until``, the others (``openai``) answer one chat
-request per judgment. A judgment whose call fails (a timeout, a verdict that matches no pattern, a
+Log-prob protocols run batched with shared prefixes on a backend exposing its transformers ``model``
+and ``tokenizer`` (``hf``); other backends answer :meth:`~evalcore.models.base.Backend.next_token_logprobs`
+(``vllm``; ``openai`` given ``tokenizer=DIR``), and a verdict token they cannot report fails that
+judgment (never a 0.5). Generated verdicts work with every backend: those that render chat prompts
+themselves (``hf``, ``vllm``) generate in batches through ``generate_until``, the others (``openai``)
+answer one chat request per judgment. A judgment whose call fails (a timeout, a verdict that matches no pattern, a
 prompt longer than the judge's window) is recorded with ``status="failed"`` and the error.
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections.abc import Callable, Hashable, Sequence
 
@@ -175,10 +178,11 @@ def _failed(slot, error: str) -> Judgment:
 
 def _judge_logprob(backend, protocol, slots, *, token_budget, progress) -> list[Judgment]:
     model, tokenizer = getattr(backend, "model", None), getattr(backend, "tokenizer", None)
-    if model is None or tokenizer is None:
+    if tokenizer is None:
         raise ValueError(
-            f"the log-prob protocol {protocol.name!r} needs a judge whose model and tokenizer are local "
-            f"(the hf backend); the {backend.name!r} backend does not expose them: use a generate protocol"
+            f"the log-prob protocol {protocol.name!r} needs the judge's tokenizer to build its prompts: the "
+            f"hf and vllm backends have it; for the {backend.name!r} backend pass tokenizer=DIR "
+            "(openai), or use a generate protocol"
         )
     token_ids = protocol.verdict_token_ids(tokenizer)
     window = getattr(backend, "max_length", None)
@@ -191,19 +195,34 @@ def _judge_logprob(backend, protocol, slots, *, token_budget, progress) -> list[
         else:
             prompts.append(ids)
             keep.append(i)
-    if token_budget is None:
-        device = getattr(backend, "device", None)
-        token_budget = CPU_TOKEN_BUDGET if getattr(device, "type", "cpu") == "cpu" else 65536
-    if prompts:
+    if prompts and callable(getattr(model, "get_output_embeddings", None)):  # a local transformers model
+        if token_budget is None:
+            device = getattr(backend, "device", None)
+            token_budget = CPU_TOKEN_BUDGET if getattr(device, "type", "cpu") == "cpu" else 65536
         groups = [slots[i][4] for i in keep]
         pad = getattr(backend, "pad_token_id", None) or 0
-        p_first = p_first_batched(model, prompts, token_ids, groups=groups, token_budget=token_budget, pad_id=pad)
-        for i, p in zip(keep, p_first):
-            slot = slots[i]
+        found = p_first_batched(model, prompts, token_ids, groups=groups, token_budget=token_budget, pad_id=pad)
+    elif prompts:  # any other backend: the two verdict tokens' log-probabilities, per prompt
+        found = [_p_first_of(r) for r in backend.next_token_logprobs(prompts, token_ids)]
+    for i, p in zip(keep, found if prompts else []):
+        slot = slots[i]
+        if isinstance(p, Exception):
+            out[i] = _failed(slot, _short(p))
+        else:
             out[i] = Judgment(pair_id=slot[0], order=slot[1], prompt_sha256=slot[3], status="ok", p_first=float(p))
     if progress:
         progress(len(slots), len(slots))
     return out  # type: ignore[return-value]
+
+
+def _p_first_of(logprobs: Sequence[float] | Exception) -> float | Exception:
+    """``p(A) / (p(A) + p(B))`` from the two log-probabilities (a sigmoid of their difference)."""
+    if isinstance(logprobs, Exception):
+        return logprobs
+    log_a, log_b = logprobs
+    if math.isnan(log_a) or math.isnan(log_b) or max(log_a, log_b) == -math.inf or max(log_a, log_b) > 1e-3:
+        return ValueError(f"the judge reported impossible verdict log-probabilities: {log_a}, {log_b}")
+    return 1.0 / (1.0 + math.exp(min(log_b - log_a, 700.0)))
 
 
 def _judge_generated(backend, protocol, slots, *, token_budget, progress) -> list[Judgment]:

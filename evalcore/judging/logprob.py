@@ -8,8 +8,9 @@ string's id the first id of ``tokenizer.encode(string, add_special_tokens=False)
 Speed (:func:`p_first_batched`): identical prompts are computed once; the part every prompt shares
 (the system message and the template's head) runs once and its KV cache serves every batch; the two
 orders of one pair share their stem (the question and the first answer's header) and run it once;
-rows are batched by a token budget, longest first; only the last position of each row goes through
-the output layer. ``bench/judging.py`` compares this with one plain forward pass per judgment.
+rows are batched by a token budget, longest first; only the last position of each row, and only the
+two verdict rows of the output layer, are computed (the ratio needs no 49k-way softmax).
+``bench/judging.py`` compares this with one plain forward pass per judgment.
 """
 
 from __future__ import annotations
@@ -153,6 +154,8 @@ def p_first_batched(
         stems.append(stem if stem >= MIN_SHARED else 0)
     base, head = model.base_model, model.get_output_embeddings()
     device = next(model.parameters()).device
+    rows_w = head.weight[list(token_ids)].detach().double()
+    bias = head.bias[list(token_ids)].detach().double() if getattr(head, "bias", None) is not None else None
     softcap = getattr(model.config, "final_logit_softcapping", None)
     out = np.zeros(len(rows))
     with torch.inference_mode():
@@ -163,14 +166,25 @@ def p_first_batched(
         for batch in _plan(group_rows, stems, lengths, token_budget):
             batch_rows = [r for g in batch for r in group_rows[g]]
             hidden = _batch_hidden(base, batch, group_rows, stems, tails, shared, prefix_cache, pad_id, device)
-            logits = head(hidden).float()
-            if softcap:
-                logits = torch.tanh(logits / softcap) * softcap
-            probs = torch.softmax(logits, dim=-1)
-            p_a = probs[:, token_ids[0]].double().cpu().numpy()
-            p_b = probs[:, token_ids[1]].double().cpu().numpy()
-            out[batch_rows] = p_a / (p_a + p_b)
+            out[batch_rows] = _two_token_p_first(hidden, rows_w, bias, softcap)
     return out[index]
+
+
+def _two_token_p_first(hidden, rows_w, bias, softcap) -> np.ndarray:
+    """``p(A) / (p(A) + p(B))`` of the full softmax, from the two verdict logits alone.
+
+    The softmax's normaliser cancels in the ratio, so it equals ``sigmoid(logit_A - logit_B)``: only
+    the two rows of the output layer are needed (in float64, so no precision is lost to the 49k-way
+    softmax either).
+    """
+    import torch
+
+    logits = hidden.double() @ rows_w.T
+    if bias is not None:
+        logits = logits + bias
+    if softcap:
+        logits = torch.tanh(logits / softcap) * softcap
+    return torch.sigmoid(logits[:, 0] - logits[:, 1]).cpu().numpy()
 
 
 def _batch_hidden(base, batch, group_rows, stems, tails, shared, prefix_cache, pad_id, device):

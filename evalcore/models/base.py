@@ -211,6 +211,18 @@ class Backend(abc.ABC):
         """
         raise ValueError(f"the {self.name!r} backend cannot apply a chat template to benchmark prompts")
 
+    def next_token_logprobs(
+        self, prompts: Sequence[Sequence[int]], token_ids: Sequence[int], *, progress=None
+    ) -> list[list[float] | Exception]:
+        """Log-probabilities of each of ``token_ids`` as the token that follows each prompt.
+
+        Prompts are token ids of the backend's ``tokenizer``. Returns, per prompt, one log-probability
+        per id (in ``token_ids`` order), or the exception that failed that prompt (an endpoint error,
+        an id left out by the server's top-k cut): the caller records that item as failed. Backends
+        that cannot read next-token probabilities refuse with a ValueError.
+        """
+        raise ValueError(f"the {self.name!r} backend cannot read next-token log-probabilities")
+
     @abc.abstractmethod
     def stream_chat(self, messages: Sequence[dict], params: ChatParams | dict | None = None) -> Iterator[str]:
         """Yield text deltas of the assistant's answer to ``messages`` (OpenAI-style dicts)."""

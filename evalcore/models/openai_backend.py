@@ -8,7 +8,10 @@
   (vLLM's server and ``python -m evalcore serve`` return them; most hosted APIs do not, and then a
   clear error says so). Without the model's tokenizer the context/continuation split is made on
   characters: the continuation's tokens are the prompt tokens that end after the context (a token
-  merged across the boundary counts for the continuation, as in the harness).
+  merged across the boundary counts for the continuation, as in the harness);
+- :meth:`OpenAIBackend.next_token_logprobs` (log-prob judge verdicts) posts token-id prompts to
+  ``/completions`` with ``logprobs: top_logprobs`` (:mod:`evalcore.models.next_token`); it needs the
+  model's tokenizer (``tokenizer=DIR``).
 
 Keys: ``api_key_env`` names the environment variable that holds the key; the key is read from the
 environment for each request, sent as ``Authorization: Bearer``, and never stored, logged or put in
@@ -53,12 +56,13 @@ from evalcore.models.endpoint import (
     parse_json,
     sum_echoed_logprobs,
 )
+from evalcore.models.next_token import DEFAULT_TOP_LOGPROBS, endpoint_next_token_logprobs, load_tokenizer
 from evalcore.netutil import is_loopback
 
 __all__ = ["EndpointError", "EndpointTimeout", "OpenAIBackend"]
 
 ARGUMENTS = ("base_url", "model", "api_key_env", "timeout", "max_retries", "backoff", "prefix_text",
-             "concurrency", "insecure_http", "verify")  # fmt: skip
+             "concurrency", "insecure_http", "verify", "tokenizer", "top_logprobs")  # fmt: skip
 
 
 def _as_bool(value, name: str) -> bool:
@@ -117,6 +121,10 @@ class OpenAIBackend(Backend):
     verify : bool or str
         Check the server's TLS certificate (default true); a string is the path of a CA bundle.
         ``false`` is for a self-signed test server only.
+    tokenizer : str, optional
+        Folder with the served model's tokenizer files: log-prob judges build their prompts with it.
+    top_logprobs : int
+        Next-token candidates asked for by :meth:`next_token_logprobs` (default 20, 1 to 100).
     """
 
     name = "openai"
@@ -134,6 +142,8 @@ class OpenAIBackend(Backend):
         concurrency: int | str = 1,
         insecure_http: bool | str = False,
         verify: bool | str = True,
+        tokenizer: str | None = None,
+        top_logprobs: int | str = DEFAULT_TOP_LOGPROBS,
         **unexpected,
     ) -> None:
         if "api_key" in unexpected:
@@ -152,10 +162,14 @@ class OpenAIBackend(Backend):
         self.max_retries = _as_number(max_retries, "max_retries", int)
         self.backoff = _as_number(backoff, "backoff", float)
         self.concurrency = _as_number(concurrency, "concurrency", int)
+        self.top_logprobs = _as_number(top_logprobs, "top_logprobs", int)
         if not self.timeout > 0 or not 0 <= self.max_retries <= MAX_RETRIES or self.backoff < 0 or self.concurrency < 1:
             raise ValueError(
                 f"timeout must be > 0, max_retries from 0 to {MAX_RETRIES}, backoff >= 0 and concurrency >= 1"
             )
+        if not 1 <= self.top_logprobs <= 100:
+            raise ValueError(f"top_logprobs must be from 1 to 100, got {self.top_logprobs}")
+        self.tokenizer = load_tokenizer(tokenizer) if tokenizer not in (None, "") else None
         if isinstance(verify, str) and verify.strip().lower() in ("1", "0", "true", "false", "yes", "no"):
             verify = _as_bool(verify, "verify")
         if isinstance(verify, str) and not os.path.isfile(verify):
@@ -299,6 +313,9 @@ class OpenAIBackend(Backend):
         prefix = self._prefix_or_fail("loglikelihood_rolling") if requests else ""
         scored = self._map(lambda r: self._score(prefix + r.text, len(prefix)), requests, progress)
         return [RollingResult(logprob, count) for logprob, _, count in scored]
+
+    def next_token_logprobs(self, prompts, token_ids, *, progress=None) -> list[list[float] | Exception]:
+        return endpoint_next_token_logprobs(self, prompts, token_ids, progress=progress)
 
     def _map(self, function, items: Sequence, progress) -> list:
         """``function`` over ``items`` in order, ``concurrency`` requests in flight at a time."""

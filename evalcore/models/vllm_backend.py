@@ -8,6 +8,8 @@ checked before the import, so a bad folder or dtype is reported even where vllm 
 - :meth:`VLLMBackend.loglikelihood` and :meth:`VLLMBackend.loglikelihood_rolling` send token-id
   prompts with ``SamplingParams(prompt_logprobs=1, max_tokens=1)`` and read each prompt token's
   log-probability and rank (rank 1 everywhere = greedy);
+- :meth:`VLLMBackend.next_token_logprobs` (log-prob judge verdicts) scores each wanted token appended
+  to the prompt the same way, so its probability is exact whatever its rank;
 - :meth:`VLLMBackend.generate_until` uses ``stop`` strings; all requests go to vLLM in one call
   (it batches and schedules them itself);
 - :meth:`VLLMBackend.stream_chat` renders the chat template and generates the whole answer, then
@@ -191,6 +193,32 @@ class VLLMBackend(Backend):
                 greedy = greedy and rank == 1
             results.append((total, greedy, count))
         return results
+
+    def next_token_logprobs(self, prompts, token_ids, *, progress=None) -> list[list[float] | Exception]:
+        """Exact next-token log-probabilities: each wanted id is appended to the prompt and read from
+        ``prompt_logprobs`` (vLLM always reports the prompt's own token, so no top-k cut can hide it;
+        prefix caching runs the shared prompt once)."""
+        out: list[list[float] | Exception | None] = [None] * len(prompts)
+        pairs, owners = [], []
+        for index, ids in enumerate(prompts):
+            if len(ids) + 2 > self.max_length:  # the prompt, the wanted token, the generated one
+                out[index] = ValueError(f"the prompt has {len(ids)} tokens, more than the window allows "
+                                        f"({self.max_length - 2})")  # fmt: skip
+                continue
+            pairs += [(list(ids), [int(token)]) for token in token_ids]
+            owners.append(index)
+        try:
+            scored = [logprob for logprob, _, _ in self._score_pairs(pairs)] if pairs else []
+        except Exception as exc:  # noqa: BLE001 - the engine failed this batch: each item reports it
+            scored, failure = [], exc
+        else:
+            failure = None
+        width = len(token_ids)
+        for k, index in enumerate(owners):
+            out[index] = failure if failure is not None else scored[k * width : (k + 1) * width]
+        if progress is not None:
+            progress(len(prompts))
+        return out  # type: ignore[return-value]
 
     def loglikelihood(
         self, requests: Sequence[LoglikelihoodRequest], *, progress=None

@@ -21,7 +21,10 @@ TABLE_FIELDS = (
     "submission_id", "model", "type", "base_model", "parameters", "precision", "submitted_at", "hidden",
     "rank", "arena_rating", "arena_ci_low", "arena_ci_high", "arena_provisional",
     "judge_score", "judge_ci_low", "judge_ci_high", "judge_length_controlled", "judge_win_rate",
+    "judge_bt_rating", "judge_bt_ci_low", "judge_bt_ci_high",
+    "judge_bt_style_rating", "judge_bt_style_ci_low", "judge_bt_style_ci_high",
 )  # fmt: skip
+JUDGE_FIELDS = TABLE_FIELDS[TABLE_FIELDS.index("judge_score") :]
 CELL_FIELDS = ("value", "stderr", "ci_low", "ci_high", "n", "normalised", "normalised_ci_low",
                "normalised_ci_high", "baseline", "metric", "protocol_sha256", "run_ids")  # fmt: skip
 AVERAGE_FIELDS = (
@@ -46,11 +49,17 @@ def _cell_record(cell: dict | None) -> dict:
 
 
 def _judge_record(cell: dict | None) -> dict:
-    """The judge column in percent: the LC win rate (or the plain one, ``judge_length_controlled`` false)."""
+    """The judge column in percent: the LC win rate (or the plain one, ``judge_length_controlled`` false),
+    and the judge's Bradley-Terry rating and its style-controlled variant, with 95% intervals."""
     if cell is None:
-        return dict.fromkeys(("judge_score", "judge_ci_low", "judge_ci_high", "judge_length_controlled", "judge_win_rate"))
-    return {"judge_score": cell["value"], "judge_ci_low": cell["ci_low"], "judge_ci_high": cell["ci_high"],
-            "judge_length_controlled": cell["lc"], "judge_win_rate": cell["win_rate"]}  # fmt: skip
+        return dict.fromkeys(JUDGE_FIELDS)
+    record = {"judge_score": cell["value"], "judge_ci_low": cell["ci_low"], "judge_ci_high": cell["ci_high"],
+              "judge_length_controlled": cell["lc"], "judge_win_rate": cell["win_rate"]}  # fmt: skip
+    for prefix, key in (("judge_bt", "bradley_terry"), ("judge_bt_style", "bradley_terry_style")):
+        rating = cell.get(key) or {}
+        record.update({f"{prefix}_rating": rating.get("rating"), f"{prefix}_ci_low": rating.get("ci_low"),
+                       f"{prefix}_ci_high": rating.get("ci_high")})  # fmt: skip
+    return record
 
 
 def table_record(row: dict, columns: list[str]) -> dict:

@@ -51,7 +51,14 @@ class JudgeScoreSerializer(serializers.Serializer):
     standard_error = serializers.FloatField(allow_null=True)
     lc_standard_error = serializers.FloatField(allow_null=True)
     n = serializers.IntegerField()
-    bradley_terry = serializers.DictField(allow_null=True)
+    bradley_terry = serializers.DictField(
+        allow_null=True, help_text="Bradley-Terry rating over the judgments (rating, ci_low, ci_high: 95% bootstrap)"
+    )
+    bradley_terry_style = serializers.DictField(
+        allow_null=True,
+        help_text="style-controlled Bradley-Terry (answer length and markdown as covariates; rating, ci_low, "
+        "ci_high); null when it could not be fitted or for runs stored before it was kept",
+    )
     arena = serializers.DictField(allow_null=True)
 
 

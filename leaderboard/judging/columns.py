@@ -37,7 +37,8 @@ def judge_cell(run: JudgeRun) -> dict:
         "value": value, "ci_low": low, "ci_high": high, "lc": lc is not None, "run_id": run.pk,
         "win_rate": r.get("win_rate"), "n": r.get("n", 0), "config_id": run.config_id,
         "standard_error": r.get("standard_error"), "lc_standard_error": r.get("lc_standard_error"),
-        "bradley_terry": r.get("bradley_terry"), "failed_pairs": r.get("failed_pairs", 0),
+        "bradley_terry": r.get("bradley_terry"), "bradley_terry_style": r.get("bradley_terry_style"),
+        "failed_pairs": r.get("failed_pairs", 0),
     }  # fmt: skip
 
 

@@ -80,8 +80,9 @@ def protocol_of(config: JudgeConfig, *, tokenizer=None) -> JudgeProtocol:
 
 def _resolved(args: dict) -> dict:
     args = dict(args)
-    if "path" in args and not Path(str(args["path"])).is_absolute():
-        args["path"] = str(Path(settings.PODIUM_MODELS_DIR) / str(args["path"]))
+    for key in ("path", "tokenizer"):  # a checkpoint folder, an endpoint judge's tokenizer folder
+        if key in args and not Path(str(args[key])).is_absolute():
+            args[key] = str(Path(settings.PODIUM_MODELS_DIR) / str(args[key]))
     return args
 
 

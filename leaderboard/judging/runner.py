@@ -122,8 +122,9 @@ def _finite(x):
     return x if isinstance(x, (int, float)) and math.isfinite(x) else None
 
 
-def run_results(entry: dict, rating: dict | None, notes: list[str]) -> dict:
-    """The numbers a run shows: win rate, LC win rate with SE and 95% interval, Bradley-Terry rating."""
+def run_results(entry: dict, rating: dict | None, notes: list[str], style: dict | None = None) -> dict:
+    """The numbers a run shows: win rate, LC win rate with SE and 95% interval, Bradley-Terry rating
+    and its style-controlled variant (answer length and markdown as covariates), each with an interval."""
     lc, lc_se = _finite(entry.get("lc_win_rate")), _finite(entry.get("lc_standard_error"))
     return {
         "n": entry.get("n", 0), "failed_pairs": entry.get("failed_pairs", 0),
@@ -131,7 +132,7 @@ def run_results(entry: dict, rating: dict | None, notes: list[str]) -> dict:
         "lc_win_rate": lc, "lc_standard_error": lc_se,
         "lc_ci_low": None if lc is None or lc_se is None else lc - Z95 * lc_se,
         "lc_ci_high": None if lc is None or lc_se is None else lc + Z95 * lc_se,
-        "bradley_terry": rating, "notes": notes,
+        "bradley_terry": rating, "bradley_terry_style": style, "notes": notes,
     }  # fmt: skip
 
 
@@ -202,13 +203,16 @@ def _scores_refresh(run_id, judge, protocol, cache, items, answers, keys, progre
         results, judged = judge_run(judge, protocol, items, answers, baseline=config.baseline.name, cache=cache,
                                     rounds=ROUNDS, seed=SEED)  # fmt: skip
         ratings = (results.get("bradley_terry") or {}).get("ratings", {})
+        styled = (results.get("bradley_terry_style") or {}).get("ratings", {})
         for peer in JudgeRun.objects.select_for_update().filter(pk__in=[p.pk for p in peers]).select_related("model"):
             computed = (peer.results or {}).get("judgments_computed")
-            peer.results = run_results(results["models"][peer.model.name], ratings.get(peer.model.name), results["notes"])
+            peer.results = run_results(results["models"][peer.model.name], ratings.get(peer.model.name), results["notes"],
+                                       styled.get(peer.model.name))  # fmt: skip
             peer.results["judgments_computed"] = computed
             peer.save(update_fields=["results", "updated_at"])
         run = JudgeRun.objects.select_for_update().get(pk=run_id)
-        run.results = run_results(results["models"][run.model.name], ratings.get(run.model.name), results["notes"])
+        run.results = run_results(results["models"][run.model.name], ratings.get(run.model.name), results["notes"],
+                                  styled.get(run.model.name))  # fmt: skip
         run.results["judgments_computed"] = fresh
         run.status = JudgeRun.Status.FINISHED
         run.finished_at = timezone.now()

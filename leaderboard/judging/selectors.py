@@ -69,7 +69,7 @@ def judge_scores(config: JudgeConfig, viewer=None) -> list[dict]:
         baseline = config.baseline
         rows.append({"model_id": baseline.pk, "model": baseline.name, "run_id": None, "value": 50.0, "ci_low": None,
                      "ci_high": None, "lc": True, "win_rate": 50.0, "n": len(config.instructions), "config_id": config.pk,
-                     "bradley_terry": None, "arena": arena.get(baseline.name), "failed_pairs": 0,
+                     "bradley_terry": None, "bradley_terry_style": None, "arena": arena.get(baseline.name), "failed_pairs": 0,
                      "lc_standard_error": None, "standard_error": None, "baseline": True})  # fmt: skip
     return sorted(rows, key=lambda r: -r["value"])
 

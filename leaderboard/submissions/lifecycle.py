@@ -34,24 +34,41 @@ def submission_start(submission_id: int) -> Submission | None:
     is still being evaluated (the broker handed the task out twice, e.g. past Redis's visibility
     timeout): raises SubmissionBusy rather than running it twice at once.
     """
-    now = timezone.now()
     with transaction.atomic():
         submission = Submission.objects.select_for_update().filter(pk=submission_id).first()
         if submission is None or submission.status not in Submission.ACTIVE:
             return None
-        stale = timedelta(seconds=settings.LEADERBOARD_HEARTBEAT_STALE_S)
-        fresh = submission.heartbeat_at is not None and now - submission.heartbeat_at < stale
-        if submission.status == Submission.Status.RUNNING and fresh:
-            if not worker_gone(submission.worker):
-                raise SubmissionBusy(f"submission {submission_id} is running on another worker")
-            log.info("submission %s: its worker %s is gone; taking over", submission_id, submission.worker)
-        submission.status = Submission.Status.RUNNING
-        submission.started_at = submission.started_at or now
-        submission.heartbeat_at = now
-        submission.worker = worker_identity()
-        submission.attempts += 1
+        worker_take(submission, running=Submission.Status.RUNNING, busy=SubmissionBusy,
+                    what=f"submission {submission_id}")  # fmt: skip
+        submission.started_at = submission.started_at or submission.heartbeat_at
         submission.save(update_fields=["status", "started_at", "heartbeat_at", "worker", "attempts"])
     return submission
+
+
+def heartbeat_cutoff():
+    """The oldest heartbeat that still counts as a sign of life (``LEADERBOARD_HEARTBEAT_STALE_S`` ago)."""
+    return timezone.now() - timedelta(seconds=settings.LEADERBOARD_HEARTBEAT_STALE_S)
+
+
+def worker_alive(heartbeat_at, worker: str) -> bool:
+    """Whether the worker that holds a RUNNING row is alive: a fresh heartbeat, and not a process on
+    this machine that has exited."""
+    return heartbeat_at is not None and heartbeat_at > heartbeat_cutoff() and not worker_gone(worker)
+
+
+def worker_take(row, *, running, busy: type[Exception], what: str) -> None:
+    """Make ``row`` (a submission or a judge run, locked with ``select_for_update``) RUNNING on this
+    worker: its heartbeat, ``worker`` and ``attempts`` are set; the caller saves. The one rule for
+    every long task: a RUNNING row whose worker is alive raises ``busy`` (a duplicate delivery comes
+    back later); one whose worker is gone or silent is taken over."""
+    if row.status == running and row.heartbeat_at is not None and row.heartbeat_at > heartbeat_cutoff():
+        if not worker_gone(row.worker):
+            raise busy(f"{what} is running on another worker")
+        log.info("%s: its worker %s is gone; taking over", what, row.worker)
+    row.status = running
+    row.heartbeat_at = timezone.now()
+    row.worker = worker_identity()
+    row.attempts += 1
 
 
 def worker_identity() -> str:

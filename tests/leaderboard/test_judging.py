@@ -6,6 +6,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import socket
+import subprocess
+import sys
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -18,7 +23,7 @@ from evalcore.judging.records import Judgment as CoreJudgment
 from leaderboard.judging.configs import answerer_of, judge_spec
 from leaderboard.judging.exports import JUDGMENT_FIELDS, judgments_csv_chunks, judgments_jsonl_chunks
 from leaderboard.judging.services import judge_config_save, judge_run_request
-from leaderboard.judging.states import answers_claim
+from leaderboard.judging.states import JudgeRunBusy, answers_claim, judge_run_start
 from leaderboard.models import JudgeAnswer, JudgeConfig, JudgeRun, Judgment, JudgmentCacheEntry
 from leaderboard.tasks import judge_run
 from tests.leaderboard import board_data as bd
@@ -161,6 +166,9 @@ def test_what_a_worker_loads_for_the_judge_and_for_each_model(setup, smollm2_dir
     config.judge_model = setup["wordy"]  # a catalogue entry as the judge: its backend and arguments
     setup["wordy"].model_args = {"path": "SmolLM2-135M-Instruct"}  # relative: under PODIUM_MODELS_DIR
     assert judge_spec(config) == ("hf", (("path", str(tmp_path / "SmolLM2-135M-Instruct")),))
+    setup["wordy"].backend = "openai"  # an endpoint judge's tokenizer folder resolves the same way
+    setup["wordy"].model_args = {"base_url": "http://127.0.0.1:8000/v1", "tokenizer": "SmolLM2-135M-Instruct"}
+    assert dict(judge_spec(config)[1])["tokenizer"] == str(tmp_path / "SmolLM2-135M-Instruct")
     spec, generation = answerer_of(setup["wordy"])  # an arena model answers with its system prompt
     assert generation["source"] == "arena" and generation["system_prompt"].startswith("Always answer")
     sub = bd.entry(bd.user("o@example.org"), "acme/sub", gsm8k=bd.pattern(4, 2), precision="float32")
@@ -200,3 +208,20 @@ def test_one_run_at_a_time_generates_a_models_answers(setup):
     assert answers_claim(mine.pk, "smol-baseline", sha, 3)
     JudgeRun.objects.filter(pk=other.pk).update(progress={"stage": "answers of smol-terse"}, heartbeat_at=None)
     assert answers_claim(mine.pk, "smol-terse", sha, 3)  # a silent run's claim lapses
+
+
+def test_a_judge_run_follows_the_submissions_takeover_rule(setup):
+    """One rule for both (``lifecycle.worker_take``): a fresh heartbeat from a live worker means busy;
+    a worker that exited on this machine, or a silent one, is taken over."""
+    run = JudgeRun.objects.create(config=setup["config"], model=setup["terse"], status="RUNNING",
+                                  heartbeat_at=timezone.now(), worker="elsewhere:1")  # fmt: skip
+    with pytest.raises(JudgeRunBusy):
+        judge_run_start(run.pk)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    JudgeRun.objects.filter(pk=run.pk).update(worker=f"{socket.gethostname()}:{dead.stdout.strip()}")
+    started = judge_run_start(run.pk)
+    assert started.worker == f"{socket.gethostname()}:{os.getpid()}" and started.attempts == 1
+    JudgeRun.objects.filter(pk=run.pk).update(worker="elsewhere:1", heartbeat_at=timezone.now() - timedelta(days=1))
+    assert judge_run_start(run.pk).attempts == 2  # silent for a day: taken over
+    JudgeRun.objects.filter(pk=run.pk).update(status="FINISHED")
+    assert judge_run_start(run.pk) is None

@@ -75,6 +75,11 @@ def test_board_judge_page_browser_exports_and_api(client, judged):
 
     page = client.get(f"/leaderboard/judges/{config.pk}/").content.decode()
     assert run.judge_key in page and config.protocol_sha256 in page and "{answer_a}" in page
+    style = r["bradley_terry_style"]  # Arena-Hard's style control, shown beside the plain rating
+    assert style["ci_low"] <= style["rating"] <= style["ci_high"] and style != r["bradley_terry"]
+    mine = page[page.index('<tr data-model="acme/smol-sub">'):]
+    style_cell = re.search(r'<td class="num bt-style">(.*?)</td>', mine[: mine.index("</tr>")], re.S).group(1)
+    assert f"{style['rating']:.0f}" in style_cell and f"{style['ci_low']:.0f}" in style_cell
     audit = JudgeAudit.objects.get()
     assert audit.status == "FINISHED", audit.failure_reason
     acc = audit.report["accuracy_swap_average"]
@@ -102,10 +107,16 @@ def test_board_judge_page_browser_exports_and_api(client, judged):
     (entry,) = [x for x in scores["rows"] if x["submission_id"] == sub.pk]
     assert entry["judge_score"] == r["lc_win_rate"] and entry["judge_length_controlled"] is True
     assert entry["arena_rating"] == 1050.0
+    assert (entry["judge_bt_rating"], entry["judge_bt_style_rating"]) == (r["bradley_terry"]["rating"], style["rating"])
+    assert entry["judge_bt_style_ci_low"] == style["ci_low"] and entry["judge_bt_style_ci_high"] == style["ci_high"]
+    header = body(client.get("/leaderboard/scores.csv")).splitlines()[0].split(",")
+    assert {"judge_bt_rating", "judge_bt_style_rating", "judge_bt_style_ci_high"} <= set(header)
 
     api = client.get(f"/api/judges/{config.pk}/").json()
     assert {s["model"] for s in api["scores"]} == {"acme/smol-sub", "smol-terse", "smol-wordy", "smol-baseline"}
     assert [s["value"] for s in api["scores"] if s["baseline"]] == [50.0]
+    (mine_api,) = [s for s in api["scores"] if s["model"] == "acme/smol-sub"]
+    assert mine_api["bradley_terry_style"] == style and mine_api["bradley_terry"] == r["bradley_terry"]
     assert api["correlation"]["n"] == 3 and api["audit"]["chance"] is True
     listed = client.get(f"/api/judges/{config.pk}/judgments/?model={sub.language_model_id}").json()
     assert listed["count"] == 2 * len(INSTRUCTIONS)
