@@ -6,7 +6,9 @@ the engine on SmolLM2-135M-Instruct (float32, CPU). The expected values were rec
 harness itself on the same files and weights (``bench/record_harness_reference.py`` ->
 ``data/harness_reference/<case>.json``, harness version inside): identical prompts and targets,
 log-likelihoods within 1e-4, identical generations, equal per-document and aggregated metrics (within
-1e-4 too: truthfulqa_mc2 turns log-likelihoods into a probability).
+1e-4 too: truthfulqa_mc2 turns log-likelihoods into a probability). humaneval and mbpp
+(``unsafe_code``) score with evaluate's code_eval: the harness ran the hub's script on its
+programs, the engine runs the same programs in its jail (``evalcore.engine.code_eval``).
 """
 
 from __future__ import annotations
