@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "evalcore" / "engine"))
 
-from harness_cases import CASES, HUB_CODE_EVAL, REFERENCE, build_case  # noqa: E402
+from harness_cases import CASES, HUB_CODE_EVAL, REFERENCE, build_case, use_punkt_tab  # noqa: E402
 
 
 def offline_code_eval() -> None:
@@ -67,6 +67,8 @@ def record_case(case: str, lm, threads: int) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         task = build_case(case, Path(tmp))
+        if case == "ifeval":
+            use_punkt_tab(Path(tmp) / "nltk_data")
         manager = TaskManager(include_path=tmp)
         result = simple_evaluate(
             model=lm, tasks=[task], log_samples=True, task_manager=manager, bootstrap_iters=0, random_seed=0,

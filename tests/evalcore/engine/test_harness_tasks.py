@@ -19,12 +19,12 @@ import json
 import pytest
 
 from evalcore.engine import TaskIndex, evaluate_task
-from tests.evalcore.engine.harness_cases import CASES, REFERENCE, build_case
+from tests.evalcore.engine.harness_cases import CASES, REFERENCE, build_case, use_punkt_tab
 
 TOLERANCE = 1e-4
 # Task code beside these harness files imports packages from the dev extra (pyproject.toml): a missing
 # one is an install problem, so the case fails and says which.
-NEEDS_PACKAGE = {"minerva_math_algebra": "math_verify", "ifeval": "langdetect", "hellaswag": "datasets",
+NEEDS_PACKAGE = {"minerva_math_algebra": "math_verify", "ifeval": "punkt", "hellaswag": "datasets",
                  "gpqa_main_zeroshot": "datasets", "bbh_date_understanding": "lm_eval"}  # fmt: skip
 
 
@@ -36,7 +36,7 @@ def _reference(case: str) -> dict:
 
 
 def _ensure_packages(case: str) -> None:
-    for package in {NEEDS_PACKAGE.get(case), "lm_eval" if case == "ifeval" else None} - {None}:
+    for package in {NEEDS_PACKAGE.get(case), *(("lm_eval", "langdetect") if case == "ifeval" else ())} - {None}:
         if importlib.util.find_spec(package) is None:
             pytest.fail(f"{case}'s task code needs {package}: install the dev extra (pip install -e '.[dev]')")
 
@@ -57,10 +57,13 @@ def _podium_key(key: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_harness_task_files_match_the_harness_per_document(case, smollm2, tmp_path):
+def test_harness_task_files_match_the_harness_per_document(case, smollm2, tmp_path, monkeypatch):
     reference = _reference(case)
     _ensure_packages(case)
     task = build_case(case, tmp_path / case)
+    if case == "ifeval":
+        monkeypatch.setattr("nltk.data.path", list(importlib.import_module("nltk").data.path))
+        use_punkt_tab(tmp_path / "nltk_data")
     configs, _ = TaskIndex([tmp_path / case], bundled=False, trust_task_code=True).resolve([task])
     result = evaluate_task(smollm2, configs[0], seed=0, fewshot_seed=1234)
     records = {r["doc_id"]: r for r in result.records}
