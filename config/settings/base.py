@@ -298,7 +298,10 @@ try:
     ARENA_REFIT_MIN_VOTES = config_env.integer("ARENA_REFIT_MIN_VOTES", default=10, minimum=1)
 except ConfigError as error:
     fail(error)
-LEADERBOARD_TASK_PATHS: list[str] = []  # extra task folders (evalcore include paths)
+LEADERBOARD_TASK_PATHS: list[str] = []  # extra task folders (evalcore include paths); their Python never runs
+# The operator's own task folders whose Python beside the YAML (`!function`, the harness's utils.py) runs on the
+# workers, in evaluation and re-scoring, like the bundled tasks'. Never a folder anyone else can write to.
+LEADERBOARD_TRUSTED_TASK_PATHS: list[str] = []
 LEADERBOARD_SUBMISSIONS_DIR = MEDIA_ROOT / "submissions"
 LEADERBOARD_REQUEST_CACHE_DIR = VAR_DIR / "request-cache"  # model answers of running submissions (worker-local)
 LEADERBOARD_HEARTBEAT_STALE_S = 600  # a RUNNING submission silent this long is taken over by a redelivered task
