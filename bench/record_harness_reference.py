@@ -8,6 +8,9 @@ SmolLM2-135M-Instruct in float32 on the CPU, batch size 1, and writes
 ``tests/evalcore/engine/data/harness_reference/<case>.json``: the harness version, every request's
 arguments (prompt and continuation, or prompt), the raw responses (log-likelihoods or generated
 text), the filtered responses and per-document metric values, and the aggregated metrics.
+humaneval and mbpp (``unsafe_code``) run their programs with the hub's ``code_eval`` script, loaded
+from a local copy (:func:`offline_code_eval`), in this process's children, as the harness does:
+run this only on the model's own generations for the cases' small problems.
 ``tests/evalcore/engine/test_harness_tasks.py`` compares the engine against these files offline.
 """
 
@@ -23,7 +26,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "evalcore" / "engine"))
 
-from harness_cases import CASES, REFERENCE, build_case  # noqa: E402
+from harness_cases import CASES, HUB_CODE_EVAL, REFERENCE, build_case, use_punkt_tab  # noqa: E402
+
+
+def offline_code_eval() -> None:
+    """Have the harness's ``evaluate.load("code_eval")`` load the hub's own script from a local copy.
+
+    humaneval's and mbpp's ``utils.py`` load the metric from the hub at import, which is offline
+    here; the copy (``data/harness_tasks/hub_code_eval``, unchanged from huggingface/evaluate) is
+    what the hub serves, so the harness runs its programs exactly as online. Any other name still
+    goes to the hub. Code execution is allowed for this process only (``HF_ALLOW_CODE_EVAL``).
+    """
+    import os
+
+    import evaluate
+
+    os.environ["HF_ALLOW_CODE_EVAL"] = "1"
+    load = evaluate.load
+
+    def local_code_eval(path, *args, **kwargs):
+        return load(str(HUB_CODE_EVAL) if path == "code_eval" else path, *args, **kwargs)
+
+    evaluate.load = local_code_eval
 
 
 def _plain(value):
@@ -43,10 +67,12 @@ def record_case(case: str, lm, threads: int) -> dict:
 
     with tempfile.TemporaryDirectory() as tmp:
         task = build_case(case, Path(tmp))
+        if case == "ifeval":
+            use_punkt_tab(Path(tmp) / "nltk_data")
         manager = TaskManager(include_path=tmp)
         result = simple_evaluate(
             model=lm, tasks=[task], log_samples=True, task_manager=manager, bootstrap_iters=0, random_seed=0,
-            numpy_random_seed=1234, torch_random_seed=1234, fewshot_random_seed=1234,
+            numpy_random_seed=1234, torch_random_seed=1234, fewshot_random_seed=1234, confirm_run_unsafe_code=True,
         )  # fmt: skip
     samples: dict[str, dict] = {}
     for row in result["samples"][task]:
@@ -76,6 +102,7 @@ def main() -> int:
     from lm_eval.models.huggingface import HFLM
 
     torch.set_num_threads(args.threads)
+    offline_code_eval()
     lm = HFLM(pretrained=args.model_dir, dtype="float32", device="cpu", batch_size=1)
     REFERENCE.mkdir(parents=True, exist_ok=True)
     for case in args.case or sorted(CASES):

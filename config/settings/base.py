@@ -394,6 +394,10 @@ except ConfigError as error:
 LEADERBOARD_TRAINING_DATA_DIR = MEDIA_ROOT / "training-data"  # declared training data, one folder per submission
 LEADERBOARD_SCAN_MAX_LINE_BYTES = 4 << 20  # a longer corpus line is skipped and counted (line_too_long)
 LEADERBOARD_TASK_PATHS: list[str] = []  # extra task folders (evalcore include paths)
+LEADERBOARD_TASK_PATHS: list[str] = []  # extra task folders (evalcore include paths); their Python never runs
+# The operator's own task folders whose Python beside the YAML (`!function`, the harness's utils.py) runs on the
+# workers, in evaluation and re-scoring, like the bundled tasks'. Never a folder anyone else can write to.
+LEADERBOARD_TRUSTED_TASK_PATHS: list[str] = []
 LEADERBOARD_SUBMISSIONS_DIR = MEDIA_ROOT / "submissions"
 # Resumable (tus) uploads land here, one folder per draft, then move into LEADERBOARD_SUBMISSIONS_DIR
 # (keep both on one file system so that move is a rename). See docs/uploads.md.

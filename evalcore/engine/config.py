@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from evalcore.engine.code_eval import uses_code_eval
 from evalcore.engine.filters import validate_filter_list
 from evalcore.engine.metrics import validate_metric_list
 from evalcore.engine.taskcode import PythonFunction, check_functions, functions_in
@@ -263,20 +264,29 @@ def _tags(data: dict, source: str) -> tuple[str, ...]:
 
 
 def _check_unsafe(data: dict, source: str, output_type: str) -> None:
-    """``unsafe_code: true`` tasks execute generated programs: only Podium's jailed pass@k may run them.
+    """``unsafe_code: true`` tasks execute generated programs: only in Podium's jail.
 
-    The harness runs such programs in its own process from the task's Python (``process_results`` or
-    a metric function); Podium refuses that code and scores with ``pass@k``, which runs every
-    program in the bubblewrap jail (:mod:`evalcore.engine.sandbox`).
+    Two ways pass: Podium's ``pass@k`` metric, and (trusted folders only) metric functions from a
+    module that scores through Hugging Face ``evaluate``'s ``code_eval``, as the harness's humaneval
+    and mbpp do: that module got Podium's stand-in, which runs every program in the bubblewrap
+    jail (:mod:`evalcore.engine.code_eval`). Any other task Python that would score programs
+    (``process_results``, a metric function that never loaded code_eval) is refused.
     """
     if output_type != "generate_until":
         raise ValueError(f"{source}: unsafe_code is for generation tasks whose programs run in the jail")
-    metrics = data.get("metric_list") or []
-    if data.get("process_results") is not None or any(callable(e.get("metric")) for e in metrics if isinstance(e, dict)):
+    metrics = [e.get("metric") for e in data.get("metric_list") or [] if isinstance(e, dict)]
+    outside = [f for f in metrics if callable(f) and not _scores_through_code_eval(f)]
+    if data.get("process_results") is not None or outside:
         raise ValueError(
             f"{source}: unsafe_code task scores generated programs with its own Python, outside the jail; "
-            "Podium runs such programs only in its jail: use metric_list: [{metric: pass@k}]"
+            "Podium runs such programs only in its jail: use metric_list: [{metric: pass@k}], or metric "
+            "functions that score with evaluate's code_eval (Podium runs those programs in the jail)"
         )
+
+
+def _scores_through_code_eval(function) -> bool:
+    loaded = getattr(function, "function", None)
+    return uses_code_eval(getattr(loaded, "__module__", "") or "")
 
 
 def _member_name(item: dict):

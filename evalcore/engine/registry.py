@@ -7,7 +7,8 @@ tasks, recursively) or a tag (every task carrying it).
 A file that does not load is skipped with a warning naming it and the reason (as the harness
 does); asking for a task or group that such a file defines is an error carrying that reason.
 Python code beside task files (``!function``) runs for the bundled tasks and for include paths
-given with ``trust_task_code=True`` (``--trust-task-code``), never for uploaded folders.
+given with ``trust_task_code=True`` (``--trust-task-code``) or listed in ``trusted_paths`` (an
+operator's own folders beside untrusted ones in one index), never for uploaded folders.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class TaskIndex:
     """All tasks, groups and tags found in the bundled folder and the include paths."""
 
     def __init__(self, include_paths: list[str | Path] = (), *, bundled: bool = True,
-                 trust_task_code: bool = False) -> None:  # fmt: skip
+                 trust_task_code: bool = False, trusted_paths: list[str | Path] = ()) -> None:  # fmt: skip
         self.tasks: dict[str, TaskConfig] = {}
         self.groups: dict[str, GroupConfig] = {}
         self.tags: dict[str, list[str]] = {}
@@ -41,13 +42,16 @@ class TaskIndex:
         self._broken: dict[str, tuple[str, str]] = {}  # name -> (file, reason)
         folders = [(BUNDLED, True)] if bundled else []
         folders += [(Path(p), trust_task_code) for p in include_paths]
+        folders += [(Path(p), True) for p in trusted_paths]  # an operator's own folders, in one index
         for folder, trusted in folders:
             if not folder.is_dir():
                 raise ValueError(f"include path {str(folder)!r} is not a folder")
             for path in sorted(folder.rglob("*.yaml")):
                 self._load(path, trusted)
+        trusted_roots = [str(f.resolve()) for f, trusted in folders if trusted] + [str(BUNDLED)]
         for group in list(self.groups.values()):
-            self._add_inline(group, trusted=trust_task_code or group.source.startswith(str(BUNDLED)))
+            inside = any(group.source.startswith(root.rstrip("/") + "/") for root in trusted_roots)
+            self._add_inline(group, trusted=trust_task_code or inside)
 
     def _load(self, path: Path, trusted: bool) -> None:
         try:
@@ -115,6 +119,10 @@ class TaskIndex:
         )
         self._add(config)
         return {name: config.task}
+
+    def not_loaded(self, name: str) -> tuple[str, str] | None:
+        """(file, reason) when a file that declares ``name`` was skipped; else None."""
+        return self._broken.get(name)
 
     def names(self) -> list[str]:
         return sorted(set(self.tasks) | set(self.groups) | set(self.tags))

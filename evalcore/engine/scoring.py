@@ -114,14 +114,22 @@ def _generation_metric(entry: dict, gold, answer, filter_name: str) -> dict:
     return {key: [gold, answer]}  # bleu, chrf, ter: scored over the corpus
 
 
+def _ends_custom(config: TaskConfig) -> list[bool]:
+    """Per pipeline: whether its last step is a ``custom`` filter (whose per-document value is scored whole)."""
+    return [p["filter"][-1].get("function") == "custom" if p["filter"] else False
+            for p in config.get("filter_list") or [{"filter": []}]]  # fmt: skip
+
+
 def _generation(config: TaskConfig, record: dict, entries: list[dict]) -> tuple[dict, dict]:
     values: dict = {}
     filtered: dict = {}
     gold = _generation_gold(config, record)
-    for filter_name, apply in pipelines(config.get("filter_list")):
+    for (filter_name, apply), whole in zip(pipelines(config.get("filter_list")), _ends_custom(config)):
         responses = apply(list(record["responses"]), record["doc"])
         filtered[filter_name] = responses
-        answer = responses[0] if responses else ""
+        # The harness scores what the last filter gave for the document: one answer after take_first,
+        # the list a custom filter returned (humaneval's programs) as it is.
+        answer = responses if whole else responses[0] if responses else ""
         if config.get("process_results") is not None:
             result = answer if len(responses) == 1 else responses
             values.update({metric_key(k, filter_name): v for k, v in _custom_results(config, record["doc"], [result]).items()})

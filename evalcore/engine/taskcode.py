@@ -9,15 +9,20 @@ never trusted; without the mark a task that names code is refused with a clear e
 
 A module is imported once per process under a private name (``podium_task_code.<hash>``); the
 SHA-256 of its source is part of the tag's text, so a config's hash changes when its code does.
+A module that loads Hugging Face ``evaluate``'s ``code_eval`` gets a stand-in that runs every
+program in the jail (:mod:`evalcore.engine.code_eval`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
+
+from evalcore.engine.code_eval import jailed_evaluate
 
 _MODULES: dict[Path, Any] = {}
 
@@ -89,8 +94,11 @@ def _import(path: Path):
         raise ValueError(f"cannot import task code {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    # Code that loads evaluate's code_eval gets Podium's, which runs every program in the jail.
+    jail = jailed_evaluate(name) if b"code_eval" in path.read_bytes() else contextlib.nullcontext()
     try:
-        spec.loader.exec_module(module)
+        with jail:
+            spec.loader.exec_module(module)
     except Exception as exc:  # noqa: BLE001 - any import failure of task code is a load error naming the file
         sys.modules.pop(name, None)
         raise ValueError(f"task code {path} failed to import: {type(exc).__name__}: {exc}") from None

@@ -15,8 +15,11 @@ from evalcore.models.base import ChatParams, GenerationRequest, GenerationResult
 from evalcore.models.scoring import MIN_SHARED_PREFIX, common_prefix, run_base
 
 MAX_GEN_ROWS_CPU = 16
-# Draft tokens proposed per pass when one greedy row is left (prompt-lookup speculation).
-SPECULATE_TOKENS = 8
+# Draft tokens proposed per pass when one greedy row is left (prompt-lookup speculation). On the CPU
+# a pass costs more with every token fed (SmolLM2-135M, one thread: 1 token 45 ms, 2: 62, 4: 71,
+# 9: 82) while copied drafts are mostly accepted for 1-3 tokens: 4 costs ~10% less than 8 on BBH's
+# and GSM8K's lone rows (docs/PERFORMANCE.md). The text is the same for any value.
+SPECULATE_TOKENS = 4
 LOOKUP_NGRAM = 3
 
 

