@@ -11,7 +11,9 @@ PORT="${PODIUM_PORT:-8000}"
 PY=.venv/bin/python
 # The leaderboard's demo: SmolLM2 from the model store, evaluated by the worker on a small slice of
 # the bundled suite (CPU only: MMLU 5-shot, 2 questions per subject; GSM8K 5-shot, 4 problems).
-export LEADERBOARD_MODEL_STORE="${LEADERBOARD_MODEL_STORE:-$(pwd)/${PODIUM_MODELS_DIR:-var/models}}"
+models_dir="${PODIUM_MODELS_DIR:-var/models}"
+case "$models_dir" in /*) ;; *) models_dir="$(pwd)/$models_dir" ;; esac  # an absolute PODIUM_MODELS_DIR as it is
+export LEADERBOARD_MODEL_STORE="${LEADERBOARD_MODEL_STORE:-$models_dir}"
 export LEADERBOARD_SUITE_NAME="${LEADERBOARD_SUITE_NAME:-podium-demo}"
 DEMO_SUITE='[{"task": "mmlu", "num_fewshot": 5, "limit": 2}, {"task": "gsm8k", "num_fewshot": 5, "limit": 4}]'
 export LEADERBOARD_SUITE_TASKS="${LEADERBOARD_SUITE_TASKS:-$DEMO_SUITE}"
