@@ -221,6 +221,8 @@ def main() -> int:
     parser.add_argument("--reuse", action="store_true", help="keep the votes of an earlier run and add to them")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
+    if args.reuse:  # a reused database already past some sizes: measure those on the way down
+        sizes = sizes[::-1]
     if not sizes or sizes[0] < 1000 or sizes[-1] > 20_000_000 or not 2 <= args.models <= 1000:
         raise SystemExit("sizes between 1,000 and 20,000,000 votes; 2 to 1,000 models")
     OUT.mkdir(exist_ok=True)
@@ -250,12 +252,13 @@ def main() -> int:
     if submissions < args.submissions:  # a reused database made with fewer
         scale_data.submissions_create(args.submissions - submissions, start=submissions)
     for size in sizes:
-        if size < have:
-            raise SystemExit(f"the database already holds {have:,} votes, more than {size:,}: drop --reuse")
         with connection.cursor() as cursor:
-            report.setdefault("generation_s", {})[size] = round(
-                scale_data.votes_add(cursor, start=have, stop=size, n_models=args.models), 1
-            )
+            if size >= have:
+                report.setdefault("generation_s", {})[size] = round(
+                    scale_data.votes_add(cursor, start=have, stop=size, n_models=args.models), 1
+                )
+            else:
+                report.setdefault("shrink_s", {})[size] = round(scale_data.votes_keep(cursor, size), 1)
         have = size
         report["sizes"].append(one_size(size, env, args))
         (OUT / "scale.json").write_text(json.dumps(report, indent=2, default=str))

@@ -148,3 +148,21 @@ def submissions_create(n: int, *, seed: int = 1, start: int = 0) -> None:
             scores.append(Score(run=run, metric=metric, value=p, stderr=se, ci_low=p - 1.96 * se,
                                 ci_high=p + 1.96 * se, n=1319, interval="normal"))  # fmt: skip
     Score.objects.bulk_create(scores, batch_size=5000)
+
+
+def votes_keep(cursor, keep: int) -> float:
+    """Delete the newest generated battles (and their votes, turns and the bench's own votes) so that
+    ``keep`` generated votes remain; returns the seconds taken."""
+    began = time.monotonic()
+    cursor.execute(
+        "SELECT id FROM arena_battle WHERE ip_hash <> 'scale' ORDER BY id OFFSET %s LIMIT 1", [keep]
+    )
+    row = cursor.fetchone()
+    if row is not None:
+        cursor.execute("DELETE FROM arena_vote WHERE battle_id >= %s", [row[0]])
+        cursor.execute("DELETE FROM arena_turn WHERE battle_id >= %s", [row[0]])
+        cursor.execute("DELETE FROM arena_battle WHERE id >= %s", [row[0]])
+    cursor.execute("DELETE FROM arena_ratingsnapshot")
+    cursor.execute("VACUUM ANALYZE arena_vote") if cursor.connection.autocommit else None
+    cursor.execute("ANALYZE arena_battle")
+    return time.monotonic() - began
