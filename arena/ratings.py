@@ -44,7 +44,8 @@ from datetime import UTC, datetime
 import numpy as np
 from django.db import transaction
 
-from arena import selectors, vote_filters
+from arena import live, selectors, vote_filters
+from arena.live import LONG_PROMPT_TOKENS
 from arena.models import RatingSnapshot
 from evalcore.ratings import (
     Battles,
@@ -58,7 +59,6 @@ from evalcore.ratings import (
 )
 from evalcore.ratings.provisional import DEFAULT_MIN_BATTLES, mark_provisional
 
-LONG_PROMPT_TOKENS = 500
 FALLBACK_PRIOR = 0.01
 TIES = "half"
 ELO_K = 4.0
@@ -366,14 +366,17 @@ def snapshots_refit(
     )
     fingerprint += f":{duplicate_percentile:g}:{vote_filters.excluded_fingerprint()}"
     latest = selectors.snapshot_latest("bt", "overall")
-    if not force and latest is not None and latest.settings.get("fingerprint") == fingerprint:
+    if not force and latest is not None and latest.settings.get("fingerprint") == fingerprint and live.base_exists():
         return {"written": 0, "votes": latest.vote_count, "seconds": 0.0, "skipped": True}
     params = {
         "rounds": rounds, "seed": seed, "elo_orders": elo_orders, "min_votes": min_votes,
         "min_category_votes": min_category_votes, "style_budget": style_budget,
         "provisional_votes": provisional_votes, "duplicate_percentile": duplicate_percentile,
     }  # fmt: skip
-    votes, drafts, integrity = snapshots_compute(params)
+    with live.consistent_read():  # the live board's base: these votes and the last id they could see
+        high_water = live.vote_high_water()
+        votes, integrity = vote_filters.votes_filtered(selectors.votes_counted_columns(), percentile=duplicate_percentile)
+    drafts = snapshots_draft(votes, **{k: v for k, v in params.items() if k != "duplicate_percentile"})
     _integrity_record(drafts, integrity, rounds=rounds, seed=seed, min_votes=min_votes, percentile=duplicate_percentile)
     objects = []
     for d in drafts:
@@ -394,6 +397,7 @@ def snapshots_refit(
         )
     with transaction.atomic():
         RatingSnapshot.objects.bulk_create(objects)
+        live.base_store(votes, high_water=high_water, refit_at=objects[0].created_at or datetime.now(UTC))
         for d in drafts:
             old = RatingSnapshot.objects.filter(method=d.method, category=d.category).order_by(
                 "-created_at", "-id"
