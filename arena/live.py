@@ -29,6 +29,7 @@ import numpy as np
 from django.db import connection, transaction
 from django.db.models import Max
 
+from arena import selectors, vote_filters
 from arena.models import LanguageModel, LiveRating, PairCountBase, Vote
 from evalcore.ratings import PairCounts, fit_bradley_terry
 
@@ -120,6 +121,16 @@ def base_exists() -> bool:
 
 def vote_high_water() -> int:
     return int(Vote.objects.aggregate(m=Max("id"))["m"] or 0)
+
+
+def refit_votes_read(percentile: float) -> tuple:
+    """The counted votes as a refit fits them (:func:`arena.vote_filters.votes_filtered`) and the
+    integrity summary, with ``vote_high_water``: the largest vote id when they were read, in the same
+    snapshot of the database (so the live fit adds exactly the votes the refit could not see)."""
+    with consistent_read():
+        high_water = vote_high_water()
+        votes, integrity = vote_filters.votes_filtered(selectors.votes_counted_columns(), percentile=percentile)
+    return votes, {**integrity, "vote_high_water": high_water}
 
 
 def base_store(votes, *, high_water: int, refit_at: datetime) -> int:
