@@ -209,7 +209,7 @@ class LiveCounts:
 
 def live_counts() -> LiveCounts:
     """Base plus the votes after it, per category (see the module docstring)."""
-    bases = list(PairCountBase.objects.all())
+    bases = list(PairCountBase.objects.defer("cells"))  # the cells load once per process and refit
     base_hw = bases[0].high_water if bases else 0
     refit_at = bases[0].refit_at if bases else None
     groups = delta_groups(base_hw)
