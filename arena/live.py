@@ -37,6 +37,7 @@ LONG_PROMPT_TOKENS = 500
 FALLBACK_PRIOR = 0.01
 TIES = "half"
 OUTCOMES = {"model_a": 0, "model_b": 1, "tie": 2, "tie (bothbad)": 3}
+UNKNOWN_OUTCOME = 3  # a winner outside Vote.Winner (never written by the vote path): as the refit's read
 CORE_CATEGORIES = ("overall", "multi_turn", "long_prompt")
 
 
@@ -217,7 +218,7 @@ def live_counts() -> LiveCounts:
     base_counts = {row.category: _base_counts(row) for row in bases}
     names = sorted({n for c in base_counts.values() for n in c.models} | {name_of[g[k]] for g in groups for k in (0, 1)})
     index = {name: k for k, name in enumerate(names)}
-    d = np.array([(index[name_of[g[0]]], index[name_of[g[1]]], OUTCOMES[g[2]], g[3], g[4], g[6]) for g in groups],
+    d = np.array([(index[name_of[g[0]]], index[name_of[g[1]]], OUTCOMES.get(g[2], UNKNOWN_OUTCOME), g[3], g[4], g[6]) for g in groups],
                  dtype=np.int64).reshape(-1, 6)  # fmt: skip
     languages = np.array([g[5] or "" for g in groups], dtype=object)
     votes = {row.category: row.vote_count for row in bases}

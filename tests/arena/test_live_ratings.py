@@ -94,7 +94,21 @@ def test_exclusions_reach_the_live_counts_at_the_next_refit():
     assert live.live_counts().votes["overall"] == 90
 
 
-def test_an_unknown_winner_or_a_disconnected_category_does_not_break_the_fit():
+def test_a_vote_in_an_unknown_state_is_counted_as_the_refit_reads_it():
+    """A winner outside Vote.Winner (written around the vote path) and a language no refit has seen."""
+    votes_create(STRENGTHS, 60, seed=10)
+    snapshots_refit(rounds=ROUNDS)
+    odd = votes_create(STRENGTHS, 5, seed=11, language="xx", start=selectors.votes_counted_columns().last_vote_at)
+    Vote.objects.filter(pk=odd[0].pk).update(winner="not-a-winner")
+    counts = live.live_counts()
+    full = full_counts()  # PostgreSQL's packed read: an unknown winner is a both-bad tie
+    assert_same(counts.counts["overall"], full["overall"])
+    assert_same(counts.counts["language:xx"], full["language:xx"])
+    live.live_refit(min_category_votes=5)
+    assert len(LiveRating.objects.get(category="language:xx").rows) >= 2
+
+
+def test_a_disconnected_category_is_fitted_with_the_prior_and_a_note():
     votes_create(STRENGTHS, 40, seed=7, pairs=[("alpha", "beta"), ("gamma", "delta")])
     live.live_refit()
     row = LiveRating.objects.get(category="overall")
