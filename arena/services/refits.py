@@ -8,7 +8,7 @@ The full bootstrap refit no longer follows each vote: it runs on the beat schedu
 
 from __future__ import annotations
 
-from arena.dispatch import ratings_live_schedule
+from arena.dispatch import ratings_live_schedule, ratings_refit_schedule
 
 
 def refit_request() -> None:
@@ -16,3 +16,10 @@ def refit_request() -> None:
     :func:`arena.dispatch.ratings_live_schedule`). One cache round trip per vote: a per-process
     throttle could leave a vote that commits just after a fit read the votes out of every fit."""
     ratings_live_schedule()
+
+
+def exclusions_refit_request() -> None:
+    """Ask for a debounced full refit (``ARENA_REFIT_DEBOUNCE_S``); call once a decision that changes
+    which of the already-refitted votes count has committed (a voter's votes set aside, an identity vote
+    restored): the live counts start from the last refit's, so only a full refit reflects it."""
+    ratings_refit_schedule()
