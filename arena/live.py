@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from django.db import connection, transaction
@@ -39,6 +39,7 @@ TIES = "half"
 OUTCOMES = {"model_a": 0, "model_b": 1, "tie": 2, "tie (bothbad)": 3}
 UNKNOWN_OUTCOME = 3  # a winner outside Vote.Winner (never written by the vote path): as the refit's read
 CORE_CATEGORIES = ("overall", "multi_turn", "long_prompt")
+SETTLE_S = 15  # a vote row commits within this long of its created_at (see settled_high_water)
 
 
 @dataclass
@@ -176,7 +177,7 @@ def _base_counts(row: PairCountBase) -> PairCounts:
 # --- The votes after it: aggregated in SQL ---------------------------------------------------------
 
 
-def _delta_sql() -> str:
+def _delta_sql(bounded: bool) -> str:
     vote = Vote._meta
     q = connection.ops.quote_name
 
@@ -187,16 +188,76 @@ def _delta_sql() -> str:
         f"SELECT {col('model_a')}, {col('model_b')}, {col('winner')}, "
         f"CASE WHEN {col('turn_count')} > 1 THEN 1 ELSE 0 END, "
         f"CASE WHEN {col('prompt_tokens')} >= %s THEN 1 ELSE 0 END, {col('language')}, count(*), max({col('id')}) "
-        f"FROM {q(vote.db_table)} WHERE {col('counted')} = %s AND {col('id')} > %s GROUP BY 1, 2, 3, 4, 5, 6"
+        f"FROM {q(vote.db_table)} WHERE {col('counted')} = %s AND {col('id')} > %s "
+        + (f"AND {col('id')} <= %s " if bounded else "")
+        + "GROUP BY 1, 2, 3, 4, 5, 6"
     )
 
 
-def delta_groups(after_id: int) -> list[tuple]:
-    """Counted votes with an id above ``after_id``, grouped: (model_a_id, model_b_id, winner, multi_turn,
-    long_prompt, language, votes, max id)."""
+_LANGUAGES: dict[str, int] = {}  # language -> code, per process
+
+
+def delta_groups(after_id: int, upto: int | None = None) -> tuple[np.ndarray, int]:
+    """Counted votes with ``after_id < id <= upto`` (no bound: every newer one), grouped in SQL, as rows of
+    (model_a id, model_b id, outcome, multi_turn, long_prompt, language code, votes); and the largest id."""
+    params = [LONG_PROMPT_TOKENS, True, after_id] + ([] if upto is None else [upto])
     with connection.cursor() as cursor:
-        cursor.execute(_delta_sql(), [LONG_PROMPT_TOKENS, True, after_id])
-        return cursor.fetchall()
+        cursor.execute(_delta_sql(upto is not None), params)
+        groups = cursor.fetchall()
+    rows = [
+        (g[0], g[1], OUTCOMES.get(g[2], UNKNOWN_OUTCOME), g[3], g[4], _LANGUAGES.setdefault(g[5] or "", len(_LANGUAGES)), g[6])
+        for g in groups
+    ]  # fmt: skip
+    return np.array(rows, dtype=np.int64).reshape(-1, 7), max([after_id, *(int(g[7]) for g in groups)])
+
+
+def settled_high_water() -> int:
+    """A vote id at or below which every vote has committed (or never will), assuming a vote commits
+    within :data:`SETTLE_S` of its ``created_at`` (the vote path: one statement, or one short transaction):
+    the id of the newest vote created more than twice that long ago (0 when there is none)."""
+    cutoff = datetime.now(UTC) - timedelta(seconds=2 * SETTLE_S)
+    found = Vote.objects.filter(created_at__lt=cutoff).order_by("-created_at").values_list("id", flat=True).first()
+    return int(found or 0)
+
+
+@dataclass
+class _Settled:
+    """Per process: the votes after a base up to a settled id, already grouped (so a live fit aggregates in
+    SQL only the votes since its last look, not every vote since the refit)."""
+
+    base: tuple
+    upto: int
+    high: int
+    rows: np.ndarray
+    compacted: int = 0
+
+
+_SETTLED: dict[str, _Settled] = {}
+
+
+def _compact(rows: np.ndarray) -> np.ndarray:
+    keys, inverse = np.unique(rows[:, :6], axis=0, return_inverse=True)
+    n = np.bincount(inverse.ravel(), weights=rows[:, 6], minlength=keys.shape[0]).astype(np.int64)
+    return np.concatenate([keys, n[:, None]], axis=1)
+
+
+def _delta_rows(base_hw: int, base_key: tuple) -> tuple[np.ndarray, int]:
+    """Every counted vote after the base, grouped: the settled part from this process's cache (brought
+    up to date), the rest from SQL."""
+    state = _SETTLED.get("state")
+    if state is not None and state.upto != base_hw and not Vote.objects.filter(id=state.upto).exists():
+        state = None  # the votes it stood for are gone (a restored backup, a rolled-back test): start again
+    if state is None or state.base != base_key:
+        state = _SETTLED["state"] = _Settled(base_key, base_hw, base_hw, np.zeros((0, 7), dtype=np.int64))
+    upto = settled_high_water()
+    if upto > state.upto:
+        rows, high = delta_groups(state.upto, upto)
+        state.rows, state.upto, state.high = np.concatenate([state.rows, rows]), upto, max(state.high, high)
+        if len(state.rows) > 2 * state.compacted + 10_000:
+            state.rows = _compact(state.rows)
+            state.compacted = len(state.rows)
+    fresh, high = delta_groups(state.upto)
+    return np.concatenate([state.rows, fresh]), max(state.high, high)
 
 
 @dataclass
@@ -213,27 +274,29 @@ def live_counts() -> LiveCounts:
     bases = list(PairCountBase.objects.defer("cells"))  # the cells load once per process and refit
     base_hw = bases[0].high_water if bases else 0
     refit_at = bases[0].refit_at if bases else None
-    groups = delta_groups(base_hw)
+    d, high = _delta_rows(base_hw, (base_hw, refit_at))
     name_of = dict(LanguageModel.objects.values_list("id", "name"))
     base_counts = {row.category: _base_counts(row) for row in bases}
-    names = sorted({n for c in base_counts.values() for n in c.models} | {name_of[g[k]] for g in groups for k in (0, 1)})
+    ids = np.unique(d[:, :2])
+    names = sorted({n for c in base_counts.values() for n in c.models} | {name_of[int(k)] for k in ids})
     index = {name: k for k, name in enumerate(names)}
-    d = np.array([(index[name_of[g[0]]], index[name_of[g[1]]], OUTCOMES.get(g[2], UNKNOWN_OUTCOME), g[3], g[4], g[6]) for g in groups],
-                 dtype=np.int64).reshape(-1, 6)  # fmt: skip
-    languages = np.array([g[5] or "" for g in groups], dtype=object)
+    lookup = np.full(int(ids.max()) + 1 if ids.size else 1, -1, dtype=np.int64)
+    lookup[ids] = [index[name_of[int(k)]] for k in ids]
+    a, b = lookup[d[:, 0]], lookup[d[:, 1]]
+    codes = np.array(list(_LANGUAGES), dtype=object)  # code -> language (dicts keep insertion order)
+    languages = codes[d[:, 5]] if len(d) else np.zeros(0, dtype=object)
     votes = {row.category: row.vote_count for row in bases}
     out: dict[str, PairCounts] = {}
     masks = category_masks(d[:, 3] + 1, np.where(d[:, 4] > 0, LONG_PROMPT_TOKENS, 0), languages)
     for category in sorted(set(masks) | set(base_counts) | set(CORE_CATEGORIES)):
-        mask = masks.get(category, np.zeros(len(groups), dtype=bool))
-        parts = [Tally(d[mask, 0], d[mask, 1], d[mask, 2], d[mask, 5].astype(np.float64))]
+        mask = masks.get(category, np.zeros(len(d), dtype=bool))
+        parts = [Tally(a[mask], b[mask], d[mask, 2], d[mask, 6].astype(np.float64))]
         if category in base_counts:
             parts.append(_tally_of(base_counts[category], index))
-        votes[category] = votes.get(category, 0) + int(d[mask, 5].sum())
+        votes[category] = votes.get(category, 0) + int(d[mask, 6].sum())
         tally = _join(*parts)
         out[category] = pair_counts(tuple(names), tally) if tally.n.size else None
-    high = max([base_hw, *(int(g[7]) for g in groups)])
-    return LiveCounts(out, votes, high, base_hw, refit_at)
+    return LiveCounts(out, votes, max(base_hw, high), base_hw, refit_at)
 
 
 # --- The fit ----------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from django.core.cache import cache
 from django.db import connection
+from django.utils import timezone
 
 from arena import live, selectors
 from arena.models import LiveRating, PairCountBase, Vote
@@ -115,6 +116,26 @@ def test_a_disconnected_category_is_fitted_with_the_prior_and_a_note():
     assert len(row.rows) == 4 and "prior" in row.notes[0]  # two islands: the prior's fallback, noted
 
 
+def test_settled_votes_are_grouped_once_per_process_and_newer_ones_each_time():
+    """Votes older than the settling window are aggregated once and kept (live._SETTLED); newer ones
+    are aggregated at each fit; both together agree with a full aggregation."""
+    votes_create(STRENGTHS, 50, seed=12)  # vote times in 2025: settled
+    snapshots_refit(rounds=ROUNDS)
+    votes_create(STRENGTHS, 40, seed=13, start=selectors.votes_counted_columns().last_vote_at)
+    assert_same(live.live_counts().counts["overall"], full_counts()["overall"])
+    state = live._SETTLED["state"]
+    assert state.upto == live.settled_high_water() > state.base[0]  # the 40 are in the cache now
+    cached = state.rows[:, 6].sum()
+    assert cached == 40
+    votes_create(STRENGTHS, 30, seed=14, start=timezone.now())  # just cast: not settled yet
+    # Dated before the cached ones: the settled id does not move past them, so they are counted with
+    # the fresh votes (exact either way).
+    votes_create(STRENGTHS, 20, seed=15, start=selectors.votes_counted_columns().first_vote_at)
+    counts = live.live_counts()
+    assert_same(counts.counts["overall"], full_counts()["overall"])
+    assert counts.votes["overall"] == 140 and live._SETTLED["state"].rows[:, 6].sum() == 40
+
+
 @pytest.fixture
 def eager_celery(settings):
     from workers.celery import app
@@ -154,8 +175,8 @@ def test_concurrent_votes_are_all_counted():
 
     def writer(seed):
         try:
-            for k in range(5):
-                votes_create(STRENGTHS, 8, seed=seed * 100 + k)
+            for k in range(5):  # vote times now, as the vote path writes them (see live.SETTLE_S)
+                votes_create(STRENGTHS, 8, seed=seed * 100 + k, start=timezone.now())
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(exc)
         finally:
