@@ -220,44 +220,64 @@ def settled_high_water() -> int:
     return int(found or 0)
 
 
+def _add(counts: dict, votes: dict, d: np.ndarray, name_of: dict[int, str]) -> tuple[dict, dict]:
+    """``counts`` (category -> PairCounts or None) and ``votes`` (category -> votes) plus the grouped votes
+    ``d`` (rows of :func:`delta_groups`), as new dicts; the inputs are left as they are."""
+    ids = np.unique(d[:, :2])
+    names = sorted({n for c in counts.values() if c is not None for n in c.models} | {name_of[int(k)] for k in ids})
+    index = {name: k for k, name in enumerate(names)}
+    lookup = np.full(int(ids.max()) + 1 if ids.size else 1, -1, dtype=np.int64)
+    lookup[ids] = [index[name_of[int(k)]] for k in ids]
+    a, b = lookup[d[:, 0]], lookup[d[:, 1]]
+    codes = np.array(list(_LANGUAGES), dtype=object)  # code -> language (dicts keep insertion order)
+    languages = codes[d[:, 5]] if len(d) else np.zeros(0, dtype=object)
+    masks = category_masks(d[:, 3] + 1, np.where(d[:, 4] > 0, LONG_PROMPT_TOKENS, 0), languages)
+    out, total = {}, dict(votes)
+    for category in sorted(set(masks) | set(counts) | set(CORE_CATEGORIES)):
+        mask = masks.get(category)
+        if mask is None or not mask.any():
+            out[category] = counts.get(category)
+            total.setdefault(category, 0)
+            continue
+        parts = [Tally(a[mask], b[mask], d[mask, 2], d[mask, 6].astype(np.float64))]
+        if counts.get(category) is not None:
+            parts.append(_tally_of(counts[category], index))
+        total[category] = total.get(category, 0) + int(d[mask, 6].sum())
+        out[category] = pair_counts(tuple(names), _join(*parts))
+    return out, total
+
+
 @dataclass
 class _Settled:
-    """Per process: the votes after a base up to a settled id, already grouped (so a live fit aggregates in
-    SQL only the votes since its last look, not every vote since the refit)."""
+    """Per process: the base plus the votes after it up to a settled id, as counts per category, so a live
+    fit aggregates in SQL only the votes after that id, not every vote since the refit."""
 
     base: tuple
     upto: int
     high: int
-    rows: np.ndarray
-    compacted: int = 0
+    counts: dict
+    votes: dict
 
 
 _SETTLED: dict[str, _Settled] = {}
 
 
-def _compact(rows: np.ndarray) -> np.ndarray:
-    keys, inverse = np.unique(rows[:, :6], axis=0, return_inverse=True)
-    n = np.bincount(inverse.ravel(), weights=rows[:, 6], minlength=keys.shape[0]).astype(np.int64)
-    return np.concatenate([keys, n[:, None]], axis=1)
-
-
-def _delta_rows(base_hw: int, base_key: tuple) -> tuple[np.ndarray, int]:
-    """Every counted vote after the base, grouped: the settled part from this process's cache (brought
-    up to date), the rest from SQL."""
+def _settled(bases: list[PairCountBase], name_of: dict[int, str]) -> _Settled:
+    """This process's settled counts for the current base, brought up to the settled id."""
+    base_hw = bases[0].high_water if bases else 0
+    key = (base_hw, bases[0].refit_at if bases else None)
     state = _SETTLED.get("state")
     if state is not None and state.upto != base_hw and not Vote.objects.filter(id=state.upto).exists():
         state = None  # the votes it stood for are gone (a restored backup, a rolled-back test): start again
-    if state is None or state.base != base_key:
-        state = _SETTLED["state"] = _Settled(base_key, base_hw, base_hw, np.zeros((0, 7), dtype=np.int64))
+    if state is None or state.base != key:
+        counts = {row.category: _base_counts(row) for row in bases}
+        state = _SETTLED["state"] = _Settled(key, base_hw, base_hw, counts, {r.category: r.vote_count for r in bases})
     upto = settled_high_water()
     if upto > state.upto:
         rows, high = delta_groups(state.upto, upto)
-        state.rows, state.upto, state.high = np.concatenate([state.rows, rows]), upto, max(state.high, high)
-        if len(state.rows) > 2 * state.compacted + 10_000:
-            state.rows = _compact(state.rows)
-            state.compacted = len(state.rows)
-    fresh, high = delta_groups(state.upto)
-    return np.concatenate([state.rows, fresh]), max(state.high, high)
+        state.counts, state.votes = _add(state.counts, state.votes, rows, name_of)
+        state.upto, state.high = upto, max(state.high, high)
+    return state
 
 
 @dataclass
@@ -272,31 +292,11 @@ class LiveCounts:
 def live_counts() -> LiveCounts:
     """Base plus the votes after it, per category (see the module docstring)."""
     bases = list(PairCountBase.objects.defer("cells"))  # the cells load once per process and refit
-    base_hw = bases[0].high_water if bases else 0
-    refit_at = bases[0].refit_at if bases else None
-    d, high = _delta_rows(base_hw, (base_hw, refit_at))
     name_of = dict(LanguageModel.objects.values_list("id", "name"))
-    base_counts = {row.category: _base_counts(row) for row in bases}
-    ids = np.unique(d[:, :2])
-    names = sorted({n for c in base_counts.values() for n in c.models} | {name_of[int(k)] for k in ids})
-    index = {name: k for k, name in enumerate(names)}
-    lookup = np.full(int(ids.max()) + 1 if ids.size else 1, -1, dtype=np.int64)
-    lookup[ids] = [index[name_of[int(k)]] for k in ids]
-    a, b = lookup[d[:, 0]], lookup[d[:, 1]]
-    codes = np.array(list(_LANGUAGES), dtype=object)  # code -> language (dicts keep insertion order)
-    languages = codes[d[:, 5]] if len(d) else np.zeros(0, dtype=object)
-    votes = {row.category: row.vote_count for row in bases}
-    out: dict[str, PairCounts] = {}
-    masks = category_masks(d[:, 3] + 1, np.where(d[:, 4] > 0, LONG_PROMPT_TOKENS, 0), languages)
-    for category in sorted(set(masks) | set(base_counts) | set(CORE_CATEGORIES)):
-        mask = masks.get(category, np.zeros(len(d), dtype=bool))
-        parts = [Tally(a[mask], b[mask], d[mask, 2], d[mask, 6].astype(np.float64))]
-        if category in base_counts:
-            parts.append(_tally_of(base_counts[category], index))
-        votes[category] = votes.get(category, 0) + int(d[mask, 6].sum())
-        tally = _join(*parts)
-        out[category] = pair_counts(tuple(names), tally) if tally.n.size else None
-    return LiveCounts(out, votes, max(base_hw, high), base_hw, refit_at)
+    state = _settled(bases, name_of)
+    fresh, high = delta_groups(state.upto)
+    counts, votes = _add(state.counts, state.votes, fresh, name_of)
+    return LiveCounts(counts, votes, max(state.high, high), state.base[0], state.base[1])
 
 
 # --- The fit ----------------------------------------------------------------------------------------

@@ -59,6 +59,31 @@ def models_create(cursor, n: int, seed: int = 0) -> None:
         cursor.execute("INSERT INTO scale_strength VALUES (%s, %s, %s)", [k, model.pk, float(s)])
 
 
+def vote_path_cost(n: int = 5000) -> dict:
+    """What the vote path pays per vote to ask for a live fit while one is pending (one Redis SET NX),
+    against the per-vote full-refit request it replaced (re-checked at most every 0.5 s per process)."""
+    from django.core.cache import cache
+
+    from arena import dispatch
+
+    cache.set(dispatch.LIVE_PENDING_KEY, 1, timeout=600)
+    cache.set(dispatch.REFIT_PENDING_KEY, 1, timeout=600)
+    began = time.perf_counter()
+    for _ in range(n):
+        dispatch.ratings_live_schedule()
+    live_us = 1e6 * (time.perf_counter() - began) / n
+    recheck_after = 0.0
+    began = time.perf_counter()
+    for _ in range(n):  # the old arena.services.refits.refit_request
+        now = time.monotonic()
+        if now >= recheck_after:
+            dispatch.ratings_refit_schedule()
+            recheck_after = now + 0.5
+    old_us = 1e6 * (time.perf_counter() - began) / n
+    cache.delete_many([dispatch.LIVE_PENDING_KEY, dispatch.REFIT_PENDING_KEY])
+    return {"live_request_us_per_vote": round(live_us, 1), "old_refit_request_us_per_vote": round(old_us, 2)}
+
+
 def timed(fn, repeat: int) -> tuple[list[float], object]:
     walls, out = [], None
     for _ in range(repeat):
@@ -75,6 +100,7 @@ def main() -> None:
     parser.add_argument("--deltas", default="0,1000,10000,100000", help="votes after the refit, cumulative")
     parser.add_argument("--models", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--recent", type=int, default=9000, help="newest votes dated now (30 s at 300/s)")
     args = parser.parse_args()
     deltas = sorted(int(d) for d in args.deltas.split(","))
     url = database_create()
@@ -116,7 +142,11 @@ def main() -> None:
                 scale_data.votes_add(cursor, start=args.base + done, stop=args.base + delta, n_models=args.models,
                                      progress=lambda s: None)  # fmt: skip
             done = delta
-        live.live_refit()  # warm: the base is parsed once per process and refit
+            with connection.cursor() as cursor:  # the newest votes were cast just now: not settled yet
+                cursor.execute("UPDATE arena_vote SET created_at = now() WHERE id > (SELECT max(id) FROM arena_vote) - %s",
+                               [args.recent])  # fmt: skip
+        live._SETTLED.clear()  # a worker process's first fit after the refit: every newer vote from SQL
+        first, _ = timed(live.live_refit, 1)
         walls, summary = timed(live.live_refit, args.repeat)
         counts = live.live_counts().counts
         every = [c for c in counts.values() if c is not None]
@@ -127,6 +157,7 @@ def main() -> None:
             "votes": summary["votes"],
             "categories": summary["categories"],
             "pairs_overall": counts["overall"].n_pairs,
+            "first_fit_ms": round(1000 * first[0], 1),
             "live_refit_median_ms": round(1000 * statistics.median(walls), 1),
             "live_refit_max_ms": round(1000 * max(walls), 1),
             "fits_all_categories_ms": round(1000 * statistics.median(fits), 1),
@@ -134,6 +165,8 @@ def main() -> None:
         }
         report["rows"].append(row)
         print(json.dumps(row), flush=True)
+    report["vote_path"] = vote_path_cost()
+    print(json.dumps(report["vote_path"]), flush=True)
     report["load_after"] = os.getloadavg()
     OUT.mkdir(exist_ok=True)
     (OUT / "live_ratings.json").write_text(json.dumps(report, indent=2))
