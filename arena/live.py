@@ -270,7 +270,7 @@ def _settled(bases: list[PairCountBase], name_of: dict[int, str]) -> _Settled:
     if state is not None and state.upto != base_hw and not Vote.objects.filter(id=state.upto).exists():
         state = None  # the votes it stood for are gone (a restored backup, a rolled-back test): start again
     if state is None or state.base != key:
-        counts = {row.category: _base_counts(row) for row in bases}
+        counts = {row.category: c if (c := _base_counts(row)).n_pairs else None for row in bases}
         state = _SETTLED["state"] = _Settled(key, base_hw, base_hw, counts, {r.category: r.vote_count for r in bases})
     upto = settled_high_water()
     if upto > state.upto:
