@@ -1,12 +1,14 @@
 """The live board: Bradley-Terry point ratings per category from pair counts kept current vote by vote.
 
-A full refit (:func:`arena.ratings.snapshots_refit`) reads every counted vote and bootstraps: minutes at
-10M votes. A point fit needs only the pair counts (~20k pairs at 200 models), so the live fit is
+A full refit (:func:`arena.ratings.snapshots_refit`) reads every counted vote and bootstraps: its cost grows with
+the votes. A point fit needs only the pair counts (~20k pairs at 200 models), so the live fit is
 
     counts = the last refit's counts (:class:`~arena.models.PairCountBase`, per category)
            + the counted votes with an id above that refit's high water, aggregated in SQL
 
-and one :func:`evalcore.ratings.fit_bradley_terry` per category (no bootstrap), written to
+(each process keeps the base plus the votes that have settled, :func:`settled_high_water`, as counts, so
+a fit aggregates in SQL only the newest votes) and one :func:`evalcore.ratings.fit_bradley_terry` per
+category (no bootstrap), written to
 :class:`~arena.models.LiveRating`. The task ``arena.tasks.ratings_live`` runs it within a second of a
 vote (see :func:`arena.dispatch.ratings_live_schedule`).
 
