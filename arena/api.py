@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from django.conf import settings
 from django.http import Http404, JsonResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.negotiation import BaseContentNegotiation
@@ -25,7 +25,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from arena import exports, selectors
-from arena.models import Battle, RatingSnapshot, Vote
+from arena.models import Battle, LiveRating, RatingSnapshot, Vote
 from arena.selectors import EXPORT_COLUMNS
 from common.api_params import validated_query
 from common.streaming import streaming_download
@@ -134,20 +134,34 @@ class SnapshotSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class LiveRatingsSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = LiveRating
+        fields = ["category", "fitted_at", "vote_count", "high_water", "base_refit_at", "fit_seconds", "rows", "notes"]
+        read_only_fields = fields
+
+
 class RatingsSerializer(serializers.ModelSerializer):
     snapshot_id = serializers.IntegerField(source="id")
     notes = serializers.SerializerMethodField()
+    live = serializers.SerializerMethodField()
 
     class Meta:
         model = RatingSnapshot
         fields = [
             "snapshot_id", "method", "category", "created_at", "vote_count", "first_vote_at",
-            "last_vote_at", "rows", "notes",
+            "last_vote_at", "rows", "notes", "live",
         ]  # fmt: skip
         read_only_fields = fields
 
     def get_notes(self, obj) -> list[str]:
         return list(obj.extra.get("notes", []))
+
+    @extend_schema_field(LiveRatingsSerializer(allow_null=True))
+    def get_live(self, obj) -> dict | None:
+        """Bradley-Terry only: the category's live point ratings (newer than the snapshot's), or null."""
+        live = selectors.live_rating(obj.category) if obj.method == "bt" else None
+        return None if live is None else LiveRatingsSerializer(live).data
 
 
 def _publish_delay() -> int:
@@ -200,6 +214,23 @@ class SnapshotDetail(generics.RetrieveAPIView):
         if snapshot is None:
             raise Http404("no such snapshot")
         return snapshot
+
+
+class LiveRatingsFilters(serializers.Serializer):
+    category = serializers.CharField(default="overall", max_length=64)
+
+
+class LiveRatingsView(APIView):
+    """The live Bradley-Terry point ratings of a category, refitted within a second of each vote
+    (``fitted_at``: when; no intervals: those are the latest bootstrap snapshot's, ``/api/ratings/``)."""
+
+    @extend_schema(parameters=[LiveRatingsFilters], responses=LiveRatingsSerializer)
+    def get(self, request):
+        params = validated_query(request, LiveRatingsFilters)
+        row = selectors.live_rating(params["category"])
+        if row is None:
+            raise Http404(f"no live ratings for category {params['category']!r} yet")
+        return Response(LiveRatingsSerializer(row).data)
 
 
 class RatingsView(APIView):

@@ -13,4 +13,5 @@ urlpatterns = [
     path("snapshots/", api.SnapshotList.as_view(), name="snapshot-list"),
     path("snapshots/<int:pk>/", api.SnapshotDetail.as_view(), name="snapshot-detail"),
     path("ratings/", api.RatingsView.as_view(), name="ratings"),
+    path("ratings/live/", api.LiveRatingsView.as_view(), name="ratings-live"),
 ]

@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 
 BATTLE_GENERATE = "arena.tasks.battle_generate"
 RATINGS_REFIT = "arena.tasks.ratings_refit"
+RATINGS_LIVE = "arena.tasks.ratings_live"
 SIDES = ("a", "b")
 
 
@@ -87,3 +88,39 @@ def ratings_refit_schedule() -> bool:
             pass
         return False
     return True
+
+
+# The live fit (arena.live): the first vote after a live fit started adds this key and enqueues
+# ratings_live with a countdown of ARENA_LIVE_DEBOUNCE_S; the task deletes the key before it reads the
+# votes, so a vote that commits after that read schedules the next fit, and every vote is in a fit that
+# starts at most ARENA_LIVE_DEBOUNCE_S after it (plus queueing). The key's lifetime only matters when a
+# task is lost: the next vote after it schedules again.
+LIVE_PENDING_KEY = "arena:ratings_live:pending"
+LIVE_PENDING_TIMEOUT_S = 10
+
+
+def ratings_live_schedule() -> bool:
+    """Enqueue a debounced live point fit; call after the vote committed. True when enqueued. Never
+    raises (as :func:`ratings_refit_schedule`)."""
+    delay = float(getattr(settings, "ARENA_LIVE_DEBOUNCE_S", 0.25))
+    try:
+        if not cache.add(LIVE_PENDING_KEY, 1, timeout=LIVE_PENDING_TIMEOUT_S):
+            return False
+        send(RATINGS_LIVE, queue=DEFAULT, countdown=delay)
+    except Exception:
+        log.exception("could not schedule a live ratings fit; the next vote tries again")
+        try:
+            cache.delete(LIVE_PENDING_KEY)
+        except Exception:
+            pass
+        return False
+    return True
+
+
+def ratings_live_followup() -> None:
+    """Enqueue one more live fit (the marker stays: it stands for the votes this fit will count). Never
+    raises."""
+    try:
+        send(RATINGS_LIVE, queue=DEFAULT, countdown=float(getattr(settings, "ARENA_LIVE_DEBOUNCE_S", 0.25)))
+    except Exception:
+        log.exception("could not schedule a live ratings fit; the next vote tries again")

@@ -241,6 +241,34 @@ class RatingSnapshot(models.Model):
         ordering = ["-created_at"]
 
 
+class PairCountBase(models.Model):
+    """One category's pair counts as the last full refit fitted them (duplicate prompts once, excluded
+    votes out), and the last vote id that refit read: the live fit adds the votes after it
+    (:mod:`arena.live`). Replaced as a whole by each refit."""
+
+    category = models.CharField(max_length=64, unique=True)
+    high_water = models.BigIntegerField(help_text="the largest vote id the refit could see")
+    refit_at = models.DateTimeField()
+    vote_count = models.PositiveIntegerField()
+    model_names = models.JSONField(help_text="model names; cells index into it")
+    cells = models.JSONField(help_text="[i, j, wins_i, wins_j, ties, bothbad] per pair, i < j")
+
+
+class LiveRating(models.Model):
+    """Bradley-Terry point ratings of one category, refitted within a second of each vote (no intervals:
+    those come from the latest bootstrap refit, :class:`RatingSnapshot`)."""
+
+    category = models.CharField(max_length=64, unique=True)
+    fitted_at = models.DateTimeField()
+    fit_seconds = models.FloatField()
+    vote_count = models.PositiveIntegerField()
+    high_water = models.BigIntegerField(help_text="the largest vote id counted")
+    base_high_water = models.BigIntegerField(default=0, help_text="high water of the refit the counts start from")
+    base_refit_at = models.DateTimeField(null=True)
+    rows = models.JSONField(default=list, help_text="model, rating, battles per model, best first")
+    notes = models.JSONField(default=list)
+
+
 class VoterFlag(models.Model):
     """A voter (session or IP hash) whose votes the anomalous-voter test finds surprising under the fit.
 

@@ -48,7 +48,8 @@ from functools import partial
 import numpy as np
 from django.db import transaction
 
-from arena import selectors, vote_filters
+from arena import live, selectors, vote_filters
+from arena.live import LONG_PROMPT_TOKENS
 from arena.models import RatingSnapshot
 from evalcore.ratings import (
     Battles,
@@ -62,7 +63,6 @@ from evalcore.ratings import (
 )
 from evalcore.ratings.provisional import DEFAULT_MIN_BATTLES, mark_provisional
 
-LONG_PROMPT_TOKENS = 500
 FALLBACK_PRIOR = 0.01
 TIES = "half"
 ELO_K = 4.0
@@ -304,7 +304,7 @@ def snapshots_compute(params: dict) -> tuple[selectors.VoteColumns, list[_Draft]
     as a refit records them in ``settings["refit"]``), and what the filters left out; nothing is written."""
     params = dict(params)
     percentile = float(params.pop("duplicate_percentile", vote_filters.DUPLICATE_PERCENTILE))
-    votes, integrity = vote_filters.votes_filtered(selectors.votes_counted_columns(), percentile=percentile)
+    votes, integrity = live.refit_votes_read(percentile)
     return votes, snapshots_draft(votes, **params), integrity
 
 
@@ -340,32 +340,18 @@ def snapshots_refit(
     force: bool = False,
     duplicate_percentile: float = vote_filters.DUPLICATE_PERCENTILE,
 ) -> dict:
-    """Refit every rating snapshot from the counted votes and write them in one transaction.
+    """Refit every rating snapshot from the counted votes and write them in one transaction, with the
+    live board's base (:func:`arena.live.base_store`). Returns ``written`` (snapshots), ``votes``,
+    ``seconds``, ``skipped`` (True when nothing changed).
 
-    Parameters
-    ----------
-    rounds : int
-        Bootstrap rounds for ``bt`` and ``style`` (production: 1,000; tests pass fewer).
-    seed : int
-        Seed of every fit (recorded in ``settings``).
-    elo_orders : int
-        Random vote orders for Elo's order-dependence interval (0: none).
-    min_votes, min_category_votes : int
-        Votes needed before ``overall`` (resp. any other category) gets ratings.
-    style_budget : int
-        Battle-rounds allowed per category for the style bootstrap (see "Cost" above).
-    provisional_votes : int
-        Models with fewer votes than this in a category are provisional there (see "Provisional").
-    force : bool
-        Refit even when the counted votes have not changed since the last refit.
-    duplicate_percentile : float
-        Prompts sent more often than this percentile of prompt counts count once
-        (:mod:`arena.vote_filters`; ``settings["integrity"]`` and the notes say what was left out).
-
-    Returns
-    -------
-    dict
-        ``written`` (snapshots), ``votes``, ``seconds``, ``skipped`` (True when nothing changed).
+    ``rounds``: bootstrap rounds for ``bt`` and ``style`` (production 1,000; tests pass fewer); ``seed``:
+    of every fit (recorded in ``settings``); ``elo_orders``: random vote orders for Elo's order-dependence
+    interval (0: none); ``min_votes``, ``min_category_votes``: votes needed before ``overall`` (resp. any
+    other category) gets ratings; ``style_budget``: battle-rounds per category for the style bootstrap
+    (see "Cost"); ``provisional_votes``: see "Provisional"; ``force``: refit even when the counted votes
+    have not changed; ``duplicate_percentile``: prompts sent more often than this percentile of prompt
+    counts count once (:mod:`arena.vote_filters`; ``settings["integrity"]`` and the notes say what was
+    left out).
     """
     if rounds < 1:
         raise ValueError("rounds must be at least 1")
@@ -377,7 +363,7 @@ def snapshots_refit(
     )
     fingerprint += f":{duplicate_percentile:g}:{vote_filters.excluded_fingerprint()}"
     latest = selectors.snapshot_latest("bt", "overall")
-    if not force and latest is not None and latest.settings.get("fingerprint") == fingerprint:
+    if not force and latest is not None and latest.settings.get("fingerprint") == fingerprint and live.base_exists():
         return {"written": 0, "votes": latest.vote_count, "seconds": 0.0, "skipped": True}
     params = {
         "rounds": rounds, "seed": seed, "elo_orders": elo_orders, "min_votes": min_votes,
@@ -385,6 +371,7 @@ def snapshots_refit(
         "provisional_votes": provisional_votes, "duplicate_percentile": duplicate_percentile,
     }  # fmt: skip
     votes, drafts, integrity = snapshots_compute(params)
+    high_water = integrity.pop("vote_high_water")  # the live board's base starts after it
     _integrity_record(drafts, integrity, rounds=rounds, seed=seed, min_votes=min_votes, percentile=duplicate_percentile)
     objects = []
     for d in drafts:
@@ -405,6 +392,7 @@ def snapshots_refit(
         )
     with transaction.atomic():
         RatingSnapshot.objects.bulk_create(objects)
+        live.base_store(votes, high_water=high_water, refit_at=objects[0].created_at or datetime.now(UTC))
         for d in drafts:
             old = RatingSnapshot.objects.filter(method=d.method, category=d.category).order_by(
                 "-created_at", "-id"

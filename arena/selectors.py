@@ -15,7 +15,7 @@ from django.db.models import Count, DateTimeField, ExpressionWrapper, F, Max, Pr
 from django.db.models.functions import Least
 
 from arena import vote_columns
-from arena.models import Battle, LanguageModel, RatingSnapshot, Turn, Vote
+from arena.models import Battle, LanguageModel, LiveRating, RatingSnapshot, Turn, Vote
 from evalcore.ratings.battles import OUTCOME_NAMES, encode_winners
 
 # Vote.style_a / style_b keys, in the order of evalcore's STYLE_FEATURES. The vote service writes
@@ -220,6 +220,20 @@ def snapshot_latest(method: str, category: str = "overall") -> RatingSnapshot | 
     return (
         RatingSnapshot.objects.filter(method=method, category=category).order_by("-created_at", "-id").first()
     )
+
+
+def live_rating_stamp(category: str = "overall") -> dict | None:
+    """When the live ratings of a category were fitted, from how many votes (no rows), or None."""
+    return (
+        LiveRating.objects.filter(category=category)
+        .values("id", "fitted_at", "vote_count", "high_water", "base_refit_at", "fit_seconds")
+        .first()
+    )
+
+
+def live_rating(category: str = "overall") -> LiveRating | None:
+    """The live point ratings of a category (:mod:`arena.live`), or None before the first live fit."""
+    return LiveRating.objects.filter(category=category).first()
 
 
 def snapshot_categories() -> list[str]:

@@ -14,7 +14,8 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import OperationalError
 
-from arena.dispatch import ratings_refit_schedule
+from arena import live
+from arena.dispatch import LIVE_PENDING_KEY, ratings_live_followup, ratings_refit_schedule
 from arena.models import LanguageModel
 from arena.ratings import snapshots_refit
 from arena.services import generation
@@ -171,6 +172,39 @@ def ratings_refit(force: bool = False) -> dict:
     finally:
         cache.delete(REFIT_RUNNING_KEY)
     log.info("ratings refit: %s", summary)
+    return summary
+
+
+LIVE_RUNNING_KEY = "arena:ratings_live:running"
+LIVE_LOCK_S = 30
+
+
+@shared_task(name="arena.tasks.ratings_live", declared_queue=DEFAULT, ignore_result=True)
+def ratings_live() -> dict:
+    """Refit the live point ratings (:func:`arena.live.live_refit`), asked for by each vote (debounced).
+
+    Clears the pending marker before reading, so a vote committed after the read schedules the next
+    fit. One at a time: while another runs, this one steps aside and leaves the marker; the running
+    fit, once its lock is released, sends a follow-up when it finds the marker (the lock expires after
+    LIVE_LOCK_S if its holder died). While the arena is small (at most
+    ``ARENA_REFIT_ON_VOTE_MAX_VOTES`` counted votes) it also asks for a debounced full refit, so
+    intervals follow votes within ``ARENA_REFIT_DEBOUNCE_S``; above that the beat schedule refits.
+    """
+    if not cache.add(LIVE_RUNNING_KEY, 1, timeout=LIVE_LOCK_S):
+        return {"skipped": "another live fit is running"}
+    try:
+        cache.delete(LIVE_PENDING_KEY)
+        with metrics.LIVE_SECONDS.time():
+            summary = live.live_refit(
+                min_votes=int(getattr(settings, "ARENA_REFIT_MIN_VOTES", 10)),
+                min_category_votes=int(getattr(settings, "ARENA_LIVE_MIN_CATEGORY_VOTES", 50)),
+            )
+    finally:
+        cache.delete(LIVE_RUNNING_KEY)
+    if cache.get(LIVE_PENDING_KEY) is not None:  # a vote came during the fit; its task may have stepped aside
+        ratings_live_followup()
+    if summary["votes"] <= int(getattr(settings, "ARENA_REFIT_ON_VOTE_MAX_VOTES", 100_000)):
+        summary["refit_scheduled"] = ratings_refit_schedule()
     return summary
 
 

@@ -55,6 +55,7 @@ TASK_SECONDS = Histogram(
     "podium_task_seconds", "Run time of Celery tasks.", ["task", "outcome"], buckets=LONG_BUCKETS
 )
 REFIT_SECONDS = Histogram("podium_refit_seconds", "Run time of a ratings refit.", buckets=LONG_BUCKETS)
+LIVE_SECONDS = Histogram("podium_live_fit_seconds", "Run time of a live point fit.", buckets=LATENCY_BUCKETS)
 
 
 def vote_counted(counted: bool) -> None:
@@ -112,7 +113,7 @@ def exposition() -> tuple[bytes, str]:
 
 
 def from_default(registry: CollectorRegistry) -> None:
-    for metric in (VOTES, BATTLE_SIDE_SECONDS, TASK_SECONDS, REFIT_SECONDS):
+    for metric in (VOTES, BATTLE_SIDE_SECONDS, TASK_SECONDS, REFIT_SECONDS, LIVE_SECONDS):
         registry.register(metric)
 
 

@@ -20,7 +20,7 @@ from arena.services.generation import (
     turn_side_progress,
     turn_side_start,
 )
-from arena.services.refits import refit_request
+from arena.services.refits import exclusions_refit_request, refit_request
 from arena.services.voters import vote_identity_decide, voter_flag_decide, voters_flag
 from arena.services.votes import CastVote, reveals_identity, side_style, vote_cast
 
@@ -33,6 +33,7 @@ __all__ = [
     "battle_for_voter",
     "conversation_for_side",
     "prompt_clean",
+    "exclusions_refit_request",
     "refit_request",
     "reveals_identity",
     "side_style",

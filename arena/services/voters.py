@@ -18,7 +18,7 @@ from django.utils import timezone
 from arena import selectors
 from arena.models import Battle, Vote, VoterFlag
 from arena.services.base import ArenaError
-from arena.services.refits import refit_request
+from arena.services.refits import exclusions_refit_request
 from arena.vote_filters import IDENTITY_CONFIRMED, IDENTITY_REVEALED, VOTER_FLAGGED
 from evalcore.ratings import BASE_RATING, ELO_PER_LOGIT, voters_test
 
@@ -90,7 +90,7 @@ def _confirmed_reapply() -> int:
     for kind in VoterFlag.Kind.values:
         total += _voter_votes_exclude(kind, list(confirmed.filter(kind=kind).values_list("voter_hash", flat=True)))
     if total:
-        transaction.on_commit(refit_request)
+        transaction.on_commit(exclusions_refit_request)
     return total
 
 
@@ -109,7 +109,7 @@ def voter_flag_decide(flag_id: int, *, confirm: bool) -> tuple[VoterFlag, int]:
     flag.save(update_fields=["status", "decided_at", "updated_at"])
     excluded = _voter_votes_exclude(flag.kind, [flag.voter_hash]) if confirm else 0
     if excluded:
-        transaction.on_commit(refit_request)
+        transaction.on_commit(exclusions_refit_request)
     return flag, excluded
 
 
@@ -128,5 +128,5 @@ def vote_identity_decide(vote_id: int, *, restore: bool) -> Vote:
     vote.save(update_fields=["counted", "excluded_reason"])
     Battle.objects.filter(pk=vote.battle_id).update(excluded_reason=vote.excluded_reason)
     if restore:
-        transaction.on_commit(refit_request)
+        transaction.on_commit(exclusions_refit_request)
     return vote

@@ -362,6 +362,10 @@ try:
         "LEADERBOARD_SUITE_TASKS", default=[{"task": "gsm8k", "num_fewshot": 5, "limit": 200}]
     )
     ARENA_REFIT_DEBOUNCE_S = config_env.integer("ARENA_REFIT_DEBOUNCE_S", default=30, minimum=1)
+    # The live board (arena.live): a point fit within ARENA_LIVE_DEBOUNCE_S of a vote; a debounced full
+    # refit follows votes only while the arena has at most ARENA_REFIT_ON_VOTE_MAX_VOTES counted votes.
+    ARENA_LIVE_DEBOUNCE_S = 0.25
+    ARENA_REFIT_ON_VOTE_MAX_VOTES = config_env.integer("ARENA_REFIT_ON_VOTE_MAX_VOTES", default=100_000, minimum=0)
     ARENA_REFIT_ROUNDS = config_env.integer("ARENA_REFIT_ROUNDS", default=1000, minimum=10)
     ARENA_REFIT_MIN_VOTES = config_env.integer("ARENA_REFIT_MIN_VOTES", default=10, minimum=1)
     # Fewer votes than this (or all wins / all losses): the model is provisional on the board

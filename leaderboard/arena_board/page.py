@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from datetime import datetime
 
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
@@ -171,6 +172,9 @@ def arena_board_page(*, method: str, category: str) -> dict:
         "html": mark_safe(render_to_string("leaderboard/_arena_board.html", {"board": board})),
         "has_figures": bool(board["figures"]),
         "known": category == "overall" or category in categories,
+        "intervals": {r["model"]: r for r in board["rows"]},
+        "refit_at": snapshot.created_at if snapshot is not None else None,
+        "refit_votes": snapshot.vote_count if snapshot is not None else None,
     }
     with _LOCK:
         _RENDERED[key] = page
@@ -179,4 +183,69 @@ def arena_board_page(*, method: str, category: str) -> dict:
     return page
 
 
-__all__ = ["METHODS", "arena_board", "arena_board_page", "before_after_rows", "category_label"]
+def age(seconds: float) -> str:
+    """How long ago, in words: "0.4 s", "12 s", "8 minutes", "3 hours", "2 days"."""
+    seconds = max(0.0, seconds)
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    unit, size = ("minute", 60) if seconds < 90 * 60 else ("hour", 3600) if seconds < 48 * 3600 else ("day", 86400)
+    n = round(seconds / size)
+    return f"{n} {unit}{'' if n == 1 else 's'}"
+
+
+def live_rows(live_rows_: list[dict], intervals: dict[str, dict]) -> list[dict]:
+    """The live point ratings, best first, with the latest refit's interval and rating beside each."""
+    rows = []
+    for rank, row in enumerate(live_rows_, start=1):
+        refit = intervals.get(row["model"])
+        rows.append(
+            {
+                "rank": rank, "model": row["model"], "rating": row["rating"], "battles": row["battles"],
+                "refit_rating": None if refit is None else refit["rating"],
+                "ci_low": None if refit is None else refit["ci_low"],
+                "ci_high": None if refit is None else refit["ci_high"],
+                "provisional": bool(refit and refit["provisional"]),
+            }
+        )  # fmt: skip
+    return rows
+
+
+_LIVE_TABLES: OrderedDict[tuple, str] = OrderedDict()
+
+
+def arena_live_html(*, category: str, page: dict, now: datetime) -> str:
+    """The live board above the refit's: point ratings refitted within a second of each vote, the
+    refit's intervals beside them, and how old each is. The table is rendered once per live fit and
+    refit; the ages are worked out per request."""
+    stamp = arena_selectors.live_rating_stamp(category)
+    if stamp is None:
+        return ""
+    key = (category, stamp["id"], stamp["fitted_at"], stamp["high_water"], page.get("refit_at"))
+    with _LOCK:
+        table = _LIVE_TABLES.get(key)
+    if table is None:
+        row = arena_selectors.live_rating(category)
+        if row is None:
+            return ""
+        rows = live_rows(row.rows, page.get("intervals", {}))
+        table = render_to_string("leaderboard/_arena_live_table.html", {"rows": rows, "notes": row.notes})
+        with _LOCK:
+            _LIVE_TABLES[key] = table
+            while len(_LIVE_TABLES) > _RENDERED_SIZE:
+                _LIVE_TABLES.popitem(last=False)
+    refit_at = page.get("refit_at")
+    context = {
+        "table": mark_safe(table),
+        "fitted_at": stamp["fitted_at"],
+        "fitted_age": age((now - stamp["fitted_at"]).total_seconds()),
+        "votes": f"{stamp['vote_count']:,}",
+        "refit_at": refit_at,
+        "refit_age": None if refit_at is None else age((now - refit_at).total_seconds()),
+        "refit_votes": None if page.get("refit_votes") is None else f"{page['refit_votes']:,}",
+    }
+    return render_to_string("leaderboard/_arena_live.html", context)
+
+
+__all__ = ["METHODS", "age", "arena_board", "arena_board_page", "arena_live_html", "before_after_rows", "category_label", "live_rows"]

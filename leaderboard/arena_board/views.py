@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from django import forms
 from django.shortcuts import render
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from leaderboard.arena_board.page import METHODS, arena_board_page
+from leaderboard.arena_board.page import METHODS, arena_board_page, arena_live_html
 from leaderboard.board.charts import PLOTLY_VERSION
 
 
@@ -24,10 +25,11 @@ def arena_leaderboard(request):
         errors = [f"unknown parameter {name!r}" for name in unknown]
         errors += [f"{field}: {' '.join(msgs)}" for field, msgs in form.errors.items()]
         return render(request, "leaderboard/arena.html", {"errors": errors}, status=400)
-    board = arena_board_page(
-        method=form.cleaned_data["method"] or "bt", category=form.cleaned_data["category"] or "overall"
-    )
+    method, category = form.cleaned_data["method"] or "bt", form.cleaned_data["category"] or "overall"
+    board = arena_board_page(method=method, category=category)
+    live = arena_live_html(category=category, page=board, now=timezone.now()) if method == "bt" else ""
     context = {
+        "live_html": live,
         "board_html": board["html"],
         "has_figures": board["has_figures"],
         "plotly_version": PLOTLY_VERSION,

@@ -1,5 +1,6 @@
 """The vote path on the embedded default (SQLite, no Redis): the hand-written battle query, its
-timestamps and refusals behave as on PostgreSQL."""
+timestamps and refusals behave as on PostgreSQL; the live board's counts (votes cast before and after a
+refit) add up to a full aggregation of the counted votes."""
 
 from __future__ import annotations
 
@@ -38,6 +39,44 @@ out["status"] = Battle.objects.get().status
 print(json.dumps(out))
 """
 
+LIVE_SCRIPT = """
+import json
+from arena import live, selectors, services
+from arena.models import Battle, LanguageModel, LiveRating, Turn
+from arena.ratings import _battles, _categories, snapshots_refit
+from evalcore.ratings import aggregate
+models = [LanguageModel.objects.create(name=n, in_arena=True) for n in ("m-one", "m-two", "m-three")]
+WINNERS = ["model_a", "model_b", "tie", "model_a", "tie (bothbad)"]
+def cast(k):
+    a, b = models[k % 3], models[(k + 1 + k // 3) % 3]
+    if a == b:
+        b = models[(k + 2) % 3]
+    battle = Battle.objects.create(model_a=a, model_b=b, session_hash=f"s{k}", ip_hash="i")
+    prompt = ("Tell me about rivers " * (300 if k % 4 == 0 else 1)) + str(k)
+    Turn.objects.create(battle=battle, index=0, prompt=prompt, answer_a="Fine.", answer_b="Sure.",
+                        status_a="done", status_b="done")
+    services.vote_cast(public_id=battle.public_id, winner=WINNERS[k % 5], session_hash=f"s{k}", ip_hash="i")
+def same(a, b):
+    key = lambda c: sorted(zip(c.i.tolist(), c.j.tolist(), *(x.tolist() for x in c.cells().T)))
+    return a is not None and a.models == b.models and key(a) == key(b)
+def check():
+    votes = selectors.votes_counted_columns()
+    counts = live.live_counts()
+    return {c: same(counts.counts.get(c), aggregate(_battles(votes, m)))
+            for c, m in _categories(votes, 1).items() if m.any()}
+out = {}
+for k in range(12):
+    cast(k)
+out["before"] = check()
+snapshots_refit(rounds=10, min_votes=1, force=True)
+for k in range(12, 20):
+    cast(k)
+out["after"] = check()
+out["live"] = live.live_refit(min_votes=1)["votes"]
+out["rows"] = len(LiveRating.objects.get(category="overall").rows)
+print(json.dumps(out))
+"""
+
 
 def test_vote_on_sqlite(tmp_path):
     env = clean_env(PODIUM_VAR_DIR=str(tmp_path))
@@ -53,3 +92,11 @@ def test_vote_on_sqlite(tmp_path):
     assert out["second"][0] == 409
     assert out["row"] == [True, 1, 1]
     assert out["status"] == "voted"
+    # The live counts on the same database (arena.live): before a refit every vote comes from SQL,
+    # after it the refit's base plus the votes since.
+    result = run_manage("shell", "-c", LIVE_SCRIPT, env={**env, "ARENA_REFIT_ON_VOTE_MAX_VOTES": "0"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["before"] and all(out["before"].values()), out
+    assert {"overall", "long_prompt"} <= set(out["after"]) and all(out["after"].values()), out
+    assert out["live"] == 20 and out["rows"] == 3  # the identity-revealing vote above is not counted

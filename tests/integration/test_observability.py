@@ -80,6 +80,12 @@ def test_metrics_and_request_id_follow_a_battle(observed_site, processes):
     base, worker = observed_site["base"], observed_site["worker"]
     with httpx.Client(base_url=base, timeout=30) as client:
         battle = _battle_played(client, lambda: processes.log_of(worker))
+        # The vote asked for a live point fit (arena.live) on the default queue: the worker ran it.
+        deadline = time.monotonic() + 60
+        while (live := client.get("/api/ratings/live/")).status_code == 404 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert live.status_code == 200, processes.log_of(worker)[-2000:]
+        assert live.json()["vote_count"] == 1 and live.json()["fitted_at"]
 
         refused = client.get("/metrics")
         assert refused.status_code == 403 and "token" in refused.json()["detail"]
@@ -93,6 +99,7 @@ def test_metrics_and_request_id_follow_a_battle(observed_site, processes):
     assert _sample(text, "podium_battle_side_seconds_count", side="a") == 1
     assert _sample(text, "podium_battle_side_seconds_count", side="b") == 1
     assert _sample(text, "podium_task_seconds_count", task="arena.tasks.battle_generate") == 2
+    assert _sample(text, "podium_live_fit_seconds_count") >= 1
     for queue in ("default", "generate", "evaluate", "judge"):
         assert re.search(rf'^podium_queue_depth{{queue="{queue}"}} (\d+)\.0$', text, re.M), text[-800:]
 
