@@ -29,8 +29,8 @@ def models_create(cursor, n_models: int, seed: int = 0) -> np.ndarray:
     for k, s in enumerate(strengths):
         cursor.execute(
             "INSERT INTO arena_languagemodel (name, family, backend, model_args, generation, system_prompt, weight,"
-            " queue_suffix, in_arena, created_at) VALUES (%s, '', '', '{}', '{}', '', 1.0, '', true, now())"
-            " RETURNING id",
+            " queue_suffix, in_arena, created_at, aliases, maker)"
+            " VALUES (%s, '', '', '{}', '{}', '', 1.0, '', true, now(), '[]', '') RETURNING id",
             [f"scale-{k:03d}"],
         )
         cursor.execute("INSERT INTO scale_strength VALUES (%s, %s, %s)", [k, cursor.fetchone()[0], float(s)])
