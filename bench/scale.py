@@ -132,6 +132,13 @@ def measure_page(port: int, path: str, n: int = 200) -> dict:
     return arena_load.summary(results, time.perf_counter() - began)
 
 
+def _pairs(rng, m: int, n: int) -> list[tuple[int, int]]:
+    """``n`` random pairs of distinct models among ``m``."""
+    a = rng.integers(0, m, size=n)
+    b = (a + 1 + rng.integers(0, m - 1, size=n)) % m
+    return list(zip(a.tolist(), b.tolist()))
+
+
 def votes_targets(n: int) -> tuple[list[tuple[str, str]], list[int]]:
     """``n`` finished, unvoted battles with their voters' sessions (created as the server reads them)."""
     from importlib import import_module
@@ -154,8 +161,7 @@ def votes_targets(n: int) -> tuple[list[tuple[str, str]], list[int]]:
         [
             Battle(model_a=models[a], model_b=models[b], session_hash=salted_hash(sessions[k % 200], purpose="session"),
                    ip_hash="scale", status=Battle.Status.ACTIVE)  # fmt: skip
-            for k, (a, b) in enumerate(rng.choice(len(models), size=(n, 2), replace=True))
-            if a != b
+            for k, (a, b) in enumerate(_pairs(rng, len(models), n))
         ],
         batch_size=5000,
     )
