@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from django.utils.html import json_script
 from django.utils.safestring import SafeString
 
+HEATMAP_MODELS = 20  # a 200 x 200 matrix is 1 MB of JSON and unreadable: the top models by rating
 _LAYOUT = {"margin": {"l": 60, "r": 20, "t": 50, "b": 60}, "template": "plotly_white", "height": 420}
 
 
@@ -40,10 +41,17 @@ def _ratings_figure(rows: list[dict], title: str) -> go.Figure:
     return fig
 
 
-def _heatmap(extra: dict, key: str, title: str, *, percent: bool) -> go.Figure:
-    models = extra["models"]
+def _top(rows: list[dict], extra: dict) -> list[int]:
+    """Indexes into ``extra["models"]`` of the :data:`HEATMAP_MODELS` best-rated models, in matrix order."""
+    best = {r["model"] for r in sorted(rows, key=lambda r: -r["rating"])[:HEATMAP_MODELS]}
+    return [i for i, name in enumerate(extra["models"]) if name in best]
+
+
+def _heatmap(extra: dict, keep: list[int], key: str, title: str, *, percent: bool) -> go.Figure:
+    models = [extra["models"][i] for i in keep]
+    matrix = extra[key]
     # No model meets itself: leave the diagonal blank rather than print 0 battles or a 50% rate.
-    values = [[None if i == j else v for j, v in enumerate(row)] for i, row in enumerate(extra[key])]
+    values = [[None if i == j else matrix[i][j] for j in keep] for i in keep]
     text = [
         ["" if v is None else (f"{100 * v:.0f}%" if percent else f"{v:g}") for v in row] for row in values
     ]
@@ -71,13 +79,16 @@ def _heatmap(extra: dict, key: str, title: str, *, percent: bool) -> go.Figure:
 def snapshot_figures(rows: list[dict], extra: dict, method_label: str) -> SafeString:
     """A ``<script type="application/json" id="arena-figures">`` element holding the snapshot's figures.
 
-    Its JSON maps ``ratings``, ``predicted`` and ``battles`` to Plotly figures (``fig.to_json()``),
-    escaped for HTML by :func:`django.utils.html.json_script`.
+    Its JSON maps ``ratings``, ``predicted`` and ``battles`` to Plotly figures (``fig.to_json()``); the two
+    heatmaps show the :data:`HEATMAP_MODELS` best-rated models (the table has them all). Escaped for
+    HTML by :func:`django.utils.html.json_script`.
     """
     figures = {"ratings": _ratings_figure(rows, f"{method_label}: ratings with 95% intervals")}
     if extra.get("models") and extra.get("predicted"):
+        keep = _top(rows, extra)
+        top = f" (top {len(keep)} of {len(extra['models'])} by rating)" if len(keep) < len(extra["models"]) else ""
         figures["predicted"] = _heatmap(
-            extra, "predicted", "Predicted win rate (row beats column)", percent=True
+            extra, keep, "predicted", f"Predicted win rate (row beats column){top}", percent=True
         )
-        figures["battles"] = _heatmap(extra, "battles", "Battles per pair", percent=False)
+        figures["battles"] = _heatmap(extra, keep, "battles", f"Battles per pair{top}", percent=False)
     return json_script({name: json.loads(fig.to_json()) for name, fig in figures.items()}, "arena-figures")
