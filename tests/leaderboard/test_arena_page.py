@@ -12,8 +12,8 @@ import pytest
 
 from arena.models import RatingSnapshot
 from arena.ratings import snapshots_refit
-from tests.arena.vote_data import votes_create
 from leaderboard.arena_board.charts import HEATMAP_MODELS, snapshot_figures
+from tests.arena.vote_data import votes_create
 
 pytestmark = pytest.mark.django_db
 
