@@ -77,3 +77,14 @@ def test_chunks_stay_bounded(hostile_votes):
 
 def test_no_votes_is_a_header_only(db):
     assert b"".join(votes_csv_chunks()) == (",".join(EXPORT_COLUMNS) + "\n").encode()
+
+
+def test_votes_far_from_their_battles_are_looked_up(hostile_votes):
+    """Votes in another order than their battles (old battles voted late): most of a chunk's battles
+    lie outside the window around its median battle id and are read by key instead."""
+    votes = list(Vote.objects.filter(counted=True).order_by("id"))
+    order = sorted(range(len(votes)), key=lambda k: (k * 17) % len(votes))  # a fixed shuffle
+    for when, k in enumerate(order):
+        votes[k].created_at = T0 + timedelta(seconds=100 + when)
+    Vote.objects.bulk_update(votes, ["created_at"])
+    assert b"".join(vote_csv.votes_csv_lines(5)) == reference_csv().partition(b"\n")[2]
