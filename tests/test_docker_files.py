@@ -173,6 +173,6 @@ def test_images_contain_every_package_and_the_pinned_torch(dockerfile):
 
 def test_web_server_timeout_outlasts_a_long_export():
     """gunicorn kills a sync worker after --timeout s in one request (30 by default): /api/votes.csv at
-    10M votes streams for about a minute, so the web service and the benchmarks' server allow 600 s."""
+    10M votes streams for one to two minutes, so the web service and the benchmarks' server allow 600 s."""
     assert int(option(compose()["services"]["web"]["command"], "--timeout", "-t")) == GUNICORN_TIMEOUT_S == 600
     assert option(gunicorn_command(3, 2, "sync"), "--timeout") == "600"
