@@ -302,6 +302,15 @@ def snapshot_latest_id(method: str, category: str = "overall") -> int | None:
     )
 
 
+def snapshot_latest_id_sql() -> str:
+    """:func:`snapshot_latest_id` as a SQL query with ``%(method)s`` and ``%(category)s`` parameters,
+    for callers that fold it into one query of their own (the leaderboard's fingerprint)."""
+    return (
+        f"SELECT id FROM {RatingSnapshot._meta.db_table} WHERE method = %(method)s AND category = %(category)s"
+        " ORDER BY created_at DESC, id DESC LIMIT 1"
+    )
+
+
 def battles_published_until(delay_s: int) -> datetime | None:
     """Votes cast at or before this time may be published with their battle (prompt, answers, names).
 

@@ -291,11 +291,15 @@ def server_command(server: str, fd: int) -> list[str]:
     ]  # fmt: skip
 
 
+GUNICORN_TIMEOUT_S = 600  # as docker/compose.yaml: a long export must not be cut by the 30 s default
+
+
 def gunicorn_command(fd: int, workers: int, worker_class: str) -> list[str]:
     """Gunicorn (WSGI, the production HTTP server): one master, ``workers`` processes on the socket."""
     command = [
         str(Path(sys.executable).parent / "gunicorn"), "--bind", f"fd://{fd}", "--workers", str(workers),
-        "--worker-class", worker_class, "--log-level", "warning", "config.wsgi:application",
+        "--worker-class", worker_class, "--timeout", str(GUNICORN_TIMEOUT_S), "--log-level", "warning",
+        "config.wsgi:application",
     ]  # fmt: skip
     if worker_class == "gthread":
         command[-1:-1] = ["--threads", "2"]

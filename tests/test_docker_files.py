@@ -18,6 +18,7 @@ from celery import Celery
 from django.core.management import get_commands
 from django.urls import resolve
 
+from bench.arena_load import GUNICORN_TIMEOUT_S, gunicorn_command
 from tests.conftest import REPO_ROOT, clean_env
 from workers.queues import ALL_QUEUES, GENERATE
 
@@ -168,3 +169,10 @@ def test_images_contain_every_package_and_the_pinned_torch(dockerfile):
     assert torch_pin in text, f"{dockerfile} installs another torch than {torch_pin}"
     for extra in re.findall(r'"\.\[(\w+)\]"', text):
         assert extra in pyproject["project"]["optional-dependencies"]
+
+
+def test_web_server_timeout_outlasts_a_long_export():
+    """gunicorn kills a sync worker after --timeout s in one request (30 by default): /api/votes.csv at
+    10M votes streams for one to two minutes, so the web service and the benchmarks' server allow 600 s."""
+    assert int(option(compose()["services"]["web"]["command"], "--timeout", "-t")) == GUNICORN_TIMEOUT_S == 600
+    assert option(gunicorn_command(3, 2, "sync"), "--timeout") == "600"

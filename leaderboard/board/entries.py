@@ -18,11 +18,11 @@ from collections import OrderedDict, defaultdict
 from functools import lru_cache
 
 from django.conf import settings
-from django.db.models import Count, Max, Q, Sum
+from django.db import connection
 
 from arena import selectors as arena_selectors
 from evalcore.stats import best_of_k_inflation
-from leaderboard.judging.columns import board_judge_cells, judge_fingerprint
+from leaderboard.judging.columns import board_judge_cells, judge_fingerprint_sql
 from leaderboard.models import ContaminationScan, EvaluationRun, ScanTaskResult, Score, Submission
 from leaderboard.runs.benchmarks import (
     benchmark_key,
@@ -51,29 +51,37 @@ def parameters_label(count: int) -> str:
     return f"{count / 1e3:.0f}K"
 
 
-def _fingerprint() -> tuple:
-    finished = Submission.objects.filter(status=Submission.Status.FINISHED)
-    states = {
-        f"review_{state}": Sum("id", filter=Q(review_state=state), default=0)
-        for state in Submission.Review.values
-    }
-    subs = finished.aggregate(
-        n=Count("id"),
-        ids=Sum("id", default=0),
-        private=Sum("id", filter=Q(private=True), default=0),
-        **states,
+def _fingerprint_sql() -> str:
+    """One query for everything the kept entries read: finished submissions (ids, privacy, review
+    states), scores, finished contamination scans (they change the clean-subset scores the page shows),
+    the latest overall Bradley-Terry snapshot and the judge column. One round trip, no ORM compilation:
+    every page view runs it."""
+    sub, score = Submission._meta.db_table, Score._meta.db_table
+    result, scan = ScanTaskResult._meta.db_table, ContaminationScan._meta.db_table
+    states = "".join(
+        f", coalesce(sum(id) FILTER (WHERE review_state = '{state}'), 0)" for state in Submission.Review.values
     )
-    scores = Score.objects.aggregate(n=Count("id"), ids=Sum("id", default=0), updated=Max("updated_at"))
-    scans = ScanTaskResult.objects.filter(scan__status=ContaminationScan.Status.FINISHED).aggregate(
-        n=Count("id"), ids=Sum("id", default=0), flagged=Sum("flagged", default=0), last=Max("scan__finished_at")
-    )  # a finished scan changes the clean-subset scores the page shows
     return (
-        tuple(sorted(subs.items())),
-        tuple(sorted(scores.items())),
-        tuple(sorted(scans.items())),
-        arena_selectors.snapshot_latest_id("bt", "overall"),
-        judge_fingerprint(),
+        f"SELECT (SELECT row(count(id), coalesce(sum(id), 0), coalesce(sum(id) FILTER (WHERE private), 0){states})::text"
+        f" FROM {sub} WHERE status = %(finished)s),"
+        f" (SELECT row(count(id), coalesce(sum(id), 0), max(updated_at))::text FROM {score}),"
+        f" (SELECT row(count(r.id), coalesce(sum(r.id), 0), coalesce(sum(r.flagged), 0), max(s.finished_at))::text"
+        f" FROM {result} r JOIN {scan} s ON s.id = r.scan_id WHERE s.status = %(scan_finished)s),"
+        f" ({arena_selectors.snapshot_latest_id_sql()}),"
+        f" {judge_fingerprint_sql()}"
     )
+
+
+def _fingerprint() -> tuple:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _fingerprint_sql(),
+            {
+                "finished": Submission.Status.FINISHED, "scan_finished": ContaminationScan.Status.FINISHED,
+                "method": "bt", "category": "overall",
+            },
+        )  # fmt: skip
+        return tuple(cursor.fetchone())
 
 
 def _cell(parts: list[dict]) -> dict:
@@ -268,7 +276,8 @@ def board_entries() -> dict:
         if key in _KEPT:
             _KEPT.move_to_end(key)
             return _KEPT[key]
-    built = {**_build(), "fingerprint": key}
+    built = _build()
+    built = {**built, "fingerprint": key, "owners": frozenset(e["owner_id"] for e in built["entries"])}
     with _LOCK:
         _KEPT[key] = built
         while len(_KEPT) > _KEPT_SIZE:

@@ -1,10 +1,14 @@
-"""The leaderboard table as the page shows it: rendered once per data fingerprint and filters.
+"""The leaderboard table as the page shows it: one page of rows, rendered once per data fingerprint,
+filters and page number.
 
-Rendering a few hundred rows with their intervals and building the Plotly figures costs far more
-than the queries, so the rendered fragment is kept per process (like the arena board), keyed by the
-table's fingerprint (which changes with any score, submission, review or contamination-scan change), the validated
-filters, and the viewer when the viewer owns an entry (their private and pending entries show only
-to them).
+Rendering a row with its intervals costs about a millisecond of template work, so the page shows
+:data:`PAGE_ROWS` rows at a time (``?page=``, 1-based; a page past the end shows the last one). The
+filtered, ranked and sorted table and its Plotly figures (the top :data:`~leaderboard.board.charts.MAX_MODELS`
+rows) are kept per process, keyed by the table's fingerprint (which changes with any score, submission,
+review or contamination-scan change), the validated filters, and the viewer when the viewer owns an
+entry (their private and pending entries show only to them); the rendered fragment is kept per page
+of that key. A request then costs the fingerprint query and a dictionary lookup, whatever the number
+of submissions; the downloads (:mod:`leaderboard.board.exports`) stream every row.
 """
 
 from __future__ import annotations
@@ -23,8 +27,11 @@ from leaderboard.runs.integrity import board_clean_cells
 
 _RENDERED: OrderedDict[tuple, dict] = OrderedDict()
 _RENDERED_SIZE = 128
+_TABLES: OrderedDict[tuple, dict] = OrderedDict()
+_TABLES_SIZE = 16
 _LOCK = threading.Lock()
 DEFAULT_SORT = "-average"
+PAGE_ROWS = 50
 
 
 def board_params(data: dict) -> dict:
@@ -51,7 +58,7 @@ def _links(data: dict, columns: list[tuple[str, str]]) -> dict:
     def sort_url(column: str) -> str:
         descending_first = column not in ("model", "type", "precision")
         first, other = (f"-{column}", column) if descending_first else (column, f"-{column}")
-        return "?" + board_query(data, sort=other if current == first else first)
+        return "?" + board_query(data, sort=other if current == first else first, page="")
 
     return {
         "sort": {c: sort_url(c) for c in SORT_COLUMNS},
@@ -59,44 +66,78 @@ def _links(data: dict, columns: list[tuple[str, str]]) -> dict:
             (key, label, sort_url(f"score:{key}"), current.lstrip("-") == f"score:{key}")
             for key, label in columns
         ],
-        "hidden_on": "?" + board_query(data, show="hidden"),
-        "hidden_off": "?" + board_query(data, show=""),
+        "hidden_on": "?" + board_query(data, show="hidden", page=""),
+        "hidden_off": "?" + board_query(data, show="", page=""),
     }
 
 
-def board_page(*, viewer, data: dict) -> dict:
-    """``html`` (safe) of the table, legend and charts, and ``has_figures``, for validated filters."""
-    built = board_entries()
-    owns = (
-        viewer is not None
-        and viewer.is_authenticated
-        and any(e["owner_id"] == viewer.pk for e in built["entries"])
-    )
-    key = (built["fingerprint"], tuple(sorted(board_params(data).items())), viewer.pk if owns else None)
+def _kept(store: OrderedDict, size: int, key: tuple, make):
+    """``store[key]``, made with ``make()`` on a miss (outside the lock) and the oldest entries dropped."""
     with _LOCK:
-        if key in _RENDERED:
-            _RENDERED.move_to_end(key)
-            return _RENDERED[key]
+        if key in store:
+            store.move_to_end(key)
+            return store[key]
+    value = make()
+    with _LOCK:
+        store[key] = value
+        while len(store) > size:
+            store.popitem(last=False)
+    return value
+
+
+def _table(viewer, data: dict) -> dict:
+    """The whole filtered, sorted table and its figures (the top rows): built once per key."""
     table = board_table(viewer=viewer, **board_params(data))
-    board_clean_cells(table["rows"])  # clean-subset scores where a contamination scan flagged items
+    return {"table": table, "figures": board_figures(table)}
+
+
+def page_count(total: int) -> int:
+    return max(1, -(-total // PAGE_ROWS))
+
+
+def _pagination(data: dict, number: int, pages: int, total: int) -> dict:
+    first = (number - 1) * PAGE_ROWS
+    return {
+        "number": number, "pages": pages, "first": first + 1 if total else 0,
+        "last": min(total, first + PAGE_ROWS),
+        "previous": "?" + board_query(data, page=number - 1 if number > 2 else "") if number > 1 else None,
+        "next": "?" + board_query(data, page=number + 1) if number < pages else None,
+        "first_url": "?" + board_query(data, page=""), "last_url": "?" + board_query(data, page=pages),
+    }  # fmt: skip
+
+
+def board_page(*, viewer, data: dict) -> dict:
+    """``html`` (safe) of one page of the table, its legend and the charts, ``has_figures``, and
+    ``page`` (the page number shown: ``data["page"]``, clamped to the last page), for validated filters."""
+    built = board_entries()
+    owns = viewer is not None and viewer.is_authenticated and viewer.pk in built["owners"]
+    key = (built["fingerprint"], tuple(sorted(board_params(data).items())), viewer.pk if owns else None)
+    kept = _kept(_TABLES, _TABLES_SIZE, key, lambda: _table(viewer, data))
+    pages = page_count(len(kept["table"]["rows"]))
+    number = min(data.get("page") or 1, pages)
+    return {**_kept(_RENDERED, _RENDERED_SIZE, (*key, number), lambda: _render(kept, data, number, pages)),
+            "page": number}  # fmt: skip
+
+
+def _render(kept: dict, data: dict, number: int, pages: int) -> dict:
+    table = kept["table"]
+    start = (number - 1) * PAGE_ROWS
+    rows = table["rows"][start : start + PAGE_ROWS]
+    board_clean_cells(rows)  # clean-subset scores where a contamination scan flagged items
     links = _links(data, table["columns"])
-    figures = board_figures(table)
     sort = data.get("sort") or DEFAULT_SORT
     context = {
         "table": table,
+        "rows": rows,
+        "pagination": _pagination(data, number, pages, len(table["rows"])),
         "links": links,
         "score_headers": links["score_headers"],
         "sort": sort,
         "sort_column": sort.lstrip("-"),
         "filters": data,
-        "figures": figures,
+        "figures": kept["figures"],
     }
-    page = {
+    return {
         "html": mark_safe(render_to_string("leaderboard/_board.html", context)),
-        "has_figures": figures is not None,
+        "has_figures": kept["figures"] is not None,
     }
-    with _LOCK:
-        _RENDERED[key] = page
-        while len(_RENDERED) > _RENDERED_SIZE:
-            _RENDERED.popitem(last=False)
-    return page

@@ -40,6 +40,9 @@ class BoardForm(forms.Form):
     show = forms.ChoiceField(required=False, choices=[("", "Default"), ("hidden", "Include hidden models")])
     sort = forms.RegexField(required=False, regex=SORT_PATTERN, max_length=120,
                             error_messages={"invalid": f"must match {SORT_PATTERN}"})  # fmt: skip
+    # The page's table is shown PAGE_ROWS rows at a time; a page past the end shows the last one.
+    # The downloads ignore it: they hold every row.
+    page = forms.IntegerField(required=False, min_value=1, max_value=1_000_000)
 
     def clean_sort(self):
         sort = self.cleaned_data["sort"] or "-average"
@@ -61,17 +64,17 @@ def leaderboard_board(request):
     if errors:
         return query_bad(request, "leaderboard/index.html", errors, form=BoardForm())
     data = form.cleaned_data
-    page = board_page(viewer=request.user, data=data)
+    board = board_page(viewer=request.user, data=data)
     context = {
         "form": form,
         "sort": data["sort"],
         "normalised": data["scale"] == "normalised",
-        "board_html": page["html"],
-        "has_figures": page["has_figures"],
+        "board_html": board["html"],
+        "has_figures": board["has_figures"],
         "plotly_version": PLOTLY_VERSION,
         "raw_url": "?" + board_query(data, scale=""),
         "normalised_url": "?" + board_query(data, scale="normalised"),
-        "export_query": board_query(data),
+        "export_query": board_query(data, page=""),
     }
     return render(request, "leaderboard/index.html", context)
 
@@ -109,7 +112,7 @@ def _export_table(request, kind: str):
             "text/csv; charset=utf-8",
             "podium_leaderboard.csv",
         )
-    filters = {k: v for k, v in data.items() if v}
+    filters = {k: v for k, v in data.items() if v and k != "page"}
     return streaming_download(
         request,
         lambda: exports.table_json_chunks(table, filters),

@@ -7,7 +7,7 @@ baseline with its 95% interval (the plain win rate when LC could not be fitted).
 
 from __future__ import annotations
 
-from django.db.models import Count, F, Max, Q, Subquery, Sum
+from django.db.models import F, Subquery
 
 from leaderboard.models import JudgeConfig, JudgeRun
 
@@ -17,14 +17,16 @@ def board_judge() -> JudgeConfig | None:
     return JudgeConfig.objects.filter(active=True).select_related("baseline").order_by("id").first()
 
 
-def judge_fingerprint() -> tuple:
-    """One query that changes whenever a run is stored or refreshed, or a config changes (the board's
-    kept set is rebuilt then)."""
-    found = JudgeConfig.objects.aggregate(
-        n=Count("id", distinct=True), updated=Max("updated_at"), active=Count("id", filter=Q(active=True), distinct=True),
-        n_runs=Count("runs", distinct=True), run_ids=Sum("runs__id", default=0), run_updated=Max("runs__updated_at"),
-    )  # fmt: skip
-    return tuple(sorted(found.items()))
+def judge_fingerprint_sql() -> str:
+    """A scalar SQL expression (text) that changes whenever a run is stored or refreshed, or a config
+    changes: part of the board's fingerprint (its kept set is rebuilt then), read in the board's one
+    fingerprint query."""
+    config, run = JudgeConfig._meta.db_table, JudgeRun._meta.db_table
+    return (
+        "(SELECT row(count(DISTINCT c.id), max(c.updated_at), count(DISTINCT c.id) FILTER (WHERE c.active), "
+        "count(DISTINCT r.id), coalesce(sum(r.id), 0), max(r.updated_at))::text "
+        f"FROM {config} c LEFT JOIN {run} r ON r.config_id = c.id)"
+    )
 
 
 def judge_cell(run: JudgeRun) -> dict:

@@ -12,6 +12,7 @@ import pytest
 
 from arena.models import RatingSnapshot
 from arena.ratings import snapshots_refit
+from leaderboard.arena_board.charts import HEATMAP_MODELS, snapshot_figures
 from tests.arena.vote_data import votes_create
 
 pytestmark = pytest.mark.django_db
@@ -107,3 +108,25 @@ def test_bad_parameters_get_a_400_page(client, query):
     assert response.status_code == 400
     html = response.content.decode()
     assert "cannot show that selection" in html and "<script>alert" not in html
+
+
+def test_heatmaps_show_the_top_models_of_a_large_arena():
+    """200 models make a 1 MB, unreadable matrix: the heatmaps keep the 20 best-rated, in matrix order."""
+    models = [f"m{k:03d}" for k in range(30)]
+    rows = [{"model": name, "rating": 1000 + (k * 7919) % 30, "ci_low": None, "ci_high": None}
+            for k, name in enumerate(models)]  # fmt: skip
+    extra = {
+        "models": models,
+        "predicted": [[0.5 + (i - j) / 100 for j in range(30)] for i in range(30)],
+        "battles": [[i * 100 + j for j in range(30)] for i in range(30)],
+    }
+    html = str(snapshot_figures(rows, extra, "Bradley-Terry"))
+    figures = json.loads(html[html.index(">") + 1 : html.rindex("<")])
+    best = sorted(rows, key=lambda r: -r["rating"])[:HEATMAP_MODELS]
+    kept = [m for m in models if m in {r["model"] for r in best}]
+    battles = figures["battles"]["data"][0]
+    assert battles["x"] == kept and battles["y"] == kept and len(kept) == 20
+    i, j = models.index(kept[0]), models.index(kept[1])
+    assert battles["z"][0][1] == extra["battles"][i][j] and battles["z"][0][0] is None
+    assert "top 20 of 30" in figures["predicted"]["layout"]["title"]["text"]
+    assert len(figures["ratings"]["data"][0]["y"]) == 30  # the ratings chart keeps every model
