@@ -217,6 +217,51 @@ def one_size(size: int, env: dict, args) -> dict:
     return row
 
 
+FIGURES = [  # (label, path into a size's row, unit, target)
+    ("refit from the database (s)", ("refit", "wall_s"), "s", "< 30 s at 10M"),
+    ("votes.csv (rows/s)", ("csv", "rows_per_s"), "rows/s", ">= 200,000"),
+    ("votes.csv server peak RSS (MB)", ("csv", "server_peak_rss_mb"), "MB", "flat"),
+    ("arena board p99 (ms)", ("arena_page", "p99_ms"), "ms", "< 50 ms"),
+    ("leaderboard page p99 (ms)", ("leaderboard_page", "p99_ms"), "ms", "< 50 ms"),
+    ("vote path p99 at --rate (ms)", ("votes_phase", "p99_ms"), "ms", "< 100 ms at 300/s"),
+    ("vote path served (votes/s)", ("votes_phase", "per_s"), "votes/s", "300"),
+]
+
+
+def _figure(row: dict, path: tuple[str, str]):
+    value = row.get(path[0], {}).get(path[1])
+    return value if isinstance(value, (int, float)) else None
+
+
+def table(report: dict) -> str:
+    """The figures by size, as a markdown table (docs/PERFORMANCE.md)."""
+    rows = sorted(report["sizes"], key=lambda r: r["votes"])
+    head = "| figure | target | " + " | ".join(f"{r['votes'] / 1e6:g}M votes" for r in rows) + " |"
+    lines = [head, "|" + "---|" * (len(rows) + 2)]
+    for label, path, _, target in FIGURES:
+        cells = [_figure(r, path) for r in rows]
+        lines.append(f"| {label} | {target} | " + " | ".join("-" if c is None else f"{c:,.1f}" for c in cells) + " |")
+    loads = " | ".join(f"{r['load_average_before'][0]:.1f} -> {r['load_average_after'][0]:.1f}" for r in rows)
+    lines.append(f"| load average (1 min) before -> after | | {loads} |")
+    return "\n".join(lines)
+
+
+def chart(report: dict, path: Path) -> None:
+    """docs/scale.html: each figure against the vote count (log axis), one panel per figure."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    rows = sorted(report["sizes"], key=lambda r: r["votes"])
+    votes = [r["votes"] for r in rows]
+    fig = make_subplots(rows=len(FIGURES), cols=1, subplot_titles=[f[0] for f in FIGURES], vertical_spacing=0.04)
+    for k, (label, fpath, unit, _) in enumerate(FIGURES, start=1):
+        fig.add_trace(go.Scatter(x=votes, y=[_figure(r, fpath) for r in rows], mode="lines+markers", name=label), row=k, col=1)
+        fig.update_xaxes(type="log", title_text="votes stored", row=k, col=1)
+        fig.update_yaxes(title_text=unit, row=k, col=1)
+    fig.update_layout(height=260 * len(FIGURES), showlegend=False, title="Podium at 1M-10M votes (bench/scale.py)")
+    path.write_text(fig.to_html(include_plotlyjs="cdn", full_html=True))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000000,3000000,10000000")
@@ -225,8 +270,15 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=300.0)
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--chart", action="store_true", help="write docs/scale.html")
+    parser.add_argument("--report", type=Path, help="only print the table (and --chart) of an earlier scale.json")
     parser.add_argument("--reuse", action="store_true", help="keep the votes of an earlier run and add to them")
     args = parser.parse_args()
+    if args.report:
+        report = json.loads(args.report.read_text())
+        print(table(report))
+        if args.chart:
+            chart(report, ROOT / "docs" / "scale.html")
+        return 0
     sizes = sorted(int(s) for s in args.sizes.split(","))
     if args.reuse:  # a reused database already past some sizes: measure those on the way down
         sizes = sizes[::-1]
@@ -270,6 +322,9 @@ def main() -> int:
         report["sizes"].append(one_size(size, env, args))
         (OUT / "scale.json").write_text(json.dumps(report, indent=2, default=str))
     print(json.dumps(report, indent=2, default=str))
+    print(table(report))
+    if args.chart:
+        chart(report, ROOT / "docs" / "scale.html")
     return 0
 
 
