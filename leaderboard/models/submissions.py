@@ -50,8 +50,13 @@ NEEDS_BASE_MODEL = (ModelType.FINE_TUNED, ModelType.MERGE)
 
 def new_public_id() -> str:
     """22 URL-safe characters (128 random bits): a submission's public name in URLs, which unlike
-    its primary key says nothing about how many submissions exist or which came before it."""
-    return secrets.token_urlsafe(16)
+    its primary key says nothing about how many submissions exist or which came before it. Never
+    starting with "-" or "_", so that it can be given on a command line as it is (an id beginning with
+    "-" was read as an option by ``manage.py contamination_scan``)."""
+    while True:
+        candidate = secrets.token_urlsafe(16)
+        if candidate[0].isalnum():
+            return candidate
 
 
 class Submission(models.Model):

@@ -20,7 +20,9 @@ class Command(BaseCommand):
     help = "Queue an n-gram scan of a training corpus for a submission's benchmark items."
 
     def add_arguments(self, parser):
-        parser.add_argument("submission", help="the submission's public id (or its number)")
+        parser.add_argument(
+            "submission", help="the submission's public id (or its number); put -- before an id that starts with -"
+        )
         parser.add_argument("--corpus", required=True, help="absolute path of a corpus file or folder")
         parser.add_argument("--n", type=int, default=None, help="n-gram length, 8 to 13 (default: LEADERBOARD_SCAN_NGRAM)")
         parser.add_argument("--by", default="", help="the admin's username, recorded as who asked")
