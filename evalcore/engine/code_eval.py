@@ -40,83 +40,83 @@ MEMORY_MB = 2048  # the hub script sets no memory limit; the jail needs one
 _STARTUP_SLACK = 5.0  # seconds for the jail and its Python to start, beyond code_eval's own limit
 _USERS: set[str] = set()  # task-code modules that loaded code_eval through jailed_evaluate
 
-# The hub script's unsafe_execute, reliability_guard, swallow_io and time_limit, as one program.
+# What runs in the jail for one program: the behaviour of code_eval's ``check_correctness`` (see the
+# module docstring), written for Podium. The result line carries a nonce, so nothing the program prints
+# can pass for it; stdout (fd 1) is duplicated before the program's own streams are swapped out.
 _RUNNER = r"""
-import contextlib, faulthandler, io, json, os, signal, sys, tempfile
-PROGRAM = {program}
-NONCE = {nonce}
-_report = os.fdopen(os.dup(1), "w")
+import builtins, contextlib, faulthandler, io, json, os, shutil, signal, subprocess, sys, tempfile
 
-class TimeoutException(Exception):
+SOURCE = {program}
+NONCE = {nonce}
+LIMIT = {timeout!r}
+channel = os.fdopen(os.dup(1), "w")
+
+
+class OutOfTime(Exception):
     pass
 
-class WriteOnlyStringIO(io.StringIO):
-    def read(self, *args, **kwargs):
-        raise OSError
-    def readline(self, *args, **kwargs):
-        raise OSError
-    def readlines(self, *args, **kwargs):
-        raise OSError
-    def readable(self, *args, **kwargs):
+
+class Sink(io.StringIO):
+    # Output goes nowhere; any attempt to read (the program's stdin) fails as on a closed pipe.
+    def readable(self):
         return False
 
-class redirect_stdin(contextlib._RedirectStream):
+    def _refuse(self, *args, **kwargs):
+        raise OSError
+
+    read = readline = readlines = _refuse
+
+
+class _StdinSwap(contextlib._RedirectStream):
     _stream = "stdin"
 
-@contextlib.contextmanager
-def time_limit(seconds):
-    def signal_handler(signum, frame):
-        raise TimeoutException("Timed out!")
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    signal.signal(signal.SIGALRM, signal_handler)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
 
-@contextlib.contextmanager
-def swallow_io():
-    stream = WriteOnlyStringIO()
-    with contextlib.redirect_stdout(stream):
-        with contextlib.redirect_stderr(stream):
-            with redirect_stdin(stream):
-                yield
+def _on_alarm(signum, frame):
+    raise OutOfTime("Timed out!")
 
-def reliability_guard():
+
+# Functions the program may not use: set to None, as code_eval's guard does.
+DISARMED = {{
+    os: "kill system putenv remove removedirs rmdir fchdir setuid fork forkpty killpg rename renames "
+        "truncate replace unlink fchmod fchown chmod chown chroot lchflags lchmod lchown getcwd chdir",
+    shutil: "rmtree move chown",
+    subprocess: "Popen",
+    builtins: "exit quit help",
+}}
+
+
+def disarm():
     faulthandler.disable()
-    import builtins
-    builtins.exit = None
-    builtins.quit = None
     os.environ["OMP_NUM_THREADS"] = "1"
-    for name in ("kill", "system", "putenv", "remove", "removedirs", "rmdir", "fchdir", "setuid", "fork",
-                 "forkpty", "killpg", "rename", "renames", "truncate", "replace", "unlink", "fchmod", "fchown",
-                 "chmod", "chown", "chroot", "lchflags", "lchmod", "lchown", "getcwd", "chdir"):
-        setattr(os, name, None)
-    import shutil
-    shutil.rmtree = None
-    shutil.move = None
-    shutil.chown = None
-    import subprocess
-    subprocess.Popen = None
-    builtins.help = None
+    for module, names in DISARMED.items():
+        for name in names.split():
+            setattr(module, name, None)
     for name in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
         sys.modules[name] = None
 
-with tempfile.TemporaryDirectory() as dirname:
-    os.chdir(dirname)
-    reliability_guard()
+
+def verdict():
+    sink = Sink()
+    signal.signal(signal.SIGALRM, _on_alarm)
     try:
-        exec_globals = {{}}
-        with swallow_io():
-            with time_limit({timeout!r}):
-                exec(PROGRAM, exec_globals)
-        result = "passed"
-    except TimeoutException:
-        result = "timed out"
-    except BaseException as e:
-        result = f"failed: {{e}}"
-    _report.write(NONCE + " " + json.dumps(result) + "\n")
-    _report.flush()
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), _StdinSwap(sink):
+            signal.setitimer(signal.ITIMER_REAL, LIMIT)
+            try:
+                exec(SOURCE, {{}})
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    except OutOfTime:
+        return "timed out"
+    except BaseException as error:
+        return "failed: " + str(error)
+    return "passed"
+
+
+workdir = tempfile.mkdtemp()
+os.chdir(workdir)
+disarm()
+channel.write(NONCE + " " + json.dumps(verdict()) + "\n")
+channel.flush()
 """
 
 
@@ -140,14 +140,14 @@ def _result(text: str) -> str:
 
 
 def estimate_pass_at_k(num_samples: np.ndarray, num_correct: np.ndarray, k: int) -> np.ndarray:
-    """code_eval's estimator: ``1 - C(n - c, k) / C(n, k)`` per problem, shape (problems,)."""
-
-    def estimator(n: int, c: int) -> float:
-        if n - c < k:
-            return 1.0
-        return 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
-
-    return np.array([estimator(int(n), int(c)) for n, c in zip(num_samples, num_correct)])
+    """The unbiased pass@k per problem, ``1 - C(n - c, k) / C(n, k)`` (Chen et al., 2021), computed as a
+    product of ratios so that large ``n`` never overflows; shape (problems,)."""
+    out = np.ones(len(num_samples))
+    for row, (n, c) in enumerate(zip(num_samples, num_correct)):
+        failures = int(n) - int(c)
+        if failures >= k:  # else every draw of k holds a correct sample
+            out[row] = 1.0 - float(np.prod(1.0 - k / np.arange(failures + 1, int(n) + 1)))
+    return out
 
 
 class JailedCodeEval:
