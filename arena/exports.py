@@ -12,6 +12,8 @@ import io
 import json
 from collections.abc import Iterator
 
+from django.db import connection
+
 from arena import vote_csv
 from arena.selectors import EXPORT_COLUMNS, votes_for_export
 from evalcore import csvsafe
@@ -20,11 +22,24 @@ CHUNK_ROWS = 1000
 
 
 def votes_csv_chunks() -> Iterator[bytes]:
-    """The header, then the votes as :mod:`arena.vote_csv` has PostgreSQL write them (chunks of lines)."""
+    """The header, then the votes: on PostgreSQL as :mod:`arena.vote_csv` has the database write them
+    (chunks of lines), elsewhere (SQLite, the embedded default) through Python's writer, the same bytes."""
     buffer = io.StringIO()
-    csvsafe.writer(buffer, lineterminator="\n").writerow(EXPORT_COLUMNS)
+    writer = csvsafe.writer(buffer, lineterminator="\n")
+    writer.writerow(EXPORT_COLUMNS)
+    if connection.vendor == "postgresql":
+        yield buffer.getvalue().encode()
+        yield from vote_csv.votes_csv_lines()
+        return
+    for count, record in enumerate(votes_for_export(), start=1):
+        record["tstamp"] = repr(record["tstamp"])  # shortest exact repr: the export round-trips
+        record["anony"] = "true"
+        writer.writerow([record[column] for column in EXPORT_COLUMNS])
+        if count % CHUNK_ROWS == 0:
+            yield buffer.getvalue().encode()
+            buffer.seek(0)
+            buffer.truncate()
     yield buffer.getvalue().encode()
-    yield from vote_csv.votes_csv_lines()
 
 
 def conv_metadata(record: dict) -> dict:

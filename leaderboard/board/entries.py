@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import connection
 
 from arena import selectors as arena_selectors
+from common.sqltext import text_of
 from evalcore.stats import best_of_k_inflation
 from leaderboard.judging.columns import board_judge_cells, judge_fingerprint_sql
 from leaderboard.models import ContaminationScan, EvaluationRun, ScanTaskResult, Score, Submission
@@ -58,15 +59,16 @@ def _fingerprint_sql() -> str:
     every page view runs it."""
     sub, score = Submission._meta.db_table, Score._meta.db_table
     result, scan = ScanTaskResult._meta.db_table, ContaminationScan._meta.db_table
-    states = "".join(
-        f", coalesce(sum(id) FILTER (WHERE review_state = '{state}'), 0)" for state in Submission.Review.values
-    )
+    states = [
+        f"coalesce(sum(id) FILTER (WHERE review_state = '{state}'), 0)" for state in Submission.Review.values
+    ]
+    submissions = text_of("count(id)", "coalesce(sum(id), 0)", "coalesce(sum(id) FILTER (WHERE private), 0)", *states)
+    scores = text_of("count(id)", "coalesce(sum(id), 0)", "max(updated_at)")
+    scans = text_of("count(r.id)", "coalesce(sum(r.id), 0)", "coalesce(sum(r.flagged), 0)", "max(s.finished_at)")
     return (
-        f"SELECT (SELECT row(count(id), coalesce(sum(id), 0), coalesce(sum(id) FILTER (WHERE private), 0){states})::text"
-        f" FROM {sub} WHERE status = %(finished)s),"
-        f" (SELECT row(count(id), coalesce(sum(id), 0), max(updated_at))::text FROM {score}),"
-        f" (SELECT row(count(r.id), coalesce(sum(r.id), 0), coalesce(sum(r.flagged), 0), max(s.finished_at))::text"
-        f" FROM {result} r JOIN {scan} s ON s.id = r.scan_id WHERE s.status = %(scan_finished)s),"
+        f"SELECT (SELECT {submissions} FROM {sub} WHERE status = %(finished)s),"
+        f" (SELECT {scores} FROM {score}),"
+        f" (SELECT {scans} FROM {result} r JOIN {scan} s ON s.id = r.scan_id WHERE s.status = %(scan_finished)s),"
         f" ({arena_selectors.snapshot_latest_id_sql()}),"
         f" {judge_fingerprint_sql()}"
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.db.models import F, Subquery
 
+from common.sqltext import text_of
 from leaderboard.models import JudgeConfig, JudgeRun
 
 
@@ -22,11 +23,11 @@ def judge_fingerprint_sql() -> str:
     changes: part of the board's fingerprint (its kept set is rebuilt then), read in the board's one
     fingerprint query."""
     config, run = JudgeConfig._meta.db_table, JudgeRun._meta.db_table
-    return (
-        "(SELECT row(count(DISTINCT c.id), max(c.updated_at), count(DISTINCT c.id) FILTER (WHERE c.active), "
-        "count(DISTINCT r.id), coalesce(sum(r.id), 0), max(r.updated_at))::text "
-        f"FROM {config} c LEFT JOIN {run} r ON r.config_id = c.id)"
-    )
+    values = text_of(
+        "count(DISTINCT c.id)", "max(c.updated_at)", "count(DISTINCT c.id) FILTER (WHERE c.active)",
+        "count(DISTINCT r.id)", "coalesce(sum(r.id), 0)", "max(r.updated_at)",
+    )  # fmt: skip
+    return f"(SELECT {values} FROM {config} c LEFT JOIN {run} r ON r.config_id = c.id)"
 
 
 def judge_cell(run: JudgeRun) -> dict:
