@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -13,15 +12,7 @@ import pytest
 from arena.models import LanguageModel
 from tests.faults.servers import PrivatePostgres, PrivateRedis
 from tests.leaderboard.conftest import tiny_dir  # noqa: F401 - the tiny real checkpoint, for submissions
-
-
-def wait_until(condition, *, timeout: float, what: str) -> None:
-    """Poll ``condition()`` every 0.1 s; an AssertionError naming ``what`` after ``timeout`` seconds."""
-    for _ in range(int(timeout * 10)):
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+from tests.leaderboard.polling import wait_until  # noqa: F401 - the fault tests import it from here
 
 
 def kill_all(processes) -> None:

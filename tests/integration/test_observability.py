@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import httpx
 import pytest
@@ -14,6 +13,7 @@ from django.test import Client, override_settings
 
 from arena.catalogue import catalogue_parse, catalogue_sync
 from tests.conftest import REPO_ROOT, clean_env, database_url_of
+from tests.leaderboard.polling import wait_for_row
 
 pytestmark = [pytest.mark.slow]
 
@@ -62,15 +62,11 @@ def _battle_played(client: httpx.Client, worker_log) -> str:
     assert started.status_code == 201, started.text
     assert started.headers["X-Request-ID"] == TRACE
     battle = started.json()["battle"]
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline:
-        state = client.get(f"/arena/battles/{battle}/").json()
-        sides = state["turns"][0]
-        if all(sides[side]["status"] in {"done", "error"} for side in ("a", "b")):
-            break
-        time.sleep(0.5)
-    else:
-        raise AssertionError(f"the battle never finished\n{worker_log()}")
+    wait_for_row(
+        lambda: client.get(f"/arena/battles/{battle}/").json()["turns"][0],
+        lambda sides: all(sides[side]["status"] in {"done", "error"} for side in ("a", "b")),
+        timeout=240, what="the battle's two answers", log=worker_log,
+    )  # fmt: skip
     voted = client.post(f"/arena/battles/{battle}/vote/", data={"winner": "tie"}, headers=csrf)
     assert voted.status_code == 201, voted.text
     return battle
@@ -81,9 +77,10 @@ def test_metrics_and_request_id_follow_a_battle(observed_site, processes):
     with httpx.Client(base_url=base, timeout=30) as client:
         battle = _battle_played(client, lambda: processes.log_of(worker))
         # The vote asked for a live point fit (arena.live) on the default queue: the worker ran it.
-        deadline = time.monotonic() + 60
-        while (live := client.get("/api/ratings/live/")).status_code == 404 and time.monotonic() < deadline:
-            time.sleep(0.2)
+        live = wait_for_row(
+            lambda: client.get("/api/ratings/live/"), lambda answer: answer.status_code != 404,
+            timeout=60, what="the live point fit", log=lambda: processes.log_of(worker)[-2000:],
+        )  # fmt: skip
         assert live.status_code == 200, processes.log_of(worker)[-2000:]
         assert live.json()["vote_count"] == 1 and live.json()["fitted_at"]
 

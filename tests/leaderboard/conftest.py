@@ -32,3 +32,10 @@ def submissions_dir(tmp_path, settings) -> Path:
     settings.LEADERBOARD_REQUEST_CACHE_DIR = tmp_path / "request-cache"
     settings.LEADERBOARD_TRAINING_DATA_DIR = tmp_path / "training-data"
     return folder
+
+
+@pytest.fixture
+def uploads_dir(tmp_path, settings, submissions_dir):
+    """Resumable uploads land in a folder of the test's own."""
+    settings.LEADERBOARD_UPLOADS_DIR = tmp_path / "uploads"
+    return settings.LEADERBOARD_UPLOADS_DIR

@@ -17,12 +17,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def uploads_dir(tmp_path, settings, submissions_dir):
-    settings.LEADERBOARD_UPLOADS_DIR = tmp_path / "uploads"
-    return settings.LEADERBOARD_UPLOADS_DIR
-
-
-@pytest.fixture
 def owner(client):
     user = get_user_model().objects.create_user("owner@example.org", "owner@example.org", "pw-long-enough-42")
     client.force_login(user)

@@ -39,13 +39,13 @@ def test_one_opponent_is_clopper_pearson_through_the_logit(wins, n):
     low, high = exact_interval(np.array([0.3]), np.array([n]), wins, level=0.95)
     want_low = -math.inf if wins == 0 else 0.3 + _logit(beta.ppf(0.025, wins, n - wins + 1))
     want_high = math.inf if wins == n else 0.3 + _logit(beta.ppf(0.975, wins + 1, n - wins))
-    assert low == pytest.approx(want_low, abs=1e-6)
-    assert high == pytest.approx(want_high, abs=1e-6)
+    assert low == pytest.approx(want_low, abs=1e-4)
+    assert high == pytest.approx(want_high, abs=1e-4)
 
 
 def test_twenty_of_twenty_is_at_least_277_points_above_its_opponent():
     low, high = exact_interval(np.array([0.0]), np.array([20]), 20)
-    assert 1 / (1 + math.exp(-low)) == pytest.approx(0.025 ** (1 / 20), abs=1e-9)  # 0.8316
+    assert 1 / (1 + math.exp(-low)) == pytest.approx(0.025 ** (1 / 20), abs=1e-4)  # 0.8316
     assert low * ELO_PER_LOGIT == pytest.approx(277.39, abs=0.01)
     assert high == math.inf
 
@@ -183,5 +183,5 @@ def test_long_records_use_the_fourier_path_with_the_same_answer(monkeypatch):
     fourier = exact_interval(theta_opp, n_opp, 1300)  # 2,400 battles: past the direct limit
     monkeypatch.setattr(provisional, "_DIRECT_MAX", 10**6)
     direct = exact_interval(theta_opp, n_opp, 1300)
-    assert fourier == pytest.approx(direct, abs=1e-6)
+    assert fourier == pytest.approx(direct, abs=1e-4)
     assert fourier[0] < fourier[1] and math.isfinite(fourier[0]) and math.isfinite(fourier[1])
