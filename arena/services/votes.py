@@ -156,8 +156,7 @@ def _vote_refusal(battle: VoteContext) -> ArenaError | None:
 
 def _vote_build(battle: VoteContext, *, winner: str, session_hash: str, ip_hash: str) -> Vote:
     answers = battle.answers["a"] + battle.answers["b"]
-    terms = battle.terms or (*battle.names, *battle.families)
-    excluded = "identity_revealed" if reveals_identity(terms, answers) else ""
+    excluded = "identity_revealed" if reveals_identity(battle.terms, answers) else ""
     prompts = "\n".join(battle.prompts)
     vote = Vote(
         battle_id=battle.battle_id,
