@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import csv
 import io
+import threading
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 
 from arena import vote_csv
 from arena.exports import votes_csv_chunks
@@ -16,6 +18,7 @@ from arena.models import Vote
 from arena.selectors import EXPORT_COLUMNS, votes_for_export
 from evalcore import csvsafe
 from tests.arena.vote_data import T0, votes_create
+from tests.leaderboard.polling import wait_for_row
 
 pytestmark = pytest.mark.django_db
 
@@ -37,13 +40,17 @@ def reference_csv() -> bytes:
 
 @pytest.fixture
 def hostile_votes():
-    votes_create(HOSTILE_NAMES, 40, seed=3, language=LANGUAGES, turn_count=[1, 2, 3], prompt_tokens=[0, 7, 123456])
+    votes_create(
+        HOSTILE_NAMES, 40, seed=3, language=LANGUAGES, turn_count=[1, 2, 3], prompt_tokens=[0, 7, 123456]
+    )
     votes_create(HOSTILE_NAMES, 5, seed=4, counted=False, start=T0 + timedelta(seconds=7))  # never exported
     # Five votes share one timestamp (a chunk may end among them), two others a sub-second one.
     same = list(Vote.objects.filter(counted=True).order_by("id")[10:15])
     Vote.objects.filter(pk__in=[v.pk for v in same]).update(created_at=T0 + timedelta(seconds=30))
     odd = list(Vote.objects.filter(counted=True).order_by("id")[20:22])
-    Vote.objects.filter(pk__in=[v.pk for v in odd]).update(created_at=T0 + timedelta(seconds=3, microseconds=120))
+    Vote.objects.filter(pk__in=[v.pk for v in odd]).update(
+        created_at=T0 + timedelta(seconds=3, microseconds=120)
+    )
 
 
 @pytest.mark.parametrize("chunk_rows", [1, 3, 7, 50_000])
@@ -88,3 +95,50 @@ def test_votes_far_from_their_battles_are_looked_up(hostile_votes):
         votes[k].created_at = T0 + timedelta(seconds=100 + when)
     Vote.objects.bulk_update(votes, ["created_at"])
     assert b"".join(vote_csv.votes_csv_lines(5)) == reference_csv().partition(b"\n")[2]
+
+
+def _builders() -> list:
+    return [t for t in threading.enumerate() if t.name.startswith("votes-csv-")]
+
+
+def _connections() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+def _closed(before: int) -> None:
+    """The builder threads are gone and their backends have exited (a backend leaves
+    pg_stat_activity a moment after its client closes the connection)."""
+    assert not _builders()
+    wait_for_row(
+        _connections, lambda n: n == before, timeout=30, what=f"{before} connection(s) to the database"
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("chunk_rows", [1, 3, 7, 50_000])
+def test_chunks_built_side_by_side_equal_the_python_writer(hostile_votes, chunk_rows):
+    """Outside a transaction the chunks between keys found ahead are built on other connections; the
+    bytes are the same as one connection's, for any chunk size and number of builders."""
+    assert not connection.in_atomic_block
+    body = reference_csv().partition(b"\n")[2]
+    before = _connections()
+    for workers in (2, 3):
+        chunks = list(vote_csv.votes_csv_lines(chunk_rows, workers=workers))
+        assert b"".join(chunks) == body
+        assert len(chunks) == -(-40 // chunk_rows)
+    _closed(before)  # the builders closed their connections
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_download_closed_early_stops_its_builders(hostile_votes):
+    before = _connections()
+    lines = vote_csv.votes_csv_lines(3, workers=2)
+    first = next(lines)
+    assert (
+        list(csv.reader(io.StringIO(first.decode())))
+        == list(csv.reader(io.StringIO(reference_csv().decode())))[1:4]
+    )
+    lines.close()
+    _closed(before)
