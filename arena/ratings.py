@@ -16,7 +16,10 @@ Methods
     1,000) and LMArena's conservative rank ``rank_ub``. ``elo``: online Elo (K=4) replayed in vote-time
     order, with the spread over ``elo_orders`` random vote orders as its interval (it measures order
     dependence, not sampling error; skipped above :data:`ELO_ORDERS_MAX_VOTES` votes, where it would cost
-    about a minute per million votes). ``style``: BT with style covariates (answer length, headers,
+    about a minute per million votes). Elo is sequential by definition, so a refit continues the last
+    refit's replay (``extra["elo_state"]``: its ratings after its votes, and a digest of those votes) when
+    this refit's votes begin with exactly those votes, in the same order: bit for bit the full replay,
+    for the cost of the new votes (``settings["resumed_after"]`` says how many were not replayed). ``style``: BT with style covariates (answer length, headers,
     list items, bold), bootstrap intervals, and the coefficient table in ``extra["coefficients"]``.
 
 Cost
@@ -37,6 +40,7 @@ with the same method, seed and rounds reproduces its snapshot.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import time
@@ -66,6 +70,7 @@ from evalcore.ratings.provisional import DEFAULT_MIN_BATTLES, mark_provisional
 FALLBACK_PRIOR = 0.01
 TIES = "half"
 ELO_K = 4.0
+ELO_INITIAL = 1000.0
 LEVEL = 0.95
 KEEP_PER_KEY = 200  # snapshots kept per (method, category); older ones are pruned by each refit
 DROPPED_ROUNDS_TOLERANCE = 0.01  # more dropped bootstrap rounds than this share: refit with the prior
@@ -194,14 +199,72 @@ def _fit_style(battles: Battles, draft: _Draft, *, rounds: int, seed: int, budge
     draft.extra["feature_std"] = style.feature_std
 
 
-def _fit_elo(battles: Battles, draft: _Draft, *, orders: int, seed: int) -> None:
-    orders = orders if len(battles) <= ELO_ORDERS_MAX_VOTES else 0
-    result = online_elo(
-        battles, k=ELO_K, ties=TIES, permutations=orders, rng=np.random.default_rng(seed), level=LEVEL
+ELO_STATE_VERSION = 1
+_DIGEST_BLOCK = 1 << 20
+_BATTLE_RECORD = np.dtype([("a", "<u8"), ("b", "<u8"), ("outcome", "i1")])  # 17 bytes, packed
+
+
+def _elo_digest(battles: Battles, lo: int, hi: int, digest) -> None:
+    """Feed battles ``lo:hi`` to ``digest`` as 17-byte records (64-bit hashes of both models' names and
+    the outcome): the same bytes whatever the block boundaries, so a prefix's digest continues."""
+    names = np.array(
+        [
+            int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
+            for name in battles.models
+        ],
+        dtype=np.uint64,
     )
+    for start in range(lo, hi, _DIGEST_BLOCK):
+        stop = min(hi, start + _DIGEST_BLOCK)
+        record = np.empty(stop - start, dtype=_BATTLE_RECORD)
+        record["a"] = names[battles.model_a[start:stop]]
+        record["b"] = names[battles.model_b[start:stop]]
+        record["outcome"] = battles.outcome[start:stop]
+        digest.update(record.tobytes())
+
+
+def _elo_resume(battles: Battles, state: dict | None, orders: int):
+    """``(skip, start ratings, digest of the first skip battles)`` when ``state`` (an earlier refit's
+    ``elo_state``) replayed exactly this category's first battles in this order, else ``(0, None, fresh)``."""
+    fresh = hashlib.sha256()
+    usable = (
+        orders == 0 and isinstance(state, dict) and state.get("version") == ELO_STATE_VERSION
+        and state.get("k") == ELO_K and state.get("ties") == TIES and isinstance(state.get("ratings"), dict)
+        and isinstance(state.get("votes"), int) and 0 < state["votes"] <= len(battles)
+        and battles.tstamp is not None and bool(np.all(battles.tstamp[1:] >= battles.tstamp[:-1]))
+    )  # fmt: skip
+    if not usable:
+        return 0, None, fresh
+    skip = state["votes"]
+    digest = hashlib.sha256()
+    _elo_digest(battles, 0, skip, digest)
+    if digest.hexdigest() != state.get("digest"):
+        return 0, None, fresh
+    try:
+        start = np.array([float(state["ratings"].get(name, ELO_INITIAL)) for name in battles.models])
+    except (TypeError, ValueError):
+        return 0, None, fresh
+    if not np.all(np.isfinite(start)):
+        return 0, None, fresh
+    return skip, start, digest
+
+
+def _fit_elo(battles: Battles, draft: _Draft, *, orders: int, seed: int, state: dict | None = None) -> None:
+    orders = orders if len(battles) <= ELO_ORDERS_MAX_VOTES else 0
+    skip, start, digest = _elo_resume(battles, state, orders)
+    result = online_elo(
+        battles, k=ELO_K, ties=TIES, permutations=orders, rng=np.random.default_rng(seed), level=LEVEL,
+        initial=ELO_INITIAL, start=start, skip=skip,
+    )  # fmt: skip
     _fill(draft, battles, result, [])
     draft.settings["k"] = ELO_K
     draft.settings["orders"] = orders
+    draft.settings["resumed_after"] = skip
+    _elo_digest(battles, skip, len(battles), digest)
+    draft.extra["elo_state"] = {
+        "version": ELO_STATE_VERSION, "k": ELO_K, "ties": TIES, "votes": len(battles),
+        "digest": digest.hexdigest(), "ratings": dict(zip(battles.models, result.ratings.tolist())),
+    }  # fmt: skip
 
 
 def _fill(draft: _Draft, battles: Battles, result: RatingResult, notes: list[str]) -> None:
@@ -259,8 +322,10 @@ def snapshots_draft(
     min_category_votes: int = 50,
     style_budget: int = STYLE_BUDGET,
     provisional_votes: int = DEFAULT_MIN_BATTLES,
+    elo_states: dict[str, dict] | None = None,
 ) -> list[_Draft]:
-    """Fit every category and method; nothing is written. See the module docstring."""
+    """Fit every category and method; nothing is written. See the module docstring. ``elo_states``: the
+    last refit's ``elo_state`` per category, for Elo to continue from where it matches."""
     drafts: list[_Draft] = []
     jobs = []
     for category, mask in _categories(votes, min_category_votes).items():
@@ -270,7 +335,9 @@ def snapshots_draft(
         needed = min_votes if category == "overall" else min_category_votes
         for method in RatingSnapshot.Method.values:
             draft = _Draft(method, category, n, first, last)
-            draft.settings.update(seed=seed, rounds=rounds, min_votes=needed, provisional_votes=provisional_votes)
+            draft.settings.update(
+                seed=seed, rounds=rounds, min_votes=needed, provisional_votes=provisional_votes
+            )
             if category == "long_prompt":
                 draft.settings["long_prompt_tokens"] = LONG_PROMPT_TOKENS
             drafts.append(draft)
@@ -283,9 +350,12 @@ def snapshots_draft(
             if draft.method == "bt":
                 jobs.append(partial(_fit_bt, battles, draft, rounds=rounds, seed=seed))
             elif draft.method == "style":
-                jobs.append(partial(_fit_style, battles, draft, rounds=rounds, seed=seed, budget=style_budget))
+                jobs.append(
+                    partial(_fit_style, battles, draft, rounds=rounds, seed=seed, budget=style_budget)
+                )
             else:
-                jobs.append(partial(_fit_elo, battles, draft, orders=elo_orders, seed=seed))
+                state = (elo_states or {}).get(category)
+                jobs.append(partial(_fit_elo, battles, draft, orders=elo_orders, seed=seed, state=state))
     # Each fit seeds its own generator, so running them side by side changes no number; numpy's heavy
     # parts release the GIL, so two threads use both cores of a small machine for most of a refit.
     with ThreadPoolExecutor(max_workers=FIT_THREADS) as pool:
@@ -298,14 +368,31 @@ def _when(ts: float | None) -> datetime | None:
     return None if ts is None else datetime.fromtimestamp(ts, tz=UTC)
 
 
-def snapshots_compute(params: dict) -> tuple[selectors.VoteColumns, list[_Draft], dict]:
+def elo_states_latest() -> dict[str, dict]:
+    """The newest Elo snapshot's ``elo_state`` per category (what the next refit continues from)."""
+    latest: dict[str, int] = {}
+    for category, pk in (
+        RatingSnapshot.objects.filter(method="elo")
+        .order_by("-created_at", "-id")
+        .values_list("category", "id")
+    ):
+        latest.setdefault(category, pk)
+    rows = RatingSnapshot.objects.filter(id__in=latest.values()).values_list("category", "extra__elo_state")
+    return {category: state for category, state in rows if isinstance(state, dict)}
+
+
+def snapshots_compute(
+    params: dict, *, resume: bool = False
+) -> tuple[selectors.VoteColumns, list[_Draft], dict]:
     """The counted votes (duplicate prompts counted once: :mod:`arena.vote_filters`), every snapshot fitted
     from them with ``params`` (the keyword arguments of :func:`snapshots_draft` and ``duplicate_percentile``,
-    as a refit records them in ``settings["refit"]``), and what the filters left out; nothing is written."""
+    as a refit records them in ``settings["refit"]``), and what the filters left out; nothing is written.
+    ``resume``: Elo continues the last refit's replays where they match (a verification replays all)."""
     params = dict(params)
     percentile = float(params.pop("duplicate_percentile", vote_filters.DUPLICATE_PERCENTILE))
+    states = elo_states_latest() if resume else None
     votes, integrity = live.refit_votes_read(percentile)
-    return votes, snapshots_draft(votes, **params), integrity
+    return votes, snapshots_draft(votes, **params, elo_states=states), integrity
 
 
 def _integrity_record(drafts: list[_Draft], integrity: dict, *, rounds, seed, min_votes, percentile) -> None:
@@ -358,21 +445,26 @@ def snapshots_refit(
     if min_votes < 1 or min_category_votes < 1:
         raise ValueError("min_votes and min_category_votes must be at least 1")
     started = time.monotonic()
-    fingerprint = (
-        f"{selectors.votes_counted_fingerprint()}:{rounds}:{seed}:{elo_orders}:{style_budget}:{provisional_votes}"
-    )
+    fingerprint = f"{selectors.votes_counted_fingerprint()}:{rounds}:{seed}:{elo_orders}:{style_budget}:{provisional_votes}"
     fingerprint += f":{duplicate_percentile:g}:{vote_filters.excluded_fingerprint()}"
     latest = selectors.snapshot_latest("bt", "overall")
-    if not force and latest is not None and latest.settings.get("fingerprint") == fingerprint and live.base_exists():
+    if (
+        not force
+        and latest is not None
+        and latest.settings.get("fingerprint") == fingerprint
+        and live.base_exists()
+    ):
         return {"written": 0, "votes": latest.vote_count, "seconds": 0.0, "skipped": True}
     params = {
         "rounds": rounds, "seed": seed, "elo_orders": elo_orders, "min_votes": min_votes,
         "min_category_votes": min_category_votes, "style_budget": style_budget,
         "provisional_votes": provisional_votes, "duplicate_percentile": duplicate_percentile,
     }  # fmt: skip
-    votes, drafts, integrity = snapshots_compute(params)
+    votes, drafts, integrity = snapshots_compute(params, resume=True)
     high_water = integrity.pop("vote_high_water")  # the live board's base starts after it
-    _integrity_record(drafts, integrity, rounds=rounds, seed=seed, min_votes=min_votes, percentile=duplicate_percentile)
+    _integrity_record(
+        drafts, integrity, rounds=rounds, seed=seed, min_votes=min_votes, percentile=duplicate_percentile
+    )
     objects = []
     for d in drafts:
         d.settings["fingerprint"] = fingerprint

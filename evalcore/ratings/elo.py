@@ -4,6 +4,10 @@ Online Elo replays battles one by one (``tstamp`` order when present, else file 
 ratings by ``k * (score - expected)``, with ``expected = 1 / (1 + base ** ((r_b - r_a) / scale))``. The
 result depends on the order of the votes; :func:`elo_permutation_study` measures how much, by replaying
 the same votes in N random orders (all orders advance together, one vectorised step per battle).
+
+The replay can be continued: ``start`` (the ratings after the first ``skip`` battles, from an earlier
+replay) and ``skip`` replay only the rest, with the same arithmetic in the same order, so the result is
+bit for bit the full replay's (the arena's refit keeps each category's state between refits).
 """
 
 from __future__ import annotations
@@ -50,6 +54,8 @@ def elo_ratings(
     initial: float = 1000.0,
     ties: str = "half",
     order: np.ndarray | None = None,
+    start: np.ndarray | None = None,
+    skip: int = 0,
 ) -> np.ndarray:
     """Final online Elo ratings, shape (m,), in ``models`` order.
 
@@ -62,15 +68,33 @@ def elo_ratings(
         ``half`` scores a tie 0.5 for each side; the drop policies skip those battles.
     order : ndarray of int, shape (n,), optional
         Replay order; default ``tstamp`` order, else file order.
+    start : ndarray, shape (m,), optional
+        Ratings to start from instead of ``initial`` for every model.
+    skip : int
+        Battles (in file order, which must then be the replay order: no ``order``, timestamps sorted)
+        already replayed into ``start``.
     """
     score, keep = _scores_and_mask(battles, ties)
+    skip = check_integer(skip, "skip", minimum=0)
+    if skip:
+        if start is None or order is not None or _battle_order(battles) is not None or skip > len(battles):
+            raise ValueError("skip needs start ratings and battles in replay order (sorted timestamps)")
+        battles = Battles(
+            battles.models, battles.model_a[skip:], battles.model_b[skip:], battles.outcome[skip:]
+        )
+        score, keep = score[skip:], keep[skip:]
     if order is None:
         order = _battle_order(battles)
     if order is None:  # file order: gather only when a ties policy drops battles
         order = None if keep.all() else np.flatnonzero(keep)
     else:
         order = order[keep[order]]
-    ratings = [float(initial)] * battles.n_models
+    if start is None:
+        ratings = [float(initial)] * battles.n_models
+    else:
+        if np.shape(start) != (battles.n_models,) or not np.all(np.isfinite(start)):
+            raise ValueError(f"start must hold {battles.n_models} finite ratings")
+        ratings = [float(r) for r in start]
     if order is None:
         a_list, b_list, s_list = battles.model_a.tolist(), battles.model_b.tolist(), score.tolist()
     else:
@@ -137,6 +161,8 @@ def online_elo(
     permutations: int = 0,
     rng: np.random.Generator | None = None,
     level: float = 0.95,
+    start: np.ndarray | None = None,
+    skip: int = 0,
 ) -> RatingResult:
     """Online Elo as a :class:`RatingResult`, optionally with a permutation interval.
 
@@ -150,12 +176,17 @@ def online_elo(
         percentile interval over orders and ``se`` the standard deviation over orders.
     rng : numpy Generator
         Required when ``permutations > 0``.
+    start, skip
+        Continue an earlier replay of the first ``skip`` battles (see :func:`elo_ratings`); the
+        permutation study replays every battle.
     """
     check_level(level)
     permutations = check_integer(permutations, "permutations", minimum=0)
     if len(battles) == 0:
         raise ValueError("no battles to rate")
-    ratings = elo_ratings(battles, k=k, base=base, scale=scale, initial=initial, ties=ties)
+    ratings = elo_ratings(
+        battles, k=k, base=base, scale=scale, initial=initial, ties=ties, start=start, skip=skip
+    )
     m = battles.n_models
     played = np.bincount(battles.model_a, minlength=m) + np.bincount(battles.model_b, minlength=m)
     notes = [

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import numpy as np
 import pytest
 from django.core.cache import cache
 
 from arena import selectors
 from arena.models import RatingSnapshot, Vote
-from arena.ratings import FALLBACK_PRIOR, LONG_PROMPT_TOKENS, snapshots_refit, style_rounds
+from arena.ratings import FALLBACK_PRIOR, LONG_PROMPT_TOKENS, snapshots_compute, snapshots_refit, style_rounds
 from evalcore.ratings import aggregate, battles_from_arrays, bootstrap_bradley_terry
 from evalcore.ratings.provisional import mark_provisional
-from tests.arena.vote_data import votes_create
+from tests.arena.vote_data import T0, votes_create
 
 pytestmark = pytest.mark.django_db
 
@@ -256,6 +258,58 @@ def test_scheduling_never_fails_a_committed_vote(settings):
 
     # A cache that cannot be reached (nothing listens on port 1): scheduling gives up quietly.
     settings.CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": "redis://127.0.0.1:1/0"}
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:1/0",
+        }
     }
     assert ratings_refit_schedule() is False
+
+
+def _elo_rows_replayed_in_full() -> dict[str, list[dict]]:
+    """Every category's Elo rows from a replay of all counted votes (no stored state)."""
+    params = latest("elo").settings["refit"]
+    _, drafts, _ = snapshots_compute(params)
+    return {d.category: d.rows for d in drafts if d.method == "elo"}
+
+
+def test_elo_continues_the_last_refit_and_equals_the_full_replay():
+    """Above the permutation study's limit a refit continues the last refit's Elo replay when the votes
+    begin with the same votes in the same order: the same numbers, only the new votes replayed; a change
+    among the earlier votes (one set aside) replays everything."""
+    votes_create(STRENGTHS, 300, seed=21, language=["en", "de"])
+    snapshots_refit(rounds=ROUNDS, elo_orders=0, min_category_votes=20)
+    first = latest("elo")
+    assert first.settings["resumed_after"] == 0 and first.extra["elo_state"]["votes"] == 300
+    votes_create(STRENGTHS, 120, seed=22, language=["en", "de"], start=T0 + timedelta(hours=1))
+    snapshots_refit(rounds=ROUNDS, elo_orders=0, min_category_votes=20)
+    for category in ("overall", "language:en", "language:de"):
+        elo = latest("elo", category)
+        assert 0 < elo.settings["resumed_after"] < elo.vote_count, category
+    assert latest("elo").settings["resumed_after"] == 300 and latest("elo").vote_count == 420
+    full = _elo_rows_replayed_in_full()
+    for category, rows in full.items():
+        assert latest("elo", category).rows == rows, category  # equal, not close
+    Vote.objects.filter(pk=Vote.objects.order_by("created_at", "id")[5].pk).update(counted=False)
+    snapshots_refit(rounds=ROUNDS, elo_orders=0, min_category_votes=20)
+    assert latest("elo").settings["resumed_after"] == 0 and latest("elo").vote_count == 419
+    assert latest("elo").rows == _elo_rows_replayed_in_full()["overall"]
+
+
+def test_a_broken_elo_state_is_replayed_in_full():
+    votes_create(STRENGTHS, 200, seed=23)
+    snapshots_refit(rounds=ROUNDS, elo_orders=0)
+    good = latest("elo")
+    for broken in ({"votes": "x"}, {"ratings": {"alpha": "nan?"}}, {"digest": "0" * 64}, {"version": 0},
+                   {"votes": 10_000}, {"ratings": None}, {"k": 32.0}):  # fmt: skip
+        RatingSnapshot.objects.filter(pk=good.pk).update(
+            extra={**good.extra, "elo_state": {**good.extra["elo_state"], **broken}}
+        )
+        snapshots_refit(rounds=ROUNDS, elo_orders=0, force=True)
+        again = latest("elo")
+        assert again.settings["resumed_after"] == 0, broken
+        assert again.rows == good.rows
+        RatingSnapshot.objects.filter(pk=again.pk).delete()
+    RatingSnapshot.objects.filter(pk=good.pk).update(extra=good.extra)  # the state as the refit stored it
+    snapshots_refit(rounds=ROUNDS, elo_orders=0, force=True)
+    assert latest("elo").settings["resumed_after"] == 200 and latest("elo").rows == good.rows

@@ -70,3 +70,38 @@ def test_matches_evalica_elo_on_llmfao(data_dir):
     with open(data_dir / "ratings" / "evalica-llmfao-golden.csv", newline="") as fh:
         golden = {r["item"]: float(r["score"]) for r in csv.DictReader(fh) if r["algorithm"] == "elo"}
     np.testing.assert_allclose(ours, [golden[m] for m in battles.models], atol=1e-6)
+
+
+def test_a_continued_replay_is_bit_for_bit_the_full_replay(six_model_votes):
+    """Replaying the first votes, then the rest from those ratings (``start``, ``skip``), gives exactly
+    the full replay's numbers: what lets the arena's refit keep Elo's state between refits."""
+    votes = six_model_votes
+    full = elo_ratings(votes, k=4.0)
+    for cut in (1, 777, len(votes) // 2, len(votes) - 1, len(votes)):
+        head = type(votes)(votes.models, votes.model_a[:cut], votes.model_b[:cut], votes.outcome[:cut])
+        start = elo_ratings(head, k=4.0)
+        assert np.array_equal(elo_ratings(votes, k=4.0, start=start, skip=cut), full)
+        assert np.array_equal(online_elo(votes, start=start, skip=cut).ratings, full)
+    assert np.array_equal(elo_ratings(votes, k=4.0, start=np.full(votes.n_models, 1000.0)), full)
+
+
+def test_a_continued_replay_refuses_what_it_cannot_continue(six_model_votes):
+    votes = six_model_votes
+    start = np.full(votes.n_models, 1000.0)
+    with pytest.raises(ValueError, match="skip needs start"):
+        elo_ratings(votes, skip=10)
+    with pytest.raises(ValueError, match="skip needs start"):
+        elo_ratings(votes, start=start, skip=len(votes) + 1)
+    with pytest.raises(ValueError, match="skip needs start"):
+        elo_ratings(votes, start=start, skip=5, order=np.arange(len(votes))[::-1].copy())
+    shuffled = type(votes)(
+        votes.models, votes.model_a, votes.model_b, votes.outcome, tstamp=-np.arange(len(votes), dtype=float)
+    )
+    with pytest.raises(ValueError, match="skip needs start"):
+        elo_ratings(shuffled, start=start, skip=5)
+    with pytest.raises(ValueError, match="finite ratings"):
+        elo_ratings(votes, start=np.full(votes.n_models - 1, 1000.0))
+    with pytest.raises(ValueError, match="finite ratings"):
+        elo_ratings(votes, start=np.array([np.nan] * votes.n_models))
+    with pytest.raises(ValueError, match="skip"):
+        elo_ratings(votes, start=start, skip=-1)
