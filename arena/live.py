@@ -59,15 +59,21 @@ class Tally:
         return cls(z, z, z, z.astype(np.float64))
 
 
-def category_masks(turn_count, prompt_tokens, language) -> dict[str, np.ndarray]:
+def category_masks(turn_count, prompt_tokens, language, language_masks=None) -> dict[str, np.ndarray]:
     """Every category a vote belongs to, as the refit defines them, with every language (the refit
-    shows a language once it has enough votes; the counts are kept from the first)."""
+    shows a language once it has enough votes; the counts are kept from the first). ``language_masks``
+    (language -> mask, as :meth:`arena.selectors.VoteColumns.language_masks` makes them) replaces the
+    comparisons of ``language``."""
     n = len(turn_count)
     masks = {
         "overall": np.ones(n, dtype=bool),
         "multi_turn": np.asarray(turn_count) > 1,
         "long_prompt": np.asarray(prompt_tokens) >= LONG_PROMPT_TOKENS,
     }
+    if language_masks is not None:
+        for lang in sorted(language_masks):
+            masks[f"language:{lang}"] = language_masks[lang]
+        return masks
     language = np.asarray(language, dtype=object)
     for lang in sorted(set(language.tolist()) - {"", None}):
         masks[f"language:{lang}"] = language == lang
@@ -133,7 +139,9 @@ def refit_votes_read(percentile: float) -> tuple:
     snapshot of the database (so the live fit adds exactly the votes the refit could not see)."""
     with consistent_read():
         high_water = vote_high_water()
-        votes, integrity = vote_filters.votes_filtered(selectors.votes_counted_columns(), percentile=percentile)
+        votes, integrity = vote_filters.votes_filtered(
+            selectors.votes_counted_columns(), percentile=percentile
+        )
     return votes, {**integrity, "vote_high_water": high_water}
 
 
@@ -141,16 +149,23 @@ def base_store(votes, *, high_water: int, refit_at: datetime) -> int:
     """Replace the stored base with the counts of ``votes`` (a refit's filtered
     :class:`arena.selectors.VoteColumns`) per category; one transaction. Returns the categories stored."""
     rows = []
-    for category, mask in category_masks(votes.turn_count, votes.prompt_tokens, votes.language).items():
+    masks = category_masks(votes.turn_count, votes.prompt_tokens, votes.language, votes.language_masks())
+    for category, mask in masks.items():
         if not mask.any() and category not in CORE_CATEGORIES:
             continue
         ones = np.ones(int(mask.sum()))
-        counts = pair_counts(votes.names, Tally(votes.a[mask], votes.b[mask], votes.outcome[mask].astype(np.int64), ones))
+        counts = pair_counts(
+            votes.names, Tally(votes.a[mask], votes.b[mask], votes.outcome[mask].astype(np.int64), ones)
+        )
         cells = np.stack([counts.i, counts.j, *counts.cells().T.astype(np.int64)], axis=1)
         rows.append(
             PairCountBase(
-                category=category, high_water=high_water, refit_at=refit_at, vote_count=int(mask.sum()),
-                model_names=list(counts.models), cells=cells.astype(int).tolist(),
+                category=category,
+                high_water=high_water,
+                refit_at=refit_at,
+                vote_count=int(mask.sum()),
+                model_names=list(counts.models),
+                cells=cells.astype(int).tolist(),
             )  # fmt: skip
         )
     with transaction.atomic():
@@ -218,7 +233,12 @@ def settled_high_water() -> int:
     within :data:`SETTLE_S` of its ``created_at`` (the vote path: one statement, or one short transaction):
     the id of the newest vote created more than twice that long ago (0 when there is none)."""
     cutoff = datetime.now(UTC) - timedelta(seconds=2 * SETTLE_S)
-    found = Vote.objects.filter(created_at__lt=cutoff).order_by("-created_at").values_list("id", flat=True).first()
+    found = (
+        Vote.objects.filter(created_at__lt=cutoff)
+        .order_by("-created_at")
+        .values_list("id", flat=True)
+        .first()
+    )
     return int(found or 0)
 
 
@@ -226,7 +246,9 @@ def _add(counts: dict, votes: dict, d: np.ndarray, name_of: dict[int, str]) -> t
     """``counts`` (category -> PairCounts or None) and ``votes`` (category -> votes) plus the grouped votes
     ``d`` (rows of :func:`delta_groups`), as new dicts; the inputs are left as they are."""
     ids = np.unique(d[:, :2])
-    names = sorted({n for c in counts.values() if c is not None for n in c.models} | {name_of[int(k)] for k in ids})
+    names = sorted(
+        {n for c in counts.values() if c is not None for n in c.models} | {name_of[int(k)] for k in ids}
+    )
     index = {name: k for k, name in enumerate(names)}
     lookup = np.full(int(ids.max()) + 1 if ids.size else 1, -1, dtype=np.int64)
     lookup[ids] = [index[name_of[int(k)]] for k in ids]
@@ -273,7 +295,9 @@ def _settled(bases: list[PairCountBase], name_of: dict[int, str]) -> _Settled:
         state = None  # the votes it stood for are gone (a restored backup, a rolled-back test): start again
     if state is None or state.base != key:
         counts = {row.category: c if (c := _base_counts(row)).n_pairs else None for row in bases}
-        state = _SETTLED["state"] = _Settled(key, base_hw, base_hw, counts, {r.category: r.vote_count for r in bases})
+        state = _SETTLED["state"] = _Settled(
+            key, base_hw, base_hw, counts, {r.category: r.vote_count for r in bases}
+        )
     upto = settled_high_water()
     if upto > state.upto:
         rows, high = delta_groups(state.upto, upto)
@@ -335,15 +359,33 @@ def live_refit(*, min_votes: int = 10, min_category_votes: int = 50) -> dict:
             rows, notes = point_fit(counts)
         objects.append(
             LiveRating(
-                category=category, fitted_at=now, fit_seconds=0.0, vote_count=n, high_water=live.high_water,
-                base_high_water=live.base_high_water, base_refit_at=live.base_refit_at, rows=rows, notes=notes,
+                category=category,
+                fitted_at=now,
+                fit_seconds=0.0,
+                vote_count=n,
+                high_water=live.high_water,
+                base_high_water=live.base_high_water,
+                base_refit_at=live.base_refit_at,
+                rows=rows,
+                notes=notes,
             )  # fmt: skip
         )
     seconds = round(time.monotonic() - started, 4)
     for obj in objects:
         obj.fit_seconds = seconds
-    fields = ["fitted_at", "fit_seconds", "vote_count", "high_water", "base_high_water", "base_refit_at", "rows", "notes"]
+    fields = [
+        "fitted_at",
+        "fit_seconds",
+        "vote_count",
+        "high_water",
+        "base_high_water",
+        "base_refit_at",
+        "rows",
+        "notes",
+    ]
     with transaction.atomic():
-        LiveRating.objects.bulk_create(objects, update_conflicts=True, unique_fields=["category"], update_fields=fields)
+        LiveRating.objects.bulk_create(
+            objects, update_conflicts=True, unique_fields=["category"], update_fields=fields
+        )
         LiveRating.objects.exclude(category__in=[o.category for o in objects]).delete()
     return {"categories": len(objects), "votes": live.votes.get("overall", 0), "seconds": seconds}

@@ -44,7 +44,6 @@ import hashlib
 import math
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -55,8 +54,10 @@ from django.db import transaction
 from arena import live, selectors, vote_filters
 from arena.live import LONG_PROMPT_TOKENS
 from arena.models import RatingSnapshot
+from common.forkjobs import run_forked
 from evalcore.ratings import (
     Battles,
+    PairCounts,
     RatingResult,
     aggregate,
     bootstrap_bradley_terry,
@@ -77,7 +78,7 @@ DROPPED_ROUNDS_TOLERANCE = 0.01  # more dropped bootstrap rounds than this share
 STYLE_BUDGET = 1_500_000  # battle-rounds per category for the style bootstrap
 STYLE_MIN_ROUNDS = 100
 ELO_ORDERS_MAX_VOTES = 100_000
-FIT_THREADS = min(2, os.cpu_count() or 1)
+FIT_WORKERS = min(4, os.cpu_count() or 1)  # fits run side by side in forked processes (common.forkjobs)
 
 
 @dataclass
@@ -125,10 +126,10 @@ def _rows(result: RatingResult) -> list[dict]:
     return rows
 
 
-def _matrices(battles: Battles, result: RatingResult) -> dict:
+def _matrices(counts: PairCounts, result: RatingResult) -> dict:
     """Observed win rates and counts, and predicted win probabilities, best-first model order."""
     order = result.order()
-    observed = win_matrix(aggregate(battles), ties=TIES)
+    observed = win_matrix(counts, ties=TIES)
     pick = np.ix_(order, order)
     return {
         "models": [result.models[k] for k in order],
@@ -158,8 +159,10 @@ def _with_fallback(fit, rounds: int) -> tuple[object, list[str]]:
     return fit(FALLBACK_PRIOR), [note]
 
 
-def _fit_bt(battles: Battles, draft: _Draft, *, rounds: int, seed: int) -> None:
-    counts = aggregate(battles)
+def _fit_bt(
+    battles: Battles, draft: _Draft, *, rounds: int, seed: int, counts: PairCounts | None = None
+) -> None:
+    counts = aggregate(battles) if counts is None else counts
 
     def fit(prior):
         return bootstrap_bradley_terry(
@@ -168,7 +171,7 @@ def _fit_bt(battles: Battles, draft: _Draft, *, rounds: int, seed: int) -> None:
         )  # fmt: skip
 
     result, notes = _with_fallback(fit, rounds)
-    _fill(draft, battles, result, notes)
+    _fill(draft, counts, result, notes)
 
 
 def style_rounds(n: int, rounds: int, budget: int) -> int:
@@ -179,7 +182,9 @@ def style_rounds(n: int, rounds: int, budget: int) -> int:
     return affordable if affordable >= STYLE_MIN_ROUNDS else 0
 
 
-def _fit_style(battles: Battles, draft: _Draft, *, rounds: int, seed: int, budget: int) -> None:
+def _fit_style(
+    battles: Battles, draft: _Draft, *, rounds: int, seed: int, budget: int, counts: PairCounts | None = None
+) -> None:
     used = style_rounds(len(battles), rounds, budget)
 
     def fit(prior):
@@ -193,7 +198,7 @@ def _fit_style(battles: Battles, draft: _Draft, *, rounds: int, seed: int, budge
             f"style intervals: {f'{used} bootstrap rounds' if used else 'sandwich (robust) standard errors'} "
             f"instead of {rounds}, to keep the refit within {budget:,} battle-rounds"
         )
-    _fill(draft, battles, style.ratings, notes)
+    _fill(draft, aggregate(battles) if counts is None else counts, style.ratings, notes)
     draft.extra["coefficients"] = style.coefficient_rows()
     draft.extra["feature_mean"] = style.feature_mean
     draft.extra["feature_std"] = style.feature_std
@@ -249,14 +254,17 @@ def _elo_resume(battles: Battles, state: dict | None, orders: int):
     return skip, start, digest
 
 
-def _fit_elo(battles: Battles, draft: _Draft, *, orders: int, seed: int, state: dict | None = None) -> None:
+def _fit_elo(
+    battles: Battles, draft: _Draft, *, orders: int, seed: int, state: dict | None = None,
+    counts: PairCounts | None = None,
+) -> None:  # fmt: skip
     orders = orders if len(battles) <= ELO_ORDERS_MAX_VOTES else 0
     skip, start, digest = _elo_resume(battles, state, orders)
     result = online_elo(
         battles, k=ELO_K, ties=TIES, permutations=orders, rng=np.random.default_rng(seed), level=LEVEL,
         initial=ELO_INITIAL, start=start, skip=skip,
     )  # fmt: skip
-    _fill(draft, battles, result, [])
+    _fill(draft, aggregate(battles) if counts is None else counts, result, [])
     draft.settings["k"] = ELO_K
     draft.settings["orders"] = orders
     draft.settings["resumed_after"] = skip
@@ -267,10 +275,10 @@ def _fit_elo(battles: Battles, draft: _Draft, *, orders: int, seed: int, state: 
     }  # fmt: skip
 
 
-def _fill(draft: _Draft, battles: Battles, result: RatingResult, notes: list[str]) -> None:
-    result = mark_provisional(result, aggregate(battles), min_battles=draft.settings["provisional_votes"])
+def _fill(draft: _Draft, counts: PairCounts, result: RatingResult, notes: list[str]) -> None:
+    result = mark_provisional(result, counts, min_battles=draft.settings["provisional_votes"])
     draft.rows = _rows(result)
-    draft.extra.update(_matrices(battles, result))
+    draft.extra.update(_matrices(counts, result))
     draft.extra["notes"] = notes + list(result.notes)
     draft.settings.update(
         ties=result.ties, prior=result.prior, interval=result.interval, level=result.level,
@@ -285,11 +293,9 @@ def _categories(votes: selectors.VoteColumns, min_category_votes: int) -> dict[s
         "multi_turn": votes.turn_count > 1,
         "long_prompt": votes.prompt_tokens >= LONG_PROMPT_TOKENS,
     }
-    if n:
-        languages, counts = np.unique(votes.language.astype(str), return_counts=True)
-        for lang, count in zip(languages, counts):
-            if lang and count >= min_category_votes:
-                masks[f"language:{lang}"] = votes.language == lang
+    for lang, mask in votes.language_masks().items():
+        if int(mask.sum()) >= min_category_votes:
+            masks[f"language:{lang}"] = mask
     return masks
 
 
@@ -327,7 +333,7 @@ def snapshots_draft(
     """Fit every category and method; nothing is written. See the module docstring. ``elo_states``: the
     last refit's ``elo_state`` per category, for Elo to continue from where it matches."""
     drafts: list[_Draft] = []
-    jobs = []
+    jobs: list[tuple[float, list[int], partial]] = []  # (estimated seconds, indices in drafts, the fits)
     for category, mask in _categories(votes, min_category_votes).items():
         n = int(mask.sum())
         ts = votes.tstamp[mask]
@@ -345,22 +351,43 @@ def snapshots_draft(
             for draft in drafts[-3:]:
                 draft.extra["notes"] = [f"too few votes: {n} counted, ratings appear from {needed}"]
             continue
-        battles = _battles(votes, mask)
+        state = (elo_states or {}).get(category)
+        fits, cost = [], 0.0
         for draft in drafts[-3:]:
             if draft.method == "bt":
-                jobs.append(partial(_fit_bt, battles, draft, rounds=rounds, seed=seed))
+                fits.append(partial(_fit_bt, rounds=rounds, seed=seed))
+                cost += 3.0 * rounds / 1000
             elif draft.method == "style":
-                jobs.append(
-                    partial(_fit_style, battles, draft, rounds=rounds, seed=seed, budget=style_budget)
-                )
+                fits.append(partial(_fit_style, rounds=rounds, seed=seed, budget=style_budget))
+                cost += 5e-7 * n * max(1, style_rounds(n, rounds, style_budget))
             else:
-                state = (elo_states or {}).get(category)
-                jobs.append(partial(_fit_elo, battles, draft, orders=elo_orders, seed=seed, state=state))
-    # Each fit seeds its own generator, so running them side by side changes no number; numpy's heavy
-    # parts release the GIL, so two threads use both cores of a small machine for most of a refit.
-    with ThreadPoolExecutor(max_workers=FIT_THREADS) as pool:
-        for done in [pool.submit(job) for job in jobs]:
-            done.result()
+                fits.append(partial(_fit_elo, orders=elo_orders, seed=seed, state=state))
+                done = (
+                    state.get("votes")
+                    if isinstance(state, dict) and isinstance(state.get("votes"), int)
+                    else 0
+                )
+                cost += 3e-7 * max(n - done, 0) + (1e-6 * n * elo_orders if n <= ELO_ORDERS_MAX_VOTES else 0)
+        indices = list(range(len(drafts) - 3, len(drafts)))
+        jobs.append((cost, indices, partial(_category_fits, votes, mask, fits, drafts[-3:])))
+    # One job per category (its battles and pair counts made once, in the job), costliest first, in
+    # forked processes: each fit seeds its own generator, so where it runs changes no number, and
+    # processes (not threads: Elo's replay and the fits' small numpy calls hold the GIL) use every core.
+    jobs.sort(key=lambda job: -job[0])
+    for (_, indices, _), fitted in zip(jobs, run_forked([job for _, _, job in jobs], workers=FIT_WORKERS)):
+        for index, draft in zip(indices, fitted):
+            drafts[index] = draft
+    return drafts
+
+
+def _category_fits(
+    votes: selectors.VoteColumns, mask: np.ndarray, fits: list, drafts: list[_Draft]
+) -> list[_Draft]:
+    """Run one category's fits (each fills its draft) on its battles and pair counts."""
+    battles = _battles(votes, mask)
+    counts = aggregate(battles)
+    for fit, draft in zip(fits, drafts):
+        fit(battles, draft, counts=counts)
     return drafts
 
 
@@ -382,17 +409,24 @@ def elo_states_latest() -> dict[str, dict]:
 
 
 def snapshots_compute(
-    params: dict, *, resume: bool = False
+    params: dict, *, resume: bool = False, phases: dict | None = None
 ) -> tuple[selectors.VoteColumns, list[_Draft], dict]:
     """The counted votes (duplicate prompts counted once: :mod:`arena.vote_filters`), every snapshot fitted
     from them with ``params`` (the keyword arguments of :func:`snapshots_draft` and ``duplicate_percentile``,
     as a refit records them in ``settings["refit"]``), and what the filters left out; nothing is written.
-    ``resume``: Elo continues the last refit's replays where they match (a verification replays all)."""
+    ``resume``: Elo continues the last refit's replays where they match (a verification replays all);
+    ``phases`` receives the seconds spent reading and fitting."""
     params = dict(params)
     percentile = float(params.pop("duplicate_percentile", vote_filters.DUPLICATE_PERCENTILE))
+    phases = {} if phases is None else phases
+    mark = time.monotonic()
     states = elo_states_latest() if resume else None
     votes, integrity = live.refit_votes_read(percentile)
-    return votes, snapshots_draft(votes, **params, elo_states=states), integrity
+    phases["read"] = time.monotonic() - mark
+    mark = time.monotonic()
+    drafts = snapshots_draft(votes, **params, elo_states=states)
+    phases["fit"] = time.monotonic() - mark
+    return votes, drafts, integrity
 
 
 def _integrity_record(drafts: list[_Draft], integrity: dict, *, rounds, seed, min_votes, percentile) -> None:
@@ -429,7 +463,7 @@ def snapshots_refit(
 ) -> dict:
     """Refit every rating snapshot from the counted votes and write them in one transaction, with the
     live board's base (:func:`arena.live.base_store`). Returns ``written`` (snapshots), ``votes``,
-    ``seconds``, ``skipped`` (True when nothing changed).
+    ``seconds``, ``skipped`` (True when nothing changed), ``phases`` (seconds per step).
 
     ``rounds``: bootstrap rounds for ``bt`` and ``style`` (production 1,000; tests pass fewer); ``seed``:
     of every fit (recorded in ``settings``); ``elo_orders``: random vote orders for Elo's order-dependence
@@ -460,11 +494,15 @@ def snapshots_refit(
         "min_category_votes": min_category_votes, "style_budget": style_budget,
         "provisional_votes": provisional_votes, "duplicate_percentile": duplicate_percentile,
     }  # fmt: skip
-    votes, drafts, integrity = snapshots_compute(params, resume=True)
+    phases = {"check": time.monotonic() - started}
+    votes, drafts, integrity = snapshots_compute(params, resume=True, phases=phases)
     high_water = integrity.pop("vote_high_water")  # the live board's base starts after it
+    mark = time.monotonic()
     _integrity_record(
         drafts, integrity, rounds=rounds, seed=seed, min_votes=min_votes, percentile=duplicate_percentile
     )
+    phases["integrity"] = time.monotonic() - mark
+    mark = time.monotonic()
     objects = []
     for d in drafts:
         d.settings["fingerprint"] = fingerprint
@@ -492,9 +530,11 @@ def snapshots_refit(
             stale = list(old.values_list("id", flat=True))
             if stale:
                 RatingSnapshot.objects.filter(id__in=stale).delete()
+    phases["write"] = time.monotonic() - mark
     return {
         "written": len(objects),
         "votes": len(votes),
         "seconds": round(time.monotonic() - started, 3),
         "skipped": False,
+        "phases": {name: round(seconds, 2) for name, seconds in phases.items()},
     }

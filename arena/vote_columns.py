@@ -7,15 +7,29 @@ Python round per row: minutes. Instead PostgreSQL packs each column of a range o
 of one query see the rows in the same order, so the columns line up; the votes are then put in vote-time
 order (created_at, id) with one ``lexsort``. Languages travel as their index in the sorted list of distinct
 languages (read first); models as their ids, mapped to codes here.
+
+The chunks come back in binary (no hex text for the bytea values) and, when the caller reads in a
+snapshot that other connections can share (a REPEATABLE READ transaction that has written nothing, as
+:func:`arena.live.consistent_read` opens), :data:`READERS` connections read chunks side by side in that
+same snapshot (``pg_export_snapshot`` / ``SET TRANSACTION SNAPSHOT``): PostgreSQL packs the columns on
+as many cores, and every reader sees exactly the rows the caller sees. Elsewhere (inside a test's
+transaction, whose rows no other connection can see) one connection reads every chunk.
 """
 
 from __future__ import annotations
 
+import queue
+import re
+import threading
+
 import numpy as np
+import psycopg
+from django.db import connections
 
 from arena.models import STYLE_KEYS
 
-CHUNK_IDS = 1_000_000
+CHUNK_IDS = 500_000
+READERS = 2  # connections reading chunks side by side (see the module docstring)
 WINNER_SQL = "CASE v.winner WHEN 'model_a' THEN 0 WHEN 'model_b' THEN 1 WHEN 'tie' THEN 2 ELSE 3 END"
 
 
@@ -28,7 +42,12 @@ FIELDS = [
     ("micros", "(extract(epoch FROM v.created_at) * 1000000)::int8", "int8send", ">i8"),
     ("turn_count", "v.turn_count::int4", "int4send", ">i4"),
     ("prompt_tokens", "v.prompt_tokens::int4", "int4send", ">i4"),
-    ("language", "(coalesce(array_position(%(languages)s::text[], v.language), 1) - 1)::int4", "int4send", ">i4"),
+    (
+        "language",
+        "(coalesce(array_position(%(languages)s::text[], v.language), 1) - 1)::int4",
+        "int4send",
+        ">i4",
+    ),
     # The style counts' numeric columns, generated and stored by the database (arena.models.StyleCount).
     *((f"style_a{k}", f"v.style_a_{key}", "float8send", ">f8") for k, key in enumerate(STYLE_KEYS)),
     *((f"style_b{k}", f"v.style_b_{key}", "float8send", ">f8") for k, key in enumerate(STYLE_KEYS)),
@@ -45,11 +64,13 @@ WANTED_SQL = "(v.counted OR v.excluded_reason = ANY(%(also)s::text[]))"
 
 def _chunk_sql(fields: list) -> str:
     packed = ", ".join(f"string_agg({send}({sql}), ''::bytea)" for _, sql, send, _ in fields)
-    return f"SELECT count(*), {packed} FROM arena_vote v WHERE {WANTED_SQL} AND v.id >= %(lo)s AND v.id < %(hi)s"
+    return (
+        f"SELECT count(*), {packed} FROM arena_vote v WHERE {WANTED_SQL} AND v.id >= %(lo)s AND v.id < %(hi)s"
+    )
 
 
 def _chunk(cursor, fields: list, params: dict) -> dict[str, np.ndarray] | None:
-    cursor.execute(_chunk_sql(fields), params)
+    cursor.execute(_chunk_sql(fields), params, binary=True)
     row = cursor.fetchone()
     count = int(row[0])
     if not count:
@@ -84,21 +105,98 @@ def _voters(cursor, rows: dict, params: dict) -> dict:
     return out
 
 
+def _shared_snapshot(connection) -> str | None:
+    """An exported snapshot of this connection's transaction when other connections may read in it:
+    REPEATABLE READ (or stricter) and nothing written by it (its writes would be invisible to them)."""
+    if not connection.in_atomic_block:
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT current_setting('transaction_isolation'), pg_current_xact_id_if_assigned() IS NULL"
+        )
+        isolation, clean = cursor.fetchone()
+        if isolation not in ("repeatable read", "serializable") or not clean:
+            return None
+        cursor.execute("SELECT pg_export_snapshot()")
+        return cursor.fetchone()[0]
+
+
+def _reader(
+    alias: str, snapshot: str, todo: queue.Queue, fields: list, params: dict, parts: dict, errors: list
+):
+    """A helper thread: its own connection, in the caller's snapshot, reads chunks until none is left."""
+    own = connections.create_connection(alias)
+    try:
+        if not re.fullmatch(r"[0-9A-F]+-[0-9A-F]+(-[0-9A-F]+)?", snapshot):
+            raise ValueError(f"unexpected snapshot id {snapshot!r}")
+        own.ensure_connection()
+        with psycopg.Cursor(own.connection) as cursor:  # server-side binding: binary results
+            cursor.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            cursor.execute(f"SET TRANSACTION SNAPSHOT '{snapshot}'")
+            _drain(cursor, todo, fields, params, parts)
+            cursor.execute("COMMIT")
+    except BaseException as exc:  # re-raised by the caller
+        errors.append(exc)
+    finally:
+        own.close()
+
+
+def _drain(cursor, todo: queue.Queue, fields: list, params: dict, parts: dict) -> None:
+    """Read chunks (their first ids from ``todo``) into ``parts`` until none is left."""
+    while True:
+        try:
+            lo = todo.get_nowait()
+        except queue.Empty:
+            return
+        parts[lo] = _chunk(cursor, fields, {**params, "lo": lo, "hi": lo + CHUNK_IDS})
+
+
+def _chunks(connection, fields: list, params: dict, low: int, high: int) -> list[dict[str, np.ndarray]]:
+    """Every chunk of ids from ``low`` to ``high``, in id order, read by this connection and, in a
+    shared snapshot, by :data:`READERS` - 1 more."""
+    todo: queue.Queue = queue.Queue()
+    for lo in range(low, high + 1, CHUNK_IDS):
+        todo.put(lo)
+    parts: dict[int, dict | None] = {}
+    errors: list[BaseException] = []
+    snapshot = _shared_snapshot(connection) if todo.qsize() > 1 and READERS > 1 else None
+    helpers = [
+        threading.Thread(target=_reader, args=(connection.alias, snapshot, todo, fields, params, parts, errors),
+                         name=f"vote-columns-{k}", daemon=True)
+        for k in range(READERS - 1 if snapshot else 0)
+    ]  # fmt: skip
+    for helper in helpers:
+        helper.start()
+    try:
+        connection.ensure_connection()
+        with psycopg.Cursor(connection.connection) as cursor:
+            _drain(cursor, todo, fields, params, parts)
+    finally:
+        for helper in helpers:
+            helper.join()
+    if errors:
+        raise errors[0]
+    return [parts[lo] for lo in sorted(parts) if parts[lo] is not None]
+
+
 def read_postgresql(connection, code_of: dict[int, int], *, also_excluded=(), voters: bool = False) -> dict:
     """The votes' columns, as :func:`arena.selectors.votes_counted_columns` wants them."""
     fields = FIELDS + (VOTER_FIELDS if voters else [])
     params: dict = {"also": list(also_excluded)}
     parts: list[dict[str, np.ndarray]] = []
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT DISTINCT language FROM arena_vote v WHERE {WANTED_SQL} ORDER BY language", params)
+        cursor.execute(
+            f"SELECT DISTINCT language FROM arena_vote v WHERE {WANTED_SQL} ORDER BY language", params
+        )
         params["languages"] = [row[0] or "" for row in cursor.fetchall()] or [""]
         cursor.execute(f"SELECT min(id), max(id) FROM arena_vote v WHERE {WANTED_SQL}", params)
         low, high = cursor.fetchone()
         if low is not None:
-            for lo in range(int(low), int(high) + 1, CHUNK_IDS):
-                if (part := _chunk(cursor, fields, {**params, "lo": lo, "hi": lo + CHUNK_IDS})) is not None:
-                    parts.append(part)
-        rows = {n: np.concatenate([p[n] for p in parts]) if parts else np.empty(0, dtype=k) for n, _, _, k in fields}
+            parts = _chunks(connection, fields, params, int(low), int(high))
+        rows = {
+            n: np.concatenate([p[n] for p in parts]) if parts else np.empty(0, dtype=k)
+            for n, _, _, k in fields
+        }
         order = np.lexsort((rows["id"], rows["micros"]))  # vote time, then id: the order of the ORM path
         rows = {name: values[order] for name, values in rows.items()}
         extra = _voters(cursor, rows, params) if voters else {}
@@ -115,6 +213,8 @@ def read_postgresql(connection, code_of: dict[int, int], *, also_excluded=(), vo
         "turn_count": rows["turn_count"].astype(np.int64),
         "prompt_tokens": rows["prompt_tokens"].astype(np.int64),
         "language": np.asarray(params["languages"], dtype=object)[rows["language"]],
+        "language_code": rows["language"].astype(np.int32),
+        "languages": tuple(params["languages"]),
         "style_a": np.stack([rows[f"style_a{k}"] for k in range(4)], axis=1).astype(np.float64),
         "style_b": np.stack([rows[f"style_b{k}"] for k in range(4)], axis=1).astype(np.float64),
         "prompt_code": prompt_code,

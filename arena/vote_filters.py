@@ -33,7 +33,7 @@ def columns_subset(votes: VoteColumns, keep: np.ndarray) -> VoteColumns:
         return votes
     arrays = {}
     for name in ("a", "b", "outcome", "tstamp", "turn_count", "prompt_tokens", "language", "style_a", "style_b",
-                 "prompt_code", "session_code", "ip_code"):  # fmt: skip
+                 "prompt_code", "session_code", "ip_code", "language_code"):  # fmt: skip
         value = getattr(votes, name)
         arrays[name] = None if value is None else value[idx]
     return replace(votes, **arrays)
@@ -70,7 +70,9 @@ def excluded_fingerprint() -> str:
     return str(Vote.objects.filter(counted=False).count())
 
 
-def votes_filtered(votes: VoteColumns, *, percentile: float = DUPLICATE_PERCENTILE) -> tuple[VoteColumns, dict]:
+def votes_filtered(
+    votes: VoteColumns, *, percentile: float = DUPLICATE_PERCENTILE
+) -> tuple[VoteColumns, dict]:
     """Counted votes as a refit fits them (duplicate prompts once) and the integrity summary."""
     kept, summary = votes_dedup(votes, percentile=percentile)
     return kept, {**excluded_counts(), **summary}
@@ -99,7 +101,7 @@ def integrity_note(summary: dict) -> str | None:
 def votes_before_voter_exclusion(*, percentile: float = DUPLICATE_PERCENTILE) -> VoteColumns | None:
     """Counted votes plus those of confirmed anomalous voters (deduplicated the same way), or None
     when no vote was set aside for that reason."""
-    if not Vote.objects.filter(excluded_reason=VOTER_FLAGGED).exists():
+    if not Vote.objects.filter(counted=False, excluded_reason=VOTER_FLAGGED).exists():  # (counted, ...) index
         return None
     votes = votes_counted_columns(also_excluded=(VOTER_FLAGGED,))
     return votes_dedup(votes, percentile=percentile)[0]

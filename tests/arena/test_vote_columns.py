@@ -6,11 +6,12 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from arena import selectors, vote_columns
 from arena.models import Vote
 from tests.arena.vote_data import T0, votes_create
+from tests.leaderboard.polling import wait_for_row
 
 
 @pytest.fixture
@@ -53,3 +54,59 @@ def test_packed_read_equals_the_orm_read(odd_votes, monkeypatch):
 def test_columns_of_no_votes(db):
     columns = selectors.votes_counted_columns()
     assert len(columns) == 0 and columns.first_vote_at is None and columns.style_a.shape == (0, 4)
+
+
+def _read_in(isolation: str | None, code_of: dict) -> dict:
+    """read_postgresql in its own transaction (``isolation``), or outside any."""
+    if isolation is None:
+        return vote_columns.read_postgresql(connection, code_of, voters=True)
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET TRANSACTION ISOLATION LEVEL {isolation} READ ONLY")
+        return vote_columns.read_postgresql(connection, code_of, voters=True)
+
+
+def _reader_backends() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_readers_side_by_side_in_one_snapshot_equal_one_reader(odd_votes, monkeypatch):
+    """In a REPEATABLE READ transaction that wrote nothing, a second connection reads chunks in the
+    same snapshot: the columns are those of one connection, and a vote committed by someone else
+    during the read is in neither."""
+    monkeypatch.setattr(vote_columns, "CHUNK_IDS", 5)
+    _, code_of = selectors._names_table()
+    one = _read_in("READ COMMITTED", code_of)  # no shared snapshot: one connection
+    began = []
+
+    def spy(*args):  # the helper starts: commit a vote from another connection now
+        began.append(True)
+        Vote.objects.filter(pk=odd_votes[12].pk).update(counted=True)
+        connection.close()  # the connection this thread opened for that update
+        return real(*args)
+
+    real = vote_columns._reader
+    monkeypatch.setattr(vote_columns, "_reader", spy)
+    before = _reader_backends()
+    two = _read_in("REPEATABLE READ", code_of)
+    assert began, "no second reader started"
+    for name in (
+        "a",
+        "b",
+        "outcome",
+        "turn_count",
+        "prompt_tokens",
+        "style_a",
+        "style_b",
+        "tstamp",
+        "language_code",
+    ):
+        np.testing.assert_array_equal(two[name], one[name], err_msg=name)
+    assert len(two["a"]) == len(odd_votes) - 1  # the vote counted during the read is not in this snapshot
+    wait_for_row(
+        _reader_backends, lambda n: n <= before, timeout=30, what="the second reader's connection closed"
+    )
+    assert len(_read_in("REPEATABLE READ", code_of)["a"]) == len(odd_votes)
