@@ -3,6 +3,7 @@ ranked and sorted in Python for one page view or export; read-only."""
 
 from __future__ import annotations
 
+import bisect
 import math
 
 from leaderboard.board.entries import board_entries, cells_average, entry_visible
@@ -41,9 +42,9 @@ def _sort_value(row: dict, column: str):
 def _ranks(rows: list[dict]) -> None:
     """Conservative rank on the average: 1 + the entries whose interval lies wholly above this one's."""
     ranked = [r for r in rows if r["avg"] and r["avg"]["ci_low"] is not None]
-    lows = sorted((r["avg"]["ci_low"] for r in ranked), reverse=True)
+    lows = sorted(r["avg"]["ci_low"] for r in ranked)  # ascending: the lows above x are those past bisect_right
     for row in ranked:
-        row["rank"] = 1 + sum(1 for low in lows if low > row["avg"]["ci_high"])
+        row["rank"] = 1 + len(lows) - bisect.bisect_right(lows, row["avg"]["ci_high"])
     best_first = sorted(ranked, key=lambda r: -r["avg"]["value"])
     for above, row in zip(best_first, best_first[1:]):
         row["tied"] = above["avg"]["ci_low"] <= row["avg"]["ci_high"]

@@ -99,3 +99,26 @@ def test_downloads_hold_every_row_whatever_the_page(client, board):
     assert len(data["rows"] if isinstance(data, dict) else data) == 10
     html = client.get("/leaderboard/?page=2&type=chat").content.decode()
     assert re.search(r'scores\.csv\?type=chat"', html)  # the page's download link drops the page
+
+
+def test_conservative_ranks_count_the_entries_wholly_above():
+    """1 + the entries whose interval lies wholly above (ci_low strictly above this ci_high), ties at
+    equal bounds included, for a table of many rows (sorted bounds and bisection, not a double loop)."""
+    import random
+
+    from leaderboard.board.selectors import _ranks
+
+    rng = random.Random(4)
+    rows = []
+    for _ in range(400):
+        value = round(rng.uniform(20, 80), 1)
+        half = rng.choice([0.0, 0.5, 1.0, 2.5])
+        rows.append({"avg": {"value": value, "ci_low": value - half, "ci_high": value + half}})
+    rows.append({"avg": None})
+    rows.append({"avg": {"value": 50.0, "ci_low": None, "ci_high": None}})
+    _ranks(rows)
+    ranked = [r for r in rows if r["avg"] and r["avg"]["ci_low"] is not None]
+    for row in ranked:
+        above = sum(1 for other in ranked if other["avg"]["ci_low"] > row["avg"]["ci_high"])
+        assert row["rank"] == 1 + above
+    assert "rank" not in rows[-1] and "rank" not in rows[-2]
