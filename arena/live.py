@@ -33,7 +33,7 @@ from django.db.models import Max
 
 from arena import selectors, vote_filters
 from arena.models import LanguageModel, LiveRating, PairCountBase, Vote
-from evalcore.ratings import PairCounts, fit_bradley_terry
+from evalcore.ratings import Battles, PairCounts, aggregate, fit_bradley_terry
 
 LONG_PROMPT_TOKENS = 500
 FALLBACK_PRIOR = 0.01
@@ -81,20 +81,15 @@ def category_masks(turn_count, prompt_tokens, language, language_masks=None) -> 
 
 
 def pair_counts(names: tuple[str, ...], tally: Tally) -> PairCounts:
-    """Pair counts over the models that played (sorted by name, as the refit orders them)."""
-    present = np.unique(np.concatenate([tally.a, tally.b]))
-    position = np.full(len(names), -1, dtype=np.int64)
-    position[present] = np.arange(present.size)
-    a, b, out = position[tally.a], position[tally.b], tally.outcome
-    m = present.size
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
-    cell = np.where(out >= 2, out, np.where(a > b, 1 - out, out))
-    key, inverse = np.unique(lo * m + hi, return_inverse=True)
-    cells = np.bincount(inverse * 4 + cell, weights=tally.n, minlength=key.size * 4).reshape(-1, 4)
-    return PairCounts(
-        tuple(names[k] for k in present), (key // max(m, 1)).astype(np.int32), (key % max(m, 1)).astype(np.int32),
-        cells[:, 0], cells[:, 1], cells[:, 2], cells[:, 3],
-    )  # fmt: skip
+    """Pair counts over the models that played (sorted by name, as the refit orders them): evalcore's
+    :func:`~evalcore.ratings.aggregate` of the tally (a dense table per pair while it is small, so 10M
+    votes cost a few bincounts, not a sort)."""
+    played = np.bincount(tally.a, minlength=len(names)) + np.bincount(tally.b, minlength=len(names))
+    present = np.flatnonzero(played)
+    position = np.full(len(names), -1, dtype=np.int32)
+    position[present] = np.arange(present.size, dtype=np.int32)
+    battles = Battles(tuple(names[k] for k in present), position[tally.a], position[tally.b], tally.outcome)
+    return aggregate(battles, weights=tally.n)
 
 
 def _tally_of(counts: PairCounts, index: dict[str, int]) -> Tally:

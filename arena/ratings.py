@@ -99,6 +99,10 @@ def _clean(value):
         return {str(k): _clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_clean(v) for v in value]
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":  # whole matrices at once, not per number
+        cells = value.astype(object)
+        cells[~np.isfinite(value)] = None
+        return cells.tolist()
     if isinstance(value, np.ndarray):
         return _clean(value.tolist())
     if isinstance(value, np.integer):
