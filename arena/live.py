@@ -140,18 +140,24 @@ def refit_votes_read(percentile: float) -> tuple:
     return votes, {**integrity, "vote_high_water": high_water}
 
 
-def base_store(votes, *, high_water: int, refit_at: datetime) -> int:
+def base_store(
+    votes, *, high_water: int, refit_at: datetime, known: dict[str, PairCounts] | None = None
+) -> int:
     """Replace the stored base with the counts of ``votes`` (a refit's filtered
-    :class:`arena.selectors.VoteColumns`) per category; one transaction. Returns the categories stored."""
+    :class:`arena.selectors.VoteColumns`) per category; one transaction. Returns the categories stored.
+    ``known``: categories' pair counts the refit already made from the same votes (the same counts)."""
     rows = []
+    known = known or {}
     masks = category_masks(votes.turn_count, votes.prompt_tokens, votes.language, votes.language_masks())
     for category, mask in masks.items():
         if not mask.any() and category not in CORE_CATEGORIES:
             continue
-        ones = np.ones(int(mask.sum()))
-        counts = pair_counts(
-            votes.names, Tally(votes.a[mask], votes.b[mask], votes.outcome[mask].astype(np.int64), ones)
-        )
+        counts = known.get(category)
+        if counts is None:
+            ones = np.ones(int(mask.sum()))
+            counts = pair_counts(
+                votes.names, Tally(votes.a[mask], votes.b[mask], votes.outcome[mask].astype(np.int64), ones)
+            )
         cells = np.stack([counts.i, counts.j, *counts.cells().T.astype(np.int64)], axis=1)
         rows.append(
             PairCountBase(

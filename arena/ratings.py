@@ -91,6 +91,7 @@ class _Draft:
     rows: list[dict] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
+    counts: PairCounts | None = None  # the category's pair counts (not stored: the live base reuses them)
 
 
 def _clean(value):
@@ -392,6 +393,7 @@ def _category_fits(
     counts = aggregate(battles)
     for fit, draft in zip(fits, drafts):
         fit(battles, draft, counts=counts)
+    drafts[0].counts = counts
     return drafts
 
 
@@ -526,7 +528,10 @@ def snapshots_refit(
         )
     with transaction.atomic():
         RatingSnapshot.objects.bulk_create(objects)
-        live.base_store(votes, high_water=high_water, refit_at=objects[0].created_at or datetime.now(UTC))
+        known = {d.category: d.counts for d in drafts if d.counts is not None}
+        live.base_store(
+            votes, high_water=high_water, refit_at=objects[0].created_at or datetime.now(UTC), known=known
+        )
         for d in drafts:
             old = RatingSnapshot.objects.filter(method=d.method, category=d.category).order_by(
                 "-created_at", "-id"

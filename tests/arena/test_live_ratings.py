@@ -193,3 +193,16 @@ def test_concurrent_votes_are_all_counted():
     assert LiveRating.objects.get(category="overall").vote_count == 20 + 4 * 5 * 8 == Vote.objects.count()
     assert_same(live.live_counts().counts["overall"], full_counts()["overall"])
     assert np.isfinite([r["rating"] for r in LiveRating.objects.get(category="overall").rows]).all()
+
+
+def test_the_base_a_refit_stores_equals_one_made_from_the_votes_alone():
+    """The refit hands the categories' pair counts it fitted to the live base; the base is the same as
+    one that counts every category from the votes (languages below the threshold included)."""
+    votes_create(STRENGTHS, 150, seed=9, language=["en", "en", "en", "de", "fr"], turn_count=[1, 2, 1],
+                 prompt_tokens=[20, 600])  # fmt: skip
+    snapshots_refit(rounds=20, min_category_votes=40)  # de and fr (30 votes each) are counted, not fitted
+    stored = {row.category: (row.model_names, row.cells, row.vote_count) for row in PairCountBase.objects.all()}
+    votes, integrity = live.refit_votes_read(99.9)
+    live.base_store(votes, high_water=integrity["vote_high_water"], refit_at=timezone.now())
+    alone = {row.category: (row.model_names, row.cells, row.vote_count) for row in PairCountBase.objects.all()}
+    assert stored == alone and {"language:en", "language:de", "language:fr", "multi_turn"} <= set(stored)
