@@ -9,13 +9,16 @@ then votes are added in SQL (bench/scale_data.py: skewed pair frequencies, Bradl
 languages) up to each size in turn. At each size, in one run:
 
 1. ``refit``: ``arena.ratings.snapshots_refit`` as the worker runs it (every category; Bradley-Terry with
-   1,000 bootstrap rounds, style control, Elo) from the database; wall time and the process's peak RSS;
+   1,000 bootstrap rounds, style control, Elo) from the database; wall time, its phases (read, fit,
+   write), the CPU seconds of the process and of the processes it forks for the fits, and peak RSS;
 2. ``csv``: ``GET /api/votes.csv`` through the production server (gunicorn, 2 sync workers) read to the
    end: rows per second and the serving process's peak RSS;
 3. ``pages``: the arena board and the leaderboard page, 200 requests each in a closed loop on 4
    connections after warm-up: p50 and p99;
 4. ``votes``: the vote path at ``--rate`` votes/s (open loop, bench/arena_load.py's) for ``--duration`` s
-   with all those rows stored: p50, p99, and whether every accepted vote is a row.
+   with all those rows stored: p50, p99, and whether every accepted vote is a row;
+5. ``refit_again``: the refit once more, after those votes, as the periodic refit runs in steady state
+   (online Elo continues the last refit's replay when the earlier votes are unchanged).
 
 Targets (issue 16): refit under 30 s at 10M; CSV at least 200,000 rows/s with flat memory; pages p99 under
 50 ms; votes p99 under 100 ms at 300/s. The machine's load average goes into the report. Writes
@@ -81,12 +84,23 @@ def children_of(pid: int) -> list[int]:
 
 
 def measure_refit() -> dict:
+    """One refit as the worker runs it: wall seconds, its phases, and the CPU seconds of this process and
+    of the processes it forked for the fits (PostgreSQL's own work is not in them)."""
+    from arena import selectors
     from arena.ratings import snapshots_refit
 
+    before = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     began = time.monotonic()
     summary = snapshots_refit(rounds=1000, force=True)
+    wall = time.monotonic() - began
+    after = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    cpu = sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before))
+    elo = selectors.snapshot_latest("elo", "overall")
     return {
-        "wall_s": round(time.monotonic() - began, 2),
+        "wall_s": round(wall, 2),
+        "cpu_s": round(cpu, 1),
+        "phases": summary.get("phases"),
+        "elo_resumed_after": elo.settings.get("resumed_after") if elo else None,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "snapshots": summary["written"],
     }
@@ -213,12 +227,17 @@ def one_size(size: int, env: dict, args) -> dict:
         for server in servers:
             server.terminate()
             server.wait(timeout=30)
+    print(f"[{size:,}] refit again (after the votes phase: Elo continues the last refit's replay)...", flush=True)
+    row["refit_again"] = measure_refit()
+    print(f"[{size:,}] refit again {row['refit_again']}", flush=True)
     row["load_average_after"] = os.getloadavg()
     return row
 
 
 FIGURES = [  # (label, path into a size's row, unit, target)
     ("refit from the database (s)", ("refit", "wall_s"), "s", "< 30 s at 10M"),
+    ("refit after 3,000 more votes, Elo continued (s)", ("refit_again", "wall_s"), "s", "< 30 s at 10M"),
+    ("refit CPU, this process and its fits (s)", ("refit", "cpu_s"), "s", ""),
     ("votes.csv (rows/s)", ("csv", "rows_per_s"), "rows/s", ">= 200,000"),
     ("votes.csv server peak RSS (MB)", ("csv", "server_peak_rss_mb"), "MB", "flat"),
     ("arena board p99 (ms)", ("arena_page", "p99_ms"), "ms", "< 50 ms"),
