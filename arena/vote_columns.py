@@ -29,6 +29,7 @@ from django.db import connections
 from arena.models import STYLE_KEYS
 
 CHUNK_IDS = 500_000
+POSTGRES_EPOCH_MICROS = 946_684_800_000_000  # 2000-01-01 UTC in microseconds since 1970
 READERS = 2  # connections reading chunks side by side (see the module docstring)
 WINNER_SQL = "CASE v.winner WHEN 'model_a' THEN 0 WHEN 'model_b' THEN 1 WHEN 'tie' THEN 2 ELSE 3 END"
 
@@ -39,7 +40,8 @@ FIELDS = [
     ("a", "v.model_a_id::int4", "int4send", ">i4"),
     ("b", "v.model_b_id::int4", "int4send", ">i4"),
     ("outcome", f"({WINNER_SQL})::int2", "int2send", ">i2"),
-    ("micros", "(extract(epoch FROM v.created_at) * 1000000)::int8", "int8send", ">i8"),
+    # timestamptz's own binary form: microseconds since 2000-01-01 UTC (no numeric epoch arithmetic per row)
+    ("micros", "v.created_at", "timestamptz_send", ">i8"),
     ("turn_count", "v.turn_count::int4", "int4send", ">i4"),
     ("prompt_tokens", "v.prompt_tokens::int4", "int4send", ">i4"),
     (
@@ -217,7 +219,7 @@ def read_postgresql(connection, code_of: dict[int, int], *, also_excluded=(), vo
         "a": lookup[rows["a"]],
         "b": lookup[rows["b"]],
         "outcome": rows["outcome"].astype(np.int8),
-        "tstamp": rows["micros"].astype(np.float64) / 1e6,
+        "tstamp": (rows["micros"] + POSTGRES_EPOCH_MICROS).astype(np.float64) / 1e6,
         "turn_count": rows["turn_count"].astype(np.int64),
         "prompt_tokens": rows["prompt_tokens"].astype(np.int64),
         "language": np.asarray(params["languages"], dtype=object)[rows["language"]],
