@@ -110,3 +110,23 @@ def test_readers_side_by_side_in_one_snapshot_equal_one_reader(odd_votes, monkey
         _reader_backends, lambda n: n <= before, timeout=30, what="the second reader's connection closed"
     )
     assert len(_read_in("REPEATABLE READ", code_of)["a"]) == len(odd_votes)
+
+
+@pytest.mark.parametrize("ids_sorted", [True, False])
+def test_columns_are_put_in_vote_order_like_a_full_sort(ids_sorted):
+    """Nearly sorted times (a few late commits), equal times, ids in or out of order: the columns end
+    in (created_at, id) order, as a lexsort of everything puts them."""
+    rng = np.random.default_rng(7)
+    n = 5000
+    micros = np.sort(rng.integers(0, 2000, n))  # many equal times
+    swap = rng.choice(n - 1, 40, replace=False)
+    micros[swap], micros[swap + 1] = micros[swap + 1].copy(), micros[swap].copy()
+    ids = np.arange(n, dtype=np.int64) * 3 + 5
+    if not ids_sorted:
+        ids = rng.permutation(ids)
+    rows = {"micros": micros.copy(), "id": ids.copy(), "x": np.arange(n, dtype=np.float64)}
+    order = np.lexsort((ids, micros))
+    vote_columns._put_in_vote_order(rows)
+    np.testing.assert_array_equal(rows["id"], ids[order])
+    np.testing.assert_array_equal(rows["micros"], micros[order])
+    np.testing.assert_array_equal(rows["x"], np.arange(n)[order])
