@@ -5,7 +5,8 @@ and may be terminated. The weights are hashed as they arrive: the draft keeps on
 over the weight files in sorted name order (the digest ``checkpoint_io.hash_weights`` makes) with
 its state in the database, so any web process can continue it. A chunk at the hash's frontier is
 hashed while it is written; bytes that arrive ahead of the frontier (a later shard sent in
-parallel) are read back once when the frontier reaches them. See docs/uploads.md.
+parallel) are read back once when the frontier reaches them. Both digests run on a second thread
+beside the one receiving the chunk (``chunks.receive``). See docs/uploads.md.
 """
 
 from __future__ import annotations
@@ -148,14 +149,9 @@ def _chunk_write(owner, upload_id, offset, length, checksum, stream) -> DraftFil
         digester = checkpoint_io.TensorDigester(upload.tensors, position=offset, state=bytes(upload.tensor_state),
                                                 digests=upload.tensor_digests)  # fmt: skip
 
-    def on_block(block) -> None:  # the running hashes see each block as it is written
-        if hasher is not None:
-            hasher.update(block)
-        if digester is not None:
-            digester.feed(block)
-
     path = draft_folder(draft) / upload.name
-    chunks.receive(stream, path, offset=offset, length=length, checksum=checksum, on_block=on_block)
+    consumers = [h for h in (hasher and hasher.update, digester and digester.feed) if h]  # see each block as written
+    chunks.receive(stream, path, offset=offset, length=length, checksum=checksum, consumers=consumers)
     try:
         upload.offset = offset + length
         _tensors_advance(upload, path, digester)

@@ -45,7 +45,7 @@ def test_options_announce_the_extensions(client):
     assert response.status_code == 204
     assert response["Tus-Version"] == "1.0.0"
     assert set(response["Tus-Extension"].split(",")) == {"creation", "termination", "checksum", "expiration"}
-    assert response["Tus-Checksum-Algorithm"] == "sha256,sha1"
+    assert response["Tus-Checksum-Algorithm"] == "crc32,sha256,sha1"
 
 
 def test_upload_a_sharded_checkpoint_in_parallel_and_resume(client, owner, uploads_dir, make_checkpoint):
@@ -64,7 +64,8 @@ def test_upload_a_sharded_checkpoint_in_parallel_and_resume(client, owner, uploa
         for name in reversed(sorted(urls)):
             if offsets[name] < len(data[name]):
                 block = data[name][offsets[name] : offsets[name] + chunk]
-                assert tus.patch(client, urls[name], offsets[name], block).status_code == 204
+                algorithm = "sha256" if name == weights[0].name else "crc32"  # both kinds of checksum on the way
+                assert tus.patch(client, urls[name], offsets[name], block, algorithm=algorithm).status_code == 204
                 offsets[name] += len(block)
     # HEAD tells where to resume; a repeated chunk is refused.
     head = client.head(urls[weights[0].name], headers=tus.TUS)
@@ -103,12 +104,18 @@ def test_bad_chunks_are_refused_and_nothing_of_them_is_kept(client, owner, uploa
     for offset in (2000, 0, 999):
         response = tus.patch(client, url, offset, data[offset : offset + 500])
         assert response.status_code == 409 and "holds 1000 bytes" in response.json()["detail"]
-    # A tus.checksum that does not match: 460, and its bytes are cut off again.
-    wrong = tus.patch(client, url, 1000, data[1000:2000], headers={"Upload-Checksum": tus.checksum(b"other")})
-    assert wrong.status_code == 460 and "checksum does not match" in wrong.json()["detail"]
-    wrong_sha1 = tus.patch(client, url, 1000, data[1000:2000], headers={"Upload-Checksum": tus.checksum(b"x", "sha1")})
-    assert wrong_sha1.status_code == 460
-    assert tus.patch(client, url, 1000, data[1000:2000], headers={"Upload-Checksum": "md5 AAAA"}).status_code == 400
+    # A checksum that does not match (crc32, sha256, sha1): 460, and its bytes are cut off again.
+    for algorithm in ("crc32", "sha256", "sha1"):
+        wrong = tus.patch(client, url, 1000, data[1000:2000], headers={"Upload-Checksum": tus.checksum(b"other", algorithm)})
+        assert wrong.status_code == 460 and f"{algorithm} checksum does not match" in wrong.json()["detail"]
+    flipped = bytearray(data[1000:2000])
+    flipped[500] ^= 0x10  # one bit damaged on the way, the crc32 made over the bytes sent
+    damaged = tus.patch(client, url, 1000, bytes(flipped), headers={"Upload-Checksum": tus.checksum(data[1000:2000], "crc32")})
+    assert damaged.status_code == 460
+    # Unknown or malformed: 400, nothing read.
+    for value in ("md5 AAAA", "crc32 AAAA", "crc32 !!!!!!!!", "crc32", "CRC32 y/Q5Jg=="):
+        refused = tus.patch(client, url, 1000, data[1000:2000], headers={"Upload-Checksum": value})
+        assert refused.status_code == 400 and "Checksum" in refused.json()["detail"], value
     assert (uploads_dir / draft_id / "model.safetensors").stat().st_size == 1000
     assert client.head(url, headers=tus.TUS)["Upload-Offset"] == "1000"
     # More bytes than the upload tus.declared: 413 before any is read.
