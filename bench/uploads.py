@@ -90,6 +90,7 @@ def server_env(db_url: str, var: Path) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="config.settings.prod", SECRET_KEY=secrets.token_urlsafe(48), SECURE_SSL="0",
         DEBUG="0", DATABASE_URL=db_url, CELERY_BROKER_URL="memory://", PODIUM_VAR_DIR=str(var),
         LEADERBOARD_SUBMISSIONS_PER_WEEK="1000", API_THROTTLE_SUBMISSIONS="1000/minute", OMP_NUM_THREADS="1",
+        DATABASE_POOL_SIZE="2",  # as a production web process has it (README): not a new connection per chunk
         PYTHONUNBUFFERED="1",
     )  # fmt: skip
     return env
@@ -152,7 +153,7 @@ def client(folder: Path, port: int, token: str, state: Path, name: str) -> subpr
     command = [sys.executable, "-m", "podium_client", str(folder), "--url", f"http://127.0.0.1:{port}",
                "--token", token, "--licence", "mit", "--name", name, "--chunk-mb", "32"]  # fmt: skip
     env = {**os.environ, "PODIUM_STATE_FILE": str(state)}
-    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT if os.environ.get("BENCH_CLIENT_LOG") else subprocess.DEVNULL, text=True)
 
 
 def timed_cp(source: Path, target: Path) -> tuple[float, float]:
@@ -209,7 +210,7 @@ def cut_and_resume(folder: Path, port: int, token: str, work: Path, var: Path) -
 
     while held() < size // 2:
         if first.poll() is not None:
-            raise SystemExit("the client finished before 50%")
+            raise SystemExit(f"the client finished before 50% (exit {first.returncode}): {first.communicate()[0][-2000:]}")
         time.sleep(0.005)
     first.send_signal(signal.SIGKILL)
     first.wait()
