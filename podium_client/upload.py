@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import sys
+import threading
 import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -55,11 +56,21 @@ def _state_load() -> dict:
         return {}
 
 
-def _state_save(state: dict) -> None:
-    STATE_FILE.parent.mkdir(parents=True, exist_ok=True)
-    temporary = STATE_FILE.with_suffix(".tmp")
-    temporary.write_text(json.dumps(state))
-    temporary.replace(STATE_FILE)
+_STATE_LOCK = threading.Lock()
+
+
+def _state_save(state: dict, change=None) -> None:
+    """Apply ``change`` (a function) to ``state`` and write it, atomically. The small files' thread
+    and the shards' threads record their uploads at once: without the lock one thread's rename
+    could take another's half-written temporary file (a state file that no longer parses, so the
+    next run starts a new submission) or leave it none to rename (the upload crashed)."""
+    with _STATE_LOCK:
+        if change is not None:
+            change()
+        STATE_FILE.parent.mkdir(parents=True, exist_ok=True)
+        temporary = STATE_FILE.with_name(f"{STATE_FILE.name}.{os.getpid()}.tmp")  # one per process
+        temporary.write_text(json.dumps(state))
+        temporary.replace(STATE_FILE)
 
 
 def _detail(response: httpx.Response) -> str:
@@ -158,8 +169,9 @@ class Uploader:
                 new_offset, failures = self._patch(url, name, offset, data, digest, failures)
                 self.bar.update(new_offset - offset)
                 offset = new_offset
-                if pending is not None and new_offset != after:
-                    pending.result()  # a resync: drop the prefetched chunk, read from the new offset
+                if new_offset != after:  # a resync: drop the prefetched chunk (if any), read from the new offset
+                    if pending is not None:
+                        pending.result()
                     pending = read_next(offset)
 
     def _patch(self, url: str, name: str, offset: int, data: memoryview, checksum: str,
@@ -248,8 +260,7 @@ def upload(args) -> str:
                 url = known["uploads"].get(name)
                 if url is None or uploader.offset(url) is None:
                     url = uploader.create(known["id"], name, files[name])
-                    known["uploads"][name] = url
-                    _state_save(state)
+                    _state_save(state, lambda: known["uploads"].__setitem__(name, url))
                 uploader.send(url, name, files[name])
 
             weights = sorted(n for n in files if n.lower().endswith(".safetensors"))
