@@ -149,11 +149,18 @@ class RssSampler(threading.Thread):
             time.sleep(0.02)
 
 
-def client(folder: Path, port: int, token: str, state: Path, name: str) -> subprocess.Popen:
+def client(folder: Path, port: int, token: str, state: Path, name: str, work: Path) -> subprocess.Popen:
     command = [sys.executable, "-m", "podium_client", str(folder), "--url", f"http://127.0.0.1:{port}",
                "--token", token, "--licence", "mit", "--name", name, "--chunk-mb", "32"]  # fmt: skip
     env = {**os.environ, "PODIUM_STATE_FILE": str(state)}
-    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT if os.environ.get("BENCH_CLIENT_LOG") else subprocess.DEVNULL, text=True)
+    log = (work / f"client-{name.replace('/', '-')}.log").open("a")  # its progress bar and errors
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+
+
+def client_log(work: Path, name: str) -> str:
+    """The end of a client's stderr (what it said before it failed)."""
+    path = work / f"client-{name.replace('/', '-')}.log"
+    return path.read_text(errors="replace")[-3000:] if path.exists() else ""
 
 
 def timed_cp(source: Path, target: Path) -> tuple[float, float]:
@@ -185,13 +192,13 @@ def upload_once(folder: Path, port: int, token: str, work: Path, server: subproc
     server_cpu = server_cpu_s(server)
     client_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    run = client(folder, port, token, work / f"state-{name}.json", name)
+    run = client(folder, port, token, work / f"state-{name}.json", name, work)
     out, _ = run.communicate(timeout=3600)
     seconds = time.perf_counter() - start
     sampler.stop.set()
     sampler.join()
     if run.returncode != 0 or "PENDING" not in out:
-        raise SystemExit(f"upload failed: {out}")
+        raise SystemExit(f"upload failed (exit {run.returncode}): {out}\n{client_log(work, name)}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"seconds": seconds, "peak_rss_mb": sampler.peak / 2**20, "server_cpu_s": server_cpu_s(server) - server_cpu,
             "client_cpu_s": after.ru_utime + after.ru_stime - client_cpu.ru_utime - client_cpu.ru_stime}  # fmt: skip
@@ -201,7 +208,7 @@ def cut_and_resume(folder: Path, port: int, token: str, work: Path, var: Path) -
     """Kill the client at 50% of the weights, start it again, time until the offset moves on."""
     size = (folder / "model.safetensors").stat().st_size
     state = work / "state-resume.json"
-    first = client(folder, port, token, state, "bench/resumed")
+    first = client(folder, port, token, state, "bench/resumed", work)
     uploads = var / "media" / "uploads"
 
     def held() -> int:
@@ -210,7 +217,7 @@ def cut_and_resume(folder: Path, port: int, token: str, work: Path, var: Path) -
 
     while held() < size // 2:
         if first.poll() is not None:
-            raise SystemExit(f"the client finished before 50% (exit {first.returncode}): {first.communicate()[0][-2000:]}")
+            raise SystemExit(f"the client finished before 50% (exit {first.returncode}): {client_log(work, 'bench/resumed')}")
         time.sleep(0.005)
     first.send_signal(signal.SIGKILL)
     first.wait()
@@ -218,14 +225,14 @@ def cut_and_resume(folder: Path, port: int, token: str, work: Path, var: Path) -
     time.sleep(1.0)  # the server notices the dropped connection and cuts the partial chunk off
     kept = held()
     start = time.perf_counter()
-    second = client(folder, port, token, state, "bench/resumed")
+    second = client(folder, port, token, state, "bench/resumed", work)
     while held() <= kept and second.poll() is None:
         time.sleep(0.002)
     resumed_after = time.perf_counter() - start
     out, _ = second.communicate(timeout=3600)
     total = time.perf_counter() - start
     if second.returncode != 0 or "PENDING" not in out:
-        raise SystemExit(f"resumed upload failed: {out}")
+        raise SystemExit(f"resumed upload failed (exit {second.returncode}): {out}\n{client_log(work, 'bench/resumed')}")
     return {"cut_at_bytes": at_cut, "kept_bytes": kept, "resend_bytes": at_cut - kept,
             "seconds_to_first_new_byte": resumed_after, "seconds_to_finish": total}  # fmt: skip
 
