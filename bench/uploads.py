@@ -5,8 +5,10 @@
 
 For each size: a generated checkpoint (SmolLM2's config and tokenizer files, one bfloat16
 ``model.safetensors`` of that size, random bytes) is uploaded by the ``podium-upload`` command
-(32 MiB chunks, a SHA-256 checksum per chunk, hashed again by the server as it arrives) to gunicorn
-with two sync workers (production's HTTP server, ``config.settings.prod``, PostgreSQL), and the same
+(32 MiB chunks, each with the checksum it sends by default, CRC-32 since 2026-12-01 and SHA-256
+before; the server makes the weights' two SHA-256 digests as the bytes arrive) to gunicorn with two
+sync workers (production's HTTP server, ``config.settings.prod``, PostgreSQL, a connection pool of
+2 per process as production sets ``DATABASE_POOL_SIZE``), and the same
 file is copied with ``cp`` to the same disk in the same run (page cache flushed with ``sync`` before
 each). Reported: MB/s of both and their ratio (end to end: creating the submission, every chunk,
 and the final checks and tensors digest that make it a PENDING submission), the CPU milliseconds per
