@@ -270,10 +270,21 @@ def draft_refuse(draft_pk: int, messages: list[str]) -> None:
 
 
 def draft_finalize(draft_pk: int) -> SubmissionDraft:
-    """All files are here: check the checkpoint as the form does and create the submission."""
+    """All files are here: check the checkpoint as the form does and create the submission.
+
+    Checked again under the draft's lock, every declared file with an upload and every upload
+    complete: a chunk's request decides to call this with one query after its commit, and another
+    request may create the last file's upload (0 bytes yet) between that query and this lock.
+    Counting uploads alone then took the new, empty file for a whole one, and the checks refused a
+    correct checkpoint ("it ends inside its header length"; seen from the browser, which creates
+    the weights' upload while the small files' chunks arrive)."""
     with transaction.atomic():
         draft = SubmissionDraft.objects.select_for_update().get(pk=draft_pk)
-        if draft.state != DraftState.UPLOADING or draft.uploads.count() != len(draft.files):
+        if (
+            draft.state != DraftState.UPLOADING
+            or draft.uploads.count() != len(draft.files)
+            or draft.uploads.exclude(offset=F("length")).exists()
+        ):
             return draft
         draft.state = DraftState.FINALIZING
         draft.save(update_fields=["state"])

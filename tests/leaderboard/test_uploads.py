@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from evalcore.models.hf import hash_files
 from leaderboard.models import DraftFile, Submission, SubmissionDraft
-from leaderboard.submissions import checkpoint_io
+from leaderboard.submissions import checkpoint_io, transfers
 from tests.leaderboard import tus_helpers as tus
 
 pytestmark = pytest.mark.django_db
@@ -213,3 +213,23 @@ def test_a_signed_in_browser_needs_the_csrf_token(owner, uploads_dir, tiny_dir):
     assert tus.patch(browser, url, 0, data).status_code == 403
     assert tus.patch(browser, url, 0, data, headers=csrf).status_code == 204
     assert browser.head(url, headers=tus.TUS).status_code == 200  # reads need no token
+
+
+def test_the_last_files_upload_created_while_a_chunk_finishes_does_not_finalize(client, owner, uploads_dir, tiny_dir):
+    """The race the browser met: a small file's last chunk finds every upload complete (the weights'
+    upload does not exist yet), the weights' upload is created (0 bytes), and then the draft is
+    finalized. Finalizing must see the empty file as incomplete, not refuse the checkpoint."""
+    draft_id = _draft(client, tiny_dir)
+    for path in sorted(tiny_dir.iterdir()):
+        if path.suffix != ".safetensors":
+            assert tus.send_file(client, draft_id, path.name, path.read_bytes()).status_code == 204
+    weights = (tiny_dir / "model.safetensors").read_bytes()
+    url = tus.create_upload(client, draft_id, "model.safetensors", len(weights))["Location"]
+    draft = SubmissionDraft.objects.get(public_id=draft_id)
+    assert transfers.draft_finalize(draft.pk).state == "UPLOADING"  # what the small file's request then called
+    assert SubmissionDraft.objects.get(public_id=draft_id).state == "UPLOADING" and Submission.objects.count() == 0
+    last = None
+    for start in range(0, len(weights), 1 << 20):
+        last = tus.patch(client, url, start, weights[start : start + (1 << 20)])
+        assert last.status_code == 204
+    assert last["Podium-Submission-State"] == "SUBMITTED" and Submission.objects.get().public_id == draft_id
