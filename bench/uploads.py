@@ -5,8 +5,10 @@
 
 For each size: a generated checkpoint (SmolLM2's config and tokenizer files, one bfloat16
 ``model.safetensors`` of that size, random bytes) is uploaded by the ``podium-upload`` command
-(32 MiB chunks, a SHA-256 checksum per chunk, hashed again by the server as it arrives) to gunicorn
-with two sync workers (production's HTTP server, ``config.settings.prod``, PostgreSQL), and the same
+(32 MiB chunks, each with the checksum it sends by default, CRC-32 since 2026-12-01 and SHA-256
+before; the server makes the weights' two SHA-256 digests as the bytes arrive) to gunicorn with two
+sync workers (production's HTTP server, ``config.settings.prod``, PostgreSQL, a connection pool of
+2 per process as production sets ``DATABASE_POOL_SIZE``), and the same
 file is copied with ``cp`` to the same disk in the same run (page cache flushed with ``sync`` before
 each). Reported: MB/s of both and their ratio (end to end: creating the submission, every chunk,
 and the final checks and tensors digest that make it a PENDING submission), the CPU milliseconds per
@@ -90,6 +92,7 @@ def server_env(db_url: str, var: Path) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="config.settings.prod", SECRET_KEY=secrets.token_urlsafe(48), SECURE_SSL="0",
         DEBUG="0", DATABASE_URL=db_url, CELERY_BROKER_URL="memory://", PODIUM_VAR_DIR=str(var),
         LEADERBOARD_SUBMISSIONS_PER_WEEK="1000", API_THROTTLE_SUBMISSIONS="1000/minute", OMP_NUM_THREADS="1",
+        DATABASE_POOL_SIZE="2",  # as a production web process has it (README): not a new connection per chunk
         PYTHONUNBUFFERED="1",
     )  # fmt: skip
     return env
@@ -148,11 +151,18 @@ class RssSampler(threading.Thread):
             time.sleep(0.02)
 
 
-def client(folder: Path, port: int, token: str, state: Path, name: str) -> subprocess.Popen:
+def client(folder: Path, port: int, token: str, state: Path, name: str, work: Path) -> subprocess.Popen:
     command = [sys.executable, "-m", "podium_client", str(folder), "--url", f"http://127.0.0.1:{port}",
                "--token", token, "--licence", "mit", "--name", name, "--chunk-mb", "32"]  # fmt: skip
     env = {**os.environ, "PODIUM_STATE_FILE": str(state)}
-    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    log = (work / f"client-{name.replace('/', '-')}.log").open("a")  # its progress bar and errors
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=log, text=True)
+
+
+def client_log(work: Path, name: str) -> str:
+    """The end of a client's stderr (what it said before it failed)."""
+    path = work / f"client-{name.replace('/', '-')}.log"
+    return path.read_text(errors="replace")[-3000:] if path.exists() else ""
 
 
 def timed_cp(source: Path, target: Path) -> tuple[float, float]:
@@ -184,13 +194,13 @@ def upload_once(folder: Path, port: int, token: str, work: Path, server: subproc
     server_cpu = server_cpu_s(server)
     client_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    run = client(folder, port, token, work / f"state-{name}.json", name)
+    run = client(folder, port, token, work / f"state-{name}.json", name, work)
     out, _ = run.communicate(timeout=3600)
     seconds = time.perf_counter() - start
     sampler.stop.set()
     sampler.join()
     if run.returncode != 0 or "PENDING" not in out:
-        raise SystemExit(f"upload failed: {out}")
+        raise SystemExit(f"upload failed (exit {run.returncode}): {out}\n{client_log(work, name)}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return {"seconds": seconds, "peak_rss_mb": sampler.peak / 2**20, "server_cpu_s": server_cpu_s(server) - server_cpu,
             "client_cpu_s": after.ru_utime + after.ru_stime - client_cpu.ru_utime - client_cpu.ru_stime}  # fmt: skip
@@ -200,7 +210,7 @@ def cut_and_resume(folder: Path, port: int, token: str, work: Path, var: Path) -
     """Kill the client at 50% of the weights, start it again, time until the offset moves on."""
     size = (folder / "model.safetensors").stat().st_size
     state = work / "state-resume.json"
-    first = client(folder, port, token, state, "bench/resumed")
+    first = client(folder, port, token, state, "bench/resumed", work)
     uploads = var / "media" / "uploads"
 
     def held() -> int:
@@ -209,7 +219,7 @@ def cut_and_resume(folder: Path, port: int, token: str, work: Path, var: Path) -
 
     while held() < size // 2:
         if first.poll() is not None:
-            raise SystemExit("the client finished before 50%")
+            raise SystemExit(f"the client finished before 50% (exit {first.returncode}): {client_log(work, 'bench/resumed')}")
         time.sleep(0.005)
     first.send_signal(signal.SIGKILL)
     first.wait()
@@ -217,14 +227,14 @@ def cut_and_resume(folder: Path, port: int, token: str, work: Path, var: Path) -
     time.sleep(1.0)  # the server notices the dropped connection and cuts the partial chunk off
     kept = held()
     start = time.perf_counter()
-    second = client(folder, port, token, state, "bench/resumed")
+    second = client(folder, port, token, state, "bench/resumed", work)
     while held() <= kept and second.poll() is None:
         time.sleep(0.002)
     resumed_after = time.perf_counter() - start
     out, _ = second.communicate(timeout=3600)
     total = time.perf_counter() - start
     if second.returncode != 0 or "PENDING" not in out:
-        raise SystemExit(f"resumed upload failed: {out}")
+        raise SystemExit(f"resumed upload failed (exit {second.returncode}): {out}\n{client_log(work, 'bench/resumed')}")
     return {"cut_at_bytes": at_cut, "kept_bytes": kept, "resend_bytes": at_cut - kept,
             "seconds_to_first_new_byte": resumed_after, "seconds_to_finish": total}  # fmt: skip
 

@@ -7,8 +7,9 @@ command, over loopback to the production server, in the same run.
 A generated checkpoint (bench/uploads.py's: SmolLM2's config and tokenizer, one bfloat16
 ``model.safetensors`` of the given size) is copied with ``cp`` to the same disk, uploaded by
 ``podium-upload`` (32 MiB chunks), and uploaded through ``/leaderboard/submit/`` by Debian's Chromium
-(tus-js-client, the page's chunk size, ``LEADERBOARD_UPLOAD_CHUNK_BYTES``, default 16 MiB, a SHA-256
-per chunk from ``crypto.subtle``, three files at once), to gunicorn with two sync workers
+(tus-js-client, the page's chunk size, ``LEADERBOARD_UPLOAD_CHUNK_BYTES``, default 16 MiB, a CRC-32
+per chunk from static/js/crc32.js, a SHA-256 from ``crypto.subtle`` before 2026-12-01, three files
+at once), to gunicorn with two sync workers
 (``config.settings.prod``, PostgreSQL). Browser time runs from pressing Submit to the page reaching
 "My submissions" (the submission PENDING). Reported: MB/s of each and the ratios. Writes
 bench/out/uploads_browser.json.

@@ -1,7 +1,8 @@
 """``podium-upload DIR --url URL --token TOKEN --name NAME --licence L``: submit a local checkpoint.
 
 Creates the submission (``POST /api/submissions/``), then sends every file through the tus endpoint
-in chunks with a SHA-256 per chunk and a terminal progress bar. The weights go one shard at a time
+in chunks, each with its checksum (CRC-32 by default: a transport check the server verifies before it
+keeps the chunk; the server makes the weights' SHA-256 digests itself), and a terminal progress bar. The weights go one shard at a time
 in sorted name order (the server hashes them as they arrive, without reading them back); small files
 go beside them. Interrupted (network, Ctrl-C, a crash), run the same command again: it finds the
 submission in its state file and resumes every file from the offset the server holds.
@@ -15,7 +16,9 @@ import hashlib
 import json
 import os
 import sys
+import threading
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -24,6 +27,8 @@ from tqdm import tqdm
 
 TUS = {"Tus-Resumable": "1.0.0"}
 RETRIES = 8
+PIECE = 1 << 18  # a chunk is handed to httpx in pieces of this size (see Uploader._patch)
+CHECKSUMS = ("crc32", "sha256", "sha1")
 STATE_FILE = Path(os.environ.get("PODIUM_STATE_FILE", Path.home() / ".cache" / "podium" / "uploads.json"))
 
 
@@ -51,11 +56,21 @@ def _state_load() -> dict:
         return {}
 
 
-def _state_save(state: dict) -> None:
-    STATE_FILE.parent.mkdir(parents=True, exist_ok=True)
-    temporary = STATE_FILE.with_suffix(".tmp")
-    temporary.write_text(json.dumps(state))
-    temporary.replace(STATE_FILE)
+_STATE_LOCK = threading.Lock()
+
+
+def _state_save(state: dict, change=None) -> None:
+    """Apply ``change`` (a function) to ``state`` and write it, atomically. The small files' thread
+    and the shards' threads record their uploads at once: without the lock one thread's rename
+    could take another's half-written temporary file (a state file that no longer parses, so the
+    next run starts a new submission) or leave it none to rename (the upload crashed)."""
+    with _STATE_LOCK:
+        if change is not None:
+            change()
+        STATE_FILE.parent.mkdir(parents=True, exist_ok=True)
+        temporary = STATE_FILE.with_name(f"{STATE_FILE.name}.{os.getpid()}.tmp")  # one per process
+        temporary.write_text(json.dumps(state))
+        temporary.replace(STATE_FILE)
 
 
 def _detail(response: httpx.Response) -> str:
@@ -66,9 +81,36 @@ def _detail(response: httpx.Response) -> str:
     return body.get("detail") or json.dumps(body.get("errors", body))
 
 
+def chunk_checksum(algorithm: str, pieces: list[bytes]) -> str:
+    """The ``Upload-Checksum`` value of a chunk: the algorithm and the base64 digest (CRC-32 as 4
+    bytes, big-endian, as tus servers read it)."""
+    if algorithm == "crc32":
+        crc = 0
+        for piece in pieces:
+            crc = zlib.crc32(piece, crc)
+        digest = crc.to_bytes(4, "big")
+    else:
+        hasher = hashlib.new(algorithm)
+        for piece in pieces:
+            hasher.update(piece)
+        digest = hasher.digest()
+    return f"{algorithm} {base64.b64encode(digest).decode()}"
+
+
+def server_checksum(client: httpx.Client, wanted: str | None) -> str:
+    """The checksum algorithm to send: ``wanted``, or crc32 where the server offers it, else sha256."""
+    response = client.options("/leaderboard/uploads/")
+    offered = [a.strip() for a in response.headers.get("Tus-Checksum-Algorithm", "").split(",") if a.strip()]
+    if wanted is not None:
+        if wanted not in offered:
+            raise UploadError(f"The server does not take {wanted} checksums (it offers: {', '.join(offered) or 'none'}).")
+        return wanted
+    return "crc32" if "crc32" in offered else "sha256"
+
+
 class Uploader:
-    def __init__(self, client: httpx.Client, folder: Path, *, chunk: int, bar: tqdm):
-        self.client, self.folder, self.chunk, self.bar = client, folder, chunk, bar
+    def __init__(self, client: httpx.Client, folder: Path, *, chunk: int, bar: tqdm, checksum: str = "crc32"):
+        self.client, self.folder, self.chunk, self.bar, self.checksum = client, folder, chunk, bar, checksum
         self.final_state = ""
 
     def create(self, submission: str, name: str, size: int) -> str:
@@ -86,40 +128,64 @@ class Uploader:
             return None
         raise UploadError(f"HEAD {url}: {response.status_code}")
 
-    def _read(self, stream, offset: int, size: int) -> tuple[int, bytes, str]:
+    def _read(self, stream, offset: int, size: int, buffer: bytearray) -> tuple[int, memoryview, str]:
+        """The chunk at ``offset``, read into ``buffer`` (one of two, reused for the whole file:
+        a fresh 32 MiB object per chunk cost more in page faults than reading it), and its checksum."""
+        view = memoryview(buffer)[: min(self.chunk, size - offset)]
         stream.seek(offset)
-        data = stream.read(min(self.chunk, size - offset))
-        return offset, data, base64.b64encode(hashlib.sha256(data).digest()).decode()
+        filled = 0
+        while filled < len(view):
+            n = stream.readinto(view[filled:])
+            if not n:
+                raise UploadError(f"{self.folder}: a file became shorter while it was being sent.")
+            filled += n
+        return offset, view, chunk_checksum(self.checksum, [view])
 
     def send(self, url: str, name: str, size: int) -> None:
         """Send ``name`` from the server's offset to the end, retrying a dropped connection. The
-        next chunk is read and hashed while the current one is on the wire."""
+        next chunk is read and checksummed (on a second thread, into the other buffer) while the
+        current one is on the wire."""
         offset = self.offset(url)
         if offset is None:
             raise UploadError(f"{name}: the server no longer has this upload.")
         self.bar.update(offset)
-        with open(self.folder / name, "rb") as stream, ThreadPoolExecutor(max_workers=1) as reader:
-            pending = reader.submit(self._read, stream, offset, size) if offset < size else None
+        buffers = [bytearray(min(self.chunk, size)) for _ in range(2)]
+        turn = 0
+
+        def read_next(at: int):  # into the buffer the chunk before the current one used
+            nonlocal turn
+            turn ^= 1
+            return reader.submit(self._read, stream, at, size, buffers[turn]) if at < size else None
+
+        with open(self.folder / name, "rb", buffering=0) as stream, ThreadPoolExecutor(max_workers=1) as reader:
+            pending = read_next(offset)
             failures = 0
             while offset < size:
                 start, data, digest = pending.result()
                 if start != offset:
-                    start, data, digest = self._read(stream, offset, size)
+                    start, data, digest = self._read(stream, offset, size, buffers[turn])
                 after = offset + len(data)
-                pending = reader.submit(self._read, stream, after, size) if after < size else None
+                pending = read_next(after)
                 new_offset, failures = self._patch(url, name, offset, data, digest, failures)
                 self.bar.update(new_offset - offset)
                 offset = new_offset
-                if pending is not None and new_offset != after:
-                    pending.result()  # a resync: drop the prefetched chunk, read from the new offset
-                    pending = reader.submit(self._read, stream, offset, size) if offset < size else None
+                if new_offset != after:  # a resync: drop the prefetched chunk (if any), read from the new offset
+                    if pending is not None:
+                        pending.result()
+                    pending = read_next(offset)
 
-    def _patch(self, url: str, name: str, offset: int, data: bytes, digest: str, failures: int) -> tuple[int, int]:
-        """One PATCH: (the offset the server holds after it, consecutive failures so far)."""
+    def _patch(self, url: str, name: str, offset: int, data: memoryview, checksum: str,
+               failures: int) -> tuple[int, int]:  # fmt: skip
+        """One PATCH: (the offset the server holds after it, consecutive failures so far).
+
+        The body goes as pieces of ``PIECE`` bytes: httpx hands each to one ``send`` after copying it
+        into a bytes object (cheap at this size, and the memory is reused), where one 32 MiB bytes
+        object was copied again, what was left of it, after every partial ``send``."""
         headers = {**TUS, "Upload-Offset": str(offset), "Content-Type": "application/offset+octet-stream",
-                   "Upload-Checksum": f"sha256 {digest}"}  # fmt: skip
+                   "Content-Length": str(len(data)), "Upload-Checksum": checksum}  # fmt: skip
+        pieces = [data[i : i + PIECE] for i in range(0, len(data), PIECE)]
         try:
-            response = self.client.patch(url, content=data, headers=headers)
+            response = self.client.patch(url, content=pieces, headers=headers)
         except httpx.TransportError as exc:
             if failures >= RETRIES:
                 raise UploadError(f"{name}: {exc}; run the command again to resume.") from exc
@@ -149,6 +215,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--chat-template", action="store_true", help="apply the chat template when evaluating")
     parser.add_argument("--private", action="store_true", help="a private variant (visible only to you)")
     parser.add_argument("--chunk-mb", type=int, default=32, help="chunk size in MiB (default 32)")
+    parser.add_argument("--checksum", choices=CHECKSUMS, default=None,
+                        help="each chunk's checksum (default: crc32 where the server offers it, else sha256)")
     parser.add_argument("--parallel", type=int, default=1, help="weight shards sent at once (default 1: in order)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per request")
     return parser
@@ -183,16 +251,16 @@ def upload(args) -> str:
     key = _state_key(args.url, folder, files)
     headers = {"Authorization": f"Bearer {args.token}", "User-Agent": "podium-upload/1"}
     with httpx.Client(base_url=args.url.rstrip("/"), headers=headers, timeout=args.timeout) as client:
+        checksum = server_checksum(client, args.checksum)
         known = _submission(client, args, files, state, key)
         with tqdm(total=sum(files.values()), unit="B", unit_scale=True, unit_divisor=1024, desc="upload") as bar:
-            uploader = Uploader(client, folder, chunk=args.chunk_mb << 20, bar=bar)
+            uploader = Uploader(client, folder, chunk=args.chunk_mb << 20, bar=bar, checksum=checksum)
 
             def one(name: str) -> None:
                 url = known["uploads"].get(name)
                 if url is None or uploader.offset(url) is None:
                     url = uploader.create(known["id"], name, files[name])
-                    known["uploads"][name] = url
-                    _state_save(state)
+                    _state_save(state, lambda: known["uploads"].__setitem__(name, url))
                 uploader.send(url, name, files[name])
 
             weights = sorted(n for n in files if n.lower().endswith(".safetensors"))

@@ -1,10 +1,15 @@
 """Receiving one chunk of a resumable upload: streamed to disk, checksummed, all or nothing.
 
 The request body is read in blocks straight from the socket (``request.read``), never as
-``request.body``, so a chunk of any size costs one block of memory; Django's
+``request.body``, so a chunk of any size costs a few blocks of memory; Django's
 DATA_UPLOAD_MAX_MEMORY_SIZE applies only to ``request.body`` and form parsing, neither of which a
 ``application/offset+octet-stream`` body goes through. A chunk that ends early or whose checksum
 does not match is cut off the file again, so the file always holds exactly the accepted offset.
+
+Two threads share the work of a chunk: this one receives each block, writes it and feeds the
+chunk's checksum; a second one runs the running weights digests (``consumers``) over the blocks
+already written, so hashing overlaps receiving (hashlib and OpenSSL through ctypes release the GIL
+over a block). See docs/uploads.md, "Where the server's CPU goes".
 """
 
 from __future__ import annotations
@@ -14,14 +19,18 @@ import binascii
 import errno
 import hashlib
 import os
-from collections.abc import Callable
+import queue
+import threading
+import zlib
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
 from leaderboard.submissions import checkpoints, file_rules
 
-BLOCK = 1 << 20
-CHECKSUM_ALGORITHMS = ("sha256", "sha1")
+BLOCK = 1 << 21  # bytes handed to the hashing thread at once (a few of these are all a chunk costs)
+BUFFERS = 4  # blocks in flight between the receiving and the hashing thread
+CHECKSUM_ALGORITHMS = ("crc32", "sha256", "sha1")  # crc32 first: the one our clients send
 
 
 class ChunkError(ValueError):
@@ -32,50 +41,159 @@ class ChunkError(ValueError):
         self.status = status
 
 
+class Crc32:
+    """CRC-32 (IEEE 802.3, zlib's) with hashlib's ``update``/``digest``: 4 bytes, big-endian, as
+    other tus servers (tusd) and clients encode it. A transport check, not a cryptographic one: it
+    catches damaged bytes (every burst of up to 32 bits, and all but 2^-32 of other damage); the
+    weights' own SHA-256 digests are what identifies them."""
+
+    digest_size = 4
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def update(self, data) -> None:
+        self.value = zlib.crc32(data, self.value)  # releases the GIL over large blocks
+
+    def digest(self) -> bytes:
+        return self.value.to_bytes(4, "big")
+
+
+def checksum_hasher(algorithm: str):
+    """A fresh hasher for one of CHECKSUM_ALGORITHMS."""
+    return Crc32() if algorithm == "crc32" else hashlib.new(algorithm)
+
+
 def parse_checksum(header: str | None) -> tuple[str, bytes] | None:
     """``Upload-Checksum: <algorithm> <base64 digest>`` → (algorithm, digest); None when absent."""
     if not header:
         return None
     algorithm, _, encoded = header.strip().partition(" ")
     if algorithm not in CHECKSUM_ALGORITHMS:
-        raise ChunkError(f"Checksum algorithm {algorithm[:20]!r} is not supported; use sha256 or sha1.", 400)
+        raise ChunkError(f"Checksum algorithm {algorithm[:20]!r} is not supported; use crc32, sha256 or sha1.", 400)
     try:
         digest = base64.b64decode(encoded.strip(), validate=True)
     except (binascii.Error, ValueError):
         raise ChunkError("Upload-Checksum's digest is not base64.", 400) from None
-    if len(digest) != hashlib.new(algorithm).digest_size:
+    if len(digest) != checksum_hasher(algorithm).digest_size:
         raise ChunkError(f"Upload-Checksum's {algorithm} digest has the wrong length.", 400)
     return algorithm, digest
 
 
+_spare_buffers: list[list[memoryview]] = []  # the blocks of finished chunks, for the next ones
+_spare_lock = threading.Lock()
+
+
+def _take_buffers() -> list[memoryview]:
+    """BUFFERS blocks for one chunk: a finished chunk's (a process keeps as many sets as it ever
+    received chunks at once, one under gunicorn's sync worker), else new ones. New ones cost page
+    faults, ~2 ms per chunk measured, which reuse saves."""
+    with _spare_lock:
+        if _spare_buffers:
+            return _spare_buffers.pop()
+    return [memoryview(bytearray(BLOCK)) for _ in range(BUFFERS)]
+
+
+class _Hashing(threading.Thread):
+    """Runs ``consumers`` over each block the receiving thread hands over, in order, beside it.
+
+    Blocks come through ``full`` as (buffer, length) and go back through ``free`` once every
+    consumer has seen them, so the receiving thread never overwrites bytes still being hashed.
+    A consumer's exception is kept in ``error`` (the rest of the blocks are only handed back).
+    """
+
+    def __init__(self, consumers: Sequence[Callable[[memoryview], None]]):
+        super().__init__(name="chunk-hashing", daemon=True)
+        self.consumers = consumers
+        self.full: queue.SimpleQueue = queue.SimpleQueue()
+        self.free: queue.SimpleQueue = queue.SimpleQueue()
+        self.error: BaseException | None = None
+        self.cancelled = False
+        self.buffers = _take_buffers()
+        for buffer in self.buffers:
+            self.free.put(buffer)
+
+    def run(self) -> None:
+        while (item := self.full.get()) is not None:
+            buffer, length = item
+            if self.error is None and not self.cancelled:
+                try:
+                    for consume in self.consumers:
+                        consume(buffer[:length])
+                except BaseException as exc:  # handed to the receiving thread, which raises it
+                    self.error = exc
+            self.free.put(buffer)
+
+    def finish(self) -> None:
+        """Wait until every block handed over was hashed; raise a consumer's error."""
+        self.stop()
+        if self.error is not None:
+            raise self.error
+
+    def stop(self, *, cancel: bool = False) -> None:
+        """End the thread (``cancel``: without hashing what is still queued) and give the blocks back."""
+        if self.buffers is None:
+            return
+        self.cancelled = self.cancelled or cancel
+        if self.is_alive():
+            self.full.put(None)
+            self.join()
+        with _spare_lock:
+            _spare_buffers.append(self.buffers)
+        self.buffers = None
+
+
+def _fill(stream: BinaryIO, buffer: memoryview, want: int) -> int:
+    """Read up to ``want`` bytes into ``buffer``; fewer only when the body ends (or the connection drops)."""
+    readinto = getattr(stream, "readinto", None)
+    filled = 0
+    while filled < want:
+        try:
+            if readinto is not None:
+                n = readinto(buffer[filled:want])
+            else:  # Django's request stream (the test client, ASGI): one copy more
+                data = stream.read(want - filled)
+                n = len(data)
+                buffer[filled : filled + n] = data
+        except OSError:  # the connection dropped or stalled past the server's timeout
+            n = 0
+        if not n:
+            break
+        filled += n
+    return filled
+
+
 def receive(stream: BinaryIO, path: Path, *, offset: int, length: int, checksum: tuple[str, bytes] | None,
-            on_block: Callable[[bytes], None] | None = None) -> None:  # fmt: skip
+            consumers: Sequence[Callable[[memoryview], None]] = ()) -> None:  # fmt: skip
     """Append ``length`` bytes from ``stream`` to ``path`` at ``offset`` (its current size).
 
-    ``on_block`` sees every block as it is written (the running weights hash). Raises ChunkError
-    (the file cut back to ``offset``) when the body ends early or the checksum does not match.
+    Every consumer sees every block, in order, after it was written (the running weights digests),
+    on the hashing thread; when this returns they have seen the whole chunk. Raises ChunkError
+    (the file cut back to ``offset``) when the body ends early or the checksum does not match, or
+    a consumer's own exception.
     """
-    verify = hashlib.new(checksum[0]) if checksum else None
+    verify = checksum_hasher(checksum[0]) if checksum else None
     received = 0
-    buffer = memoryview(bytearray(BLOCK))  # one block, reused (a stream with readinto fills it in place)
-    readinto = getattr(stream, "readinto", None)
     with open(path, "r+b" if offset else "wb", buffering=0) as target:
+        hashing = _Hashing(consumers)
         try:
+            hashing.start()
             target.seek(offset)
             while received < length:
+                if hashing.error is not None:
+                    raise hashing.error
+                buffer = hashing.free.get()
                 want = min(BLOCK, length - received)
-                try:
-                    block = buffer[: readinto(buffer[:want])] if readinto else stream.read(want)
-                except OSError:  # the connection dropped or stalled past the server's timeout
-                    block = b""
-                if not block:
+                got = _fill(stream, buffer, want)
+                if got < want:
                     raise ChunkError(
-                        f"The chunk ended after {received} of the {length} bytes its Content-Length announced; "
+                        f"The chunk ended after {received + got} of the {length} bytes its Content-Length announced; "
                         f"nothing of it was kept. Resume from offset {offset}.", 400,
                     )  # fmt: skip
+                block = buffer[:got]
                 written = 0
                 try:
-                    while written < len(block):  # an unbuffered write may take part of the block
+                    while written < got:  # an unbuffered write may take part of the block
                         written += target.write(block[written:])
                 except OSError as exc:
                     if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
@@ -84,15 +202,16 @@ def receive(stream: BinaryIO, path: Path, *, offset: int, length: int, checksum:
                                      f"was kept. Try again later from offset {offset}.", 507) from None  # fmt: skip
                 if verify is not None:
                     verify.update(block)
-                if on_block is not None:
-                    on_block(block)
-                received += len(block)
+                hashing.full.put((buffer, got))
+                received += got
+            hashing.finish()
             if verify is not None and verify.digest() != checksum[1]:
                 raise ChunkError(
                     f"The chunk's {checksum[0]} checksum does not match its bytes; nothing of it was kept. "
                     f"Send it again from offset {offset}.", 460,
                 )  # fmt: skip
         except BaseException:
+            hashing.stop(cancel=True)
             target.truncate(offset)
             raise
 

@@ -5,7 +5,8 @@ and may be terminated. The weights are hashed as they arrive: the draft keeps on
 over the weight files in sorted name order (the digest ``checkpoint_io.hash_weights`` makes) with
 its state in the database, so any web process can continue it. A chunk at the hash's frontier is
 hashed while it is written; bytes that arrive ahead of the frontier (a later shard sent in
-parallel) are read back once when the frontier reaches them. See docs/uploads.md.
+parallel) are read back once when the frontier reaches them. Both digests run on a second thread
+beside the one receiving the chunk (``chunks.receive``). See docs/uploads.md.
 """
 
 from __future__ import annotations
@@ -148,14 +149,9 @@ def _chunk_write(owner, upload_id, offset, length, checksum, stream) -> DraftFil
         digester = checkpoint_io.TensorDigester(upload.tensors, position=offset, state=bytes(upload.tensor_state),
                                                 digests=upload.tensor_digests)  # fmt: skip
 
-    def on_block(block) -> None:  # the running hashes see each block as it is written
-        if hasher is not None:
-            hasher.update(block)
-        if digester is not None:
-            digester.feed(block)
-
     path = draft_folder(draft) / upload.name
-    chunks.receive(stream, path, offset=offset, length=length, checksum=checksum, on_block=on_block)
+    consumers = [h for h in (hasher and hasher.update, digester and digester.feed) if h]  # see each block as written
+    chunks.receive(stream, path, offset=offset, length=length, checksum=checksum, consumers=consumers)
     try:
         upload.offset = offset + length
         _tensors_advance(upload, path, digester)
@@ -274,10 +270,21 @@ def draft_refuse(draft_pk: int, messages: list[str]) -> None:
 
 
 def draft_finalize(draft_pk: int) -> SubmissionDraft:
-    """All files are here: check the checkpoint as the form does and create the submission."""
+    """All files are here: check the checkpoint as the form does and create the submission.
+
+    Checked again under the draft's lock, every declared file with an upload and every upload
+    complete: a chunk's request decides to call this with one query after its commit, and another
+    request may create the last file's upload (0 bytes yet) between that query and this lock.
+    Counting uploads alone then took the new, empty file for a whole one, and the checks refused a
+    correct checkpoint ("it ends inside its header length"; seen from the browser, which creates
+    the weights' upload while the small files' chunks arrive)."""
     with transaction.atomic():
         draft = SubmissionDraft.objects.select_for_update().get(pk=draft_pk)
-        if draft.state != DraftState.UPLOADING or draft.uploads.count() != len(draft.files):
+        if (
+            draft.state != DraftState.UPLOADING
+            or draft.uploads.count() != len(draft.files)
+            or draft.uploads.exclude(offset=F("length")).exists()
+        ):
             return draft
         draft.state = DraftState.FINALIZING
         draft.save(update_fields=["state"])

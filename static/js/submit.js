@@ -7,7 +7,7 @@
 (function () {
   "use strict";
   var form = document.getElementById("submit-form");
-  if (!form || !window.tus || !window.PodiumCheckpointRules || !window.tus.isSupported) { return; }
+  if (!form || !window.tus || !window.PodiumCheckpointRules || !window.PodiumCrc32 || !window.tus.isSupported) { return; }
   var Rules = window.PodiumCheckpointRules;
   var rules = JSON.parse(document.getElementById("checkpoint-rules").textContent);
   var draftsUrl = form.dataset.draftsUrl, uploadsUrl = form.dataset.uploadsUrl;
@@ -259,18 +259,10 @@
     table.dataset.sent = String(all);
   }
 
-  function base64(buffer) {
-    var bytes = new Uint8Array(buffer), text = "";
-    for (var i = 0; i < bytes.length; i++) { text += String.fromCharCode(bytes[i]); }
-    return btoa(text);
-  }
-
-  // Each chunk carries its SHA-256 (tus checksum extension), so the server refuses one that was
-  // damaged on the way instead of storing it. The digest is made when tus-js-client takes the chunk
-  // from the file and added to that chunk's PATCH. crypto.subtle exists on HTTPS and on localhost only;
-  // elsewhere chunks go without (the server accepts that) and TCP's own checks remain.
+  // Each chunk carries its CRC-32 (tus checksum extension, crc32.js), so the server refuses one that
+  // was damaged on the way instead of storing it. The checksum is made when tus-js-client takes the
+  // chunk from the file and added to that chunk's PATCH.
   function checksummed(digests) {
-    var subtle = window.crypto && window.crypto.subtle;
     return {
       fileReader: {
         openFile: function (file) {
@@ -278,10 +270,8 @@
             size: file.size,
             slice: function (start, end) {
               var value = file.slice(start, end);
-              if (subtle) {
-                digests[String(start)] = value.arrayBuffer()
-                  .then(function (data) { return subtle.digest("SHA-256", data); }).then(base64);
-              }
+              digests[String(start)] = value.arrayBuffer()
+                .then(function (data) { return window.PodiumCrc32.uploadChecksum(new Uint8Array(data)); });
               return Promise.resolve({ value: value, done: end >= file.size });
             },
             close: function () {},
@@ -291,8 +281,8 @@
       onBeforeRequest: function (req) {
         var offset = req.getHeader("Upload-Offset"), digest = req.getMethod() === "PATCH" ? digests[offset] : null;
         if (!digest) { return undefined; }
-        delete digests[offset];  // a retried chunk is sliced, and digested, again
-        return digest.then(function (b64) { req.setHeader("Upload-Checksum", "sha256 " + b64); });
+        delete digests[offset];  // a retried chunk is sliced, and checksummed, again
+        return digest.then(function (checksum) { req.setHeader("Upload-Checksum", checksum); });
       },
     };
   }

@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import shutil
+import zlib
 from pathlib import Path
 
 import pytest
 
 from leaderboard.submissions import file_rules
+from podium_client.upload import chunk_checksum
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -66,6 +69,7 @@ def page():
         page = browser.new_page()
         page.set_content("<!doctype html><title>rules</title>")
         page.add_script_tag(path=str(ROOT / "static/js/checkpoint-rules.js"))
+        page.add_script_tag(path=str(ROOT / "static/js/crc32.js"))
         yield page
         browser.close()
 
@@ -105,6 +109,31 @@ def test_the_rules_refuse_what_they_should():
         assert answers["names"][repr(name)] == "A file has an empty name."
     assert answers["names"][repr("x" * 195 + ".json")] is None
     assert "longer than 200" in answers["names"][repr("x" * 196 + ".json")]
+
+
+def test_the_browsers_crc32_is_zlibs(page):
+    """static/js/crc32.js (the submit page's Upload-Checksum) against zlib.crc32, the server's, over
+    random bytes of every length around its 8-byte steps, and continued over pieces."""
+    rng = random.Random(15)
+    samples = [b"", b"123456789"] + [rng.randbytes(n) for n in (1, 7, 8, 9, 15, 16, 17, 4096, 65_543, 1 << 20)]
+    answers = page.evaluate(
+        """(samples) => samples.map((hex) => {
+            const bytes = Uint8Array.from(hex.match(/../g) || [], (b) => parseInt(b, 16));
+            return PodiumCrc32.uploadChecksum(bytes);
+        })""",
+        [s.hex() for s in samples],
+    )
+    assert answers == [chunk_checksum("crc32", [s]) for s in samples]
+    assert answers[1] == "crc32 y/Q5Jg=="  # the CRC-32 check value 0xCBF43926 (see test_upload_chunks)
+    for cut in range(1, 20):  # continued over pieces, each starting at every alignment of its words
+        pieces = page.evaluate(
+            """([hex, cut]) => {
+                const bytes = Uint8Array.from(hex.match(/../g), (b) => parseInt(b, 16));
+                return PodiumCrc32.crc32(bytes.subarray(cut), PodiumCrc32.crc32(bytes.subarray(0, cut), 0));
+            }""",
+            [samples[-3].hex(), cut],
+        )
+        assert pieces == zlib.crc32(samples[-3]), cut
 
 
 def test_vendored_tus_client_is_the_published_file():

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from evalcore.models.hf import hash_files
 from leaderboard.models import DraftFile, Submission, SubmissionDraft
-from leaderboard.submissions import checkpoint_io
+from leaderboard.submissions import checkpoint_io, transfers
 from tests.leaderboard import tus_helpers as tus
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +45,7 @@ def test_options_announce_the_extensions(client):
     assert response.status_code == 204
     assert response["Tus-Version"] == "1.0.0"
     assert set(response["Tus-Extension"].split(",")) == {"creation", "termination", "checksum", "expiration"}
-    assert response["Tus-Checksum-Algorithm"] == "sha256,sha1"
+    assert response["Tus-Checksum-Algorithm"] == "crc32,sha256,sha1"
 
 
 def test_upload_a_sharded_checkpoint_in_parallel_and_resume(client, owner, uploads_dir, make_checkpoint):
@@ -64,7 +64,8 @@ def test_upload_a_sharded_checkpoint_in_parallel_and_resume(client, owner, uploa
         for name in reversed(sorted(urls)):
             if offsets[name] < len(data[name]):
                 block = data[name][offsets[name] : offsets[name] + chunk]
-                assert tus.patch(client, urls[name], offsets[name], block).status_code == 204
+                algorithm = "sha256" if name == weights[0].name else "crc32"  # both kinds of checksum on the way
+                assert tus.patch(client, urls[name], offsets[name], block, algorithm=algorithm).status_code == 204
                 offsets[name] += len(block)
     # HEAD tells where to resume; a repeated chunk is refused.
     head = client.head(urls[weights[0].name], headers=tus.TUS)
@@ -103,12 +104,18 @@ def test_bad_chunks_are_refused_and_nothing_of_them_is_kept(client, owner, uploa
     for offset in (2000, 0, 999):
         response = tus.patch(client, url, offset, data[offset : offset + 500])
         assert response.status_code == 409 and "holds 1000 bytes" in response.json()["detail"]
-    # A tus.checksum that does not match: 460, and its bytes are cut off again.
-    wrong = tus.patch(client, url, 1000, data[1000:2000], headers={"Upload-Checksum": tus.checksum(b"other")})
-    assert wrong.status_code == 460 and "checksum does not match" in wrong.json()["detail"]
-    wrong_sha1 = tus.patch(client, url, 1000, data[1000:2000], headers={"Upload-Checksum": tus.checksum(b"x", "sha1")})
-    assert wrong_sha1.status_code == 460
-    assert tus.patch(client, url, 1000, data[1000:2000], headers={"Upload-Checksum": "md5 AAAA"}).status_code == 400
+    # A checksum that does not match (crc32, sha256, sha1): 460, and its bytes are cut off again.
+    for algorithm in ("crc32", "sha256", "sha1"):
+        wrong = tus.patch(client, url, 1000, data[1000:2000], headers={"Upload-Checksum": tus.checksum(b"other", algorithm)})
+        assert wrong.status_code == 460 and f"{algorithm} checksum does not match" in wrong.json()["detail"]
+    flipped = bytearray(data[1000:2000])
+    flipped[500] ^= 0x10  # one bit damaged on the way, the crc32 made over the bytes sent
+    damaged = tus.patch(client, url, 1000, bytes(flipped), headers={"Upload-Checksum": tus.checksum(data[1000:2000], "crc32")})
+    assert damaged.status_code == 460
+    # Unknown or malformed: 400, nothing read.
+    for value in ("md5 AAAA", "crc32 AAAA", "crc32 !!!!!!!!", "crc32", "CRC32 y/Q5Jg=="):
+        refused = tus.patch(client, url, 1000, data[1000:2000], headers={"Upload-Checksum": value})
+        assert refused.status_code == 400 and "Checksum" in refused.json()["detail"], value
     assert (uploads_dir / draft_id / "model.safetensors").stat().st_size == 1000
     assert client.head(url, headers=tus.TUS)["Upload-Offset"] == "1000"
     # More bytes than the upload tus.declared: 413 before any is read.
@@ -206,3 +213,23 @@ def test_a_signed_in_browser_needs_the_csrf_token(owner, uploads_dir, tiny_dir):
     assert tus.patch(browser, url, 0, data).status_code == 403
     assert tus.patch(browser, url, 0, data, headers=csrf).status_code == 204
     assert browser.head(url, headers=tus.TUS).status_code == 200  # reads need no token
+
+
+def test_the_last_files_upload_created_while_a_chunk_finishes_does_not_finalize(client, owner, uploads_dir, tiny_dir):
+    """The race the browser met: a small file's last chunk finds every upload complete (the weights'
+    upload does not exist yet), the weights' upload is created (0 bytes), and then the draft is
+    finalized. Finalizing must see the empty file as incomplete, not refuse the checkpoint."""
+    draft_id = _draft(client, tiny_dir)
+    for path in sorted(tiny_dir.iterdir()):
+        if path.suffix != ".safetensors":
+            assert tus.send_file(client, draft_id, path.name, path.read_bytes()).status_code == 204
+    weights = (tiny_dir / "model.safetensors").read_bytes()
+    url = tus.create_upload(client, draft_id, "model.safetensors", len(weights))["Location"]
+    draft = SubmissionDraft.objects.get(public_id=draft_id)
+    assert transfers.draft_finalize(draft.pk).state == "UPLOADING"  # what the small file's request then called
+    assert SubmissionDraft.objects.get(public_id=draft_id).state == "UPLOADING" and Submission.objects.count() == 0
+    last = None
+    for start in range(0, len(weights), 1 << 20):
+        last = tus.patch(client, url, start, weights[start : start + (1 << 20)])
+        assert last.status_code == 204
+    assert last["Podium-Submission-State"] == "SUBMITTED" and Submission.objects.get().public_id == draft_id

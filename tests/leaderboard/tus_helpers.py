@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import base64
-import hashlib
 from pathlib import Path
+
+from podium_client.upload import chunk_checksum
 
 TUS = {"Tus-Resumable": "1.0.0"}
 UPLOADS = "/leaderboard/uploads/"
@@ -32,13 +33,13 @@ def create_upload(client, draft_id: str, name: str, length: int, headers=None):
 
 
 def checksum(data: bytes, algorithm: str = "sha256") -> str:
-    return f"{algorithm} {base64.b64encode(hashlib.new(algorithm, data).digest()).decode()}"
+    return chunk_checksum(algorithm, [data])
 
 
-def patch(client, url: str, offset: int, data: bytes, headers=None, with_checksum: bool = True):
+def patch(client, url: str, offset: int, data: bytes, headers=None, with_checksum: bool = True, algorithm="crc32"):
     extra = {**TUS, "Upload-Offset": str(offset), **(headers or {})}
     if with_checksum:
-        extra.setdefault("Upload-Checksum", checksum(data))
+        extra.setdefault("Upload-Checksum", checksum(data, algorithm))
     return client.generic("PATCH", url, data, content_type="application/offset+octet-stream", headers=extra)
 
 

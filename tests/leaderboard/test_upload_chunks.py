@@ -1,0 +1,174 @@
+"""leaderboard.submissions.chunks without a server: the chunk checksums (crc32 beside sha256 and
+sha1) and receiving a chunk on two threads (written and checksummed on one, the weights digests on
+the other) with digests equal to hashlib's over the same bytes and nothing kept of a refused chunk."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import os
+import random
+import zlib
+
+import pytest
+
+from common.resumable_hash import ResumableSha256
+from leaderboard.submissions import checkpoint_io, chunks
+from podium_client import upload as client_upload
+
+
+class SocketLike:
+    """A body handed out by ``readinto`` in uneven pieces, as ``recv_into`` on a socket does."""
+
+    def __init__(self, data: bytes, *, seed: int = 0, cut_after: int | None = None):
+        self.data, self.position, self.rng = data, 0, random.Random(seed)
+        self.end = len(data) if cut_after is None else cut_after
+
+    def readinto(self, view: memoryview) -> int:
+        n = min(len(view), self.end - self.position, self.rng.choice([1, 7, 4096, 65536, 1 << 20, 3 << 20]))
+        view[:n] = self.data[self.position : self.position + n]
+        self.position += n
+        return n
+
+
+def header(algorithm: str, data: bytes) -> str:
+    return client_upload.chunk_checksum(algorithm, [data])
+
+
+def test_crc32_is_the_standard_crc_sent_big_endian():
+    # CRC-32/ISO-HDLC (zlib's) check value of "123456789" is 0xCBF43926 (the CRC RevEng catalogue,
+    # https://reveng.sourceforge.io/crc-catalogue/17plus.htm#crc.cat.crc-32-iso-hdlc); tus servers
+    # (tusd) send the 4 bytes big-endian, base64-encoded.
+    assert header("crc32", b"123456789") == "crc32 y/Q5Jg=="
+    assert chunks.parse_checksum("crc32 y/Q5Jg==") == ("crc32", bytes.fromhex("cbf43926"))
+    pieces = [os.urandom(n) for n in (1, 1 << 20, 12345)]
+    crc = zlib.crc32(b"".join(pieces))
+    assert (
+        client_upload.chunk_checksum("crc32", pieces)
+        == f"crc32 {base64.b64encode(crc.to_bytes(4, 'big')).decode()}"
+    )
+    for algorithm in ("sha256", "sha1"):
+        digest = hashlib.new(algorithm, b"".join(pieces)).digest()
+        assert (
+            client_upload.chunk_checksum(algorithm, pieces)
+            == f"{algorithm} {base64.b64encode(digest).decode()}"
+        )
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("md5 1B2M2Y8AsgTpgAmY7PhCfg==", "not supported; use crc32, sha256 or sha1"),
+        ("CRC32 y/Q5Jg==", "not supported"),
+        ("crc32c y/Q5Jg==", "not supported"),
+        ("crc32 not*base64", "not base64"),
+        ("crc32 y/Q5", "wrong length"),  # 3 bytes
+        ("crc32 y/Q5JgA=", "wrong length"),  # 5 bytes
+        ("crc32", "wrong length"),  # no digest at all
+        (
+            "crc32 " + base64.b64encode(hashlib.sha256(b"x").digest()).decode(),
+            "wrong length",
+        ),  # a sha256 digest
+        ("sha256 y/Q5Jg==", "wrong length"),  # a crc32 digest
+    ],
+)
+def test_malformed_or_unknown_checksums_are_refused_with_a_reason(value, message):
+    with pytest.raises(chunks.ChunkError, match=message) as refused:
+        chunks.parse_checksum(value)
+    assert refused.value.status == 400
+
+
+@pytest.mark.parametrize("algorithm", ["crc32", "sha256", "sha1"])
+def test_a_chunk_on_two_threads_gets_hashlibs_digests(tmp_path, algorithm):
+    """More blocks than the threads have buffers, uneven reads: every consumer sees every byte in
+    order (the bytes it copies are the chunk's), and the running digests equal hashlib's."""
+    path = tmp_path / "weights"
+    before = os.urandom(1000)
+    path.write_bytes(before)
+    data = os.urandom(chunks.BLOCK * (chunks.BUFFERS * 2 + 1) + 12345)
+    running = ResumableSha256.from_state(ResumableSha256().state())
+    running.update(before)
+    plain = hashlib.sha256()
+    seen: list[bytes] = []
+
+    def slow_copy(block: memoryview) -> None:  # slower than receiving: the receiver waits for free buffers
+        seen.append(bytes(block))
+        for _ in range(3):
+            hashlib.sha256(block).digest()
+
+    chunks.receive(SocketLike(data, seed=1), path, offset=len(before), length=len(data),
+                   checksum=chunks.parse_checksum(header(algorithm, data)),
+                   consumers=[running.update, plain.update, slow_copy])  # fmt: skip
+    assert b"".join(seen) == data
+    assert plain.hexdigest() == hashlib.sha256(data).hexdigest()
+    assert running.hexdigest() == hashlib.sha256(before + data).hexdigest()
+    assert path.read_bytes() == before + data
+
+
+def test_a_tensor_digester_fed_on_the_hashing_thread_matches_a_second_read(tmp_path, tiny_dir):
+    weights = (tiny_dir / "model.safetensors").read_bytes()
+    table = checkpoint_io.tensor_table(tiny_dir / "model.safetensors")
+    digester = checkpoint_io.TensorDigester(table)
+    path = tmp_path / "model.safetensors"
+    chunks.receive(SocketLike(weights, seed=2), path, offset=0, length=len(weights),
+                   checksum=chunks.parse_checksum(header("crc32", weights)), consumers=[digester.feed])  # fmt: skip
+    assert digester.complete
+    assert checkpoint_io.tensors_digest(digester.entries()) == checkpoint_io.tensors_hash(
+        [tiny_dir / "model.safetensors"]
+    )
+
+
+class _ReadOnly:
+    """A stream with ``read`` only, as Django's request is (the test client, ASGI)."""
+
+    def __init__(self, data: bytes):
+        self.stream = io.BytesIO(data)
+
+    def read(self, n: int) -> bytes:
+        return self.stream.read(min(n, 100_000))
+
+
+def test_django_streams_without_readinto_are_read_too(tmp_path):
+    data = os.urandom(chunks.BLOCK + 5)
+    seen = hashlib.sha256()
+    chunks.receive(_ReadOnly(data), tmp_path / "f", offset=0, length=len(data),
+                   checksum=chunks.parse_checksum(header("crc32", data)), consumers=[seen.update])  # fmt: skip
+    assert (tmp_path / "f").read_bytes() == data and seen.digest() == hashlib.sha256(data).digest()
+
+
+def test_a_wrong_crc32_keeps_nothing_of_the_chunk(tmp_path):
+    path = tmp_path / "weights"
+    path.write_bytes(b"kept")
+    data = os.urandom(chunks.BLOCK * 3 + 1)
+    damaged = bytearray(data)
+    damaged[chunks.BLOCK + 17] ^= 0x01  # one bit flipped on the way
+    with pytest.raises(chunks.ChunkError, match="crc32 checksum does not match") as refused:
+        chunks.receive(SocketLike(bytes(damaged)), path, offset=4, length=len(data),
+                       checksum=chunks.parse_checksum(header("crc32", data)))  # fmt: skip
+    assert refused.value.status == 460
+    assert path.read_bytes() == b"kept"
+
+
+def test_a_short_body_or_a_failing_digest_keeps_nothing(tmp_path):
+    path = tmp_path / "weights"
+    path.write_bytes(b"kept")
+    data = os.urandom(chunks.BLOCK * 5)
+    with pytest.raises(
+        chunks.ChunkError, match=f"ended after {chunks.BLOCK * 3 + 10} of the {len(data)} bytes"
+    ) as cut:
+        chunks.receive(SocketLike(data, cut_after=chunks.BLOCK * 3 + 10), path, offset=4, length=len(data),
+                       checksum=None, consumers=[hashlib.sha256().update])  # fmt: skip
+    assert cut.value.status == 400 and path.read_bytes() == b"kept"
+
+    calls = []
+
+    def breaks_on_the_second_block(block: memoryview) -> None:
+        calls.append(len(block))
+        if len(calls) == 2:
+            raise OSError("the digest's state could not be read")
+
+    with pytest.raises(OSError, match="could not be read"):
+        chunks.receive(SocketLike(data), path, offset=4, length=len(data), checksum=None,
+                       consumers=[breaks_on_the_second_block])  # fmt: skip
+    assert path.read_bytes() == b"kept"
