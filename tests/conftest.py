@@ -80,6 +80,23 @@ def run_manage(*args: str, env: dict[str, str], timeout: float = 120) -> subproc
     )
 
 
+def database_backends() -> int:
+    """PostgreSQL backends connected to this test process's database (this connection included)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+def wait_backends_closed(before: int, what: str) -> None:
+    """Poll until no more backends than ``before`` remain: a backend leaves pg_stat_activity a moment
+    after its client closes the connection."""
+    from tests.leaderboard.polling import wait_for_row
+
+    wait_for_row(database_backends, lambda n: n <= before, timeout=30, what=what)
+
+
 def database_url_of(connection) -> str:
     """A DATABASE_URL for the database this test process uses (the test database)."""
     settings = connection.settings_dict

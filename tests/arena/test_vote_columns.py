@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from arena import selectors, vote_columns
 from arena.models import Vote
 from tests.arena.vote_data import T0, votes_create
-from tests.leaderboard.polling import wait_for_row
+from tests.conftest import database_backends, wait_backends_closed
 
 
 @pytest.fixture
@@ -66,12 +66,6 @@ def _read_in(isolation: str | None, code_of: dict) -> dict:
         return vote_columns.read_postgresql(connection, code_of, voters=True)
 
 
-def _reader_backends() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
-        return cursor.fetchone()[0]
-
-
 @pytest.mark.django_db(transaction=True)
 def test_readers_side_by_side_in_one_snapshot_equal_one_reader(odd_votes, monkeypatch):
     """In a REPEATABLE READ transaction that wrote nothing, a second connection reads chunks in the
@@ -90,7 +84,7 @@ def test_readers_side_by_side_in_one_snapshot_equal_one_reader(odd_votes, monkey
 
     real = vote_columns._reader
     monkeypatch.setattr(vote_columns, "_reader", spy)
-    before = _reader_backends()
+    before = database_backends()
     two = _read_in("REPEATABLE READ", code_of)
     assert began, "no second reader started"
     for name in (
@@ -106,9 +100,7 @@ def test_readers_side_by_side_in_one_snapshot_equal_one_reader(odd_votes, monkey
     ):
         np.testing.assert_array_equal(two[name], one[name], err_msg=name)
     assert len(two["a"]) == len(odd_votes) - 1  # the vote counted during the read is not in this snapshot
-    wait_for_row(
-        _reader_backends, lambda n: n <= before, timeout=30, what="the second reader's connection closed"
-    )
+    wait_backends_closed(before, "the second reader's connection closed")
     assert len(_read_in("REPEATABLE READ", code_of)["a"]) == len(odd_votes)
 
 

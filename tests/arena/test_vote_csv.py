@@ -18,7 +18,7 @@ from arena.models import Vote
 from arena.selectors import EXPORT_COLUMNS, votes_for_export
 from evalcore import csvsafe
 from tests.arena.vote_data import T0, votes_create
-from tests.leaderboard.polling import wait_for_row
+from tests.conftest import database_backends, wait_backends_closed
 
 pytestmark = pytest.mark.django_db
 
@@ -101,19 +101,10 @@ def _builders() -> list:
     return [t for t in threading.enumerate() if t.name.startswith("votes-csv-")]
 
 
-def _connections() -> int:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
-        return cursor.fetchone()[0]
-
-
 def _closed(before: int) -> None:
-    """The builder threads are gone and their backends have exited (a backend leaves
-    pg_stat_activity a moment after its client closes the connection)."""
+    """The builder threads are gone and their connections closed."""
     assert not _builders()
-    wait_for_row(
-        _connections, lambda n: n == before, timeout=30, what=f"{before} connection(s) to the database"
-    )
+    wait_backends_closed(before, f"{before} connection(s) to the database")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -123,7 +114,7 @@ def test_chunks_built_side_by_side_equal_the_python_writer(hostile_votes, chunk_
     bytes are the same as one connection's, for any chunk size and number of builders."""
     assert not connection.in_atomic_block
     body = reference_csv().partition(b"\n")[2]
-    before = _connections()
+    before = database_backends()
     for workers in (2, 3):
         chunks = list(vote_csv.votes_csv_lines(chunk_rows, workers=workers))
         assert b"".join(chunks) == body
@@ -133,7 +124,7 @@ def test_chunks_built_side_by_side_equal_the_python_writer(hostile_votes, chunk_
 
 @pytest.mark.django_db(transaction=True)
 def test_a_download_closed_early_stops_its_builders(hostile_votes):
-    before = _connections()
+    before = database_backends()
     lines = vote_csv.votes_csv_lines(3, workers=2)
     first = next(lines)
     assert (
