@@ -19,8 +19,9 @@ Methods
     about a minute per million votes). Elo is sequential by definition, so a refit continues the last
     refit's replay (``extra["elo_state"]``: its ratings after its votes, and a digest of those votes) when
     this refit's votes begin with exactly those votes, in the same order: bit for bit the full replay,
-    for the cost of the new votes (``settings["resumed_after"]`` says how many were not replayed). ``style``: BT with style covariates (answer length, headers,
-    list items, bold), bootstrap intervals, and the coefficient table in ``extra["coefficients"]``.
+    for the cost of the new votes (``settings["resumed_after"]`` says how many were not replayed).
+    ``style``: BT with style covariates (answer length, headers, list items, bold), bootstrap intervals,
+    and the coefficient table in ``extra["coefficients"]``.
 
 Cost
     BT's bootstrap resamples pair counts (Poisson): 1,000 rounds cost the same at any vote count (~2.6 s
@@ -164,11 +165,7 @@ def _with_fallback(fit, rounds: int) -> tuple[object, list[str]]:
     return fit(FALLBACK_PRIOR), [note]
 
 
-def _fit_bt(
-    battles: Battles, draft: _Draft, *, rounds: int, seed: int, counts: PairCounts | None = None
-) -> None:
-    counts = aggregate(battles) if counts is None else counts
-
+def _fit_bt(battles: Battles, draft: _Draft, *, rounds: int, seed: int, counts: PairCounts) -> None:
     def fit(prior):
         return bootstrap_bradley_terry(
             counts, rounds=rounds, rng=np.random.default_rng(seed), ties=TIES, prior=prior, level=LEVEL,
@@ -188,7 +185,7 @@ def style_rounds(n: int, rounds: int, budget: int) -> int:
 
 
 def _fit_style(
-    battles: Battles, draft: _Draft, *, rounds: int, seed: int, budget: int, counts: PairCounts | None = None
+    battles: Battles, draft: _Draft, *, rounds: int, seed: int, budget: int, counts: PairCounts
 ) -> None:
     used = style_rounds(len(battles), rounds, budget)
 
@@ -203,7 +200,7 @@ def _fit_style(
             f"style intervals: {f'{used} bootstrap rounds' if used else 'sandwich (robust) standard errors'} "
             f"instead of {rounds}, to keep the refit within {budget:,} battle-rounds"
         )
-    _fill(draft, aggregate(battles) if counts is None else counts, style.ratings, notes)
+    _fill(draft, counts, style.ratings, notes)
     draft.extra["coefficients"] = style.coefficient_rows()
     draft.extra["feature_mean"] = style.feature_mean
     draft.extra["feature_std"] = style.feature_std
@@ -260,16 +257,15 @@ def _elo_resume(battles: Battles, state: dict | None, orders: int):
 
 
 def _fit_elo(
-    battles: Battles, draft: _Draft, *, orders: int, seed: int, state: dict | None = None,
-    counts: PairCounts | None = None,
-) -> None:  # fmt: skip
+    battles: Battles, draft: _Draft, *, orders: int, seed: int, state: dict | None, counts: PairCounts
+) -> None:
     orders = orders if len(battles) <= ELO_ORDERS_MAX_VOTES else 0
     skip, start, digest = _elo_resume(battles, state, orders)
     result = online_elo(
         battles, k=ELO_K, ties=TIES, permutations=orders, rng=np.random.default_rng(seed), level=LEVEL,
         initial=ELO_INITIAL, start=start, skip=skip,
     )  # fmt: skip
-    _fill(draft, aggregate(battles) if counts is None else counts, result, [])
+    _fill(draft, counts, result, [])
     draft.settings["k"] = ELO_K
     draft.settings["orders"] = orders
     draft.settings["resumed_after"] = skip
@@ -449,7 +445,8 @@ def _integrity_record(drafts: list[_Draft], integrity: dict, *, rounds, seed, mi
         return
     draft = _Draft("bt", "overall", len(before), None, None)
     draft.settings["provisional_votes"] = overall.settings["provisional_votes"]
-    _fit_bt(_battles(before, np.ones(len(before), dtype=bool)), draft, rounds=rounds, seed=seed)
+    battles = _battles(before, np.ones(len(before), dtype=bool))
+    _fit_bt(battles, draft, rounds=rounds, seed=seed, counts=aggregate(battles))
     overall.extra["before_voter_exclusion"] = {
         "vote_count": len(before), "rows": draft.rows, "notes": draft.extra.get("notes", []),
     }  # fmt: skip
