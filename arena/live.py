@@ -59,24 +59,18 @@ class Tally:
         return cls(z, z, z, z.astype(np.float64))
 
 
-def category_masks(turn_count, prompt_tokens, language, language_masks=None) -> dict[str, np.ndarray]:
-    """Every category a vote belongs to, as the refit defines them, with every language (the refit
-    shows a language once it has enough votes; the counts are kept from the first). ``language_masks``
-    (language -> mask, as :meth:`arena.selectors.VoteColumns.language_masks` makes them) replaces the
-    comparisons of ``language``."""
+def category_masks(turn_count, prompt_tokens, languages: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every category a vote belongs to, as the refit defines them, with every language in ``languages``
+    (language -> mask, :func:`arena.selectors.language_masks`; the refit shows a language once it has
+    enough votes, the counts are kept from the first)."""
     n = len(turn_count)
     masks = {
         "overall": np.ones(n, dtype=bool),
         "multi_turn": np.asarray(turn_count) > 1,
         "long_prompt": np.asarray(prompt_tokens) >= LONG_PROMPT_TOKENS,
     }
-    if language_masks is not None:
-        for lang in sorted(language_masks):
-            masks[f"language:{lang}"] = language_masks[lang]
-        return masks
-    language = np.asarray(language, dtype=object)
-    for lang in sorted(set(language.tolist()) - {"", None}):
-        masks[f"language:{lang}"] = language == lang
+    for lang in sorted(languages):
+        masks[f"language:{lang}"] = languages[lang]
     return masks
 
 
@@ -148,7 +142,7 @@ def base_store(
     ``known``: categories' pair counts the refit already made from the same votes (the same counts)."""
     rows = []
     known = known or {}
-    masks = category_masks(votes.turn_count, votes.prompt_tokens, votes.language, votes.language_masks())
+    masks = category_masks(votes.turn_count, votes.prompt_tokens, votes.language_masks())
     for category, mask in masks.items():
         if not mask.any() and category not in CORE_CATEGORIES:
             continue
@@ -254,8 +248,7 @@ def _add(counts: dict, votes: dict, d: np.ndarray, name_of: dict[int, str]) -> t
     lookup = np.full(int(ids.max()) + 1 if ids.size else 1, -1, dtype=np.int64)
     lookup[ids] = [index[name_of[int(k)]] for k in ids]
     a, b = lookup[d[:, 0]], lookup[d[:, 1]]
-    codes = np.array(list(_LANGUAGES), dtype=object)  # code -> language (dicts keep insertion order)
-    languages = codes[d[:, 5]] if len(d) else np.zeros(0, dtype=object)
+    languages = selectors.language_masks(d[:, 5], tuple(_LANGUAGES))  # codes in insertion order
     masks = category_masks(d[:, 3] + 1, np.where(d[:, 4] > 0, LONG_PROMPT_TOKENS, 0), languages)
     out, total = {}, dict(votes)
     for category in sorted(set(masks) | set(counts) | set(CORE_CATEGORIES)):

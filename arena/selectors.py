@@ -83,15 +83,12 @@ class VoteColumns:
 
     def language_masks(self) -> dict[str, np.ndarray]:
         """A mask (bool, shape (n,)) per language that has votes, the empty language left out. From
-        ``language_code`` (an index into ``languages``) when the reader gave it: comparing 10M Python
-        strings once per language costs seconds, comparing codes milliseconds."""
+        ``language_code`` when the reader gave it (comparing 10M Python strings once per language costs
+        seconds, comparing codes milliseconds), else from codes made here."""
         if self.language_code is not None:
-            present = np.bincount(self.language_code, minlength=len(self.languages)) > 0
-            return {
-                lang: self.language_code == k for k, lang in enumerate(self.languages) if lang and present[k]
-            }
-        values = np.unique(self.language.astype(str)) if len(self) else []
-        return {str(lang): self.language == lang for lang in values if lang}
+            return language_masks(self.language_code, self.languages)
+        names, codes = np.unique(self.language.astype(str), return_inverse=True)
+        return language_masks(codes.reshape(-1), tuple(str(name) for name in names))
 
     @property
     def model_a(self) -> np.ndarray:
@@ -104,6 +101,13 @@ class VoteColumns:
     @property
     def winner(self) -> np.ndarray:
         return np.asarray(OUTCOME_NAMES, dtype=object)[self.outcome]
+
+
+def language_masks(codes: np.ndarray, languages) -> dict[str, np.ndarray]:
+    """Votes' languages given as codes into ``languages``: a mask per language that has votes, the
+    empty language left out."""
+    present = np.bincount(codes, minlength=len(languages)) > 0 if len(codes) else np.zeros(len(languages), bool)
+    return {lang: codes == k for k, lang in enumerate(languages) if lang and present[k]}
 
 
 def votes_counted_fingerprint() -> str:
