@@ -191,8 +191,9 @@ def _fit_style(
 
     def fit(prior):
         return fit_style_controlled(
-            battles, ties=TIES, prior=prior, rounds=used, rng=np.random.default_rng(seed), level=LEVEL
-        )
+            battles, ties=TIES, prior=prior, rounds=used, rng=np.random.default_rng(seed), level=LEVEL,
+            counts=counts,
+        )  # fmt: skip
 
     style, notes = _with_fallback(fit, used)
     if used != rounds:

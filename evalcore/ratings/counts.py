@@ -97,6 +97,22 @@ def win_weights(cells: np.ndarray, ties: str) -> tuple[np.ndarray, np.ndarray]:
     return w_ij, w_ji
 
 
+AGGREGATE_BLOCK = 1 << 18  # battles per block in :func:`aggregate`
+
+
+def _pair_cells(a: np.ndarray, b: np.ndarray, outcome: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per battle: its (pair, cell) key ``pair * 4 + cell`` and its pair ``lo * m + hi``, where the cell
+    is the outcome from the lower index's point of view (a win of "a" is a win of i unless swapped)."""
+    a = a.astype(np.int64)
+    b = b.astype(np.int64)
+    lo = np.minimum(a, b)
+    pair = lo * m + (a + b - lo)
+    cell = outcome.astype(np.int64)
+    flip = (a > b) & (cell < TIE)
+    cell[flip] = 1 - cell[flip]
+    return pair * 4 + cell, pair
+
+
 def aggregate(battles: Battles, *, weights: np.ndarray | None = None) -> PairCounts:
     """Aggregate battles into per-pair counts.
 
@@ -112,23 +128,22 @@ def aggregate(battles: Battles, *, weights: np.ndarray | None = None) -> PairCou
         Only pairs that met at least once; ``i < j`` with counts oriented accordingly.
     """
     m = battles.n_models
-    a = battles.model_a.astype(np.int64)
-    b = battles.model_b.astype(np.int64)
-    lo = np.minimum(a, b)
-    hi = np.maximum(a, b)
-    swapped = a > b
-    out = battles.outcome
-    # Outcome from the point of view of the lower index: a win of "a" is a win of i unless swapped.
-    cell = np.where(out >= TIE, out, np.where(swapped, 1 - out, out)).astype(np.int64)
-    pair = lo * m + hi
     w = None if weights is None else np.asarray(weights, dtype=np.float64)
     if m * m * 4 <= 1 << 23:
-        flat = np.bincount(pair * 4 + cell, weights=w, minlength=m * m * 4).reshape(m * m, 4)
+        # Dense (pair, cell) table, filled a block of battles at a time: the per-battle temporaries stay
+        # in cache (at 10M battles, 3x faster than whole-array passes over fresh 80 MB arrays).
+        flat = np.zeros(m * m * 4, dtype=np.int64 if w is None else np.float64)
+        for start in range(0, len(battles), AGGREGATE_BLOCK):
+            part = slice(start, start + AGGREGATE_BLOCK)
+            key, _ = _pair_cells(battles.model_a[part], battles.model_b[part], battles.outcome[part], m)
+            flat += np.bincount(key, weights=None if w is None else w[part], minlength=flat.size)
+        flat = flat.reshape(m * m, 4)
         present = np.flatnonzero(flat.sum(axis=1) > 0)
         cells = flat[present]
     else:  # many models: a dense m*m table would be too large, sort the pair keys instead
+        key, pair = _pair_cells(battles.model_a, battles.model_b, battles.outcome, m)
         present, inv = np.unique(pair, return_inverse=True)
-        cells = np.bincount(inv * 4 + cell, weights=w, minlength=present.size * 4).reshape(-1, 4)
+        cells = np.bincount(inv * 4 + key % 4, weights=w, minlength=present.size * 4).reshape(-1, 4)
     return PairCounts(
         models=battles.models,
         i=(present // m).astype(np.int32),

@@ -21,7 +21,7 @@ from scipy.stats import norm
 
 from evalcore.ratings.battles import A_WINS, B_WINS, BOTHBAD, STYLE_FEATURES, TIE, Battles
 from evalcore.ratings.bt import check_identifiable, elo_se, fit_notes, newton_fit
-from evalcore.ratings.counts import aggregate, check_ties_policy, win_weights
+from evalcore.ratings.counts import PairCounts, aggregate, check_ties_policy, win_weights
 from evalcore.ratings.result import (
     ELO_PER_LOGIT,
     RatingResult,
@@ -120,6 +120,7 @@ def fit_style_controlled(
     seed: int | None = None,
     level: float = 0.95,
     progress: Callable[[int, int], None] | None = None,
+    counts: PairCounts | None = None,
 ) -> StyleControlledResult:
     """Style-controlled Bradley-Terry.
 
@@ -138,6 +139,9 @@ def fit_style_controlled(
     rounds : int
         Bootstrap rounds over battles; 0 gives sandwich intervals.
     rng, seed : numpy Generator or int
+    counts : PairCounts, optional
+        ``aggregate(battles)``, when the caller has made it (the arena's refit): under ``ties="half"`` the
+        starting fit uses it instead of aggregating the battles again (1.5 s at 10M battles).
     level : float
 
     Returns
@@ -153,7 +157,8 @@ def fit_style_controlled(
     x, feature_names, mean, std = _standardised_features(battles, features, feature_names)
     prior = float(prior or 0.0)
     y, w = _targets_and_weights(battles, ties)
-    counts = aggregate(battles, weights=w)
+    if counts is None or ties != "half":  # under "half" every battle weighs 1: the plain counts
+        counts = aggregate(battles, weights=w)
     w_ij, w_ji = win_weights(counts.cells(), "half")
     if prior == 0.0:
         check_identifiable(battles.models, counts.i, counts.j, w_ij, w_ji)

@@ -163,3 +163,44 @@ def test_style_newton_reaches_the_same_optimum_from_any_start(monkeypatch):
     assert np.linalg.norm(g0) < 1e-8 and np.linalg.norm(g1) < 1e-8 and iterations >= 1
     np.testing.assert_allclose(warm, zero, atol=1e-4)
     np.testing.assert_allclose(zero, whole, atol=1e-4)  # blocks change nothing but round-off
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_aggregate_in_blocks_counts_every_battle_once(monkeypatch, weighted):
+    """Blocks of 7 battles (the production block is 2^18) give the counts of a plain loop."""
+    rng = np.random.default_rng(11)
+    n, m = 1_000, 6
+    a = rng.integers(0, m, n)
+    b = (a + rng.integers(1, m, n)) % m
+    outcome = rng.integers(0, 4, n).astype(np.int8)
+    battles = Battles(tuple("abcdef"), a.astype(np.int32), b.astype(np.int32), outcome, np.arange(n, dtype=float))
+    weights = rng.uniform(0, 2, n) if weighted else None
+    monkeypatch.setattr("evalcore.ratings.counts.AGGREGATE_BLOCK", 7)
+    counts = aggregate(battles, weights=weights)
+    expected: dict[tuple[int, int], np.ndarray] = {}
+    for k in range(n):
+        i, j = sorted((int(a[k]), int(b[k])))
+        cell = int(outcome[k])
+        if cell < 2 and a[k] > b[k]:
+            cell = 1 - cell
+        expected.setdefault((i, j), np.zeros(4))[cell] += 1.0 if weights is None else weights[k]
+    assert [(int(i), int(j)) for i, j in zip(counts.i, counts.j)] == sorted(expected)
+    np.testing.assert_allclose(counts.cells(), np.array([expected[key] for key in sorted(expected)]), atol=1e-9)
+
+
+def test_style_fit_with_the_callers_counts_equals_aggregating_again():
+    battles = simulate_battles(SIX, 3_000, rng=np.random.default_rng(12))
+    rng = np.random.default_rng(13)
+    battles = Battles(
+        battles.models, battles.model_a, battles.model_b, battles.outcome, battles.tstamp,
+        rng.poisson(300, (len(battles), 4)).astype(float), rng.poisson(300, (len(battles), 4)).astype(float),
+    )  # fmt: skip
+    from evalcore.ratings.style import fit_style_controlled
+
+    alone = fit_style_controlled(battles, ties="half")
+    given = fit_style_controlled(battles, ties="half", counts=aggregate(battles))
+    np.testing.assert_allclose(given.ratings.ratings, alone.ratings.ratings, atol=1e-4)
+    np.testing.assert_allclose(given.coefficients, alone.coefficients, atol=1e-6)
+    # Under another ties policy the counts are not the fit's weights: they are made again, not used.
+    dropped = fit_style_controlled(battles, ties="drop", counts=aggregate(battles))
+    np.testing.assert_allclose(dropped.coefficients, fit_style_controlled(battles, ties="drop").coefficients, atol=1e-9)
