@@ -215,7 +215,12 @@ class Vote(models.Model):
             models.UniqueConstraint(fields=["battle"], name="vote_one_per_battle"),
             models.CheckConstraint(condition=~Q(model_a=F("model_b")), name="vote_models_differ"),
         ]
-        indexes = [models.Index(fields=["counted", "created_at"])]
+        indexes = [
+            models.Index(fields=["counted", "created_at"]),
+            # The refit's fingerprint (count, max and sum of counted ids) as an index-only scan: 0.9 s at
+            # 10M votes instead of a 2.4 s scan of the table.
+            models.Index(fields=["id"], condition=Q(counted=True), name="arena_vote_counted_id"),
+        ]
 
 
 class RatingSnapshot(models.Model):

@@ -85,3 +85,25 @@ def test_a_vote_is_three_statements_in_one_transaction_on_sqlite(tmp_path):
     kinds = [sql.split()[0] for sql in out["sql"]]
     assert kinds == ["BEGIN", "SELECT", "INSERT", "UPDATE", "COMMIT"], "\n".join(out["sql"])
     assert out["sql"][0] == "BEGIN IMMEDIATE"  # the write lock is taken before the read
+
+
+def test_the_refit_fingerprint_is_answered_from_an_index_alone(finished_battle):
+    """count, max and sum of the counted votes' ids come from the partial index on counted ids (an
+    index-only scan: 0.9 s at 10M votes where a scan of the table took 2.4 s)."""
+    from arena.selectors import votes_counted_fingerprint
+
+    for _ in range(3):
+        services.vote_cast(public_id=finished_battle().public_id, winner="tie", session_hash="s", ip_hash="i")
+    with CaptureQueriesContext(connection) as queries:
+        fingerprint = votes_counted_fingerprint()
+    ids = sorted(Vote.objects.filter(counted=True).values_list("id", flat=True))
+    assert fingerprint == f"{len(ids)}:{ids[-1]}:{sum(ids)}"
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM (ANALYZE) arena_vote")  # the visibility map an index-only scan relies on
+        cursor.execute("SET enable_seqscan = off")
+        try:
+            cursor.execute("EXPLAIN " + queries.captured_queries[0]["sql"])
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        finally:
+            cursor.execute("RESET enable_seqscan")
+    assert "Index Only Scan using arena_vote_counted_id" in plan, plan
