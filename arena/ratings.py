@@ -303,21 +303,24 @@ def _categories(votes: selectors.VoteColumns, min_category_votes: int) -> dict[s
 
 def _battles(votes: selectors.VoteColumns, mask: np.ndarray) -> Battles:
     """The votes in ``mask`` as evalcore battles over the models that played them (sorted by name, as
-    :func:`evalcore.ratings.battles_from_arrays` orders them), without a Python object per vote."""
-    idx = np.flatnonzero(mask)
+    :func:`evalcore.ratings.battles_from_arrays` orders them), without a Python object per vote. Where
+    the mask takes every vote (``overall``) the columns are used as they are, not copied (at 10M votes
+    that is 0.8 GB of fresh pages less)."""
+    idx = slice(None) if mask.all() else np.flatnonzero(mask)
     a, b = votes.a[idx], votes.b[idx]
-    present = np.unique(np.concatenate([a, b]))
-    position = np.full(len(votes.names), -1, dtype=np.int32)
-    position[present] = np.arange(present.size, dtype=np.int32)
-    return Battles(
-        tuple(votes.names[k] for k in present),
-        position[a],
-        position[b],
-        votes.outcome[idx],
-        votes.tstamp[idx],
-        votes.style_a[idx],
-        votes.style_b[idx],
-    )
+    present = np.flatnonzero(np.bincount(a, minlength=len(votes.names)) + np.bincount(b, minlength=len(votes.names)))
+    if present.size == len(votes.names):
+        a_code, b_code = a, b
+    else:
+        position = np.full(len(votes.names), -1, dtype=np.int32)
+        position[present] = np.arange(present.size, dtype=np.int32)
+        a_code, b_code = position[a], position[b]
+    columns = [a_code, b_code, votes.outcome[idx], votes.tstamp[idx], votes.style_a[idx], votes.style_b[idx]]
+    if isinstance(idx, slice):  # views of the votes' own columns: no fit may write into them
+        columns = [column.view() for column in columns]
+        for column in columns:
+            column.flags.writeable = False
+    return Battles(tuple(votes.names[k] for k in present), *columns)
 
 
 def snapshots_draft(

@@ -47,9 +47,12 @@ class VoteColumns:
     tstamp : ndarray of float64, shape (n,)
         Vote time, seconds since the epoch.
     turn_count, prompt_tokens : ndarray of int64, shape (n,)
-    language : ndarray of str (object), shape (n,)
+    language : ndarray of str (object), shape (n,), or None
+        Each vote's language; None when ``language_code`` says it (the PostgreSQL reader: an object
+        array of 10M strings costs seconds to make and to subset).
     language_code, languages : ndarray of int, shape (n,), and tuple of str, or None and ()
-        The same languages as codes into ``languages`` (sorted), when the reader made them.
+        The languages as codes into ``languages`` (sorted; it may name languages no vote here has), when
+        the reader made them.
     style_a, style_b : ndarray of float64, shape (n, 4)
         tokens, headers, list items, bold spans of each side's answers.
     first_vote_at, last_vote_at : datetime or None

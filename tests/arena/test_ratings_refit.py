@@ -313,3 +313,26 @@ def test_a_broken_elo_state_is_replayed_in_full():
     RatingSnapshot.objects.filter(pk=good.pk).update(extra=good.extra)  # the state as the refit stored it
     snapshots_refit(rounds=ROUNDS, elo_orders=0, force=True)
     assert latest("elo").settings["resumed_after"] == 200 and latest("elo").rows == good.rows
+
+
+def test_battles_of_every_vote_are_read_only_views_and_a_subset_renumbers_its_models():
+    from arena.ratings import _battles
+
+    votes_create({**STRENGTHS, "delta": 0.5}, 200, seed=41)
+    columns = selectors.votes_counted_columns()
+    whole = _battles(columns, np.ones(len(columns), dtype=bool))
+    assert whole.models == columns.names
+    for name in ("model_a", "model_b", "outcome", "tstamp", "style_a", "style_b"):
+        assert not getattr(whole, name).flags.writeable, name
+    np.testing.assert_array_equal(whole.style_a, columns.style_a)
+    np.testing.assert_array_equal(whole.model_a, columns.a)
+    # Without the votes of "delta": the other three, numbered 0-2 in name order, the same battles.
+    delta = columns.names.index("delta")
+    keep = (columns.a != delta) & (columns.b != delta)
+    part = _battles(columns, keep)
+    assert part.models == ("alpha", "beta", "gamma")
+    names = np.asarray(part.models)
+    np.testing.assert_array_equal(names[part.model_a], np.asarray(columns.names)[columns.a[keep]])
+    np.testing.assert_array_equal(names[part.model_b], np.asarray(columns.names)[columns.b[keep]])
+    np.testing.assert_array_equal(part.style_b, columns.style_b[keep])
+    assert part.style_b.flags.writeable  # a copy of its own
