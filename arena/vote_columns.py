@@ -5,8 +5,11 @@ Python round per row: minutes. Instead PostgreSQL packs each column of a range o
 (``string_agg`` of ``int4send``/``int8send``/``float8send``: big-endian binary), a chunk of up to
 :data:`CHUNK_IDS` ids per query, and numpy decodes each column with one ``frombuffer``. All the aggregates
 of one query see the rows in the same order, so the columns line up; the votes are then put in vote-time
-order (created_at, id) with one ``lexsort``. Languages travel as their index in the sorted list of distinct
-languages (read first); models as their ids, mapped to codes here.
+order (created_at, id). Small values travel several to a 64-bit field (both model ids in one; outcome,
+prompt flag, language, turn count and prompt tokens in another): each field costs PostgreSQL a send
+function and an aggregate step per vote, most of the read's time at 10M votes. Languages travel as their
+index in the sorted list of the stored votes' languages (read first, from the language index); models as
+their ids, mapped to codes here.
 
 The chunks come back in binary (no hex text for the bytea values) and, when the caller reads in a
 snapshot that other connections can share (a REPEATABLE READ transaction that has written nothing, as
@@ -34,35 +37,41 @@ READERS = 2  # connections reading chunks side by side (see the module docstring
 WINNER_SQL = "CASE v.winner WHEN 'model_a' THEN 0 WHEN 'model_b' THEN 1 WHEN 'tie' THEN 2 ELSE 3 END"
 
 
-# (name, SQL value, send function, numpy big-endian type)
+# (name, SQL value, send function, numpy big-endian type). Each field costs PostgreSQL a send function and
+# an aggregate step per vote (~0.1 us each, most of the read at 10M votes), so small values travel
+# several to a field: both model ids in "pair"; outcome, has-prompt, language, turn count and prompt
+# tokens in "packed" (bit layout in PACKED; unpacked by _unpacked).
 FIELDS = [
     ("id", "v.id::int8", "int8send", ">i8"),
-    ("a", "v.model_a_id::int4", "int4send", ">i4"),
-    ("b", "v.model_b_id::int4", "int4send", ">i4"),
-    ("outcome", f"({WINNER_SQL})::int2", "int2send", ">i2"),
+    ("pair", "(v.model_a_id::int8 << 32) | v.model_b_id::int8", "int8send", ">i8"),
+    (
+        "packed",
+        f"(({WINNER_SQL})::int8 << 61)"
+        " | ((CASE WHEN v.prompt_hash <> '' THEN 1 ELSE 0 END)::int8 << 60)"
+        " | ((coalesce(array_position(%(languages)s::text[], v.language), 1) - 1)::int8 << 46)"
+        " | (v.turn_count::int8 << 31) | v.prompt_tokens::int8",
+        "int8send",
+        ">i8",
+    ),
     # timestamptz's own binary form: microseconds since 2000-01-01 UTC (no numeric epoch arithmetic per row)
     ("micros", "v.created_at", "timestamptz_send", ">i8"),
-    ("turn_count", "v.turn_count::int4", "int4send", ">i4"),
-    ("prompt_tokens", "v.prompt_tokens::int4", "int4send", ">i4"),
-    (
-        "language",
-        "(coalesce(array_position(%(languages)s::text[], v.language), 1) - 1)::int4",
-        "int4send",
-        ">i4",
-    ),
     # The style counts' numeric columns, generated and stored by the database (arena.models.StyleCount).
     *((f"style_a{k}", f"v.style_a_{key}", "float8send", ">f8") for k, key in enumerate(STYLE_KEYS)),
     *((f"style_b{k}", f"v.style_b_{key}", "float8send", ">f8") for k, key in enumerate(STYLE_KEYS)),
-    ("has_prompt", "(CASE WHEN v.prompt_hash <> '' THEN 1 ELSE 0 END)::int2", "int2send", ">i2"),
     ("prompt", "hashtextextended(v.prompt_hash, 0)", "int8send", ">i8"),
 ]
+# "packed": (shift, bits) of each value; model ids, turn counts and prompt tokens are non-negative
+# (positive-integer columns), so the sign bit stays clear.
+PACKED = {"prompt_tokens": (0, 31), "turn_count": (31, 15), "language": (46, 14), "has_prompt": (60, 1),
+          "outcome": (61, 2)}  # fmt: skip
+MAX_LANGUAGES = 1 << PACKED["language"][1]
 # Voters' session and IP hashes, when asked for: 64-bit hashes of the stored hashes, mapped back below.
 VOTER_FIELDS = [
     ("session", "hashtextextended(v.session_hash, 0)", "int8send", ">i8"),
     ("ip", "hashtextextended(v.ip_hash, 0)", "int8send", ">i8"),
 ]
 WANTED_SQL = "(v.counted OR v.excluded_reason = ANY(%(also)s::text[]))"
-# The type each column takes in the returned arrays where it differs from the one sent.
+# The type each value of "packed" takes in the returned arrays.
 OUTPUT = {"outcome": np.int8, "turn_count": np.int64, "prompt_tokens": np.int64, "language": np.int32,
           "has_prompt": np.int8}  # fmt: skip
 # Every distinct language of the stored votes (counted or not) by a loose scan of the language index: one
@@ -114,13 +123,25 @@ def _joined(parts: list[dict[str, np.ndarray]], fields: list) -> dict[str, np.nd
         if name.startswith("style_"):
             out = rows[name[:7]][:, int(name[7:])]
         else:
-            out = rows[name] = np.empty(total, dtype=OUTPUT.get(name, np.dtype(kind).newbyteorder("=")))
+            out = rows[name] = np.empty(total, dtype=np.dtype(kind).newbyteorder("="))
         start = 0
         for part in parts:
             values = part.pop(name)
             out[start : start + len(values)] = values
             start += len(values)
     return rows
+
+
+def _unpacked(rows: dict[str, np.ndarray]) -> None:
+    """Split "pair" into the model ids "a" and "b", and "packed" into its values (:data:`PACKED`)."""
+    pair = rows.pop("pair")
+    rows["a"] = (pair >> 32).astype(np.int64)
+    rows["b"] = (pair & 0xFFFFFFFF).astype(np.int64)
+    packed = rows.pop("packed")
+    for name, (shift, bits) in PACKED.items():
+        value = packed >> shift if shift else packed.copy()
+        value &= (1 << bits) - 1
+        rows[name] = value.astype(OUTPUT[name], copy=False)
 
 
 def _put_in_vote_order(rows: dict[str, np.ndarray]) -> None:
@@ -248,12 +269,15 @@ def read_postgresql(connection, code_of: dict[int, int], *, also_excluded=(), vo
     with connection.cursor() as cursor:
         cursor.execute(LANGUAGES_SQL)
         params["languages"] = [row[0] for row in cursor.fetchall()] or [""]
+        if len(params["languages"]) > MAX_LANGUAGES:
+            raise ValueError(f"{len(params['languages'])} distinct vote languages: the refit reads at most {MAX_LANGUAGES}")
         cursor.execute(f"SELECT min(id), max(id) FROM arena_vote v WHERE {WANTED_SQL}", params)
         low, high = cursor.fetchone()
         if low is not None:
             parts = _chunks(connection, fields, params, int(low), int(high))
         rows = _joined(parts, fields)
         _put_in_vote_order(rows)
+        _unpacked(rows)
         extra = _voters(cursor, rows, params) if voters else {}
     ids = np.fromiter(code_of.keys(), dtype=np.int64, count=len(code_of))
     lookup = np.full(int(ids.max()) + 1 if ids.size else 1, -1, dtype=np.int32)

@@ -138,3 +138,20 @@ def test_languages_come_from_the_index_and_only_voted_ones_get_a_mask(odd_votes)
     assert {lang: int(mask.sum()) for lang, mask in masks.items()} == {
         lang: counted.filter(language=lang).count() for lang in set(counted.values_list("language", flat=True)) if lang
     }
+
+
+def test_packed_values_survive_their_limits(odd_votes):
+    """Values at the edges of their bits in "pair" and "packed" come back as the ORM reads them."""
+    edge = odd_votes[5]
+    Vote.objects.filter(pk=edge.pk).update(
+        turn_count=32767, prompt_tokens=2**31 - 1, winner="tie (bothbad)", language="zz-last"
+    )
+    Vote.objects.filter(pk=odd_votes[6].pk).update(turn_count=0, prompt_tokens=0, winner="model_b", prompt_hash="")
+    _, code_of = selectors._names_table()
+    fast = vote_columns.read_postgresql(connection, code_of)
+    slow = selectors._read_orm(code_of)
+    for name in ("a", "b", "outcome", "turn_count", "prompt_tokens"):
+        np.testing.assert_array_equal(fast[name], slow[name], err_msg=name)
+    assert [fast["languages"][k] for k in fast["language_code"]] == list(slow["language"])
+    assert (fast["prompt_code"] == -1).tolist() == (slow["prompt_code"] == -1).tolist()
+    assert 32767 in fast["turn_count"].tolist() and 2**31 - 1 in fast["prompt_tokens"].tolist()
