@@ -37,6 +37,14 @@ READERS = 2  # connections reading chunks side by side (see the module docstring
 WINNER_SQL = "CASE v.winner WHEN 'model_a' THEN 0 WHEN 'model_b' THEN 1 WHEN 'tie' THEN 2 ELSE 3 END"
 
 
+def _style_bits(column: str, shift: int, bits: int) -> str:
+    """SQL: a style count as an unsigned ``bits``-bit integer at ``shift``; all ones when it is not an
+    integer below that (fractions, huge values, NaN: read exactly by :func:`_style_exact`)."""
+    top = (1 << bits) - 1
+    value = f"(CASE WHEN {column} >= 0 AND {column} < {top} AND {column} = trunc({column}) THEN {column}::int8 ELSE {top} END)"
+    return f"({value} << {shift})" if shift else value
+
+
 # (name, SQL value, send function, numpy big-endian type). Each field costs PostgreSQL a send function and
 # an aggregate step per vote (~0.1 us each, most of the read at 10M votes), so small values travel
 # several to a field: both model ids in "pair"; outcome, has-prompt, language, turn count and prompt
@@ -55,9 +63,13 @@ FIELDS = [
     ),
     # timestamptz's own binary form: microseconds since 2000-01-01 UTC (no numeric epoch arithmetic per row)
     ("micros", "v.created_at", "timestamptz_send", ">i8"),
-    # The style counts' numeric columns, generated and stored by the database (arena.models.StyleCount).
-    *((f"style_a{k}", f"v.style_a_{key}", "float8send", ">f8") for k, key in enumerate(STYLE_KEYS)),
-    *((f"style_b{k}", f"v.style_b_{key}", "float8send", ">f8") for k, key in enumerate(STYLE_KEYS)),
+    # The style counts (numeric columns generated and stored by the database: arena.models.StyleCount) as
+    # integers, both sides' tokens in one field (32 bits each), the six small counts in another (10 bits
+    # each); a count that is not an integer in range travels as all ones and is read exactly afterwards.
+    ("tokens", " | ".join(_style_bits(f"v.style_{side}_tokens", shift, 32) for side, shift in (("a", 32), ("b", 0))),
+     "int8send", ">i8"),  # fmt: skip
+    ("counts", " | ".join(_style_bits(f"v.style_{side}_{key}", 10 * k, 10) for k, (side, key) in enumerate(
+        (side, key) for side in "ab" for key in STYLE_KEYS[1:])), "int8send", ">i8"),  # fmt: skip
     ("prompt", "hashtextextended(v.prompt_hash, 0)", "int8send", ">i8"),
 ]
 # "packed": (shift, bits) of each value; model ids, turn counts and prompt tokens are non-negative
@@ -110,20 +122,13 @@ def _chunk(cursor, fields: list, params: dict) -> dict[str, np.ndarray] | None:
 
 
 def _joined(parts: list[dict[str, np.ndarray]], fields: list) -> dict[str, np.ndarray]:
-    """Each column of the chunks in one native-endian array of its final type (:data:`OUTPUT`; the copy is
-    the byte swap and the cast: one pass), the style counts straight into their (n, 4) arrays; the
+    """Each column of the chunks in one native-endian array (the copy is the byte swap: one pass), the
     chunks' buffers let go column by column. At 10M votes every array made is ~80 MB of fresh pages
-    (~45 ms each to fault in), so none is made twice."""
+    (~45 ms each to fault in here), so none is made twice."""
     total = sum(len(part["id"]) for part in parts)
     rows: dict[str, np.ndarray] = {}
-    for side in ("a", "b"):
-        if any(name.startswith(f"style_{side}") for name, *_ in fields):
-            rows[f"style_{side}"] = np.empty((total, len(STYLE_KEYS)), dtype=np.float64)
     for name, _, _, kind in fields:
-        if name.startswith("style_"):
-            out = rows[name[:7]][:, int(name[7:])]
-        else:
-            out = rows[name] = np.empty(total, dtype=np.dtype(kind).newbyteorder("="))
+        out = rows[name] = np.empty(total, dtype=np.dtype(kind).newbyteorder("="))
         start = 0
         for part in parts:
             values = part.pop(name)
@@ -142,6 +147,37 @@ def _unpacked(rows: dict[str, np.ndarray]) -> None:
         value = packed >> shift if shift else packed.copy()
         value &= (1 << bits) - 1
         rows[name] = value.astype(OUTPUT[name], copy=False)
+
+
+def _style_unpacked(rows: dict[str, np.ndarray]) -> np.ndarray:
+    """The style counts as (n, 4) float64 arrays "style_a" and "style_b" from "tokens" and "counts"; returns
+    the positions of votes with a count that did not fit (see :func:`_style_exact`)."""
+    tokens, counts = rows.pop("tokens"), rows.pop("counts")
+    n = tokens.shape[0]
+    odd = np.zeros(n, dtype=bool)
+    for k, side in enumerate("ab"):
+        out = rows[f"style_{side}"] = np.empty((n, len(STYLE_KEYS)), dtype=np.float64)
+        value = ((tokens >> 32) if side == "a" else tokens) & 0xFFFFFFFF  # bit 63 may be set: mask
+        out[:, 0] = value
+        odd |= value == 0xFFFFFFFF
+        for j in range(1, len(STYLE_KEYS)):
+            value = (counts >> (10 * (3 * k + j - 1))) & 1023
+            out[:, j] = value
+            odd |= value == 1023
+    return np.flatnonzero(odd)
+
+
+def _style_exact(cursor, rows: dict[str, np.ndarray], odd: np.ndarray) -> None:
+    """Read the style counts of the votes at positions ``odd`` exactly (float8), in the caller's snapshot."""
+    columns = ", ".join(f"v.style_{side}_{key}" for side in "ab" for key in STYLE_KEYS)
+    for start in range(0, odd.size, 10_000):
+        where = odd[start : start + 10_000]
+        at = {int(vote_id): int(pos) for vote_id, pos in zip(rows["id"][where], where)}
+        cursor.execute(f"SELECT v.id, {columns} FROM arena_vote v WHERE v.id = ANY(%s)", [list(at)])
+        for vote_id, *values in cursor.fetchall():
+            pos = at[vote_id]
+            rows["style_a"][pos] = values[: len(STYLE_KEYS)]
+            rows["style_b"][pos] = values[len(STYLE_KEYS) :]
 
 
 def _put_in_vote_order(rows: dict[str, np.ndarray]) -> None:
@@ -278,6 +314,9 @@ def read_postgresql(connection, code_of: dict[int, int], *, also_excluded=(), vo
         rows = _joined(parts, fields)
         _put_in_vote_order(rows)
         _unpacked(rows)
+        odd = _style_unpacked(rows)
+        if odd.size:
+            _style_exact(cursor, rows, odd)
         extra = _voters(cursor, rows, params) if voters else {}
     ids = np.fromiter(code_of.keys(), dtype=np.int64, count=len(code_of))
     lookup = np.full(int(ids.max()) + 1 if ids.size else 1, -1, dtype=np.int32)

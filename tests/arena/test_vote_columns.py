@@ -155,3 +155,18 @@ def test_packed_values_survive_their_limits(odd_votes):
     assert [fast["languages"][k] for k in fast["language_code"]] == list(slow["language"])
     assert (fast["prompt_code"] == -1).tolist() == (slow["prompt_code"] == -1).tolist()
     assert 32767 in fast["turn_count"].tolist() and 2**31 - 1 in fast["prompt_tokens"].tolist()
+
+
+def test_style_counts_that_are_not_small_integers_are_read_exactly(odd_votes):
+    """Fractions, huge counts and counts past the packed fields' bits come back exactly (read afterwards
+    for those votes alone); the rest from the packed fields."""
+    odd = [{"tokens": 2.5, "headers": 1}, {"tokens": 1e12, "bold": 1023}, {"tokens": 4294967294, "lists": 1022},
+           {"tokens": 3e9, "headers": 5000}]  # fmt: skip
+    for vote, style in zip(odd_votes[:4], odd):
+        Vote.objects.filter(pk=vote.pk).update(style_a=style, style_b={**style, "tokens": 7})
+    _, code_of = selectors._names_table()
+    fast = vote_columns.read_postgresql(connection, code_of)
+    slow = selectors._read_orm(code_of)
+    for name in ("style_a", "style_b"):
+        np.testing.assert_array_equal(fast[name], slow[name], err_msg=name)
+    assert 2.5 in fast["style_a"][:, 0].tolist() and 1e12 in fast["style_a"][:, 0].tolist()
