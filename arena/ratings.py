@@ -528,7 +528,10 @@ def snapshots_refit(
             )  # fmt: skip
         )
     with transaction.atomic():
-        RatingSnapshot.objects.bulk_create(objects)
+        # One INSERT each: bulk_create's UNNEST arrays escape every quote of the ~1 MB JSON documents in
+        # Python (3.2 s for 27 snapshots at 200 models, 2.5 s this way).
+        for obj in objects:
+            obj.save(force_insert=True)
         known = {d.category: d.counts for d in drafts if d.counts is not None}
         live.base_store(
             votes, high_water=high_water, refit_at=objects[0].created_at or datetime.now(UTC), known=known
