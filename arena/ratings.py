@@ -24,7 +24,7 @@ Methods
     and the coefficient table in ``extra["coefficients"]``.
 
 Cost
-    BT's bootstrap resamples pair counts (Poisson): 1,000 rounds cost the same at any vote count (~2.6 s
+    BT's bootstrap resamples pair counts (Poisson): 1,000 rounds cost the same at any vote count (~1.4 s
     of one core at 200 models, docs/PERFORMANCE.md). The
     style bootstrap refits over every battle each round, so its rounds are capped by ``style_budget``
     battle-rounds per category (:data:`STYLE_BUDGET`); ``settings`` and ``notes`` record what ran.
@@ -361,10 +361,10 @@ def snapshots_draft(
         for draft in drafts[-3:]:
             if draft.method == "bt":
                 fits.append(partial(_fit_bt, rounds=rounds, seed=seed))
-                cost += 3.0 * rounds / 1000
+                cost += 1.5 * rounds / 1000
             elif draft.method == "style":
                 fits.append(partial(_fit_style, rounds=rounds, seed=seed, budget=style_budget))
-                cost += 5e-7 * n * max(1, style_rounds(n, rounds, style_budget))
+                cost += 4e-7 * n * max(1, style_rounds(n, rounds, style_budget))
             else:
                 fits.append(partial(_fit_elo, orders=elo_orders, seed=seed, state=state))
                 done = (
