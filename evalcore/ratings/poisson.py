@@ -113,16 +113,17 @@ class PoissonTable:
         rows = max(1, BLOCK // max(size, 1))
         u = np.empty((rows, size))
         scaled = np.empty((rows, size))
+        bucket = np.empty((rows, size), dtype=np.int64)
         index = np.empty((rows, size), dtype=np.int64)
         for r0 in range(0, self.n, rows):
             r1 = min(r0 + rows, self.n)
-            ub, sb, ib = u[: r1 - r0], scaled[: r1 - r0], index[: r1 - r0]
+            ub, sb, bb, ib = u[: r1 - r0], scaled[: r1 - r0], bucket[: r1 - r0], index[: r1 - r0]
             rng.random(out=ub)
             np.multiply(ub, self._buckets[r0:r1, None], out=sb)
-            np.copyto(ib, sb, casting="unsafe")  # floor: both factors are non-negative
-            np.minimum(ib, self._last[r0:r1, None], out=ib)
-            ib += self._boffset[r0:r1, None]
-            np.take(self._guide, ib, out=ib, mode="clip")  # "clip": no buffered copy
+            np.copyto(bb, sb, casting="unsafe")  # floor: both factors are non-negative
+            np.minimum(bb, self._last[r0:r1, None], out=bb)
+            bb += self._boffset[r0:r1, None]
+            np.take(self._guide, bb, out=ib, mode="clip")  # "clip": no buffered copy (all in range)
             self._finish(ib.reshape(-1), ub.reshape(-1), r0, size)
             ib += self._shift[r0:r1, None]
             np.copyto(out[r0:r1], ib, casting="unsafe")
