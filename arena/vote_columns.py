@@ -140,11 +140,12 @@ def _joined(parts: list[dict[str, np.ndarray]], fields: list) -> dict[str, np.nd
 def _unpacked(rows: dict[str, np.ndarray]) -> None:
     """Split "pair" into the model ids "a" and "b", and "packed" into its values (:data:`PACKED`)."""
     pair = rows.pop("pair")
-    rows["a"] = (pair >> 32).astype(np.int64)
-    rows["b"] = (pair & 0xFFFFFFFF).astype(np.int64)
+    rows["a"] = pair >> 32
+    pair &= 0xFFFFFFFF
+    rows["b"] = pair
     packed = rows.pop("packed")
-    for name, (shift, bits) in PACKED.items():
-        value = packed >> shift if shift else packed.copy()
+    for name, (shift, bits) in sorted(PACKED.items(), key=lambda item: -item[1][0]):
+        value = packed >> shift if shift else packed  # the value at shift 0 comes last: in place
         value &= (1 << bits) - 1
         rows[name] = value.astype(OUTPUT[name], copy=False)
 

@@ -33,6 +33,7 @@ from evalcore.ratings.bt import (
     check_identifiable,
     elo_se,
     fit_notes,
+    logistic_into,
     newton_fit,
     sandwich_covariance,
 )
@@ -143,12 +144,8 @@ def fit_columns(
             cols, w_work, n_work = cols[keep], w_work[:, keep], n_work[:, keep]
         th = theta[:, cols]
         resid = diff @ th
-        # n * expit(x) as n / (1 + exp(-x)): numpy's vectorised exp makes this 2.5x faster than expit
-        np.negative(resid, out=resid)
-        with np.errstate(over="ignore"):  # exp(-x) = inf gives n / inf = 0, expit's answer
-            np.exp(resid, out=resid)
-        resid += 1.0
-        np.divide(n_work, resid, out=resid)
+        logistic_into(resid, resid)
+        np.multiply(n_work, resid, out=resid)
         np.subtract(w_work, resid, out=resid)
         g = inc @ resid
         if prior:
