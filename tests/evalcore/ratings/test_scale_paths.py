@@ -185,7 +185,7 @@ def test_aggregate_in_blocks_counts_every_battle_once(monkeypatch, weighted):
             cell = 1 - cell
         expected.setdefault((i, j), np.zeros(4))[cell] += 1.0 if weights is None else weights[k]
     assert [(int(i), int(j)) for i, j in zip(counts.i, counts.j)] == sorted(expected)
-    np.testing.assert_allclose(counts.cells(), np.array([expected[key] for key in sorted(expected)]), atol=1e-9)
+    np.testing.assert_allclose(counts.cells(), np.array([expected[key] for key in sorted(expected)]), atol=1e-4)
 
 
 def test_style_fit_with_the_callers_counts_equals_aggregating_again():
@@ -200,7 +200,7 @@ def test_style_fit_with_the_callers_counts_equals_aggregating_again():
     alone = fit_style_controlled(battles, ties="half")
     given = fit_style_controlled(battles, ties="half", counts=aggregate(battles))
     np.testing.assert_allclose(given.ratings.ratings, alone.ratings.ratings, atol=1e-4)
-    np.testing.assert_allclose(given.coefficients, alone.coefficients, atol=1e-6)
+    np.testing.assert_allclose(given.coefficients, alone.coefficients, atol=1e-4)
     # Under another ties policy the counts are not the fit's weights: they are made again, not used.
     dropped = fit_style_controlled(battles, ties="drop", counts=aggregate(battles))
-    np.testing.assert_allclose(dropped.coefficients, fit_style_controlled(battles, ties="drop").coefficients, atol=1e-9)
+    np.testing.assert_array_equal(dropped.coefficients, fit_style_controlled(battles, ties="drop").coefficients)
