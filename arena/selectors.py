@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
+from django.conf import settings
 from django.db import connection
 from django.db.models import Count, DateTimeField, ExpressionWrapper, F, Max, Prefetch, Q, Sum
 from django.db.models.functions import Least
@@ -137,8 +138,9 @@ def votes_counted_columns(*, also_excluded: tuple[str, ...] = (), voters: bool =
     names, code_of = _names_table()
     if connection.vendor == "postgresql":
         columns = vote_columns.read_postgresql(
-            connection, code_of, also_excluded=also_excluded, voters=voters
-        )
+            connection, code_of, also_excluded=also_excluded, voters=voters,
+            cache_dir=getattr(settings, "ARENA_REFIT_CACHE_DIR", None),
+        )  # fmt: skip
     else:
         columns = _read_orm(code_of, also_excluded=also_excluded, voters=voters)
     tstamp = columns["tstamp"]

@@ -29,6 +29,7 @@ import numpy as np
 import psycopg
 from django.db import connections
 
+from arena import vote_cache
 from arena.models import STYLE_KEYS
 
 CHUNK_IDS = 500_000
@@ -118,18 +119,26 @@ def _chunk(cursor, fields: list, params: dict) -> dict[str, np.ndarray] | None:
         if values.shape[0] != count:
             raise ValueError(f"column {name}: {values.shape[0]} values for {count} votes")
         columns[name] = values
+    ids = columns["id"]
+    if not bool(np.all(ids[1:] > ids[:-1])):  # the plan's row order: in id order (the cache keeps a prefix)
+        order = np.argsort(ids, kind="stable")
+        columns = {name: values[order] for name, values in columns.items()}
     return columns
 
 
-def _joined(parts: list[dict[str, np.ndarray]], fields: list) -> dict[str, np.ndarray]:
+def _joined(parts: list[dict[str, np.ndarray]], fields: list, plan=None) -> dict[str, np.ndarray]:
     """Each column of the chunks in one native-endian array (the copy is the byte swap: one pass), the
-    chunks' buffers let go column by column. At 10M votes every array made is ~80 MB of fresh pages
-    (~45 ms each to fault in here), so none is made twice."""
-    total = sum(len(part["id"]) for part in parts)
-    rows: dict[str, np.ndarray] = {}
-    for name, _, _, kind in fields:
-        out = rows[name] = np.empty(total, dtype=np.dtype(kind).newbyteorder("="))
-        start = 0
+    chunks' buffers let go column by column, after the votes the refit cache keeps (``plan``), read
+    straight into the arrays' first places. At 10M votes every array made is ~80 MB of fresh pages (~45 ms
+    each to fault in here), so none is made twice."""
+    kept = plan.kept if plan is not None else 0
+    total = kept + sum(len(part["id"]) for part in parts)
+    rows = {name: np.empty(total, dtype=np.dtype(kind).newbyteorder("=")) for name, _, _, kind in fields}
+    if kept:
+        plan.cache.read_into(plan.old, rows)
+    for name, *_ in fields:
+        out = rows[name]
+        start = kept
         for part in parts:
             values = part.pop(name)
             out[start : start + len(values)] = values
@@ -298,21 +307,43 @@ def _chunks(connection, fields: list, params: dict, low: int, high: int) -> list
     return [parts[lo] for lo in sorted(parts) if parts[lo] is not None]
 
 
-def read_postgresql(connection, code_of: dict[int, int], *, also_excluded=(), voters: bool = False) -> dict:
-    """The votes' columns, as :func:`arena.selectors.votes_counted_columns` wants them."""
+def _rows_read(connection, cursor, fields: list, params: dict, cache_dir) -> dict[str, np.ndarray]:
+    """The packed columns of every wanted vote, in id order: from the refit cache's files as far as they
+    hold them (:mod:`arena.vote_cache`, only with ``cache_dir``), the rest from the database."""
+    cursor.execute(f"SELECT min(id), max(id) FROM arena_vote v WHERE {WANTED_SQL}", params)
+    low, high = cursor.fetchone()
+    if cache_dir is None:
+        parts = _chunks(connection, fields, params, int(low), int(high)) if low is not None else []
+        return _joined(parts, fields)
+    with vote_cache.planned(cursor, cache_dir, fields=fields, sql=_chunk_sql(fields), languages=params["languages"]) as plan:  # fmt: skip
+        if plan is None:
+            return _rows_read(connection, cursor, fields, params, None)
+        start = plan.old.upto + 1 if plan.kept else low
+        parts = _chunks(connection, fields, params, int(start), int(high)) if low is not None and start <= high else []
+        try:
+            rows = _joined(parts, fields, plan)
+        except vote_cache.CacheError:
+            plan.old = None  # the files changed behind their state: read everything, write them anew
+            rows = _rows_read(connection, cursor, fields, params, None)
+        plan.store(rows)
+    return rows
+
+
+def read_postgresql(
+    connection, code_of: dict[int, int], *, also_excluded=(), voters: bool = False, cache_dir=None
+) -> dict:
+    """The votes' columns, as :func:`arena.selectors.votes_counted_columns` wants them. ``cache_dir``: keep
+    the packed columns there between refits and read only newer votes (:mod:`arena.vote_cache`); used for
+    the default read only (no ``also_excluded``, no ``voters``)."""
     fields = FIELDS + (VOTER_FIELDS if voters else [])
     params: dict = {"also": list(also_excluded)}
-    parts: list[dict[str, np.ndarray]] = []
     with connection.cursor() as cursor:
         cursor.execute(LANGUAGES_SQL)
         params["languages"] = [row[0] for row in cursor.fetchall()] or [""]
         if len(params["languages"]) > MAX_LANGUAGES:
             raise ValueError(f"{len(params['languages'])} distinct vote languages: the refit reads at most {MAX_LANGUAGES}")
-        cursor.execute(f"SELECT min(id), max(id) FROM arena_vote v WHERE {WANTED_SQL}", params)
-        low, high = cursor.fetchone()
-        if low is not None:
-            parts = _chunks(connection, fields, params, int(low), int(high))
-        rows = _joined(parts, fields)
+        usable_dir = cache_dir if cache_dir and not also_excluded and not voters else None
+        rows = _rows_read(connection, cursor, fields, params, usable_dir)
         _put_in_vote_order(rows)
         _unpacked(rows)
         odd = _style_unpacked(rows)

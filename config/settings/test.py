@@ -36,4 +36,7 @@ REST_FRAMEWORK = {
 # folder of its own, not var/metrics, so concurrent runs never add up each other's samples.
 os.environ.setdefault("PODIUM_TEST_METRICS_DIR", tempfile.mkdtemp(prefix="podium-metrics-"))
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = os.environ["PODIUM_TEST_METRICS_DIR"]
+# The refit cache of this test run (and of the workers it starts) in a folder of its own.
+os.environ.setdefault("ARENA_REFIT_CACHE_DIR", tempfile.mkdtemp(prefix="podium-refit-cache-"))
+ARENA_REFIT_CACHE_DIR = Path(os.environ["ARENA_REFIT_CACHE_DIR"]) if os.environ["ARENA_REFIT_CACHE_DIR"].strip() else None  # noqa: F405
 LEADERBOARD_PROBE_LIMIT = 4  # the memorisation probe reads 4 test and 4 train items in tests

@@ -82,11 +82,16 @@ def votes_create(
     Battle.objects.bulk_create(battles)
     for battle, vote in zip(battles, votes):
         vote.battle = battle
-    Vote.objects.bulk_create(votes)
-    # created_at is auto_now_add: set the vote times explicitly, one second apart.
+    # Vote times one second apart, in the INSERT itself (created_at is auto_now_add): an UPDATE after it
+    # would count as a change of stored votes (arena_vote_changes, the refit cache's log).
     for k, vote in enumerate(votes):
         vote.created_at = start + timedelta(seconds=k)
-    Vote.objects.bulk_update(votes, ["created_at"], batch_size=1000)
+    created_at = Vote._meta.get_field("created_at")
+    created_at.auto_now_add = False
+    try:
+        Vote.objects.bulk_create(votes)
+    finally:
+        created_at.auto_now_add = True
     if with_turns:
         for battle, vote in zip(battles, votes):
             for index in range(vote.turn_count):

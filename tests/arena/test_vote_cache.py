@@ -1,0 +1,243 @@
+"""The refit cache (arena.vote_cache): a read through it equals a full read, whatever happened to the
+votes in between, and it is only used when it provably holds what the database would send."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import numpy as np
+import pytest
+from django.db import connection, transaction
+from django.utils import timezone
+
+from arena import live, selectors, vote_cache, vote_columns
+from arena.models import RatingSnapshot, Vote
+from arena.ratings import snapshots_refit
+from tests.arena.vote_data import T0, votes_create
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+COLUMNS = (
+    "a",
+    "b",
+    "outcome",
+    "tstamp",
+    "turn_count",
+    "prompt_tokens",
+    "language_code",
+    "style_a",
+    "style_b",
+)
+
+
+@pytest.fixture
+def cache_dir(tmp_path, settings):
+    if connection.vendor != "postgresql":
+        pytest.fail("the refit cache is PostgreSQL's: run the suite with `make test`")
+    settings.ARENA_REFIT_CACHE_DIR = tmp_path / "refit-cache"
+    return settings.ARENA_REFIT_CACHE_DIR
+
+
+@pytest.fixture
+def chunk_reads(monkeypatch):
+    """The id ranges the database was asked for, one (low, high) per read."""
+    asked: list[tuple[int, int]] = []
+    real = vote_columns._chunks
+
+    def spy(conn, fields, params, low, high):
+        asked.append((low, high))
+        return real(conn, fields, params, low, high)
+
+    monkeypatch.setattr(vote_columns, "_chunks", spy)
+    monkeypatch.setattr(vote_columns, "CHUNK_IDS", 16)  # several chunks, some of them empty
+    return asked
+
+
+def refit_read(settings, *, cache: bool = True):
+    """The columns a refit reads (its own REPEATABLE READ snapshot), with or without the cache."""
+    saved = settings.ARENA_REFIT_CACHE_DIR
+    if not cache:
+        settings.ARENA_REFIT_CACHE_DIR = None
+    try:
+        with live.consistent_read():
+            return selectors.votes_counted_columns()
+    finally:
+        settings.ARENA_REFIT_CACHE_DIR = saved
+
+
+def assert_same(cached, full) -> None:
+    assert len(cached) == len(full)
+    assert cached.languages == full.languages and cached.names == full.names
+    for name in COLUMNS:
+        np.testing.assert_array_equal(getattr(cached, name), getattr(full, name), err_msg=name)
+    pairs = set(zip(cached.prompt_code.tolist(), full.prompt_code.tolist()))  # codes may be renumbered
+    assert len(pairs) == len(set(full.prompt_code.tolist()))
+
+
+def state_of(directory) -> vote_cache.CacheState:
+    state = vote_cache.VoteCache(directory).state(vote_columns.FIELDS)
+    assert state is not None
+    return state
+
+
+def more_votes(n: int, *, seed: int, start=T0 + timedelta(days=1), **kw):
+    return votes_create({"alpha": 0.4, "beta": 0.0, "gamma": -0.3, "delta": 0.1}, n, seed=seed, start=start,
+                        language=["en", "de"], turn_count=[1, 2], prompt_tokens=[12, 700], **kw)  # fmt: skip
+
+
+def test_second_read_asks_only_for_new_votes_and_equals_a_full_read(cache_dir, settings, chunk_reads):
+    first = more_votes(50, seed=1)
+    assert_same(refit_read(settings), refit_read(settings, cache=False))
+    state = state_of(cache_dir)
+    assert state.count == 50 and state.upto == first[-1].pk
+    more_votes(30, seed=2, start=T0 + timedelta(days=2))
+    chunk_reads.clear()
+    cached = refit_read(settings)
+    assert chunk_reads == [(first[-1].pk + 1, max(Vote.objects.values_list("id", flat=True)))]
+    assert_same(cached, refit_read(settings, cache=False))
+    assert state_of(cache_dir).count == 80
+    chunk_reads.clear()
+    cached = refit_read(settings)
+    assert chunk_reads == []  # nothing new: no chunk asked for
+    assert_same(cached, refit_read(settings, cache=False))
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["uncount", "restyle", "delete", "relanguage", "retime"],
+)
+def test_a_changed_or_deleted_vote_makes_the_read_full(cache_dir, settings, chunk_reads, change):
+    votes = more_votes(60, seed=4)
+    refit_read(settings)
+    target = Vote.objects.filter(pk=votes[7].pk)
+    if change == "uncount":
+        target.update(counted=False, excluded_reason="identity_revealed")
+    elif change == "restyle":
+        target.update(style_a={"tokens": 999, "headers": 9, "list_items": 9, "bold": 9})
+    elif change == "delete":
+        target.delete()
+    elif change == "relanguage":
+        target.update(language="de")  # an existing language: the list of languages stays the same
+    else:
+        target.update(created_at=T0 - timedelta(days=3))
+    chunk_reads.clear()
+    cached = refit_read(settings)
+    assert chunk_reads and chunk_reads[0][0] == votes[0].pk, "the read did not start from the first vote"
+    assert_same(cached, refit_read(settings, cache=False))
+
+
+def test_a_late_vote_below_the_kept_ids_makes_the_read_full(cache_dir, settings, chunk_reads):
+    """A vote committed after the refit's snapshot with an id below the last one kept (a slow commit, a
+    bulk load with explicit ids): the count of covered ids disagrees, so everything is read again."""
+    votes = more_votes(30, seed=5)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT setval(pg_get_serial_sequence('arena_vote', 'id'), %s)", [votes[-1].pk + 100])
+    later = more_votes(10, seed=6, start=T0 + timedelta(days=2))
+    refit_read(settings)
+    assert state_of(cache_dir).upto == later[-1].pk
+    with connection.cursor() as cursor:  # the next vote takes an id from the gap below the kept ones
+        cursor.execute("SELECT setval(pg_get_serial_sequence('arena_vote', 'id'), %s)", [votes[-1].pk + 49])
+    late = votes_create({"alpha": 0.0, "beta": 0.0}, 1, seed=7, start=T0 + timedelta(days=3))[0]
+    assert late.pk == votes[-1].pk + 50
+    chunk_reads.clear()
+    cached = refit_read(settings)
+    assert chunk_reads[0][0] == votes[0].pk
+    assert_same(cached, refit_read(settings, cache=False))
+    assert len(cached) == 41
+
+
+def test_young_votes_are_read_again_not_kept(cache_dir, settings, chunk_reads):
+    old = more_votes(20, seed=8)
+    more_votes(5, seed=9, start=timezone.now() - timedelta(seconds=5))
+    refit_read(settings)
+    state = state_of(cache_dir)  # the old votes only
+    assert (state.count, state.upto) == (20, old[-1].pk)
+    chunk_reads.clear()
+    assert_same(refit_read(settings), refit_read(settings, cache=False))
+    assert chunk_reads[0][0] == old[-1].pk + 1
+
+
+def test_a_new_language_makes_the_read_full(cache_dir, settings, chunk_reads):
+    votes = more_votes(20, seed=10)
+    refit_read(settings)
+    extra = votes_create({"alpha": 0.0, "beta": 0.0}, 5, seed=11, start=T0 + timedelta(days=2), language="fr")
+    chunk_reads.clear()
+    cached = refit_read(settings)
+    assert chunk_reads[0][0] == votes[0].pk
+    assert "fr" in cached.languages and len(cached) == 25 and extra
+    assert_same(cached, refit_read(settings, cache=False))
+
+
+@pytest.mark.parametrize("damage", ["short", "ids", "state", "token", "query"])
+def test_damaged_or_foreign_files_are_not_used(cache_dir, settings, chunk_reads, damage, monkeypatch):
+    votes = more_votes(40, seed=12)
+    refit_read(settings)
+    state = state_of(cache_dir)
+    if damage == "short":
+        with open(cache_dir / "pair.bin", "r+b") as handle:
+            handle.truncate(8 * (state.count - 1))
+    elif damage == "ids":  # a file changed behind its state: the kept ids no longer add up
+        with open(cache_dir / "id.bin", "r+b") as handle:
+            handle.write(np.array([123456789], dtype=np.int64).tobytes())
+    elif damage == "state":
+        (cache_dir / "state.json").write_text("{not json")
+    elif damage == "token":  # files of another database (a restored copy, another deployment)
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE arena_vote_cache_key SET token = %s", [str(uuid.uuid4())])
+    else:  # the query changed (a new release): its hash differs
+        monkeypatch.setattr(vote_cache, "query_hash", lambda sql, fields: "another query")
+    chunk_reads.clear()
+    cached = refit_read(settings)
+    assert chunk_reads[0][0] == votes[0].pk
+    assert_same(cached, refit_read(settings, cache=False))
+    assert state_of(cache_dir).count == 40  # written anew
+
+
+def test_another_refit_holding_the_folder_means_a_plain_read(cache_dir, settings, chunk_reads):
+    votes = more_votes(30, seed=13)
+    refit_read(settings)
+    more_votes(5, seed=14, start=T0 + timedelta(days=2))
+    with vote_cache.VoteCache(cache_dir).locked() as held:
+        assert held
+        chunk_reads.clear()
+        cached = refit_read(settings)
+    assert chunk_reads[0][0] == votes[0].pk
+    assert state_of(cache_dir).count == 30  # left as it was
+    assert_same(cached, refit_read(settings, cache=False))
+
+
+def test_not_used_outside_a_clean_snapshot(cache_dir, settings, chunk_reads):
+    """Read committed (each statement its own snapshot) or a transaction that wrote: no cache, no files."""
+    more_votes(10, seed=15)
+    selectors.votes_counted_columns()  # autocommit: READ COMMITTED
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        Vote.objects.filter(pk=-1).update(counted=False)  # changes no row, but the trigger writes its log
+        selectors.votes_counted_columns()
+    assert not (cache_dir / "state.json").exists()
+    refit_read(settings)
+    assert (cache_dir / "state.json").exists()
+
+
+def newest_snapshots() -> dict:
+    newest: dict = {}
+    for snapshot in RatingSnapshot.objects.order_by("id"):
+        newest[(snapshot.method, snapshot.category)] = (snapshot.vote_count, snapshot.rows)
+    return newest
+
+
+def test_refit_snapshots_equal_with_and_without_the_cache(cache_dir, settings):
+    more_votes(120, seed=16)
+    snapshots_refit(rounds=20, elo_orders=0, force=True)
+    more_votes(40, seed=17, start=T0 + timedelta(days=2))
+    snapshots_refit(rounds=20, elo_orders=0, force=True)
+    with_cache = newest_snapshots()
+    assert state_of(cache_dir).count == 160
+    settings.ARENA_REFIT_CACHE_DIR = None
+    snapshots_refit(rounds=20, elo_orders=0, force=True)
+    without = newest_snapshots()
+    assert with_cache.keys() == without.keys() and len(with_cache) >= 9
+    for key in with_cache:
+        assert with_cache[key] == without[key], key
