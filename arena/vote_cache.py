@@ -12,7 +12,8 @@ The files are used only when they hold exactly what the database would send in t
   table) and the random token that migration 0007 wrote in ``arena_vote_cache_key``;
 - no vote updated or deleted since they were written: the number of rows of ``arena_vote_changes``,
   one added by statement-level triggers for each UPDATE, DELETE and TRUNCATE of ``arena_vote``, counted
-  in the same snapshot (a statement committed after an earlier snapshot always adds to that count);
+  in the same snapshot (a statement committed after an earlier snapshot always adds to that count), and
+  their largest id (so that rows deleted from the log by hand do not hide later ones);
 - no vote among the ids they cover that they lack (a late commit, a bulk load with explicit ids): the
   number and the sum of the counted ids up to the last one kept, an index-only scan of
   ``arena_vote_counted_id``;
@@ -45,7 +46,7 @@ STATE = "state.json"
 # The key of this database and votes table, and the change counter, as the refit's snapshot sees them.
 KEY_SQL = """
 SELECT current_database(), 'arena_vote'::regclass::oid::int8, k.token::text,
-       (SELECT count(*) FROM arena_vote_changes),
+       (SELECT count(*) || ':' || coalesce(max(id), 0) FROM arena_vote_changes),
        (extract(epoch FROM now()) * 1e6)::int8 - 946684800000000 - %(young)s * 1000000
 FROM arena_vote_cache_key k LIMIT 1"""
 COVERED_SQL = "SELECT count(*), coalesce(sum(v.id), 0) FROM arena_vote v WHERE v.counted AND v.id <= %(upto)s"
@@ -66,7 +67,7 @@ class CacheState:
     token: str
     query: str
     languages: tuple[str, ...]
-    counter: int
+    counter: str
     upto: int
     count: int
     id_sum: int
@@ -80,7 +81,7 @@ class Snapshot:
     database: str
     table: int
     token: str
-    counter: int
+    counter: str
     young_after: int
 
 
@@ -103,7 +104,7 @@ def snapshot_read(cursor) -> Snapshot | None:
     row = cursor.fetchone()
     if row is None:
         return None
-    return Snapshot(str(row[0]), int(row[1]), str(row[2]), int(row[3]), int(row[4]))
+    return Snapshot(str(row[0]), int(row[1]), str(row[2]), str(row[3]), int(row[4]))
 
 
 class VoteCache:
