@@ -126,19 +126,15 @@ def _chunk(cursor, fields: list, params: dict) -> dict[str, np.ndarray] | None:
     return columns
 
 
-def _joined(parts: list[dict[str, np.ndarray]], fields: list, plan=None) -> dict[str, np.ndarray]:
+def _joined(parts: list[dict[str, np.ndarray]], fields: list) -> dict[str, np.ndarray]:
     """Each column of the chunks in one native-endian array (the copy is the byte swap: one pass), the
-    chunks' buffers let go column by column, after the votes the refit cache keeps (``plan``), read
-    straight into the arrays' first places. At 10M votes every array made is ~80 MB of fresh pages (~45 ms
-    each to fault in here), so none is made twice."""
-    kept = plan.kept if plan is not None else 0
-    total = kept + sum(len(part["id"]) for part in parts)
-    rows = {name: np.empty(total, dtype=np.dtype(kind).newbyteorder("=")) for name, _, _, kind in fields}
-    if kept:
-        plan.cache.read_into(plan.old, rows)
-    for name, *_ in fields:
-        out = rows[name]
-        start = kept
+    chunks' buffers let go column by column. At 10M votes every array made is ~80 MB of fresh pages
+    (~45 ms each to fault in here), so none is made twice."""
+    total = sum(len(part["id"]) for part in parts)
+    rows: dict[str, np.ndarray] = {}
+    for name, _, _, kind in fields:
+        out = rows[name] = np.empty(total, dtype=np.dtype(kind).newbyteorder("="))
+        start = 0
         for part in parts:
             values = part.pop(name)
             out[start : start + len(values)] = values
@@ -191,25 +187,32 @@ def _style_exact(cursor, rows: dict[str, np.ndarray], odd: np.ndarray) -> None:
 
 
 def _put_in_vote_order(rows: dict[str, np.ndarray]) -> None:
-    """Sort the columns in place by (created_at, id), the ORM path's order. Votes come nearly in that
-    order (stored as they were cast, a few late commits apart): only the votes out of place are moved."""
-    micros, ids = rows["micros"], rows["id"]
-    if _in_vote_order(micros, ids):
+    """Sort the columns in place by (created_at, id), the ORM path's order, by their "tstamp" (seconds
+    since 1970 as float64: distinct microseconds stay distinct and in order until the year 2242, where
+    float64's spacing reaches a microsecond). Votes come nearly in that order (stored as they were
+    cast, a few late commits apart): only the votes out of place are moved."""
+    times, ids = rows["tstamp"], rows["id"]
+    if _in_vote_order(times, ids):
         return
     # Rows in id order: a stable sort on the time keeps the ids in order among equal times (and on
     # nearly sorted keys numpy's stable sort is a fast merge of runs).
-    order = np.argsort(micros, kind="stable") if bool(np.all(np.diff(ids) > 0)) else np.lexsort((ids, micros))
+    order = np.argsort(times, kind="stable") if bool(np.all(np.diff(ids) > 0)) else np.lexsort((ids, times))
     moved = np.flatnonzero(order != np.arange(order.size))
     source = order[moved]
     for values in rows.values():
         values[moved] = values[source]  # the right side is gathered first: safe in place
 
 
-def _in_vote_order(micros: np.ndarray, ids: np.ndarray) -> bool:
+def _in_vote_order(times: np.ndarray, ids: np.ndarray, block: int = 1 << 18) -> bool:
     """Whether the votes already stand in (created_at, id) order, as they do when votes were stored in
-    the order they were cast (the sort and its 23 gathers then cost nothing)."""
-    step = np.diff(micros)
-    return bool(np.all((step > 0) | ((step == 0) & (np.diff(ids) > 0))))
+    the order they were cast (the sort and its gathers then cost nothing). A block at a time: no 10M-vote
+    temporaries (fresh pages cost more than the comparisons)."""
+    for start in range(0, max(len(times) - 1, 0), block):
+        stop = min(len(times), start + block + 1)
+        step = np.diff(times[start:stop])
+        if not bool(np.all((step > 0) | ((step == 0) & (np.diff(ids[start:stop]) > 0)))):
+            return False
+    return True
 
 
 def _codes(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -307,66 +310,90 @@ def _chunks(connection, fields: list, params: dict, low: int, high: int) -> list
     return [parts[lo] for lo in sorted(parts) if parts[lo] is not None]
 
 
-def _rows_read(connection, cursor, fields: list, params: dict, cache_dir) -> dict[str, np.ndarray]:
-    """The packed columns of every wanted vote, in id order: from the refit cache's files as far as they
-    hold them (:mod:`arena.vote_cache`, only with ``cache_dir``), the rest from the database."""
-    cursor.execute(f"SELECT min(id), max(id) FROM arena_vote v WHERE {WANTED_SQL}", params)
-    low, high = cursor.fetchone()
-    if cache_dir is None:
-        parts = _chunks(connection, fields, params, int(low), int(high)) if low is not None else []
-        return _joined(parts, fields)
-    with vote_cache.planned(cursor, cache_dir, fields=fields, sql=_chunk_sql(fields), languages=params["languages"]) as plan:  # fmt: skip
-        if plan is None:
-            return _rows_read(connection, cursor, fields, params, None)
-        start = plan.old.upto + 1 if plan.kept else low
-        parts = _chunks(connection, fields, params, int(start), int(high)) if low is not None and start <= high else []
-        try:
-            rows = _joined(parts, fields, plan)
-        except vote_cache.CacheError:
-            plan.old = None  # the files changed behind their state: read everything, write them anew
-            rows = _rows_read(connection, cursor, fields, params, None)
-        plan.store(rows)
+# The decoded columns as the refit cache keeps them (arena.vote_cache): name, file dtype, inner shape.
+LAYOUT = [
+    ("id", "<i8", ()), ("a", "<i4", ()), ("b", "<i4", ()), ("outcome", "i1", ()), ("has_prompt", "i1", ()),
+    ("language", "<i4", ()), ("turn_count", "<i8", ()), ("prompt_tokens", "<i8", ()), ("tstamp", "<f8", ()),
+    ("style_a", "<f8", (len(STYLE_KEYS),)), ("style_b", "<f8", (len(STYLE_KEYS),)), ("prompt", "<i8", ()),
+]  # fmt: skip
+
+
+def _decoded(connection, cursor, fields: list, params: dict, low, high) -> dict[str, np.ndarray]:
+    """The wanted votes with ids from ``low`` to ``high`` (None: none), decoded, in id order: model ids
+    "a" and "b", the values of :data:`PACKED`, "tstamp" (seconds since 1970), the style counts (exact),
+    the prompt hash and, with :data:`VOTER_FIELDS`, the voters' hashes."""
+    parts = _chunks(connection, fields, params, int(low), int(high)) if low is not None and low <= high else []
+    rows = _joined(parts, fields)
+    _unpacked(rows)
+    odd = _style_unpacked(rows)
+    if odd.size:
+        _style_exact(cursor, rows, odd)
+    micros = rows.pop("micros")
+    micros += POSTGRES_EPOCH_MICROS
+    rows["tstamp"] = np.divide(micros, 1e6)
     return rows
+
+
+def _cached(connection, cursor, fields: list, params: dict, cache_dir, low, high, found: list):
+    """Every wanted vote's decoded columns through the refit cache (:mod:`arena.vote_cache`): the kept
+    ones mapped from its files, the newer ones read and appended; None when the cache may not be used
+    here. Sets ``params["languages"]`` to the list the language indices refer to."""
+    layout_sql = _chunk_sql(fields)
+    with vote_cache.planned(cursor, cache_dir, layout=LAYOUT, sql=layout_sql, languages=found) as plan:
+        if plan is None:
+            return None
+        params["languages"] = list(plan.languages)
+        start = plan.old.upto + 1 if plan.kept else low
+        try:
+            return plan.columns(_decoded(connection, cursor, fields, params, start, high))
+        except vote_cache.CacheError:  # the files changed behind their state: read all, write them anew
+            plan.old, plan.languages = None, tuple(found)
+            params["languages"] = list(found)
+            return plan.columns(_decoded(connection, cursor, fields, params, low, high))
 
 
 def read_postgresql(
     connection, code_of: dict[int, int], *, also_excluded=(), voters: bool = False, cache_dir=None
 ) -> dict:
     """The votes' columns, as :func:`arena.selectors.votes_counted_columns` wants them. ``cache_dir``: keep
-    the packed columns there between refits and read only newer votes (:mod:`arena.vote_cache`); used for
+    the decoded columns there between refits and read only newer votes (:mod:`arena.vote_cache`); used for
     the default read only (no ``also_excluded``, no ``voters``)."""
     fields = FIELDS + (VOTER_FIELDS if voters else [])
     params: dict = {"also": list(also_excluded)}
     with connection.cursor() as cursor:
         cursor.execute(LANGUAGES_SQL)
-        params["languages"] = [row[0] for row in cursor.fetchall()] or [""]
-        if len(params["languages"]) > MAX_LANGUAGES:
-            raise ValueError(f"{len(params['languages'])} distinct vote languages: the refit reads at most {MAX_LANGUAGES}")
-        usable_dir = cache_dir if cache_dir and not also_excluded and not voters else None
-        rows = _rows_read(connection, cursor, fields, params, usable_dir)
-        _put_in_vote_order(rows)
-        _unpacked(rows)
-        odd = _style_unpacked(rows)
-        if odd.size:
-            _style_exact(cursor, rows, odd)
+        found = [row[0] for row in cursor.fetchall()] or [""]
+        if len(found) > MAX_LANGUAGES:
+            raise ValueError(f"{len(found)} distinct vote languages: the refit reads at most {MAX_LANGUAGES}")
+        cursor.execute(f"SELECT min(id), max(id) FROM arena_vote v WHERE {WANTED_SQL}", params)
+        low, high = cursor.fetchone()
+        rows = None
+        if cache_dir and not also_excluded and not voters:
+            rows = _cached(connection, cursor, fields, params, cache_dir, low, high, found)
+        if rows is None:
+            params["languages"] = found
+            rows = _decoded(connection, cursor, fields, params, low, high)
+        _put_in_vote_order(rows)  # on mapped files, only the pages of the votes moved are copied
         extra = _voters(cursor, rows, params) if voters else {}
+    language_code = rows["language"]
+    if params["languages"] != found:  # the cache's order of languages: to the sorted list's
+        position = {lang: k for k, lang in enumerate(found)}
+        language_code = np.array([position[lang] for lang in params["languages"]], dtype=np.int32)[language_code]
     ids = np.fromiter(code_of.keys(), dtype=np.int64, count=len(code_of))
     lookup = np.full(int(ids.max()) + 1 if ids.size else 1, -1, dtype=np.int32)
     lookup[ids] = np.fromiter(code_of.values(), dtype=np.int32, count=len(code_of))
     prompt_code, _ = _codes(rows["prompt"])
     prompt_code[rows["has_prompt"] == 0] = -1
-    micros = rows.pop("micros")
-    micros += POSTGRES_EPOCH_MICROS
     return {
         "a": lookup[rows["a"]],
         "b": lookup[rows["b"]],
         "outcome": rows["outcome"],
-        "tstamp": np.divide(micros, 1e6),
+        "tstamp": rows["tstamp"],
         "turn_count": rows["turn_count"],
         "prompt_tokens": rows["prompt_tokens"],
         "language": None,  # the codes below say it (an object array of 10M strings costs seconds)
-        "language_code": rows["language"],
-        "languages": tuple(params["languages"]),
+        "language_code": language_code,
+        "languages": tuple(found),
         "style_a": rows["style_a"],
         "style_b": rows["style_b"],
         "prompt_code": prompt_code,

@@ -76,7 +76,7 @@ def assert_same(cached, full) -> None:
 
 
 def state_of(directory) -> vote_cache.CacheState:
-    state = vote_cache.VoteCache(directory).state(vote_columns.FIELDS)
+    state = vote_cache.VoteCache(directory, vote_columns.LAYOUT).state()
     assert state is not None
     return state
 
@@ -158,15 +158,53 @@ def test_young_votes_are_read_again_not_kept(cache_dir, settings, chunk_reads):
     assert chunk_reads[0][0] == old[-1].pk + 1
 
 
-def test_a_new_language_makes_the_read_full(cache_dir, settings, chunk_reads):
+def test_a_new_language_is_added_to_the_kept_list_not_a_full_read(cache_dir, settings, chunk_reads):
+    """The files hold languages as indices into the list as it was; a new language goes to its end, and
+    the reader still gives codes into the sorted list."""
     votes = more_votes(20, seed=10)
     refit_read(settings)
-    extra = votes_create({"alpha": 0.0, "beta": 0.0}, 5, seed=11, start=T0 + timedelta(days=2), language="fr")
+    extra = votes_create({"alpha": 0.0, "beta": 0.0}, 5, seed=11, start=T0 + timedelta(days=2), language="cs")
     chunk_reads.clear()
     cached = refit_read(settings)
-    assert chunk_reads[0][0] == votes[0].pk
-    assert "fr" in cached.languages and len(cached) == 25 and extra
+    assert chunk_reads == [(votes[-1].pk + 1, extra[-1].pk)]
+    assert cached.languages == ("cs", "de", "en") and len(cached) == 25
     assert_same(cached, refit_read(settings, cache=False))
+    assert state_of(cache_dir).languages == ("de", "en", "cs")
+    more_votes(5, seed=19, start=T0 + timedelta(days=3))
+    assert_same(refit_read(settings), refit_read(settings, cache=False))
+
+
+def test_arrays_of_an_earlier_read_stay_valid_when_the_files_are_written_anew(cache_dir, settings):
+    """The columns are the files mapped copy-on-write: a new generation gets new files (the old ones are
+    unlinked, not truncated), and the earlier read's arrays keep their values."""
+    votes = more_votes(30, seed=20)
+    earlier = refit_read(settings)
+    expected = [getattr(earlier, name).copy() for name in COLUMNS]
+    Vote.objects.filter(pk=votes[3].pk).update(winner="tie")  # a change: the next read writes anew
+    generation = state_of(cache_dir).generation
+    later = refit_read(settings)
+    assert state_of(cache_dir).generation != generation
+    assert not list(cache_dir.glob(f"{generation}-*.bin"))
+    for name, values in zip(COLUMNS, expected):
+        np.testing.assert_array_equal(getattr(earlier, name), values, err_msg=name)
+    assert_same(later, refit_read(settings, cache=False))
+
+
+def test_another_boot_means_a_full_read(cache_dir, settings, chunk_reads, tmp_path, monkeypatch):
+    """The files are not fsynced: after a reboot (another boot id) they are not trusted."""
+    boot = tmp_path / "boot_id"
+    boot.write_text("first-boot\n")
+    monkeypatch.setattr(vote_cache, "BOOT_ID", boot)
+    votes = more_votes(20, seed=21)
+    refit_read(settings)
+    boot.write_text("second-boot\n")
+    chunk_reads.clear()
+    assert_same(refit_read(settings), refit_read(settings, cache=False))
+    assert chunk_reads[0][0] == votes[0].pk
+    boot.unlink()  # no boot id to be had: no cache at all
+    chunk_reads.clear()
+    refit_read(settings)
+    assert chunk_reads[0][0] == votes[0].pk
 
 
 @pytest.mark.parametrize("damage", ["short", "ids", "state", "token", "query"])
@@ -175,10 +213,10 @@ def test_damaged_or_foreign_files_are_not_used(cache_dir, settings, chunk_reads,
     refit_read(settings)
     state = state_of(cache_dir)
     if damage == "short":
-        with open(cache_dir / "pair.bin", "r+b") as handle:
-            handle.truncate(8 * (state.count - 1))
+        with open(cache_dir / f"{state.generation}-style_a.bin", "r+b") as handle:
+            handle.truncate(32 * (state.count - 1))
     elif damage == "ids":  # a file changed behind its state: the kept ids no longer add up
-        with open(cache_dir / "id.bin", "r+b") as handle:
+        with open(cache_dir / f"{state.generation}-id.bin", "r+b") as handle:
             handle.write(np.array([123456789], dtype=np.int64).tobytes())
     elif damage == "state":
         (cache_dir / "state.json").write_text("{not json")
@@ -198,7 +236,7 @@ def test_another_refit_holding_the_folder_means_a_plain_read(cache_dir, settings
     votes = more_votes(30, seed=13)
     refit_read(settings)
     more_votes(5, seed=14, start=T0 + timedelta(days=2))
-    with vote_cache.VoteCache(cache_dir).locked() as held:
+    with vote_cache.VoteCache(cache_dir, vote_columns.LAYOUT).locked() as held:
         assert held
         chunk_reads.clear()
         cached = refit_read(settings)

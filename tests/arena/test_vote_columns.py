@@ -117,11 +117,11 @@ def test_columns_are_put_in_vote_order_like_a_full_sort(ids_sorted):
     ids = np.arange(n, dtype=np.int64) * 3 + 5
     if not ids_sorted:
         ids = rng.permutation(ids)
-    rows = {"micros": micros.copy(), "id": ids.copy(), "x": np.arange(n, dtype=np.float64)}
+    rows = {"tstamp": micros.copy(), "id": ids.copy(), "x": np.arange(n, dtype=np.float64)}
     order = np.lexsort((ids, micros))
     vote_columns._put_in_vote_order(rows)
     np.testing.assert_array_equal(rows["id"], ids[order])
-    np.testing.assert_array_equal(rows["micros"], micros[order])
+    np.testing.assert_array_equal(rows["tstamp"], micros[order])
     np.testing.assert_array_equal(rows["x"], np.arange(n)[order])
 
 
