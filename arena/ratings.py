@@ -57,6 +57,9 @@ from arena.live import LONG_PROMPT_TOKENS
 from arena.models import RatingSnapshot
 from common.forkjobs import run_forked
 from evalcore.ratings import (
+    BASE_RATING,
+    ELO_PER_LOGIT,
+    STYLE_FEATURES,
     Battles,
     PairCounts,
     RatingResult,
@@ -185,17 +188,18 @@ def style_rounds(n: int, rounds: int, budget: int) -> int:
 
 
 def _fit_style(
-    battles: Battles, draft: _Draft, *, rounds: int, seed: int, budget: int, counts: PairCounts
+    battles: Battles, draft: _Draft, *, rounds: int, seed: int, budget: int, counts: PairCounts, start=None
 ) -> None:
     used = style_rounds(len(battles), rounds, budget)
 
     def fit(prior):
         return fit_style_controlled(
             battles, ties=TIES, prior=prior, rounds=used, rng=np.random.default_rng(seed), level=LEVEL,
-            counts=counts,
+            counts=counts, start=start,
         )  # fmt: skip
 
     style, notes = _with_fallback(fit, used)
+    draft.settings["newton_start"] = "last refit" if start is not None else "plain BT"
     if used != rounds:
         notes.append(
             f"style intervals: {f'{used} bootstrap rounds' if used else 'sandwich (robust) standard errors'} "
@@ -334,9 +338,12 @@ def snapshots_draft(
     style_budget: int = STYLE_BUDGET,
     provisional_votes: int = DEFAULT_MIN_BATTLES,
     elo_states: dict[str, dict] | None = None,
+    style_starts: dict[str, tuple] | None = None,
 ) -> list[_Draft]:
     """Fit every category and method; nothing is written. See the module docstring. ``elo_states``: the
-    last refit's ``elo_state`` per category, for Elo to continue from where it matches."""
+    last refit's ``elo_state`` per category, for Elo to continue from where it matches; ``style_starts``:
+    the last refit's style fit per category (:func:`style_starts_latest`), where the style fit's Newton
+    iterations start (the same optimum, two or three curvature passes over the battles fewer)."""
     drafts: list[_Draft] = []
     jobs: list[tuple[float, list[int], partial]] = []  # (estimated seconds, indices in drafts, the fits)
     for category, mask in _categories(votes, min_category_votes).items():
@@ -363,7 +370,8 @@ def snapshots_draft(
                 fits.append(partial(_fit_bt, rounds=rounds, seed=seed))
                 cost += 1.5 * rounds / 1000
             elif draft.method == "style":
-                fits.append(partial(_fit_style, rounds=rounds, seed=seed, budget=style_budget))
+                start = (style_starts or {}).get(category)
+                fits.append(partial(_fit_style, rounds=rounds, seed=seed, budget=style_budget, start=start))
                 cost += 4e-7 * n * max(1, style_rounds(n, rounds, style_budget))
             else:
                 fits.append(partial(_fit_elo, orders=elo_orders, seed=seed, state=state))
@@ -414,6 +422,24 @@ def elo_states_latest() -> dict[str, dict]:
     return {category: state for category, state in rows if isinstance(state, dict)}
 
 
+def style_starts_latest() -> dict[str, tuple[dict[str, float], np.ndarray]]:
+    """The newest style snapshot's fit per category as a start for the next one: strengths by model on
+    the logit scale (from the ratings, centred as fitted) and the coefficients (the style features' order)."""
+    starts: dict[str, tuple[dict[str, float], np.ndarray]] = {}
+    for category, rows, extra in (
+        RatingSnapshot.objects.filter(method="style").order_by("-created_at", "-id").values_list("category", "rows", "extra")
+    ):  # fmt: skip
+        if category in starts or not isinstance(rows, list) or not isinstance(extra, dict):
+            continue
+        coefficients = {c.get("coefficient"): c.get("estimate") for c in extra.get("coefficients") or [] if isinstance(c, dict)}
+        beta = [coefficients.get(name) for name in STYLE_FEATURES]
+        by_name = {r["model"]: (r["rating"] - BASE_RATING) / ELO_PER_LOGIT for r in rows
+                   if isinstance(r, dict) and isinstance(r.get("rating"), float) and math.isfinite(r["rating"])}  # fmt: skip
+        if by_name and all(isinstance(b, float) and math.isfinite(b) for b in beta):
+            starts[category] = (by_name, np.array(beta))
+    return starts
+
+
 def snapshots_compute(
     params: dict, *, resume: bool = False, phases: dict | None = None
 ) -> tuple[selectors.VoteColumns, list[_Draft], dict]:
@@ -427,10 +453,11 @@ def snapshots_compute(
     phases = {} if phases is None else phases
     mark = time.monotonic()
     states = elo_states_latest() if resume else None
+    starts = style_starts_latest() if resume else None
     votes, integrity = live.refit_votes_read(percentile)
     phases["read"] = time.monotonic() - mark
     mark = time.monotonic()
-    drafts = snapshots_draft(votes, **params, elo_states=states)
+    drafts = snapshots_draft(votes, **params, elo_states=states, style_starts=starts)
     phases["fit"] = time.monotonic() - mark
     return votes, drafts, integrity
 

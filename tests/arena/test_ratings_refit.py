@@ -296,6 +296,26 @@ def test_elo_continues_the_last_refit_and_equals_the_full_replay():
     assert latest("elo").rows == _elo_rows_replayed_in_full()["overall"]
 
 
+def test_style_fit_starts_from_the_last_refit_and_reaches_the_same_ratings():
+    """A refit's style fits start Newton from the last refit's style snapshot of their category: the
+    same ratings as a fit from plain BT (within its tolerance), and the snapshot says where it started."""
+    votes_create(STRENGTHS, 300, seed=24, language=["en", "de"], verbose={"alpha": 0.3})
+    snapshots_refit(rounds=ROUNDS, elo_orders=0, min_category_votes=20)
+    assert latest("style").settings["newton_start"] == "plain BT"
+    votes_create(STRENGTHS, 100, seed=25, language=["en", "de"], start=T0 + timedelta(hours=1))
+    snapshots_refit(rounds=ROUNDS, elo_orders=0, min_category_votes=20)
+    params = latest("style").settings["refit"]
+    _, drafts, _ = snapshots_compute(params)  # as ratings_verify does: no start from stored snapshots
+    fitted = [d for d in drafts if d.method == "style" and d.rows]
+    assert {d.category for d in fitted} >= {"overall", "language:en", "language:de"}
+    for draft in fitted:
+        stored = latest("style", draft.category)
+        assert stored.settings["newton_start"] == "last refit" and draft.settings["newton_start"] == "plain BT"
+        for kept, fresh in zip(stored.rows, draft.rows):
+            assert kept["model"] == fresh["model"]
+            assert kept["rating"] == pytest.approx(fresh["rating"], abs=1e-4), draft.category
+
+
 def test_a_broken_elo_state_is_replayed_in_full():
     votes_create(STRENGTHS, 200, seed=23)
     snapshots_refit(rounds=ROUNDS, elo_orders=0)

@@ -115,3 +115,37 @@ def test_style_bootstrap_drops_degenerate_rounds():
     assert 0 < dropped < 100
     assert any(f"{dropped} of 100 bootstrap rounds" in note for note in result.notes)
     assert np.all(np.isfinite(result.ci_low)) and np.all(np.isfinite(result.ci_high))
+
+
+def test_a_start_near_the_optimum_reaches_the_same_fit_in_fewer_iterations(verbose_votes):
+    """The arena's next refit starts Newton from the last refit's fit: the same optimum (to the fit's
+    tolerance), fewer passes over the battles; a model the start does not name starts from plain BT."""
+    battles, _ = verbose_votes
+    cold = fit_style_controlled(battles)
+    columns = (battles.model_a, battles.model_b, battles.outcome, battles.tstamp, battles.style_a, battles.style_b)
+    fewer = Battles(battles.models, *(None if c is None else c[:-40] for c in columns))
+    earlier = fit_style_controlled(fewer)
+    strengths = dict(zip(earlier.ratings.models, earlier.ratings.ratings / ELO_PER_LOGIT))
+    warm = fit_style_controlled(battles, start=(strengths, earlier.coefficients))
+    np.testing.assert_allclose(warm.ratings.ratings, cold.ratings.ratings, rtol=0, atol=1e-4)
+    np.testing.assert_allclose(warm.coefficients, cold.coefficients, rtol=0, atol=1e-6)
+    assert warm.ratings.iterations < cold.ratings.iterations
+    del strengths[battles.models[0]]
+    partly = fit_style_controlled(battles, start=(strengths, earlier.coefficients))
+    np.testing.assert_allclose(partly.ratings.ratings, cold.ratings.ratings, rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "start, message",
+    [
+        (({"m0": 0.0}, [0.1]), "coefficients must be 4 finite numbers"),
+        (({"m0": 0.0}, [0.1, np.nan, 0, 0]), "coefficients must be 4 finite numbers"),
+        (({"m0": np.inf}, [0, 0, 0, 0]), "strengths must be finite"),
+        (({"m0": "strong"}, [0, 0, 0, 0]), "start must be"),
+        ("not a pair", "start must be"),
+    ],
+)
+def test_a_malformed_start_is_refused(verbose_votes, start, message):
+    battles, _ = verbose_votes
+    with pytest.raises(ValueError, match=message):
+        fit_style_controlled(battles, start=start)
