@@ -206,6 +206,13 @@ class VoteCache:
             if not path.name.startswith(f"{state.generation}-"):
                 path.unlink(missing_ok=True)  # arrays mapped from it stay valid until they are let go
 
+    def forget(self) -> None:
+        """Remove the state file (best effort), so that no later refit uses files a failed write left."""
+        try:
+            (self.directory / STATE).unlink(missing_ok=True)
+        except OSError:
+            pass
+
     def mapped(self, state: CacheState, rows: int) -> dict[str, np.ndarray]:
         """The first ``rows`` rows of each column, mapped copy-on-write (writes stay in this process)."""
         out = {}

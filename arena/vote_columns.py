@@ -21,6 +21,7 @@ transaction, whose rows no other connection can see) one connection reads every 
 
 from __future__ import annotations
 
+import logging
 import queue
 import re
 import threading
@@ -32,6 +33,7 @@ from django.db import connections
 from arena import vote_cache
 from arena.models import STYLE_KEYS
 
+logger = logging.getLogger(__name__)
 CHUNK_IDS = 500_000
 POSTGRES_EPOCH_MICROS = 946_684_800_000_000  # 2000-01-01 UTC in microseconds since 1970
 READERS = 2  # connections reading chunks side by side (see the module docstring)
@@ -345,11 +347,16 @@ def _cached(connection, cursor, fields: list, params: dict, cache_dir, low, high
         params["languages"] = list(plan.languages)
         start = plan.old.upto + 1 if plan.kept else low
         try:
-            return plan.columns(_decoded(connection, cursor, fields, params, start, high))
-        except vote_cache.CacheError:  # the files changed behind their state: read all, write them anew
-            plan.old, plan.languages = None, tuple(found)
-            params["languages"] = list(found)
-            return plan.columns(_decoded(connection, cursor, fields, params, low, high))
+            try:
+                return plan.columns(_decoded(connection, cursor, fields, params, start, high))
+            except vote_cache.CacheError:  # the files changed behind their state: read all, write anew
+                plan.old, plan.languages = None, tuple(found)
+                params["languages"] = list(found)
+                return plan.columns(_decoded(connection, cursor, fields, params, low, high))
+        except OSError as exc:  # a full disk, a folder gone: the refit goes on without the cache
+            logger.warning("refit cache at %s not usable (%s): reading every vote", cache_dir, exc)
+            plan.cache.forget()
+            return None
 
 
 def read_postgresql(

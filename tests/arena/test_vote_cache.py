@@ -3,6 +3,8 @@ votes in between, and it is only used when it provably holds what the database w
 
 from __future__ import annotations
 
+import os
+import subprocess
 import uuid
 from datetime import timedelta
 
@@ -305,3 +307,37 @@ def test_a_change_after_the_log_was_emptied_by_hand_is_still_seen(cache_dir, set
     cached = refit_read(settings)
     assert chunk_reads[0][0] == votes[0].pk
     assert_same(cached, refit_read(settings, cache=False))
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 64 KiB filesystem (tmpfs; mounting needs root, as CI and `make test` on a fresh machine have)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mount = tmp_path / "small-disk"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_disk_leaves_the_refit_reading_every_vote(
+    cache_dir, settings, small_disk, chunk_reads, caplog
+):
+    """The folder's disk fills up while the columns are written: the read still gives every vote (from
+    the database), no state is left that a later refit could trust, and once there is room again the
+    cache is written and used."""
+    settings.ARENA_REFIT_CACHE_DIR = small_disk / "refit-cache"
+    votes = more_votes(1500, seed=30)  # ~180 KB of columns: more than the disk holds
+    cached = refit_read(settings)
+    assert "No space left on device" in caplog.text and "reading every vote" in caplog.text
+    assert_same(cached, refit_read(settings, cache=False))
+    assert vote_cache.VoteCache(settings.ARENA_REFIT_CACHE_DIR, vote_columns.LAYOUT).state() is None
+    settings.ARENA_REFIT_CACHE_DIR = cache_dir  # room again
+    refit_read(settings)
+    more_votes(10, seed=31, start=T0 + timedelta(days=20))
+    chunk_reads.clear()
+    assert_same(refit_read(settings), refit_read(settings, cache=False))
+    assert chunk_reads[0][0] == votes[-1].pk + 1
