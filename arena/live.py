@@ -164,6 +164,12 @@ def base_store(
             )  # fmt: skip
         )
     with transaction.atomic():
+        if connection.vendor == "postgresql":
+            # Two refits writing at once (a lock that expired, a second scheduler) would both delete the
+            # base and insert theirs: the second insert then breaks the unique category. One at a time,
+            # until the enclosing transaction ends (SQLite writes one transaction at a time anyway).
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(hashtext('arena.live.base_store'))")
         PairCountBase.objects.all().delete()
         PairCountBase.objects.bulk_create(rows)
     return len(rows)

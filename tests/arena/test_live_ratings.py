@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from arena import live, selectors
@@ -206,3 +206,41 @@ def test_the_base_a_refit_stores_equals_one_made_from_the_votes_alone():
     live.base_store(votes, high_water=integrity["vote_high_water"], refit_at=timezone.now())
     alone = {row.category: (row.model_names, row.cells, row.vote_count) for row in PairCountBase.objects.all()}
     assert stored == alone and {"language:en", "language:de", "language:fr", "multi_turn"} <= set(stored)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_refits_writing_the_base_at_once_wait_for_each_other():
+    """Two refits storing the live base at the same time (a refit lock that expired, a second scheduler):
+    the second waits for the first to commit, then replaces its rows; neither breaks the unique
+    category, as a plain delete-then-insert in both would."""
+    if connection.vendor != "postgresql":
+        pytest.fail("this checks PostgreSQL's locking: run the suite with `make test`")
+    votes_create({"alpha": 0.5, "beta": 0.0, "gamma": -0.5}, 120, seed=41)
+    votes = selectors.votes_counted_columns()
+    first_stored, errors = threading.Event(), []
+
+    def second():
+        try:
+            live.base_store(votes, high_water=2, refit_at=timezone.now())
+        except Exception as exc:  # noqa: BLE001 - re-raised below, in the test's thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    with transaction.atomic():
+        live.base_store(votes, high_water=1, refit_at=timezone.now())
+        first_stored.set()
+        thread = threading.Thread(target=second)
+        thread.start()
+        with connection.cursor() as cursor:  # wait until the second writer waits on the lock
+            for _ in range(600):
+                cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+                if cursor.fetchone()[0]:
+                    break
+                thread.join(0.05)
+            else:
+                pytest.fail("the second writer never waited for the first")
+    thread.join(30)
+    assert not errors, errors
+    assert set(PairCountBase.objects.values_list("high_water", flat=True)) == {2}
+    assert PairCountBase.objects.filter(category="overall").count() == 1
