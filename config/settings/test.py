@@ -40,3 +40,14 @@ os.environ["PROMETHEUS_MULTIPROC_DIR"] = os.environ["PODIUM_TEST_METRICS_DIR"]
 os.environ.setdefault("ARENA_REFIT_CACHE_DIR", tempfile.mkdtemp(prefix="podium-refit-cache-"))
 ARENA_REFIT_CACHE_DIR = Path(os.environ["ARENA_REFIT_CACHE_DIR"]) if os.environ["ARENA_REFIT_CACHE_DIR"].strip() else None  # noqa: F405
 LEADERBOARD_PROBE_LIMIT = 4  # the memorisation probe reads 4 test and 4 train items in tests
+# Tasks this test run's own process enqueues on the embedded broker go to a folder of its own: under
+# var/broker they would wait there for the next `make demo`, whose worker would run them against its
+# database (seen: battle_generate tasks failing on turns that do not exist).
+if CELERY_BROKER_URL == "filesystem://":  # noqa: F405
+    CELERY_BROKER_DIR = Path(tempfile.mkdtemp(prefix="podium-test-broker-"))  # noqa: F405
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        **CELERY_BROKER_TRANSPORT_OPTIONS,  # noqa: F405
+        **{key: str(CELERY_BROKER_DIR / name) for key, name in (
+            ("data_folder_in", "queue"), ("data_folder_out", "queue"), ("control_folder", "control"),
+            ("processed_folder", "processed"))},
+    }  # fmt: skip
