@@ -214,3 +214,25 @@ def smollm2_dir() -> Path:
             cwd=REPO_ROOT, check=True, timeout=900,
         )
     return target
+
+
+@pytest.fixture
+def small_filesystem(tmp_path) -> Iterator[Callable[[str], Path]]:
+    """``mount(size)``: a real filesystem of ``size`` (tmpfs, e.g. "1m", "64k") to fill up; unmounted
+    after the test. Mounting needs root, as CI and `make test` on a fresh machine have."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    mounted: list[Path] = []
+
+    def mount(size: str) -> Path:
+        path = tmp_path / f"small-disk-{len(mounted)}"
+        path.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], check=True)
+        mounted.append(path)
+        return path
+
+    try:
+        yield mount
+    finally:
+        for path in mounted:
+            subprocess.run(["umount", "-l", str(path)], check=False)

@@ -3,8 +3,6 @@ votes in between, and it is only used when it provably holds what the database w
 
 from __future__ import annotations
 
-import os
-import subprocess
 import uuid
 from datetime import timedelta
 
@@ -310,17 +308,9 @@ def test_a_change_after_the_log_was_emptied_by_hand_is_still_seen(cache_dir, set
 
 
 @pytest.fixture
-def small_disk(tmp_path):
-    """A 64 KiB filesystem (tmpfs; mounting needs root, as CI and `make test` on a fresh machine have)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    mount = tmp_path / "small-disk"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], check=True)
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+def small_disk(small_filesystem):
+    """A 64 KiB filesystem."""
+    return small_filesystem("64k")
 
 
 def test_a_full_disk_leaves_the_refit_reading_every_vote(

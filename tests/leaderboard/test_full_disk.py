@@ -6,8 +6,6 @@ Django writes incoming files to and one for the submissions folder they are copi
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,17 +21,9 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def small_disk(tmp_path):
-    """A 1 MiB filesystem (tmpfs; mounting needs root, as CI and `make test` on a fresh machine have)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    mount = tmp_path / "small-disk"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], check=True)
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+def small_disk(small_filesystem):
+    """A 1 MiB filesystem."""
+    return small_filesystem("1m")
 
 
 @pytest.fixture
