@@ -118,3 +118,12 @@ def test_healthz_503_names_the_broker(tmp_path):
     assert health["status"] == 503
     assert health["body"]["failing"] == ["broker"]
     assert health["body"]["database"]["ok"] is True
+
+
+@pytest.mark.parametrize("value, expected", [("", "None"), ("   ", "None"), (" /srv/podium/refit ", "/srv/podium/refit")])
+def test_refit_cache_folder_from_the_environment(tmp_path, value, expected):
+    """ARENA_REFIT_CACHE_DIR: a folder (spaces around it dropped), or empty to turn the refit cache off."""
+    env = clean_env(PODIUM_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="config.settings.dev", ARENA_REFIT_CACHE_DIR=value)
+    shown = run_manage("shell", "-c", "from django.conf import settings; print(settings.ARENA_REFIT_CACHE_DIR)", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.strip().splitlines()[-1] == expected
