@@ -409,16 +409,19 @@ def _when(ts: float | None) -> datetime | None:
     return None if ts is None else datetime.fromtimestamp(ts, tz=UTC)
 
 
-def elo_states_latest() -> dict[str, dict]:
-    """The newest Elo snapshot's ``elo_state`` per category (what the next refit continues from)."""
+def _latest_ids(method: str) -> dict[str, int]:
+    """The newest snapshot's id per category for ``method`` (ids only: no JSON document is read)."""
     latest: dict[str, int] = {}
     for category, pk in (
-        RatingSnapshot.objects.filter(method="elo")
-        .order_by("-created_at", "-id")
-        .values_list("category", "id")
-    ):
+        RatingSnapshot.objects.filter(method=method).order_by("-created_at", "-id").values_list("category", "id")
+    ):  # fmt: skip
         latest.setdefault(category, pk)
-    rows = RatingSnapshot.objects.filter(id__in=latest.values()).values_list("category", "extra__elo_state")
+    return latest
+
+
+def elo_states_latest() -> dict[str, dict]:
+    """The newest Elo snapshot's ``elo_state`` per category (what the next refit continues from)."""
+    rows = RatingSnapshot.objects.filter(id__in=_latest_ids("elo").values()).values_list("category", "extra__elo_state")
     return {category: state for category, state in rows if isinstance(state, dict)}
 
 
@@ -426,12 +429,12 @@ def style_starts_latest() -> dict[str, tuple[dict[str, float], np.ndarray]]:
     """The newest style snapshot's fit per category as a start for the next one: strengths by model on
     the logit scale (from the ratings, centred as fitted) and the coefficients (the style features' order)."""
     starts: dict[str, tuple[dict[str, float], np.ndarray]] = {}
-    for category, rows, extra in (
-        RatingSnapshot.objects.filter(method="style").order_by("-created_at", "-id").values_list("category", "rows", "extra")
-    ):  # fmt: skip
-        if category in starts or not isinstance(rows, list) or not isinstance(extra, dict):
+    for category, rows, coefficient_rows in RatingSnapshot.objects.filter(
+        id__in=_latest_ids("style").values()
+    ).values_list("category", "rows", "extra__coefficients"):
+        if not isinstance(rows, list) or not isinstance(coefficient_rows, list):
             continue
-        coefficients = {c.get("coefficient"): c.get("estimate") for c in extra.get("coefficients") or [] if isinstance(c, dict)}
+        coefficients = {c.get("coefficient"): c.get("estimate") for c in coefficient_rows if isinstance(c, dict)}
         beta = [coefficients.get(name) for name in STYLE_FEATURES]
         by_name = {r["model"]: (r["rating"] - BASE_RATING) / ELO_PER_LOGIT for r in rows
                    if isinstance(r, dict) and isinstance(r.get("rating"), float) and math.isfinite(r["rating"])}  # fmt: skip

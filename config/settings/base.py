@@ -368,8 +368,8 @@ try:
     ARENA_REFIT_ON_VOTE_MAX_VOTES = config_env.integer("ARENA_REFIT_ON_VOTE_MAX_VOTES", default=100_000, minimum=0)
     ARENA_REFIT_ROUNDS = config_env.integer("ARENA_REFIT_ROUNDS", default=1000, minimum=10)
     ARENA_REFIT_MIN_VOTES = config_env.integer("ARENA_REFIT_MIN_VOTES", default=10, minimum=1)
-    # The refit keeps the votes' packed columns here between refits and reads only newer votes from
-    # PostgreSQL (arena.vote_cache; ~60 bytes a vote); an empty value turns it off.
+    # The refit keeps the votes' decoded columns here between refits and reads only newer votes from
+    # PostgreSQL (arena.vote_cache; ~120 bytes a vote); an empty value turns it off.
     _refit_cache = config_env.env.str("ARENA_REFIT_CACHE_DIR", default=str(VAR_DIR / "refit-cache")).strip()
     ARENA_REFIT_CACHE_DIR = Path(_refit_cache) if _refit_cache else None
     # Fewer votes than this (or all wins / all losses): the model is provisional on the board
