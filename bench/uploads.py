@@ -10,7 +10,11 @@ before; the server makes the weights' two SHA-256 digests as the bytes arrive) t
 sync workers (production's HTTP server, ``config.settings.prod``, PostgreSQL, a connection pool of
 2 per process as production sets ``DATABASE_POOL_SIZE``), and the same
 file is copied with ``cp`` to the same disk in the same run (page cache flushed with ``sync`` before
-each). Reported: MB/s of both and their ratio (end to end: creating the submission, every chunk,
+each). The server acknowledges a chunk once it is on disk (``LEADERBOARD_UPLOAD_FSYNC``, on by
+default; ``--no-fsync`` measures the page-cache acknowledgement instead), so ``cp`` is timed both
+ways: until ``cp`` returns (its bytes in the page cache) and until the copy is on disk too (``cp``,
+then ``fsync`` of the copy). Reported: MB/s of the upload and of both copies and the ratios (end to
+end: creating the submission, every chunk,
 and the final checks and tensors digest that make it a PENDING submission), the CPU milliseconds per
 MB spent by the web workers, the client and ``cp`` (a machine shared with other work stretches the
 wall clock, much less these), the peak RSS of the web processes (sampled every 20 ms; it must not
@@ -165,16 +169,22 @@ def client_log(work: Path, name: str) -> str:
     return path.read_text(errors="replace")[-3000:] if path.exists() else ""
 
 
-def timed_cp(source: Path, target: Path) -> tuple[float, float]:
-    """Wall seconds and CPU seconds of ``cp`` (its page-cache writes; the disk flushes later)."""
+def timed_cp(source: Path, target: Path) -> tuple[float, float, float]:
+    """Wall seconds of ``cp`` (until its bytes are in the page cache), CPU seconds of ``cp``, and the
+    wall seconds of the ``fsync`` of the copy after it (until its bytes are on disk as well)."""
     subprocess.run(["sync"], check=True)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(["cp", str(source), str(target)], check=True)
     seconds = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    fd = os.open(target, os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+    flush = time.perf_counter() - start
     target.unlink()
-    return seconds, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return seconds, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, flush
 
 
 def server_cpu_s(server: subprocess.Popen) -> float:
@@ -243,6 +253,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes-gb", type=float, nargs="+", default=[4.0, 1.0])
     parser.add_argument("--dir", type=Path, default=ROOT / "bench" / "out" / "uploads_work", help="work folder (same disk)")
+    parser.add_argument("--no-fsync", action="store_true", help="the server acknowledges chunks from the page cache")
     args = parser.parse_args()
     sizes = [int(gb * 1e9) // 2 * 2 for gb in args.sizes_gb]
     work = args.dir
@@ -254,25 +265,30 @@ def main() -> int:
         raise SystemExit(f"{free / 1e9:.1f} GB free in {work}; this run needs about {need / 1e9:.1f} GB: pass smaller --sizes-gb")
     var = work / "var"
     env = server_env(database_url(), var)
+    env["LEADERBOARD_UPLOAD_FSYNC"] = "0" if args.no_fsync else "1"
     os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "SECURE_SSL", "DEBUG", "DATABASE_URL",
                                             "CELERY_BROKER_URL", "PODIUM_VAR_DIR")})  # fmt: skip
     token = setup_database()
     port, server = start_server(env, work / "server.log")
-    report: dict = {"cores": os.cpu_count(), "load_average_before": os.getloadavg(), "free_disk_gb": free / 1e9, "runs": []}
+    report: dict = {"cores": os.cpu_count(), "load_average_before": os.getloadavg(), "free_disk_gb": free / 1e9,
+                    "server_fsync": not args.no_fsync, "runs": []}  # fmt: skip
     try:
         for k, size in enumerate(sizes):
             folder = make_checkpoint(work / f"ckpt-{k}", size, seed=k)
             total = sum(p.stat().st_size for p in folder.iterdir())
-            cp_s, cp_cpu = timed_cp(folder / "model.safetensors", work / "copy.safetensors")
+            cp_s, cp_cpu, flush_s = timed_cp(folder / "model.safetensors", work / "copy.safetensors")
             up = upload_once(folder, port, token, work, server, f"bench/m{k}")
-            row = {"bytes": total, "cp_mb_s": size / cp_s / 1e6, "upload_mb_s": total / up["seconds"] / 1e6,
-                   "upload_s": up["seconds"], "cp_s": cp_s, "cp_cpu_s": cp_cpu, **up}  # fmt: skip
+            row = {"bytes": total, "cp_mb_s": size / cp_s / 1e6, "cp_on_disk_mb_s": size / (cp_s + flush_s) / 1e6,
+                   "upload_mb_s": total / up["seconds"] / 1e6, "upload_s": up["seconds"], "cp_s": cp_s,
+                   "cp_fsync_s": flush_s, "cp_cpu_s": cp_cpu, **up}  # fmt: skip
             row["ratio_upload_to_cp"] = row["upload_mb_s"] / row["cp_mb_s"]
+            row["ratio_upload_to_cp_on_disk"] = row["upload_mb_s"] / row["cp_on_disk_mb_s"]
             row["cpu_ms_per_mb"] = {"server": 1000 * up["server_cpu_s"] / (total / 1e6),
                                     "client": 1000 * up["client_cpu_s"] / (total / 1e6),
                                     "cp": 1000 * cp_cpu / (size / 1e6)}  # fmt: skip
-            print(f"{total / 1e9:.2f} GB: upload {row['upload_mb_s']:.0f} MB/s, cp {row['cp_mb_s']:.0f} MB/s "
-                  f"(ratio {row['ratio_upload_to_cp']:.2f}); web peak RSS {row['peak_rss_mb']:.0f} MB; CPU ms per MB: "
+            print(f"{total / 1e9:.2f} GB: upload {row['upload_mb_s']:.0f} MB/s; cp {row['cp_mb_s']:.0f} MB/s "
+                  f"(ratio {row['ratio_upload_to_cp']:.2f}), cp + fsync {row['cp_on_disk_mb_s']:.0f} MB/s "
+                  f"(ratio {row['ratio_upload_to_cp_on_disk']:.2f}); web peak RSS {row['peak_rss_mb']:.0f} MB; CPU ms per MB: "
                   + ", ".join(f"{k} {v:.2f}" for k, v in row["cpu_ms_per_mb"].items()), flush=True)  # fmt: skip
             if k == 0:
                 shutil.rmtree(var / "media" / "submissions", ignore_errors=True)

@@ -33,6 +33,7 @@ BAD_ENVIRONMENTS = [
     ({"LEADERBOARD_PROBE_FLAG_DIFF_LOW": "nan"}, "LEADERBOARD_PROBE_FLAG_DIFF_LOW"),
     ({"LEADERBOARD_SCAN_NGRAM": "20"}, "LEADERBOARD_SCAN_NGRAM"),
     ({"LEADERBOARD_PROBE_LIMIT": "some"}, "LEADERBOARD_PROBE_LIMIT"),
+    ({"LEADERBOARD_UPLOAD_FSYNC": "sometimes"}, "LEADERBOARD_UPLOAD_FSYNC"),
     (
         {"DJANGO_SETTINGS_MODULE": "config.settings.prod", "SECRET_KEY": "x" * 50, "SECURE_HSTS_SECONDS": "-1"},
         "SECURE_HSTS_SECONDS",
@@ -125,5 +126,14 @@ def test_refit_cache_folder_from_the_environment(tmp_path, value, expected):
     """ARENA_REFIT_CACHE_DIR: a folder (spaces around it dropped), or empty to turn the refit cache off."""
     env = clean_env(PODIUM_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="config.settings.dev", ARENA_REFIT_CACHE_DIR=value)
     shown = run_manage("shell", "-c", "from django.conf import settings; print(settings.ARENA_REFIT_CACHE_DIR)", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.strip().splitlines()[-1] == expected
+
+
+@pytest.mark.parametrize("value, expected", [("", "True"), ("0", "False"), (" false ", "False"), ("yes", "True")])
+def test_upload_fsync_from_the_environment(tmp_path, value, expected):
+    """LEADERBOARD_UPLOAD_FSYNC: chunks on disk before they are acknowledged unless turned off."""
+    env = clean_env(PODIUM_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="config.settings.dev", LEADERBOARD_UPLOAD_FSYNC=value)
+    shown = run_manage("shell", "-c", "from django.conf import settings; print(settings.LEADERBOARD_UPLOAD_FSYNC)", env=env)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.strip().splitlines()[-1] == expected

@@ -414,6 +414,10 @@ try:
     LEADERBOARD_UPLOAD_EXPIRE_S = config_env.integer("LEADERBOARD_UPLOAD_EXPIRE_S", default=86400, minimum=60)
     # Submissions of one owner receiving files at once (each may hold up to LEADERBOARD_MAX_UPLOAD_BYTES).
     LEADERBOARD_UPLOADS_IN_PROGRESS = config_env.integer("LEADERBOARD_UPLOADS_IN_PROGRESS", default=3, minimum=1)
+    # Each chunk is on disk (fdatasync) before the server acknowledges it, so the offset a client resumes
+    # from survives a crash of this machine. Off: acknowledged from the page cache (faster where a copy in
+    # memory is as good as one on disk). docs/uploads.md, "Durable chunks".
+    LEADERBOARD_UPLOAD_FSYNC = config_env.boolean("LEADERBOARD_UPLOAD_FSYNC", default=True)
 except ConfigError as error:
     fail(error)
 LEADERBOARD_REQUEST_CACHE_DIR = VAR_DIR / "request-cache"  # model answers of running submissions (worker-local)

@@ -27,7 +27,7 @@ from arena.models import LanguageModel
 from leaderboard import dispatch
 from leaderboard.evaluation.scans import scan_request, training_data_folder
 from leaderboard.models import ContaminationScan, Submission, TrainingDataFile
-from leaderboard.submissions import checkpoint_io, checkpoints
+from leaderboard.submissions import checkpoint_io, checkpoints, chunks
 
 log = logging.getLogger(__name__)
 
@@ -221,6 +221,8 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
                 final.parent.mkdir(parents=True, exist_ok=True)
                 checkpoint_io.remove_tree(final)  # left by a crash before a rolled-back insert (SQLite reuses ids)
                 staging.rename(final)
+                if received is not None and settings.LEADERBOARD_UPLOAD_FSYNC:
+                    chunks.sync_folder(final.parent)  # the received chunks are on disk: so is their new name
                 submission.storage_path = str(final)
                 submission.save(update_fields=["storage_path"])
             training = training_data_folder(submission.pk)

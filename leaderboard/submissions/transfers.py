@@ -66,6 +66,8 @@ def draft_create(*, owner, metadata: dict, files: dict) -> SubmissionDraft:
         expires_at=_expiry(),
     )  # fmt: skip
     draft_folder(draft).mkdir(parents=True, exist_ok=True)
+    if settings.LEADERBOARD_UPLOAD_FSYNC:
+        chunks.sync_folder(draft_folder(draft).parent)
     return draft
 
 
@@ -87,6 +89,8 @@ def upload_create(*, owner, draft_id: str, name: str, length: int) -> DraftFile:
     except DatabaseError:
         raise ChunkError(f"{name} is already being uploaded: resume it (HEAD its URL) or DELETE it first.", 409) from None
     (draft_folder(draft) / name).touch()
+    if settings.LEADERBOARD_UPLOAD_FSYNC:
+        chunks.sync_folder(draft_folder(draft))
     return upload
 
 
@@ -151,7 +155,8 @@ def _chunk_write(owner, upload_id, offset, length, checksum, stream) -> DraftFil
 
     path = draft_folder(draft) / upload.name
     consumers = [h for h in (hasher and hasher.update, digester and digester.feed) if h]  # see each block as written
-    chunks.receive(stream, path, offset=offset, length=length, checksum=checksum, consumers=consumers)
+    chunks.receive(stream, path, offset=offset, length=length, checksum=checksum, consumers=consumers,
+                   durable=settings.LEADERBOARD_UPLOAD_FSYNC)  # on disk before the offset is committed
     try:
         upload.offset = offset + length
         _tensors_advance(upload, path, digester)

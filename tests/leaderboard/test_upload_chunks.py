@@ -172,3 +172,82 @@ def test_a_short_body_or_a_failing_digest_keeps_nothing(tmp_path):
         chunks.receive(SocketLike(data), path, offset=4, length=len(data), checksum=None,
                        consumers=[breaks_on_the_second_block])  # fmt: skip
     assert path.read_bytes() == b"kept"
+
+
+def _page_cache(path, *, cached: bool = False) -> tuple[int, ...]:
+    """(dirty, under writeback) pages of ``path`` in the page cache (``cached``: and all its pages
+    in it, first): Linux's cachestat(2) (6.5+)."""
+    import ctypes
+
+    class Range(ctypes.Structure):
+        _fields_ = [("off", ctypes.c_uint64), ("len", ctypes.c_uint64)]
+
+    class Stat(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_uint64) for n in ("cache", "dirty", "writeback", "evicted", "recently_evicted")]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    stat, fd = Stat(), os.open(path, os.O_RDONLY)
+    try:
+        if libc.syscall(451, fd, ctypes.byref(Range(0, 0)), ctypes.byref(stat), 0) != 0:  # 451: cachestat
+            pytest.skip(f"cachestat(2) is not available here ({os.strerror(ctypes.get_errno())})")
+    finally:
+        os.close(fd)
+    return (stat.cache, stat.dirty, stat.writeback) if cached else (stat.dirty, stat.writeback)
+
+
+def _on_tmpfs(path) -> bool:
+    best = ("", "")
+    for line in open("/proc/self/mounts", encoding="utf-8"):
+        _, point, kind, *_ = line.split()
+        if str(path).startswith(point.rstrip("/") + "/") and len(point) > len(best[0]):
+            best = (point, kind)
+    return best[1] == "tmpfs"
+
+
+def test_a_durable_chunk_is_on_disk_when_receive_returns(tmp_path):
+    """LEADERBOARD_UPLOAD_FSYNC: the chunk's pages are neither dirty nor still being written when the
+    server acknowledges it; the same chunk received without ``durable`` is still only in memory."""
+    if _on_tmpfs(tmp_path):
+        pytest.skip("the test's folder is on tmpfs, which has no disk to be durable on")
+    data = os.urandom(chunks.BLOCK * 3 + 999)
+    plain, durable = tmp_path / "plain", tmp_path / "durable"
+    chunks.receive(SocketLike(data, seed=3), plain, offset=0, length=len(data), checksum=None)
+    if _page_cache(plain) == (0, 0):  # the kernel flushed it already (memory pressure): the probe shows nothing
+        pytest.skip("the page cache was flushed under the test; the probe cannot tell the two apart")
+    chunks.receive(SocketLike(data, seed=4), durable, offset=0, length=len(data), checksum=None, durable=True)
+    assert _page_cache(durable) == (0, 0)
+    assert durable.read_bytes() == data
+    more = os.urandom(chunks.BLOCK + 1)  # a second chunk appended to the durable file: on disk too
+    chunks.receive(SocketLike(more, seed=5), durable, offset=len(data), length=len(more),
+                   checksum=chunks.parse_checksum(header("crc32", more)), durable=True)  # fmt: skip
+    assert _page_cache(durable) == (0, 0)
+    assert durable.read_bytes() == data + more
+
+
+def test_a_durable_chunk_refused_by_its_checksum_is_cut_off_again(tmp_path):
+    path = tmp_path / "weights"
+    path.write_bytes(b"kept")
+    data = os.urandom(chunks.BLOCK + 3)
+    with pytest.raises(chunks.ChunkError, match="checksum does not match"):
+        chunks.receive(SocketLike(data), path, offset=4, length=len(data), durable=True,
+                       checksum=chunks.parse_checksum(header("crc32", data[::-1])))  # fmt: skip
+    assert path.read_bytes() == b"kept"
+
+
+@pytest.mark.parametrize("offset", [0, 4, chunks.ALIGN])
+def test_the_aligned_part_of_a_chunk_bypasses_the_page_cache(tmp_path, offset):
+    """Direct I/O: of a chunk of several blocks, only the pages before the first aligned position and
+    after the last one pass through the page cache (an unaligned start is brought back onto the
+    alignment by a shorter first block); the bytes are the chunk's either way."""
+    if _on_tmpfs(tmp_path):
+        pytest.skip("the test's folder is on tmpfs, which keeps every file in the page cache")
+    path = tmp_path / "weights"
+    before = os.urandom(offset)
+    path.write_bytes(before)
+    data = os.urandom(chunks.BLOCK * 3 + 999)
+    chunks.receive(SocketLike(data, seed=6), path, offset=offset, length=len(data), durable=True,
+                   checksum=chunks.parse_checksum(header("crc32", data)))  # fmt: skip
+    cache, dirty, writeback = _page_cache(path, cached=True)
+    assert (dirty, writeback) == (0, 0)
+    assert cache <= 2  # the page of `before` (with the realigning bytes after it) and the tail's
+    assert path.read_bytes() == before + data
