@@ -32,8 +32,9 @@ from evalcore.judging.protocol import JudgeProtocol
 from evalcore.judging.records import ORDERS, Judgment, PairItem
 from evalcore.models.base import Backend, GenerationRequest
 
-# Passes of about this many tokens on CPU: small activations stay in cache (see bench/judging.py).
-CPU_TOKEN_BUDGET = 1024
+# Passes of about this many tokens on CPU (with batches padded by at most logprob.MAX_PADDING): 4096 was
+# the fastest of 1024, 4096 and 8192 in bench/judging.py (docs/PERFORMANCE.md, "Judging").
+CPU_TOKEN_BUDGET = 4096
 MAX_ERROR_CHARS = 500
 
 

@@ -79,21 +79,34 @@ def _right_padded(rows: Sequence[Sequence[int]], pad_id: int):
     return out, mask
 
 
-def _plan(groups: list[list[int]], stems: list[int], lengths: list[int], budget: int) -> list[list[int]]:
-    """Cut group indices (longest first) into batches whose padded token cost fits ``budget``."""
-    order = sorted(range(len(groups)), key=lambda g: -max(lengths[r] for r in groups[g]))
-    batches, current, stem_w, rest_w, rows = [], [], 0, 0, 0
+# A batch takes another group only while its padded tokens stay within this share of its real ones:
+# padding is computed like any token, and on a CPU it costs more than batching saves.
+MAX_PADDING = 0.1
+
+
+def _plan(groups: list[list[int]], stems: list[int], lengths: list[int], budget: int,
+          max_padding: float = MAX_PADDING) -> list[list[int]]:  # fmt: skip
+    """Cut group indices into batches whose padded token cost fits ``budget``, with at most
+    ``max_padding`` of it padding.
+
+    Groups are taken longest rest first (the rests, the two answers of a pair, are most of a prompt;
+    both orders' rests are about as long), then longest stem, so that neighbours pad little.
+    """
+    rest_of = [max(lengths[r] - stems[g] for r in groups[g]) for g in range(len(groups))]
+    order = sorted(range(len(groups)), key=lambda g: (-rest_of[g], -stems[g]))
+    batches, current = [], []
+    stem_w = rest_w = rows = real = 0
     for g in order:
-        new_stem = max(stem_w, stems[g])
-        new_rest = max(rest_w, *(lengths[r] - stems[g] for r in groups[g]))
+        new_stem, new_rest = max(stem_w, stems[g]), max(rest_w, rest_of[g])
         new_rows = rows + len(groups[g])
+        new_real = real + stems[g] + sum(lengths[r] - stems[g] for r in groups[g])
         cost = (len(current) + 1) * new_stem + new_rows * new_rest
-        if current and cost > budget:
+        if current and (cost > budget or cost > (1 + max_padding) * new_real):
             batches.append(current)
-            current, new_stem, new_rows = [], stems[g], len(groups[g])
-            new_rest = max(lengths[r] - stems[g] for r in groups[g])
+            current, new_stem, new_rest, new_rows = [], stems[g], rest_of[g], len(groups[g])
+            new_real = stems[g] + sum(lengths[r] - stems[g] for r in groups[g])
         current.append(g)
-        stem_w, rest_w, rows = new_stem, new_rest, new_rows
+        stem_w, rest_w, rows, real = new_stem, new_rest, new_rows, new_real
     if current:
         batches.append(current)
     return batches

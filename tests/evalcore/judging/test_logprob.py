@@ -57,3 +57,26 @@ def test_a_prompt_over_the_window_fails_that_judgment_only(judge, short_pairs):
     judgments = judge_pairs(judge, protocol, [long, short_pairs[0]])
     assert [j.status for j in judgments] == ["failed", "failed", "ok", "ok"]
     assert "more than the judge's window" in judgments[0].error and judgments[0].p_first is None
+
+
+def test_batches_pad_little_even_with_a_large_budget():
+    """The plan puts similar lengths together and never pads a batch by more than MAX_PADDING of its
+    real tokens: a large budget (a GPU's) no longer pads short pairs to the longest one."""
+    from evalcore.judging import logprob
+
+    rng = torch.Generator().manual_seed(0)
+    groups = [[2 * g, 2 * g + 1] for g in range(40)]
+    stems = [int(torch.randint(8, 60, (1,), generator=rng)) for _ in groups]
+    lengths = []
+    for g in range(40):
+        rest = int(torch.randint(30, 700, (1,), generator=rng))
+        lengths += [stems[g] + rest, stems[g] + rest + int(torch.randint(0, 3, (1,), generator=rng))]
+    for budget in (1024, 8192, 65536):
+        batches = logprob._plan(groups, stems, lengths, budget)
+        assert sorted(g for b in batches for g in b) == list(range(40))
+        for batch in batches:
+            rest_w = max(lengths[r] - stems[g] for g in batch for r in groups[g])
+            cost = len(batch) * max(stems[g] for g in batch) + 2 * len(batch) * rest_w
+            real = sum(stems[g] + sum(lengths[r] - stems[g] for r in groups[g]) for g in batch)
+            assert len(batch) == 1 or (cost <= budget and cost <= (1 + logprob.MAX_PADDING) * real)
+    assert len(logprob._plan(groups, stems, lengths, 65536)) < 40  # similar lengths still share passes
