@@ -244,6 +244,10 @@ def test_the_aligned_part_of_a_chunk_bypasses_the_page_cache(tmp_path, offset):
     path = tmp_path / "weights"
     before = os.urandom(offset)
     path.write_bytes(before)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_DIRECT))
+    except OSError as exc:  # the server then writes through the page cache (tested by the digests above)
+        pytest.skip(f"the test's file system has no direct I/O ({exc.strerror})")
     data = os.urandom(chunks.BLOCK * 3 + 999)
     chunks.receive(SocketLike(data, seed=6), path, offset=offset, length=len(data), durable=True,
                    checksum=chunks.parse_checksum(header("crc32", data)))  # fmt: skip
