@@ -12,9 +12,9 @@ already written, so hashing overlaps receiving (hashlib and OpenSSL through ctyp
 over a block). See docs/uploads.md, "Where the server's CPU goes".
 
 A chunk is on disk before the server acknowledges it (``durable``, setting
-``LEADERBOARD_UPLOAD_FSYNC``): each written block's writeback is started at once
-(``sync_file_range``), so the disk works while the next blocks arrive, and ``fdatasync`` at the
-chunk's end waits only for the last of them. The offset a client resumes from is then never ahead of
+``LEADERBOARD_UPLOAD_FSYNC``): the aligned blocks are written with direct I/O, the others' writeback
+is started at once (``sync_file_range``), so the disk works while the next blocks arrive, and
+``fdatasync`` at the chunk's end waits only for the last of them and the file's size. The offset a client resumes from is then never ahead of
 the bytes a crash of the server's machine leaves in the file. See docs/uploads.md, "Durable chunks".
 """
 
@@ -215,7 +215,8 @@ class _Writer:
     """
 
     def __init__(self, path: Path, *, offset: int, length: int, durable: bool):
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | (0 if offset else os.O_TRUNC), 0o644)
+        # a later chunk's file must exist already: never a new, sparse one with a hole before ``offset``
+        self.fd = os.open(path, os.O_WRONLY | (0 if offset else os.O_CREAT | os.O_TRUNC), 0o644)
         self.direct, self.durable = None, durable
         if length >= DIRECT_MIN and getattr(os, "O_DIRECT", 0):
             try:
