@@ -27,8 +27,19 @@ echo "== ruff"
 .venv/bin/ruff check . || exit 1
 echo "== import-linter"
 .venv/bin/lint-imports || exit 1
-echo "== pytest"
-.venv/bin/pytest --durations=30 "$@"
+# The suite runs in PYTEST_WORKERS processes (pytest-xdist; default: one per CPU, at least 2 and at most 4),
+# a whole test file to a process. Each has its own test database, Redis database and folders
+# (config/settings/test.py). PYTEST_WORKERS=0 runs it in this process alone.
+if [ -z "${PYTEST_WORKERS:-}" ]; then
+  PYTEST_WORKERS=$(nproc 2>/dev/null || echo 2)
+  [ "$PYTEST_WORKERS" -lt 2 ] && PYTEST_WORKERS=2
+  [ "$PYTEST_WORKERS" -gt 4 ] && PYTEST_WORKERS=4
+fi
+case "$PYTEST_WORKERS" in
+  ''|*[!0-9]*) echo "PYTEST_WORKERS must be a number of processes (0: no workers), not '$PYTEST_WORKERS'" >&2; exit 2 ;;
+esac
+echo "== pytest ($PYTEST_WORKERS workers)"
+.venv/bin/pytest -n "$PYTEST_WORKERS" --dist loadfile --durations=30 "$@"
 status=$?
 if [ "$status" = 5 ]; then
   echo "pytest collected no tests: failing" >&2

@@ -4,16 +4,38 @@ environment's DATABASE_URL or SQLite, so a single evalcore test runs anywhere.""
 
 import os
 import tempfile
+from urllib.parse import urlsplit, urlunsplit
 
 from config import env as config_env
 from config.env import ConfigError, fail
 from config.settings.base import *  # noqa: F403
 
+# Under pytest-xdist (`make test` runs the suite in PYTEST_WORKERS processes) each worker process is
+# "gw0", "gw1"...: pytest-django gives each its own test database, and below each gets its own Redis
+# database and temporary folders. Servers and workers a test starts inherit the variable and so the
+# same ones.
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+_XDIST_INDEX = int(_XDIST_WORKER[2:]) if _XDIST_WORKER.startswith("gw") and _XDIST_WORKER[2:].isdigit() else 0
+
+
+def _worker_redis_url(url: str) -> str:
+    """TEST_REDIS_URL with its database number moved on by this xdist worker's index (Redis has 16),
+    so two workers' Celery queues and keys never meet."""
+    if not url or not _XDIST_INDEX:
+        return url
+    parts = urlsplit(url)
+    base = parts.path.strip("/")
+    number = (int(base) if base.isdigit() else 0) + _XDIST_INDEX
+    if number > 15:
+        fail(ConfigError(f"TEST_REDIS_URL: database {base or 0} + xdist worker {_XDIST_INDEX} is past Redis's 15"))
+    return urlunsplit(parts._replace(path=f"/{number}"))
+
+
 try:
     _test_db = config_env.env.str("TEST_DATABASE_URL", default="").strip()
     if _test_db:
         DATABASES = {"default": config_env.database("TEST_DATABASE_URL", VAR_DIR / "test.sqlite3")}  # noqa: F405
-    TEST_REDIS_URL = config_env.url("TEST_REDIS_URL", schemes={"redis", "rediss"})
+    TEST_REDIS_URL = _worker_redis_url(config_env.url("TEST_REDIS_URL", schemes={"redis", "rediss"}))
     TEST_RABBITMQ_URL = config_env.url("TEST_RABBITMQ_URL", schemes={"amqp", "pyamqp"})
 except ConfigError as error:
     fail(error)
@@ -34,6 +56,10 @@ REST_FRAMEWORK = {
 
 # Metrics of this test run (and of the servers and workers it starts, which inherit the variable) in a
 # folder of its own, not var/metrics, so concurrent runs never add up each other's samples.
+if _XDIST_WORKER and os.environ.get("PODIUM_TEST_WORKER_DIRS") != _XDIST_WORKER:  # a new xdist worker: folders of its own
+    for _name in ("PODIUM_TEST_METRICS_DIR", "ARENA_REFIT_CACHE_DIR"):
+        os.environ.pop(_name, None)
+    os.environ["PODIUM_TEST_WORKER_DIRS"] = _XDIST_WORKER
 os.environ.setdefault("PODIUM_TEST_METRICS_DIR", tempfile.mkdtemp(prefix="podium-metrics-"))
 os.environ["PROMETHEUS_MULTIPROC_DIR"] = os.environ["PODIUM_TEST_METRICS_DIR"]
 # The refit cache of this test run (and of the workers it starts) in a folder of its own.

@@ -142,6 +142,7 @@ def eager_celery(settings):
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     settings.ARENA_REFIT_ON_VOTE_MAX_VOTES = 0  # the live fit alone
     previous = app.conf.task_always_eager
+    app.set_current()  # a test before may have left its own Celery app as the current one
     app.conf.task_always_eager = True
     yield app
     app.conf.task_always_eager = previous

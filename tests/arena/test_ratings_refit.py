@@ -215,6 +215,7 @@ def eager_celery(settings):
     # A cache of this test's own: the debounce and lock keys must not meet a dev worker's.
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     previous = app.conf.task_always_eager
+    app.set_current()  # a test before may have left its own Celery app as the current one
     app.conf.task_always_eager = True
     cache.delete("arena:ratings_refit:pending")
     yield app

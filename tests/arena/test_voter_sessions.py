@@ -40,7 +40,7 @@ def start(client: Client):
 
 @pytest.mark.parametrize(
     "path",
-    ["/arena/battles/", f"/arena/battles/{uuid.uuid4()}/vote/", f"/arena/battles/{uuid.uuid4()}/turns/"],
+    ["/arena/battles/", f"/arena/battles/{uuid.UUID(int=1)}/vote/", f"/arena/battles/{uuid.UUID(int=2)}/turns/"],
 )
 def test_posts_without_a_session_are_refused_and_make_no_session(path):
     client = Client()

@@ -50,7 +50,7 @@ def test_killed_generation_worker_leaves_a_failed_side_not_a_stuck_battle(
         PODIUM_REAP_INTERVAL_S="1",
     )
     generator = start_worker(env=env, queues="generate", name="generator")
-    sender = Celery("podium-test-sender", broker=private_redis.url)
+    sender = Celery("podium-test-sender", broker=private_redis.url, set_as_current=False)
     try:
         for side in ("a", "b"):
             sender.send_task("arena.tasks.battle_generate", args=[turn.pk, side], queue="generate")

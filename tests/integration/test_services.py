@@ -27,7 +27,7 @@ def test_task_through_redis_to_a_real_worker(redis_url, start_worker, processes)
         CELERY_BROKER_URL=redis_url,
     )
     worker = start_worker(env=env, queues="default,evaluate")
-    client = Celery("podium-test-client", broker=redis_url, backend="django-db")
+    client = Celery("podium-test-client", broker=redis_url, backend="django-db", set_as_current=False)
     try:
         for queue in ("default", "evaluate"):
             result = client.send_task("workers.ping", args=[{"queue": queue}], queue=queue)

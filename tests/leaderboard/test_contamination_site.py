@@ -45,6 +45,7 @@ def eager(settings):
 
     settings.LEADERBOARD_SUITE_TASKS = SUITE
     settings.LEADERBOARD_PROBE_LIMIT = 3
+    app.set_current()  # a test before may have left its own Celery app as the current one
     app.conf.task_always_eager = True
     yield
     app.conf.task_always_eager = False

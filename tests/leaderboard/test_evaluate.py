@@ -41,6 +41,7 @@ def eager(settings):
     from workers.celery import app
 
     settings.LEADERBOARD_SUITE_TASKS = SUITE
+    app.set_current()  # a test before may have left its own Celery app as the current one
     app.conf.task_always_eager = True
     yield
     app.conf.task_always_eager = False

@@ -80,7 +80,7 @@ def test_killed_worker_is_replaced_and_the_run_completes_once(client, tiny_dir, 
     with transaction.atomic():
         EvaluationRun.objects.select_for_update().get(pk=gate.pk)
         first = start_worker(env=env, queues="evaluate", name="gpu-host-1")
-        sender = Celery("podium-test-sender", broker=redis_url)
+        sender = Celery("podium-test-sender", broker=redis_url, set_as_current=False)
         try:
             sender.send_task("leaderboard.tasks.submission_evaluate", args=[submission.pk], queue="evaluate")
         finally:
