@@ -3,6 +3,20 @@
 # Private servers started here are stopped on exit, also when a step fails. Extra arguments go to pytest.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# The suite runs in PYTEST_WORKERS processes (pytest-xdist; default: one per CPU, at least 2 and at most 4),
+# a whole test file to a process. Each has its own test database, Redis database and folders
+# (config/settings/test.py). PYTEST_WORKERS=0 runs it in this process alone.
+if [ -z "${PYTEST_WORKERS:-}" ]; then
+  PYTEST_WORKERS=$(nproc 2>/dev/null || echo 2)
+  [ "$PYTEST_WORKERS" -lt 2 ] && PYTEST_WORKERS=2
+  [ "$PYTEST_WORKERS" -gt 4 ] && PYTEST_WORKERS=4
+fi
+case "$PYTEST_WORKERS" in
+  ''|*[!0-9]*) echo "PYTEST_WORKERS must be a number of processes (0: no workers), not '$PYTEST_WORKERS'" >&2; exit 2 ;;
+esac
+if [ "${#PYTEST_WORKERS}" -gt 2 ] || [ "$PYTEST_WORKERS" -gt 16 ]; then
+  echo "PYTEST_WORKERS is at most 16 (each worker takes one of Redis's 16 databases), not $PYTEST_WORKERS" >&2; exit 2
+fi
 source scripts/services.sh
 trap stop_own_services EXIT
 trap 'exit 130' INT TERM
@@ -27,17 +41,6 @@ echo "== ruff"
 .venv/bin/ruff check . || exit 1
 echo "== import-linter"
 .venv/bin/lint-imports || exit 1
-# The suite runs in PYTEST_WORKERS processes (pytest-xdist; default: one per CPU, at least 2 and at most 4),
-# a whole test file to a process. Each has its own test database, Redis database and folders
-# (config/settings/test.py). PYTEST_WORKERS=0 runs it in this process alone.
-if [ -z "${PYTEST_WORKERS:-}" ]; then
-  PYTEST_WORKERS=$(nproc 2>/dev/null || echo 2)
-  [ "$PYTEST_WORKERS" -lt 2 ] && PYTEST_WORKERS=2
-  [ "$PYTEST_WORKERS" -gt 4 ] && PYTEST_WORKERS=4
-fi
-case "$PYTEST_WORKERS" in
-  ''|*[!0-9]*) echo "PYTEST_WORKERS must be a number of processes (0: no workers), not '$PYTEST_WORKERS'" >&2; exit 2 ;;
-esac
 echo "== pytest ($PYTEST_WORKERS workers)"
 .venv/bin/pytest -n "$PYTEST_WORKERS" --dist loadfile --durations=30 "$@"
 status=$?
