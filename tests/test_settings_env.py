@@ -34,6 +34,7 @@ BAD_ENVIRONMENTS = [
     ({"LEADERBOARD_SCAN_NGRAM": "20"}, "LEADERBOARD_SCAN_NGRAM"),
     ({"LEADERBOARD_PROBE_LIMIT": "some"}, "LEADERBOARD_PROBE_LIMIT"),
     ({"LEADERBOARD_UPLOAD_FSYNC": "sometimes"}, "LEADERBOARD_UPLOAD_FSYNC"),
+    ({"LEADERBOARD_UPLOAD_DIRECT_IO": "nfs"}, "LEADERBOARD_UPLOAD_DIRECT_IO"),
     (
         {"DJANGO_SETTINGS_MODULE": "config.settings.prod", "SECRET_KEY": "x" * 50, "SECURE_HSTS_SECONDS": "-1"},
         "SECURE_HSTS_SECONDS",
@@ -130,10 +131,12 @@ def test_refit_cache_folder_from_the_environment(tmp_path, value, expected):
     assert shown.stdout.strip().splitlines()[-1] == expected
 
 
+@pytest.mark.parametrize("name", ["LEADERBOARD_UPLOAD_FSYNC", "LEADERBOARD_UPLOAD_DIRECT_IO"])
 @pytest.mark.parametrize("value, expected", [("", "True"), ("0", "False"), (" false ", "False"), ("yes", "True")])
-def test_upload_fsync_from_the_environment(tmp_path, value, expected):
-    """LEADERBOARD_UPLOAD_FSYNC: chunks on disk before they are acknowledged unless turned off."""
-    env = clean_env(PODIUM_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="config.settings.dev", LEADERBOARD_UPLOAD_FSYNC=value)
-    shown = run_manage("shell", "-c", "from django.conf import settings; print(settings.LEADERBOARD_UPLOAD_FSYNC)", env=env)
+def test_upload_switches_from_the_environment(tmp_path, name, value, expected):
+    """LEADERBOARD_UPLOAD_FSYNC (chunks on disk before they are acknowledged) and
+    LEADERBOARD_UPLOAD_DIRECT_IO (aligned blocks past the page cache): on unless turned off."""
+    env = clean_env(PODIUM_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="config.settings.dev", **{name: value})
+    shown = run_manage("shell", "-c", f"from django.conf import settings; print(settings.{name})", env=env)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.strip().splitlines()[-1] == expected

@@ -418,6 +418,10 @@ try:
     # from survives a crash of this machine. Off: acknowledged from the page cache (faster where a copy in
     # memory is as good as one on disk). docs/uploads.md, "Durable chunks".
     LEADERBOARD_UPLOAD_FSYNC = config_env.boolean("LEADERBOARD_UPLOAD_FSYNC", default=True)
+    # A chunk's 4 KiB-aligned blocks go to the disk with direct I/O (O_DIRECT), bypassing the page cache.
+    # Off: every block through the page cache (for a file system where direct writes are each a synchronous
+    # round trip, as on NFS). docs/uploads.md, "Durable chunks".
+    LEADERBOARD_UPLOAD_DIRECT_IO = config_env.boolean("LEADERBOARD_UPLOAD_DIRECT_IO", default=True)
 except ConfigError as error:
     fail(error)
 LEADERBOARD_REQUEST_CACHE_DIR = VAR_DIR / "request-cache"  # model answers of running submissions (worker-local)

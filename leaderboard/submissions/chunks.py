@@ -214,11 +214,11 @@ class _Writer:
     (docs/uploads.md, "Durable chunks"), and a 150 GB upload no longer fills the page cache.
     """
 
-    def __init__(self, path: Path, *, offset: int, length: int, durable: bool):
+    def __init__(self, path: Path, *, offset: int, length: int, durable: bool, direct: bool = True):
         # a later chunk's file must exist already: never a new, sparse one with a hole before ``offset``
         self.fd = os.open(path, os.O_WRONLY | (0 if offset else os.O_CREAT | os.O_TRUNC), 0o644)
         self.direct, self.durable = None, durable
-        if length >= DIRECT_MIN and getattr(os, "O_DIRECT", 0):
+        if direct and length >= DIRECT_MIN and getattr(os, "O_DIRECT", 0):
             try:
                 self.direct = os.open(path, os.O_WRONLY | os.O_DIRECT)
             except OSError:  # EINVAL: this file system has no direct I/O
@@ -261,18 +261,20 @@ def _write_all(fd: int, block: memoryview, position: int) -> None:
 
 
 def receive(stream: BinaryIO, path: Path, *, offset: int, length: int, checksum: tuple[str, bytes] | None,
-            consumers: Sequence[Callable[[memoryview], None]] = (), durable: bool = False) -> None:  # fmt: skip
+            consumers: Sequence[Callable[[memoryview], None]] = (), durable: bool = False,
+            direct: bool = True) -> None:  # fmt: skip
     """Append ``length`` bytes from ``stream`` to ``path`` at ``offset`` (its current size).
 
     Every consumer sees every block, in order, after it was written (the running weights digests),
     on the hashing thread; when this returns they have seen the whole chunk, and with ``durable``
-    the chunk is on disk (``fdatasync``). Raises ChunkError (the file cut back to ``offset``) when
+    the chunk is on disk (``fdatasync``). ``direct=False`` (``LEADERBOARD_UPLOAD_DIRECT_IO``) writes every
+    block through the page cache. Raises ChunkError (the file cut back to ``offset``) when
     the body ends early, the checksum does not match or the disk refuses the bytes, or a consumer's
     own exception.
     """
     verify = checksum_hasher(checksum[0]) if checksum else None
     received = 0
-    writer = _Writer(path, offset=offset, length=length, durable=durable)
+    writer = _Writer(path, offset=offset, length=length, durable=durable, direct=direct)
     hashing = _Hashing(consumers)
     try:
         hashing.start()

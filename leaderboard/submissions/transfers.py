@@ -156,7 +156,8 @@ def _chunk_write(owner, upload_id, offset, length, checksum, stream) -> DraftFil
     path = draft_folder(draft) / upload.name
     consumers = [h for h in (hasher and hasher.update, digester and digester.feed) if h]  # see each block as written
     chunks.receive(stream, path, offset=offset, length=length, checksum=checksum, consumers=consumers,
-                   durable=settings.LEADERBOARD_UPLOAD_FSYNC)  # on disk before the offset is committed
+                   durable=settings.LEADERBOARD_UPLOAD_FSYNC,  # on disk before the offset is committed
+                   direct=settings.LEADERBOARD_UPLOAD_DIRECT_IO)
     try:
         upload.offset = offset + length
         _tensors_advance(upload, path, digester)

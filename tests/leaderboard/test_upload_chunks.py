@@ -255,3 +255,22 @@ def test_the_aligned_part_of_a_chunk_bypasses_the_page_cache(tmp_path, offset):
     assert (dirty, writeback) == (0, 0)
     assert cache <= 2  # the page of `before` (with the realigning bytes after it) and the tail's
     assert path.read_bytes() == before + data
+
+
+def test_without_direct_io_every_block_goes_through_the_page_cache(tmp_path):
+    """LEADERBOARD_UPLOAD_DIRECT_IO=0 (``direct=False``): the same durable chunk as above, every page of
+    it cached (and none dirty: the fdatasync stays), the bytes the chunk's."""
+    if _on_tmpfs(tmp_path):
+        pytest.skip("the test's folder is on tmpfs, which keeps every file in the page cache")
+    path = tmp_path / "weights"
+    data = os.urandom(chunks.BLOCK * 3 + 999)
+    chunks.receive(SocketLike(data, seed=7), path, offset=0, length=len(data), durable=True, direct=False,
+                   checksum=chunks.parse_checksum(header("crc32", data)))  # fmt: skip
+    cache, dirty, writeback = _page_cache(path, cached=True)
+    assert (dirty, writeback) == (0, 0)
+    pages = -(-len(data) // 4096)
+    assert cache > 1, "the chunk went past the page cache: direct I/O was not turned off"
+    if cache < pages:  # the kernel dropped clean pages already (memory pressure): nothing to compare
+        pytest.skip(f"{pages - cache} of the file's clean pages were evicted under the test")
+    assert cache == pages
+    assert path.read_bytes() == data

@@ -5,6 +5,7 @@ nothing half-stored."""
 from __future__ import annotations
 
 import json
+import os
 import struct
 from datetime import timedelta
 from pathlib import Path
@@ -17,7 +18,7 @@ from django.utils import timezone
 
 from evalcore.models.hf import hash_files
 from leaderboard.models import DraftFile, Submission, SubmissionDraft
-from leaderboard.submissions import checkpoint_io, transfers
+from leaderboard.submissions import checkpoint_io, chunks, transfers
 from tests.leaderboard import tus_helpers as tus
 
 pytestmark = pytest.mark.django_db
@@ -233,3 +234,41 @@ def test_the_last_files_upload_created_while_a_chunk_finishes_does_not_finalize(
         last = tus.patch(client, url, start, weights[start : start + (1 << 20)])
         assert last.status_code == 204
     assert last["Podium-Submission-State"] == "SUBMITTED" and Submission.objects.get().public_id == draft_id
+
+
+@pytest.mark.parametrize("direct", [True, False])
+def test_the_direct_io_setting_decides_whether_a_chunk_passes_the_page_cache(client, owner, uploads_dir, tiny_dir,
+                                                                             settings, direct):  # fmt: skip
+    """LEADERBOARD_UPLOAD_DIRECT_IO, through a real PATCH: on, a chunk's aligned blocks leave at most the
+    last partial page in the page cache; off (NFS), every page of it is cached. Durable either way. (A
+    tokenizer file: the part of a weights file's first chunk that came with its header is read back to
+    digest its tensors, which caches it.)"""
+    from tests.leaderboard.test_upload_chunks import _on_tmpfs, _page_cache
+
+    uploads_dir.mkdir(parents=True, exist_ok=True)
+    if _on_tmpfs(uploads_dir):
+        pytest.skip("the test's folder is on tmpfs, which keeps every file in the page cache")
+    probe = uploads_dir / "probe"
+    probe.write_bytes(b"")
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_DIRECT))
+    except OSError as exc:
+        pytest.skip(f"the test's file system has no direct I/O ({exc.strerror})")
+    settings.LEADERBOARD_UPLOAD_DIRECT_IO = direct
+    data = (tiny_dir / "tokenizer.json").read_bytes()
+    assert len(data) >= chunks.DIRECT_MIN
+    draft_id = _draft(client, tiny_dir)
+    created = tus.create_upload(client, draft_id, "tokenizer.json", len(data))
+    assert tus.patch(client, created["Location"], 0, data).status_code == 204
+    (stored,) = [p for p in uploads_dir.rglob("tokenizer.json")]
+    cache, dirty, writeback = _page_cache(stored, cached=True)  # before anything reads the file
+    assert (dirty, writeback) == (0, 0)
+    pages = -(-len(data) // 4096)
+    if direct:
+        assert cache <= 1  # the file's last, partial page
+    else:
+        assert cache > 1, "the chunk went past the page cache: direct I/O was not turned off"
+        if cache < pages:
+            pytest.skip(f"{pages - cache} of the file's clean pages were evicted under the test")
+        assert cache == pages
+    assert stored.read_bytes() == data
