@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import signal
@@ -32,6 +33,29 @@ def pytest_collection_modifyitems(items):
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow_files)  # stable: each file keeps its own order
 
+
+
+@contextlib.contextmanager
+def celery_eager_tasks() -> Iterator:
+    """Tasks sent inside the block run in place (``task_always_eager``) on Podium's Celery app, made the
+    current app first: an earlier test in the same process may have left another one current, and
+    ``current_app`` would then send the task to that app's broker. Yields the app."""
+    from workers.celery import app
+
+    previous = app.conf.task_always_eager
+    app.set_current()
+    app.conf.task_always_eager = True
+    try:
+        yield app
+    finally:
+        app.conf.task_always_eager = previous
+
+
+@pytest.fixture
+def celery_eager() -> Iterator:
+    """:func:`celery_eager_tasks` for the whole test; the app."""
+    with celery_eager_tasks() as app:
+        yield app
 
 def data_dir() -> Path:
     """Real public data sets: PODIUM_DATA_DIR, else ../shared/data beside the repository."""

@@ -16,6 +16,7 @@ from arena.models import LiveRating, PairCountBase, Vote
 from arena.ratings import _battles, _categories, snapshots_refit
 from evalcore.ratings import aggregate, fit_bradley_terry
 from tests.arena.vote_data import votes_create
+from tests.conftest import celery_eager_tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -137,15 +138,10 @@ def test_settled_votes_are_grouped_once_per_process_and_newer_ones_each_time():
 
 @pytest.fixture
 def eager_celery(settings):
-    from workers.celery import app
-
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     settings.ARENA_REFIT_ON_VOTE_MAX_VOTES = 0  # the live fit alone
-    previous = app.conf.task_always_eager
-    app.set_current()  # a test before may have left its own Celery app as the current one
-    app.conf.task_always_eager = True
-    yield app
-    app.conf.task_always_eager = previous
+    with celery_eager_tasks() as app:
+        yield app
 
 
 def test_task_debounces_and_steps_aside_while_another_runs(eager_celery):

@@ -14,6 +14,7 @@ from arena.ratings import FALLBACK_PRIOR, LONG_PROMPT_TOKENS, snapshots_compute,
 from evalcore.ratings import aggregate, battles_from_arrays, bootstrap_bradley_terry
 from evalcore.ratings.provisional import mark_provisional
 from tests.arena.vote_data import T0, votes_create
+from tests.conftest import celery_eager_tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -209,17 +210,12 @@ def test_bad_rounds_are_refused():
 
 @pytest.fixture
 def eager_celery(settings):
-    from workers.celery import app
-
     settings.ARENA_REFIT_ROUNDS = ROUNDS
     # A cache of this test's own: the debounce and lock keys must not meet a dev worker's.
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-    previous = app.conf.task_always_eager
-    app.set_current()  # a test before may have left its own Celery app as the current one
-    app.conf.task_always_eager = True
-    cache.delete("arena:ratings_refit:pending")
-    yield app
-    app.conf.task_always_eager = previous
+    with celery_eager_tasks() as app:
+        cache.delete("arena:ratings_refit:pending")
+        yield app
     cache.delete("arena:ratings_refit:pending")
 
 

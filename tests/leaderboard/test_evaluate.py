@@ -37,14 +37,8 @@ SUITE = [
 
 
 @pytest.fixture
-def eager(settings):
-    from workers.celery import app
-
+def eager(settings, celery_eager):
     settings.LEADERBOARD_SUITE_TASKS = SUITE
-    app.set_current()  # a test before may have left its own Celery app as the current one
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
 
 
 @pytest.fixture

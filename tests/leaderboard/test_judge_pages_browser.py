@@ -18,7 +18,7 @@ from leaderboard.judging.services import (
     judge_runs_request_for_submission,
 )
 from leaderboard.models import JudgeRun, Submission
-from tests.conftest import clean_env, database_url_of
+from tests.conftest import celery_eager_tasks, clean_env, database_url_of
 from tests.leaderboard import board_data as bd
 from tests.leaderboard.judging_data import INSTRUCTIONS, judge_setup
 
@@ -30,19 +30,13 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-b
 
 @pytest.fixture
 def judged_site(transactional_db, smollm2_dir, start_asgi_server):
-    from workers.celery import app
-
     setup = judge_setup(smollm2_dir)
     sub = bd.entry(bd.user("owner@example.org"), "acme/smol-sub", gsm8k=bd.pattern(20, 12))
     Submission.objects.filter(pk=sub.pk).update(storage_path=str(smollm2_dir), precision="float32")
-    app.set_current()  # a test before may have left its own Celery app as the current one
-    app.conf.task_always_eager = True
-    try:  # each request commits at once here: its task runs in place
+    with celery_eager_tasks():  # each request commits at once here: its task runs in place
         judge_runs_request_for_submission(sub.pk)
         judge_run_request(setup["config"], setup["terse"])
         judge_audit_request(setup["config"], limit=4)
-    finally:
-        app.conf.task_always_eager = False
     assert JudgeRun.objects.filter(status="FINISHED").count() == 2, list(JudgeRun.objects.values("status", "failure_reason"))
     env = clean_env(DJANGO_SETTINGS_MODULE="config.settings.dev", DATABASE_URL=database_url_of(connection),
                     DEBUG="false", SECRET_KEY="judge-pages-browser-test-key")  # fmt: skip

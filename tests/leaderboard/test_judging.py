@@ -33,13 +33,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def eager():
-    from workers.celery import app
-
-    app.set_current()  # a test before may have left its own Celery app as the current one
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
+def eager(celery_eager):
+    """Tasks run in place (tests/conftest.py)."""
 
 
 @pytest.fixture

@@ -20,14 +20,8 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def eager(settings):
-    from workers.celery import app
-
+def eager(settings, celery_eager):
     settings.PODIUM_SITE_URL = "https://podium.example.org/"
-    app.set_current()
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
 
 
 @pytest.fixture
