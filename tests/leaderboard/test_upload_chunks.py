@@ -10,6 +10,7 @@ import io
 import os
 import random
 import zlib
+from pathlib import Path
 
 import pytest
 
@@ -204,6 +205,22 @@ def _on_tmpfs(path) -> bool:
     return best[1] == "tmpfs"
 
 
+def skip_unless_page_cache_shows_direct_io(folder) -> None:
+    """Skip where a page-cache probe of files in ``folder`` cannot tell direct I/O from buffered writes:
+    tmpfs (every file lives in the page cache) or a file system without ``O_DIRECT`` (the server then
+    writes through the page cache, covered by the digest and content tests)."""
+    if _on_tmpfs(folder):
+        pytest.skip("the test's folder is on tmpfs, which keeps every file in the page cache")
+    probe = Path(folder) / ".direct-io-probe"
+    probe.touch()
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_DIRECT))
+    except OSError as exc:
+        pytest.skip(f"the test's file system has no direct I/O ({exc.strerror})")
+    finally:
+        probe.unlink()
+
+
 def test_a_durable_chunk_is_on_disk_when_receive_returns(tmp_path):
     """LEADERBOARD_UPLOAD_FSYNC: the chunk's pages are neither dirty nor still being written when the
     server acknowledges it; the same chunk received without ``durable`` is still only in memory."""
@@ -239,15 +256,10 @@ def test_the_aligned_part_of_a_chunk_bypasses_the_page_cache(tmp_path, offset):
     """Direct I/O: of a chunk of several blocks, only the pages before the first aligned position and
     after the last one pass through the page cache (an unaligned start is brought back onto the
     alignment by a shorter first block); the bytes are the chunk's either way."""
-    if _on_tmpfs(tmp_path):
-        pytest.skip("the test's folder is on tmpfs, which keeps every file in the page cache")
+    skip_unless_page_cache_shows_direct_io(tmp_path)
     path = tmp_path / "weights"
     before = os.urandom(offset)
     path.write_bytes(before)
-    try:
-        os.close(os.open(path, os.O_WRONLY | os.O_DIRECT))
-    except OSError as exc:  # the server then writes through the page cache (tested by the digests above)
-        pytest.skip(f"the test's file system has no direct I/O ({exc.strerror})")
     data = os.urandom(chunks.BLOCK * 3 + 999)
     chunks.receive(SocketLike(data, seed=6), path, offset=offset, length=len(data), durable=True,
                    checksum=chunks.parse_checksum(header("crc32", data)))  # fmt: skip

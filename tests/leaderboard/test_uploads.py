@@ -5,7 +5,6 @@ nothing half-stored."""
 from __future__ import annotations
 
 import json
-import os
 import struct
 from datetime import timedelta
 from pathlib import Path
@@ -20,6 +19,7 @@ from evalcore.models.hf import hash_files
 from leaderboard.models import DraftFile, Submission, SubmissionDraft
 from leaderboard.submissions import checkpoint_io, chunks, transfers
 from tests.leaderboard import tus_helpers as tus
+from tests.leaderboard.test_upload_chunks import _page_cache, skip_unless_page_cache_shows_direct_io
 
 pytestmark = pytest.mark.django_db
 
@@ -243,17 +243,8 @@ def test_the_direct_io_setting_decides_whether_a_chunk_passes_the_page_cache(cli
     last partial page in the page cache; off (NFS), every page of it is cached. Durable either way. (A
     tokenizer file: the part of a weights file's first chunk that came with its header is read back to
     digest its tensors, which caches it.)"""
-    from tests.leaderboard.test_upload_chunks import _on_tmpfs, _page_cache
-
     uploads_dir.mkdir(parents=True, exist_ok=True)
-    if _on_tmpfs(uploads_dir):
-        pytest.skip("the test's folder is on tmpfs, which keeps every file in the page cache")
-    probe = uploads_dir / "probe"
-    probe.write_bytes(b"")
-    try:
-        os.close(os.open(probe, os.O_WRONLY | os.O_DIRECT))
-    except OSError as exc:
-        pytest.skip(f"the test's file system has no direct I/O ({exc.strerror})")
+    skip_unless_page_cache_shows_direct_io(uploads_dir)
     settings.LEADERBOARD_UPLOAD_DIRECT_IO = direct
     data = (tiny_dir / "tokenizer.json").read_bytes()
     assert len(data) >= chunks.DIRECT_MIN
