@@ -120,6 +120,9 @@ def run_audit(args: argparse.Namespace) -> int:
         if args.limit < 1:
             raise CliError("--limit must be at least 1")
         pairs = pairs[: args.limit]
+    if args.self_preference < 0:
+        raise CliError("--self-preference must be at least 0")
+    verbosity_items = _verbosity_items(args) if args.verbosity else []  # a bad file stops before any model call
     judge, protocol, out, _, cache = _setup(args)
     judgments = judge_pairs(judge, protocol, pairs, cache=cache, token_budget=args.token_budget)
     _write_jsonl(out / "judgments.jsonl", [j.as_dict() for j in judgments])
@@ -128,9 +131,7 @@ def run_audit(args: argparse.Namespace) -> int:
     report.update(audit_report(judgments, {p.pair_id: p.label for p in pairs}, rounds=args.rounds, seed=args.seed))
     everything = list(judgments)
     if args.verbosity:
-        gsm8k = args.gsm8k or Path(os.environ.get("PODIUM_DATA_DIR", "data")) / GSM8K_DEFAULT
-        extra = judge_pairs(judge, protocol, verbosity_pairs(gsm8k, n=args.verbosity, seed=args.seed), cache=cache,
-                            token_budget=args.token_budget)
+        extra = judge_pairs(judge, protocol, verbosity_items, cache=cache, token_budget=args.token_budget)
         _write_jsonl(out / "verbosity_judgments.jsonl", [j.as_dict() for j in extra])
         report["verbosity"] = verbosity_report(extra)
         everything += extra
@@ -142,6 +143,22 @@ def run_audit(args: argparse.Namespace) -> int:
     _write_json(out / "report.json", report)
     _print_report(report)
     return _failure_exit(everything)
+
+
+def _verbosity_items(args):
+    if args.verbosity < 0:
+        raise CliError("--verbosity must be at least 0")
+    if args.gsm8k:
+        gsm8k = Path(args.gsm8k)
+    elif os.environ.get("PODIUM_DATA_DIR"):
+        gsm8k = Path(os.environ["PODIUM_DATA_DIR"]) / GSM8K_DEFAULT
+    else:
+        raise CliError(f"--verbosity needs GSM8K's test.jsonl: pass --gsm8k FILE or export PODIUM_DATA_DIR=DIR "
+                       f"(the file is DIR/{GSM8K_DEFAULT})")
+    try:
+        return verbosity_pairs(gsm8k, n=args.verbosity, seed=args.seed)
+    except ValueError as exc:
+        raise CliError(f"--verbosity: {exc}") from None
 
 
 def _self_preference(judge, protocol, pairs, cache, args):

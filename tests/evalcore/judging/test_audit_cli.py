@@ -109,6 +109,30 @@ def test_bad_pairs_file_is_one_error_naming_the_pair(tmp_path, smollm2_dir, caps
     assert capsys.readouterr().err.strip() == "error: pair 1 (line 2): label 0 is not 1 or 2"
 
 
+@pytest.mark.parametrize(
+    ("extra", "env", "message"),
+    [
+        (["--verbosity", "2"], None, "error: --verbosity needs GSM8K's test.jsonl: pass --gsm8k FILE or export PODIUM_DATA_DIR=DIR"),
+        (["--verbosity", "2", "--gsm8k", "{tmp}/none.jsonl"], None, "error: --verbosity: GSM8K file '{tmp}/none.jsonl' does not exist"),
+        (["--verbosity", "2"], "{tmp}", "error: --verbosity: GSM8K file '{tmp}/benchmarks/gsm8k/test.jsonl' does not exist"),
+        (["--verbosity", "-1"], None, "error: --verbosity must be at least 0"),
+        (["--self-preference", "-2"], None, "error: --self-preference must be at least 0"),
+    ],
+    ids=["no-data-dir", "missing-file", "missing-under-data-dir", "negative-verbosity", "negative-self-preference"],
+)
+def test_bad_audit_extras_stop_before_the_judge_loads(tmp_path, llmbar, monkeypatch, capsys, extra, env, message):
+    monkeypatch.delenv("PODIUM_DATA_DIR", raising=False)
+    if env:
+        monkeypatch.setenv("PODIUM_DATA_DIR", env.format(tmp=tmp_path))
+    # No model at this path: reaching the judge would be a different error, so the check came first.
+    code = main(["judge", "audit", str(llmbar), "--model", "hf", "--model-args", f"path={tmp_path}/no-model",
+                 "--protocol", "alpacaeval-logprob", "--out", str(tmp_path / "out"),
+                 *[a.format(tmp=tmp_path) for a in extra]])
+    assert code == 2
+    assert capsys.readouterr().err.strip().startswith(message.format(tmp=tmp_path))
+    assert not (tmp_path / "out").exists()
+
+
 def test_template_missing_a_placeholder_is_refused(tmp_path, smollm2_dir, llmbar, capsys):
     protocol = tmp_path / "p.yaml"
     protocol.write_text(yaml.safe_dump({"name": "p", "kind": "pairwise", "user": "{question} {answer_a}",
