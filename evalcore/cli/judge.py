@@ -199,15 +199,21 @@ def parse_model_spec(text: str) -> tuple[str, str, dict, GenerationSettings]:
     backend, colon, arg_text = rest.partition(":")
     if not sep or not name.strip() or not backend.strip() or "/" in name:
         raise CliError(f"model spec {text!r} is not NAME=BACKEND:key=value,... (NAME without '/')")
-    args = parse_model_args(arg_text)
-    settings = {k[4:]: args.pop(k) for k in list(args) if k.startswith("gen.")}
+    parts = [part.strip() for part in arg_text.split(",")]
+    gen_parts = [part[4:] for part in parts if part.startswith("gen.")]
+    try:
+        args = parse_model_args(",".join(part for part in parts if not part.startswith("gen.")))
+        settings = parse_model_args(",".join(gen_parts))
+    except ValueError as exc:
+        raise CliError(f"model spec {name.strip()!r}: {exc}") from None
     unknown = set(settings) - {"max_new_tokens", "system"}
     if unknown:
-        raise CliError(f"model spec {name!r}: unknown generation key gen.{sorted(unknown)[0]} (use gen.max_new_tokens, gen.system)")
-    try:
-        gen = GenerationSettings(max_new_tokens=int(settings.get("max_new_tokens", 256)), system=settings.get("system"))
-    except ValueError:
-        raise CliError(f"model spec {name!r}: gen.max_new_tokens must be an integer") from None
+        raise CliError(f"model spec {name.strip()!r}: unknown generation key gen.{sorted(unknown)[0]} (use gen.max_new_tokens, gen.system)")
+    max_new_tokens = settings.get("max_new_tokens", 256)
+    if type(max_new_tokens) is not int or max_new_tokens < 1:
+        raise CliError(f"model spec {name.strip()!r}: gen.max_new_tokens must be a whole number of at least 1, not {max_new_tokens!r}")
+    system = settings.get("system")
+    gen = GenerationSettings(max_new_tokens=max_new_tokens, system=None if system is None else str(system))
     return name.strip(), backend.strip(), args, gen
 
 
