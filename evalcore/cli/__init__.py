@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except (CliError, ValueError, FileNotFoundError, IsADirectoryError, PermissionError) as exc:
+    except (CliError, ValueError, OSError) as exc:  # OSError: a path that is missing, a file, read-only, full
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

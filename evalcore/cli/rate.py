@@ -110,6 +110,18 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--bootstrap must be zero or positive")
     if not 0 < args.level < 1:
         raise ValueError("--level must be between 0 and 1")
+    if not (math.isfinite(args.k) and args.k > 0):
+        raise ValueError(f"--k must be a positive number, not {args.k}")
+    if args.prior is not None and not (math.isfinite(args.prior) and args.prior >= 0):
+        raise ValueError(f"--prior must be a non-negative number, not {args.prior}")
+    if args.anchor and "=" in args.anchor:
+        rating = args.anchor.rpartition("=")[2].strip()
+        try:
+            finite = math.isfinite(float(rating))
+        except ValueError:
+            finite = True  # not a number at all: the anchor parser names that
+        if not finite:
+            raise ValueError(f"--anchor's rating must be a finite number, not {rating}")
     if args.provisional_votes < 0:
         raise ValueError("--provisional-votes must be zero or positive")
     counts_file = is_pair_counts_file(args.votes)

@@ -47,8 +47,12 @@ def code_version() -> dict:
 
 def atomic_write(path: Path, text: str) -> None:
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(text, encoding="utf-8")
-    os.replace(partial, path)
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)  # nothing half-written is left beside the target
+        raise
 
 
 def sample_line(record: dict) -> str:

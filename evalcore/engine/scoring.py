@@ -185,7 +185,15 @@ def score_records(config: TaskConfig, records: list[dict]) -> list[dict]:
     entries = m.metric_entries(config)
     scored = []
     for record in records:
-        filtered, values = score_record(config, record, entries)
+        try:
+            filtered, values = score_record(config, record, entries)
+        except KeyError as exc:
+            if not exc.args or exc.args[0] in record:
+                raise
+            raise ValueError(
+                f"task {config.task!r} ({config.output_type}): document {record.get('doc_id', '?')}'s record has no "
+                f"{exc.args[0]!r}; it was written by a task of another kind (rescore with the task that wrote it)"
+            ) from None
         scored.append({**record, "filtered": filtered, "metrics": values})
     return scored
 

@@ -127,6 +127,23 @@ def test_rescore_with_a_changed_filter_needs_no_model(arithmetic, tmp_path):
     assert read_results(json.loads((tmp_path / "r.json").read_text()))["arith"]["exact_match,last-number"]["n"] == 5
 
 
+def test_rescore_with_a_task_of_another_kind_or_an_unwritable_output_is_one_line(arithmetic, tmp_path, capsys):
+    folder, answers = arithmetic
+    run = evaluate(ScriptedBackend(answers), TaskIndex([folder], bundled=False).resolve(["arith"])[0], limit=2)
+    write_run(run, tmp_path / "out", log_samples=True)
+    samples = str(tmp_path / "out" / "samples_arith.jsonl")
+    assert main(["rescore", samples, "--task", "mmlu_anatomy"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "record has no 'choices'; it was written by a task of another kind" in err
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    assert main(["rescore", samples, "--task", str(folder / "arith.yaml"), "--samples-out", str(blocker / "s.jsonl")]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
+    assert main(["rescore", samples, "--task", str(folder / "arith.yaml"), "--output", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
+    assert not (tmp_path.parent / f"{tmp_path.name}.partial").exists()  # the half-written file is gone
+
+
 def test_request_cache_lets_a_second_run_skip_the_model(arithmetic, tmp_path):
     folder, answers = arithmetic
     tasks = TaskIndex([folder], bundled=False).resolve(["arith"])[0]
