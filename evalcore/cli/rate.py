@@ -30,6 +30,7 @@ from evalcore.ratings import (
 )
 from evalcore.ratings.io import is_pair_counts_file
 from evalcore.ratings.provisional import DEFAULT_MIN_BATTLES, mark_provisional
+from evalcore.ratings.result import parse_anchor
 from evalcore.ratings.style import fit_style_controlled
 
 DEFAULT_ROUNDS = {"bt": 1000, "style": 100, "elo": 0}
@@ -114,14 +115,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--k must be a positive number, not {args.k}")
     if args.prior is not None and not (math.isfinite(args.prior) and args.prior >= 0):
         raise ValueError(f"--prior must be a non-negative number, not {args.prior}")
-    if args.anchor and "=" in args.anchor:
-        rating = args.anchor.rpartition("=")[2].strip()
-        try:
-            finite = math.isfinite(float(rating))
-        except ValueError:
-            finite = True  # not a number at all: the anchor parser names that
-        if not finite:
-            raise ValueError(f"--anchor's rating must be a finite number, not {rating}")
+    parse_anchor(args.anchor)  # a malformed or non-finite anchor stops here, before any fit
     if args.provisional_votes < 0:
         raise ValueError("--provisional-votes must be zero or positive")
     counts_file = is_pair_counts_file(args.votes)

@@ -132,11 +132,14 @@ def parse_anchor(anchor) -> tuple[str, float] | None:
         if not sep or not name:
             raise ValueError(f"anchor {anchor!r}: expected MODEL=RATING")
         try:
-            return name, float(value)
+            rating = float(value)
         except ValueError:
             raise ValueError(f"anchor {anchor!r}: rating {value!r} is not a number") from None
-    name, value = anchor
-    return str(name), float(value)
+    else:
+        name, rating = str(anchor[0]), float(anchor[1])
+    if not np.isfinite(rating):
+        raise ValueError(f"anchor {name}: the rating must be a finite number, not {rating}")
+    return name, rating
 
 
 def to_elo_scale(theta: np.ndarray, models: tuple[str, ...], anchor: tuple[str, float] | None) -> np.ndarray:

@@ -143,7 +143,7 @@ def test_rate_style_prints_coefficients(tmp_path, capsys):
         ("model_a,model_b,winner\na,b,model_a\nb,a,model_a\n", ["--prior", "-1"], "--prior must be a non-negative number, not -1.0"),
         ("model_a,model_b,winner\na,b,model_a\nb,a,model_a\n", ["--prior", "inf"], "--prior must be a non-negative number"),
         ("model_a,model_b,winner\na,b,model_a\nb,a,model_a\n", ["--method", "style", "--prior", "nan"], "--prior must be"),
-        ("model_a,model_b,winner\na,b,model_a\nb,a,model_a\n", ["--anchor", "a=nan"], "--anchor's rating must be a finite number, not nan"),
+        ("model_a,model_b,winner\na,b,model_a\nb,a,model_a\n", ["--anchor", "a=nan"], "anchor a: the rating must be a finite number, not nan"),
     ],
 )
 def test_rate_hostile_input_is_one_line_exit_2(tmp_path, capsys, content, args, message):
