@@ -74,4 +74,30 @@ def integer_array(value, name: str) -> np.ndarray:
     return np.asarray(value, dtype=np.int64)
 
 
-__all__ = ["check_integer", "check_level", "check_probability", "integer_array"]
+def check_prior(value) -> float:
+    """An L2 ``prior`` (Bradley-Terry and style fits) as a float: None means 0; it must be finite and >= 0.
+
+    A negative prior rewards large ratings and a NaN one poisons every Newton step: both are refused.
+    """
+    if value is None:
+        return 0.0
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real) or not (np.isfinite(value) and value >= 0):
+        raise ValueError(f"prior must be a non-negative finite number, got {_shown(value)}")
+    return float(value)
+
+
+def yaml_problem(exc: Exception) -> str:
+    """A YAML parser error as one line: what is wrong and where (``line 3, column 14``).
+
+    PyYAML's own text spans four or five lines (context, a copy of the line, a caret); a CLI error
+    or a skipped-file warning must stay on one line.
+    """
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None)
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if problem is None:
+        return " ".join(str(exc).split())
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    return f"{problem}{where}"
+
+
+__all__ = ["check_integer", "check_level", "check_prior", "check_probability", "integer_array", "yaml_problem"]

@@ -15,12 +15,15 @@ from pathlib import Path
 
 import numpy as np
 
-from evalcore.cli import CliError
+from evalcore.cli import CliError, check_option, task_names
 from evalcore.contamination.corpus import MAX_LINE_BYTES
 from evalcore.contamination.exchangeability import exchangeability_test, shard_documents
+from evalcore.contamination.items import resolve_tasks
 from evalcore.contamination.probe import memorisation_probe
 from evalcore.contamination.scan import scan_corpus, write_scan
 from evalcore.models import load_backend, parse_model_args
+
+PROBE_GEN_TOKENS = 32  # tokens the probe decodes per item; --words cannot ask for more words than that
 
 
 def register(subparsers) -> None:
@@ -59,6 +62,7 @@ def _task_args(parser: argparse.ArgumentParser) -> None:
 def _model_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="backend name: hf, vllm or openai")
     parser.add_argument("--model-args", default="", help="comma-separated key=value, e.g. path=DIR,dtype=float32")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress counter")
 
 
 def _missing_check(parser) -> int:
@@ -67,13 +71,22 @@ def _missing_check(parser) -> int:
 
 
 def _task_names(args) -> list[str]:
-    names = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    if not names:
-        raise CliError("--tasks names no task")
-    return names
+    return task_names(args.tasks)
+
+
+def _progress(label: str, enabled: bool):
+    """A tqdm counter on stderr for a backend's ``progress`` callback (None when turned off)."""
+    if not enabled:
+        return None, lambda: None
+    from tqdm import tqdm
+
+    bar = tqdm(desc=label, unit="step", leave=True)
+    return bar.update, bar.close
 
 
 def run_scan(args) -> int:
+    check_option(args.min_matches, "--min-matches")
+    check_option(args.max_line_bytes, "--max-line-bytes")
     result = scan_corpus(_task_names(args), args.corpus, n=args.n, min_matches=args.min_matches,
                          include_paths=args.include_path, max_line_bytes=args.max_line_bytes)  # fmt: skip
     out = write_scan(result, args.out)
@@ -98,11 +111,19 @@ def _backend(args):
 
 
 def run_probe(args) -> int:
-    if args.limit < 1:
-        raise CliError("--limit must be a positive number of items")
+    check_option(args.limit, "--limit")
+    check_option(args.words, "--words")
+    if args.words > PROBE_GEN_TOKENS:
+        raise CliError(f"--words must be at most {PROBE_GEN_TOKENS} (the probe decodes {PROBE_GEN_TOKENS} tokens), got {args.words}")
+    names = _task_names(args)
+    resolve_tasks(names, include_paths=args.include_path)  # an unknown task fails here, before the model loads
     backend = _backend(args)
-    results = memorisation_probe(backend, _task_names(args), limit=args.limit, words=args.words,
-                                 include_paths=args.include_path)  # fmt: skip
+    update, close = _progress("probe", not args.no_progress)
+    try:
+        results = memorisation_probe(backend, names, limit=args.limit, words=args.words,
+                                     max_gen_toks=PROBE_GEN_TOKENS, include_paths=args.include_path, progress=update)  # fmt: skip
+    finally:
+        close()
     payload = {"model": backend.identity.as_dict(), "limit": args.limit, "tasks": {t: r.summary() for t, r in results.items()}}
     path = _write_json(args.out, "probe.json", payload)
     with open(Path(args.out) / "probe_samples.jsonl", "w", encoding="utf-8") as handle:
@@ -118,13 +139,20 @@ def run_probe(args) -> int:
 
 
 def run_exchangeability(args) -> int:
+    check_option(args.shard_size, "--shard-size", minimum=2)
+    check_option(args.permutations, "--permutations")
+    check_option(args.seed, "--seed", minimum=0)
     names = _task_names(args)
     if len(names) != 1:
         raise CliError("--tasks must name one task for the exchangeability test")
     documents = shard_documents(names[0], shard_size=args.shard_size, include_paths=args.include_path)
     backend = _backend(args)
-    result = exchangeability_test(backend, documents, permutations=args.permutations,
-                                  rng=np.random.default_rng(args.seed))  # fmt: skip
+    update, close = _progress(f"exchangeability ({args.permutations + 1} orders)", not args.no_progress)
+    try:
+        result = exchangeability_test(backend, documents, permutations=args.permutations,
+                                      rng=np.random.default_rng(args.seed), progress=update)  # fmt: skip
+    finally:
+        close()
     payload = {"model": backend.identity.as_dict(), "task": names[0], "seed": args.seed, **result.summary(),
                "permuted_logprobs": list(result.permuted_logprobs)}  # fmt: skip
     path = _write_json(args.out, "exchangeability.json", payload)

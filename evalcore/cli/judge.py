@@ -19,7 +19,7 @@ import os
 import sys
 from pathlib import Path
 
-from evalcore.cli import CliError
+from evalcore.cli import CliError, check_option
 from evalcore.judging.audit import (
     audit_report,
     self_preference_report,
@@ -79,8 +79,10 @@ def _judge_arguments(parser) -> None:
 
 
 def _setup(args):
-    if args.rounds < 1:
-        raise CliError("--rounds must be at least 1")
+    check_option(args.rounds, "--rounds")
+    check_option(args.seed, "--seed", minimum=0)
+    check_option(args.max_new_tokens, "--max-new-tokens")
+    check_option(args.token_budget, "--token-budget")
     judge = load_backend(args.model, **parse_model_args(args.model_args))
     protocol = load_protocol(args.protocol, tokenizer=getattr(judge, "tokenizer", None))
     out = Path(args.out)
@@ -218,6 +220,7 @@ def parse_model_spec(text: str) -> tuple[str, str, dict, GenerationSettings]:
 
 
 def run_scores(args: argparse.Namespace) -> int:
+    check_option(args.limit, "--limit")
     specs = [parse_model_spec(args.baseline)] + [parse_model_spec(c) for c in args.candidate]
     if len(specs) < 2:
         raise CliError("give at least one --candidate besides the --baseline")

@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from evalcore import csvsafe
+from evalcore.cli import check_option
 from evalcore.ratings import (
     TIES_POLICIES,
     aggregate,
@@ -109,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
         args.bootstrap = DEFAULT_ROUNDS[args.method]
     if args.bootstrap < 0:
         raise ValueError("--bootstrap must be zero or positive")
+    check_option(args.seed, "--seed", minimum=0)
     if not 0 < args.level < 1:
         raise ValueError("--level must be between 0 and 1")
     if not (math.isfinite(args.k) and args.k > 0):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evalcore.cli import CliError
+from evalcore.cli import CliError, check_option
 from evalcore.cli.run import print_table
 from evalcore.engine import TaskConfig, TaskIndex, load_config_file, read_samples, score_records
 from evalcore.engine.results import atomic_write, read_results, results_payload, sample_line
@@ -30,7 +30,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-
+    check_option(args.seed, "--seed", minimum=0)
     if Path(args.task).is_file():
         config = load_config_file(args.task, trusted=args.trust_task_code)
     else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from evalcore.cli import CliError
+from evalcore.cli import CliError, check_option, task_names
 from evalcore.engine import TaskIndex, evaluate, write_run
 from evalcore.engine.cache import CachedBackend, RequestCache
 from evalcore.engine.results import read_results, run_to_dict
@@ -47,13 +47,17 @@ def run(args) -> int:
 
     if args.log_samples and not args.output_dir:
         raise CliError("--log-samples needs --output-dir")
-    if args.num_fewshot is not None and args.num_fewshot < 0:
-        raise CliError("--num-fewshot must be 0 or more")
-    index = TaskIndex(args.include_path, trust_task_code=args.trust_task_code)
-    tasks, groups = index.resolve([t for t in args.tasks.split(",") if t.strip()])
+    # Every option is checked before the task files are read and the model loads (minutes on a big one).
+    check_option(args.num_fewshot, "--num-fewshot", minimum=0)
+    check_option(args.limit, "--limit")
+    check_option(args.seed, "--seed", minimum=0)
+    check_option(args.fewshot_seed, "--fewshot-seed", minimum=0)
+    names = task_names(args.tasks)
     model_args = parse_model_args(args.model_args)
     if args.batch_size is not None:
-        model_args["batch_size"] = args.batch_size
+        model_args["batch_size"] = batch_size(args.batch_size)
+    index = TaskIndex(args.include_path, trust_task_code=args.trust_task_code)
+    tasks, groups = index.resolve(names)
     backend = load_backend(args.model, **model_args)
     if args.cache:
         backend = CachedBackend(backend, RequestCache(args.cache))
@@ -74,6 +78,16 @@ def run(args) -> int:
         print(f"results written to {path}", file=sys.stderr)
     print_table(read_results(run_to_dict(result)))
     return 0
+
+
+def batch_size(text: str) -> str:
+    """``--batch-size``: 'auto' or a whole number of at least 1 (as text, as the backends take it)."""
+    value = text.strip().lower()
+    if value == "auto":
+        return value
+    if not value.isdigit() or int(value) < 1:
+        raise CliError(f"--batch-size must be 'auto' or a whole number of at least 1, got {text!r}")
+    return str(int(value))
 
 
 def print_table(results: dict) -> None:

@@ -22,5 +22,6 @@ def run(args) -> int:
     if not args.groups:
         for name in sorted(index.tasks):
             config = index.tasks[name]
-            print(f"{name}\t{config.output_type}\tv{config.version}")
+            version = "-" if config.version is None else f"v{config.version}"
+            print(f"{name}\t{config.output_type}\t{version}")
     return 0

@@ -23,6 +23,7 @@ from evalcore.engine.code_eval import uses_code_eval
 from evalcore.engine.filters import validate_filter_list
 from evalcore.engine.metrics import validate_metric_list
 from evalcore.engine.taskcode import PythonFunction, check_functions, functions_in
+from evalcore.validation import yaml_problem
 
 TASK_KEYS = {
     "task", "task_alias", "tag", "include", "dataset_path", "dataset_name", "dataset_kwargs",
@@ -60,7 +61,7 @@ def read_yaml(path: Path) -> dict:
     try:
         data = yaml.load(text, Loader=_Loader)  # noqa: S506 - SafeLoader subclass
     except yaml.YAMLError as exc:
-        raise ValueError(f"task file {str(path)!r} is not valid YAML: {exc}") from None
+        raise ValueError(f"task file {str(path)!r} is not valid YAML: {yaml_problem(exc)}") from None
     if not isinstance(data, dict):
         raise ValueError(f"task file {str(path)!r} must hold a mapping of keys, got {type(data).__name__}")
     _check_shape(data, str(path))

@@ -26,6 +26,7 @@ from evalcore.engine.config import (
     resolve_includes,
     task_config_from_mapping,
 )
+from evalcore.validation import yaml_problem
 
 BUNDLED = Path(__file__).resolve().parent.parent / "tasks"
 
@@ -57,7 +58,8 @@ class TaskIndex:
         try:
             config = load_config_file(path, trusted=trusted)
         except (ValueError, OSError, yaml.YAMLError, RecursionError) as exc:
-            reason = str(exc).removeprefix(f"{path.resolve()}: ")
+            reason = yaml_problem(exc) if isinstance(exc, yaml.YAMLError) else str(exc)
+            reason = " ".join(reason.removeprefix(f"{path.resolve()}: ").split())  # one line in the warning
             self.skipped[str(path)] = reason
             name = _declared_name(path)
             if name:

@@ -62,8 +62,7 @@ def _forward(base, input_ids, cache, **kwargs):
     """Run the decoder stack; transformers 5 calls the cache argument ``cache``, 4.x ``past_key_values``."""
     name = "cache" if "cache" in inspect.signature(type(base).forward).parameters else "past_key_values"
     out = base(input_ids=input_ids, **{name: cache}, use_cache=True, **kwargs)
-    new_cache = getattr(out, "cache", None)
-    return out.last_hidden_state, new_cache if new_cache is not None else out.past_key_values
+    return out.last_hidden_state, getattr(out, name, None)  # not the alias: it warns on transformers 5
 
 
 def _right_padded(rows: Sequence[Sequence[int]], pad_id: int):

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import yaml
 
+from evalcore.validation import yaml_problem
+
 MAX_PROTOCOL_BYTES = 256 * 1024
 KINDS = ("pairwise", "single")
 WINNERS = ("A", "B", "tie")
@@ -166,7 +168,7 @@ def load_protocol(source: str | Path, *, tokenizer=None) -> JudgeProtocol:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ValueError(f"protocol file {str(path)!r} is not valid YAML: {str(exc).splitlines()[0]}") from None
+        raise ValueError(f"protocol file {str(path)!r} is not valid YAML: {yaml_problem(exc)}") from None
     protocol = protocol_from_dict(data, where=str(path))
     if tokenizer is not None and protocol.verdict.method == "logprob":
         protocol.verdict_token_ids(tokenizer)

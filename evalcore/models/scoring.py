@@ -55,10 +55,9 @@ def run_base(base, *, input_ids, cache=None, **kwargs):
     """
     name = _cache_argument(type(base))
     out = base(input_ids=input_ids, **{name: cache}, **kwargs)
-    new_cache = getattr(out, "cache", None)
-    if new_cache is None:
-        new_cache = getattr(out, "past_key_values", None)
-    return out.last_hidden_state, new_cache
+    # Read the field under the name the model takes: on transformers 5, ``out.past_key_values`` is a
+    # deprecated alias that logs a warning each process (seen when the cache is off and ``cache`` is None).
+    return out.last_hidden_state, getattr(out, name, None)
 
 
 _CACHE_ARGUMENT: dict[type, str] = {}

@@ -47,7 +47,7 @@ from evalcore.ratings.result import (
     ranks_from_ratings,
     to_elo_scale,
 )
-from evalcore.validation import check_integer, check_level
+from evalcore.validation import check_integer, check_level, check_prior
 
 # A bootstrap round's fit stops once its largest step is below this (logit scale; 1.7e-7 Elo points).
 STEP_TOL = 1e-9
@@ -211,7 +211,7 @@ def bootstrap_bradley_terry(
     anchor = parse_anchor(anchor)
     if anchor is not None and anchor[0] not in counts.models:
         raise ValueError(f"anchor model {anchor[0]!r} is not among the rated models")
-    prior = float(prior or 0.0)
+    prior = check_prior(prior)
     m = counts.n_models
     cells = counts.cells()
     w_ij, w_ji = win_weights(cells, ties)

@@ -30,7 +30,7 @@ from evalcore.ratings.result import (
     ranks_from_ratings,
     to_elo_scale,
 )
-from evalcore.validation import check_level
+from evalcore.validation import check_level, check_prior
 
 
 @dataclass(frozen=True)
@@ -250,9 +250,7 @@ def fit_bradley_terry(
     anchor = parse_anchor(anchor)
     if anchor is not None and anchor[0] not in counts.models:
         raise ValueError(f"anchor model {anchor[0]!r} is not among the rated models")
-    prior = float(prior or 0.0)
-    if prior < 0:
-        raise ValueError("prior must be non-negative")
+    prior = check_prior(prior)
     if counts.n_pairs == 0:
         raise ValueError("no battles to fit")
     w_ij, w_ji = win_weights(counts.cells(), ties)

@@ -109,6 +109,13 @@ class LengthControlledResult:
         ]
 
 
+def _shown(value) -> str:
+    """A value as a message shows it: numpy scalars as plain numbers (7.0, not np.float64(7.0))."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    return repr(value)
+
+
 def _intern(values: list[str], column: str) -> tuple[tuple[str, ...], np.ndarray]:
     for row, v in enumerate(values, start=1):
         if not v:
@@ -184,7 +191,7 @@ def annotations_from_arrays(model, instruction_id, len_output_1, len_output_2, p
     bad = np.flatnonzero(~np.isfinite(pref) | (pref < 1) | (pref > 2))
     if bad.size:
         raise ValueError(
-            f"row {bad[0] + 1}, column 'preference': {preference[bad[0]]!r} is not in [1, 2] (or 0)"
+            f"row {bad[0] + 1}, column 'preference': {_shown(preference[bad[0]])} is not in [1, 2] (or 0)"
         )
     for name, col in (("len_output_1", len1), ("len_output_2", len2)):
         bad = np.flatnonzero(~np.isfinite(col) | (col < 0))

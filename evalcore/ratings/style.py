@@ -32,7 +32,7 @@ from evalcore.ratings.result import (
     to_elo_scale,
 )
 from evalcore.ratings.style_fit import StyleProblem
-from evalcore.validation import check_integer, check_level
+from evalcore.validation import check_integer, check_level, check_prior
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ def fit_style_controlled(
     if anchor is not None and anchor[0] not in battles.models:
         raise ValueError(f"anchor model {anchor[0]!r} is not among the rated models")
     x, feature_names, mean, std = _standardised_features(battles, features, feature_names)
-    prior = float(prior or 0.0)
+    prior = check_prior(prior)
     y, w = _targets_and_weights(battles, ties)
     if counts is None or ties != "half":  # under "half" every battle weighs 1: the plain counts
         counts = aggregate(battles, weights=w)

@@ -28,6 +28,7 @@ error shape (``{"error": {"message", "type", "param", "code"}}``), never a crash
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from pathlib import Path
@@ -72,9 +73,9 @@ def run(args) -> int:
         )
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port {args.port} must be from 0 to 65535")
-    if args.max_tokens_limit < 1 or args.max_body_bytes < 1024 or args.queue_timeout <= 0:
+    if args.max_tokens_limit < 1 or args.max_body_bytes < 1024 or not (math.isfinite(args.queue_timeout) and args.queue_timeout > 0):
         raise ValueError(
-            "--max-tokens-limit >= 1, --max-body-bytes >= 1024 and --queue-timeout > 0 are required"
+            "--max-tokens-limit >= 1, --max-body-bytes >= 1024 and a finite --queue-timeout > 0 are required"
         )
     api_key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV) or None
     if api_key is not None and len(api_key) < 16:

@@ -31,7 +31,9 @@ def test_scan_command_writes_flagged_items_and_report(data_env, gsm8k_items, tmp
     [
         (["--tasks", "gsm8k_nonexistent"], "unknown task 'gsm8k_nonexistent'"),
         (["--tasks", "gsm8k", "--n", "20"], "n must be an integer from 8 to 13"),
-        (["--tasks", "gsm8k", "--min-matches", "0"], "min_matches must be a positive integer"),
+        (["--tasks", "gsm8k", "--min-matches", "0"], "--min-matches must be at least 1, got 0"),
+        (["--tasks", "gsm8k", "--max-line-bytes", "0"], "--max-line-bytes must be at least 1, got 0"),
+        (["--tasks", ","], "--tasks names no task"),
     ],
 )
 def test_scan_errors_are_one_line_and_exit_code_2(data_env, tmp_path, args, message):

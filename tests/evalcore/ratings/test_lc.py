@@ -120,7 +120,7 @@ def test_lc_command(data_dir, capsys):
         ("", "the file is empty"),
         (
             "model,instruction_id,len_output_1,len_output_2,preference\na,i1,10,20,2.5\n",
-            "row 1, column 'preference'",
+            "row 1, column 'preference': 2.5 is not in [1, 2] (or 0)",  # a plain number, not np.float64(2.5)
         ),
         (
             "model,instruction_id,len_output_1,len_output_2,preference\na,i1,ten,20,2\n",

@@ -87,3 +87,27 @@ def test_numpy_integer_counts_are_accepted(battles):
     assert result.bootstrap_rounds == 20
     elo = online_elo(battles, permutations=np.int32(4), rng=np.random.default_rng(0))
     assert elo.samples.shape == (4, 3)
+
+
+PRIOR_CALLS = [
+    ("fit_bradley_terry", lambda b, prior: fit_bradley_terry(aggregate(b), prior=prior)),
+    ("bootstrap_bradley_terry", lambda b, prior: bootstrap_bradley_terry(aggregate(b), rounds=5, seed=0, prior=prior)),
+    ("fit_style_controlled", lambda b, prior: fit_style_controlled(b, features=_features(b), prior=prior)),
+]  # fmt: skip
+BAD_PRIORS = [(-1.0, "got -1.0"), (math.nan, "got nan"), (math.inf, "got inf"), (True, "got True"), ("0.1", "got '0.1'")]
+
+
+@pytest.mark.parametrize("name, call", PRIOR_CALLS, ids=[name for name, _ in PRIOR_CALLS])
+@pytest.mark.parametrize("prior, shown", BAD_PRIORS, ids=[repr(p) for p, _ in BAD_PRIORS])
+def test_every_fit_refuses_a_negative_or_non_finite_prior(battles, name, call, prior, shown):
+    # Before, only fit_bradley_terry checked (and only the sign): the bootstrap and the style fit took
+    # a NaN prior into every Newton step.
+    with pytest.raises(ValueError, match=rf"^prior must be a non-negative finite number, {shown}$"):
+        call(battles, prior)
+
+
+@pytest.mark.parametrize("name, call", PRIOR_CALLS, ids=[name for name, _ in PRIOR_CALLS])
+def test_a_zero_or_none_prior_is_the_plain_mle(battles, name, call):
+    plain, zero = call(battles, None), call(battles, 0)
+    rated = [r.ratings if isinstance(r, StyleControlledResult) else r for r in (plain, zero)]
+    np.testing.assert_allclose(rated[0].ratings, rated[1].ratings, atol=1e-9)
