@@ -1,7 +1,15 @@
 """Speed and parity of log-prob judging against a plain transformers loop.
 
 Same model, same prompts, same process, alternating peer and ours over ``--rounds`` slices of the
-pairs: LLMBar pairs judged in both orders with the bundled ``alpacaeval-logprob`` protocol.
+pairs, judged in both orders with the bundled ``alpacaeval-logprob`` protocol. Two workloads:
+
+- ``--workload audit`` (default): LLMBar pairs, as ``judge audit`` judges them (a pair's two orders
+  share their question);
+- ``--workload run``: the static-score workload of ``judge run``, built from real answers: MT-Bench's
+  human-judgment file holds up to six models' answers to each of its questions; the first answer of
+  each question (in file order) plays the baseline and every other answer a candidate model, and the
+  prompts are keyed by (question, order) exactly as ``judge_run`` keys them (every candidate's prompt
+  with the baseline's answer first shares the question and that answer).
 
 - plain: one forward pass per judgment over the whole prompt, full logits, softmax at the last
   position (``evalcore.judging.logprob.p_first_plain``: what a hand-written loop does);
@@ -18,8 +26,8 @@ code 1 otherwise). Writes ``bench/out/judging.json``.
 
 Usage::
 
-    python bench/judging.py [--pairs 100] [--model DIR] [--device cpu|cuda] [--threads 2] [--budget N]
-                              [--rounds 4]
+    python bench/judging.py [--workload audit|run] [--pairs 100] [--model DIR] [--device cpu|cuda]
+                              [--threads 2] [--budget N] [--rounds 4]
 """
 
 from __future__ import annotations
@@ -57,12 +65,37 @@ def flop_ceiling(model, prompts) -> float:
     return plain / (trie_tokens(prompts) * body)
 
 
+def run_workload(path: str, limit: int):
+    """(pairs, group keys) of a judge run against a baseline, from a file with several answers per question.
+
+    Questions come in file order; each contributes (its distinct answers - 1) pairs, baseline first as
+    ``answer_1`` (as ``judge_run`` builds them); ``limit`` bounds the number of pairs (whole questions).
+    """
+    from evalcore.judging import read_pairs
+    from evalcore.judging.records import PairItem
+
+    answers: dict[str, list[str]] = {}
+    for pair in read_pairs(path):
+        seen = answers.setdefault(pair.question, [])
+        seen.extend(a for a in (pair.answer_1, pair.answer_2) if a not in seen)
+    pairs, keys = [], []
+    for k, (question, texts) in enumerate(answers.items()):
+        if len(texts) < 3 or len(pairs) >= limit:  # a baseline and at least two candidates
+            continue
+        for m, text in enumerate(texts[1:]):
+            pairs.append(PairItem(f"m{m}/{k}", question, texts[0], text))
+            keys.append(k)
+    return pairs, keys
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     data = Path(os.environ.get("PODIUM_DATA_DIR", ROOT.parent / "shared" / "data"))
     models = Path(os.environ.get("PODIUM_MODELS_DIR", ROOT / "var" / "models"))
-    parser.add_argument("--pairs", type=int, default=100, help="LLMBar pairs (each judged in both orders)")
-    parser.add_argument("--pairs-file", default=str(data / "judges" / "llmbar_natural.json"))
+    parser.add_argument("--workload", choices=("audit", "run"), default="audit")
+    parser.add_argument("--pairs", type=int, default=100, help="pairs (each judged in both orders)")
+    parser.add_argument("--pairs-file", default=None,
+                        help="default: judges/llmbar_natural.json (audit), judges/mtbench_human_majority.json (run)")  # fmt: skip
     parser.add_argument("--model", default=str(models / "SmolLM2-135M-Instruct"))
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=None)
@@ -83,20 +116,35 @@ def main() -> int:
     judge = load_backend("hf", path=args.model, dtype="float32", device=args.device)
     protocol = load_protocol("alpacaeval-logprob", tokenizer=judge.tokenizer)
     token_ids = protocol.verdict_token_ids(judge.tokenizer)
-    pairs = read_pairs(args.pairs_file)[: args.pairs]
+    default_file = "llmbar_natural.json" if args.workload == "audit" else "mtbench_human_majority.json"
+    pairs_file = args.pairs_file or str(data / "judges" / default_file)
+    if args.workload == "audit":
+        pairs = read_pairs(pairs_file)[: args.pairs]
+        keys = [pair.pair_id for pair in pairs]
+    else:
+        pairs, keys = run_workload(pairs_file, args.pairs)
     prompts, groups = [], []
-    for pair in pairs:
+    for pair, key in zip(pairs, keys):
         for order in ("ab", "ba"):
             prompts.append(prompt_token_ids(judge.tokenizer, order_messages(protocol, pair, order), protocol.verdict.prefix))
-            groups.append(pair.pair_id)
+            groups.append(key if args.workload == "audit" else (key, order))
     budget = args.budget or (CPU_TOKEN_BUDGET if judge.device.type == "cpu" else 65536)
     p_first_plain(judge.model, prompts[0][:64], token_ids)  # warm-up
     p_first_batched(judge.model, [prompts[0][:64]], token_ids)
     load_before = os.getloadavg()[0]
     plain, batched, plain_s, batched_s = [], [], 0.0, 0.0
-    per_round = -(-len(pairs) // max(1, args.rounds)) * 2  # whole pairs per round, both orders
-    for lo in range(0, len(prompts), per_round):  # alternate peer and ours so load drift hits both
-        chunk, chunk_groups = prompts[lo : lo + per_round], groups[lo : lo + per_round]
+    # Alternate peer and ours over slices so that load drift hits both; a slice holds whole groups
+    # (a pair's two orders; in the run workload, a question's every pair), so no sharing is cut.
+    per_round = -(-len(prompts) // max(1, args.rounds))
+    slices, lo = [], 0
+    while lo < len(prompts):
+        hi = min(lo + per_round, len(prompts))
+        while hi < len(prompts) and keys[hi // 2] == keys[(hi - 1) // 2]:
+            hi += 1
+        slices.append((lo, hi))
+        lo = hi
+    for lo, hi in slices:
+        chunk, chunk_groups = prompts[lo:hi], groups[lo:hi]
         start = time.perf_counter()
         plain += [p_first_plain(judge.model, ids, token_ids) for ids in chunk]
         plain_s += time.perf_counter() - start
@@ -106,6 +154,7 @@ def main() -> int:
         batched_s += time.perf_counter() - start
     diff = max(abs(a - b) for a, b in zip(plain, batched))
     summary = {
+        "workload": args.workload, "pairs_file": pairs_file, "questions": len(set(keys)),
         "pairs": len(pairs), "judgments": len(prompts), "prompt_tokens": sum(len(p) for p in prompts),
         "device": str(judge.device), "threads": torch.get_num_threads(), "token_budget": budget,
         "rounds": args.rounds,
@@ -117,7 +166,8 @@ def main() -> int:
     }  # fmt: skip
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"{len(pairs)} pairs x 2 orders = {len(prompts)} judgments, {summary['prompt_tokens']} prompt tokens, "
+    print(f"workload {args.workload}: {len(set(keys))} questions, "
+          f"{len(pairs)} pairs x 2 orders = {len(prompts)} judgments, {summary['prompt_tokens']} prompt tokens, "
           f"{summary['device']}, {summary['threads']} threads")
     print(f"plain transformers loop: {plain_s:8.2f} s  {summary['plain_judgments_per_s']:7.2f} judgments/s")
     print(f"evalcore judging:        {batched_s:8.2f} s  {summary['evalcore_judgments_per_s']:7.2f} judgments/s")
