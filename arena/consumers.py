@@ -51,7 +51,7 @@ class PingConsumer(AsyncWebsocketConsumer):
             return
         try:
             message = json.loads(text_data)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: '[[[[...' nested past the limit
             await self.send(json.dumps({"error": "not JSON"}))
             return
         if not isinstance(message, dict) or "ping" not in message:
@@ -111,7 +111,7 @@ class BattleConsumer(AsyncWebsocketConsumer):
     async def receive(self, text_data=None, bytes_data=None):
         try:
             message = json.loads(text_data) if text_data and len(text_data) <= MAX_PING_BYTES else None
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: '[[[[...' nested past the limit
             message = None
         if not isinstance(message, dict) or message.get("type") != "sync":
             await self.send(json.dumps({"type": "invalid", "message": 'the only message is {"type": "sync"}'}))

@@ -13,6 +13,7 @@ from arena.forms import PromptForm, VoteForm
 from arena.identity import address_hash, arena_session_key, session_key, voter_hashes
 from arena.ratelimit import RateLimited, hit, hit_address
 from arena.selectors_battles import battle_state
+from common.http import read_only
 from common.outages import is_outage, unavailable
 
 NO_SESSION_MESSAGE = (
@@ -125,7 +126,7 @@ def vote_create(request, public_id):
     return voter_action(request, VoteForm, "votes", settings.ARENA_VOTES_PER_MINUTE, act)
 
 
-@require_GET
+@read_only
 def battle_detail(request, public_id):
     key = arena_session_key(request)  # never creates a session
     state = None if key is None else battle_state(public_id=public_id, session_key=key)

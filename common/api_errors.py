@@ -9,7 +9,9 @@ operation, so clients and schemathesis know them.
 
 from __future__ import annotations
 
-from django.http import JsonResponse
+from django.conf import settings
+from django.http import HttpResponsePermanentRedirect, JsonResponse
+from django.urls import Resolver404, resolve
 from django.views import defaults
 
 API_PREFIX = "/api/"
@@ -34,6 +36,22 @@ def not_found(request, exception):
     if request.path.startswith(API_PREFIX):
         return JsonResponse({"detail": f"no API endpoint or object at {request.path[:200]}"}, status=404)
     return defaults.page_not_found(request, exception)
+
+
+def api_route_missing(request, *args, **kwargs):
+    """The last URL pattern: an ``/api/`` URL that no route matched, as the JSON 404 above.
+
+    ``/api/runs`` still redirects to ``/api/runs/`` (APPEND_SLASH), as it did before this pattern
+    existed: CommonMiddleware redirects only URLs that resolve to nothing.
+    """
+    if settings.APPEND_SLASH and not request.path_info.endswith("/"):
+        try:
+            match = resolve(request.path_info + "/")
+        except Resolver404:
+            match = None
+        if match is not None and match.func is not api_route_missing:
+            return HttpResponsePermanentRedirect(request.get_full_path(force_append_slash=True))
+    return not_found(request, None)
 
 
 def document_errors(result, generator, request, public):

@@ -6,8 +6,8 @@ from django.conf import settings
 from django.db import connections
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
 
+from common.http import read_only
 from common.urls import redact
 from workers.celery import app as celery_app
 
@@ -36,7 +36,7 @@ def broker_status() -> dict:
 
 
 @never_cache
-@require_GET
+@read_only
 def healthz(request):
     checks = {"database": database_status(), "broker": broker_status()}
     failing = [name for name, check in checks.items() if not check["ok"]]

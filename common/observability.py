@@ -11,8 +11,8 @@ import hmac
 from django.conf import settings
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
 
+from common.http import read_only
 from evalcore.netutil import is_loopback
 from workers import metrics, requestid
 
@@ -33,7 +33,7 @@ def _authorised(request) -> tuple[bool, str]:
 
 
 @never_cache
-@require_GET
+@read_only
 def metrics_view(request):
     ok, reason = _authorised(request)
     if not ok:

@@ -1,8 +1,9 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularAPIView
 
+from common.api_errors import api_route_missing
 from common.health import healthz
 from common.observability import metrics_view
 
@@ -19,4 +20,7 @@ urlpatterns = [
     path("api/", include("arena.api_urls")),
     path("api/", include("leaderboard.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    # Last: any other /api/ URL is a JSON 404 also with DEBUG on (handler404 serves only with it off, and
+    # Django's debug page would list every URL pattern of the site).
+    re_path(r"^api/", api_route_missing),
 ]

@@ -24,7 +24,24 @@ class PublicIdConverter:
         return value
 
 
+class RowIdConverter:
+    """A database row id: 1 to 18 digits, so every value fits a 64-bit integer column.
+
+    Django's ``int`` converter takes any length; a 20-digit id reached the database in a foreign-key
+    lookup and raised OverflowError (HTTP 500) where it must be a plain 404.
+    """
+
+    regex = "[0-9]{1,18}"
+
+    def to_python(self, value: str) -> int:
+        return int(value)
+
+    def to_url(self, value) -> str:
+        return str(int(value))
+
+
 register_converter(PublicIdConverter, "pubid")
+register_converter(RowIdConverter, "rowid")
 
 app_name = "leaderboard"
 urlpatterns = [
@@ -34,14 +51,14 @@ urlpatterns = [
     path("scores.json", board_views.scores_json, name="scores-json"),
     path("all-scores.csv", board_views.all_scores_csv, name="all-scores-csv"),
     path("all-scores.json", board_views.all_scores_json, name="all-scores-json"),
-    path("runs/<int:run_id>/", runs_views.run_protocol, name="run"),
-    path("runs/<int:run_id>/samples/", runs_views.run_samples, name="run-samples"),
-    path("runs/<int:run_id>/samples.jsonl", runs_views.run_samples_jsonl, name="run-samples-jsonl"),
+    path("runs/<rowid:run_id>/", runs_views.run_protocol, name="run"),
+    path("runs/<rowid:run_id>/samples/", runs_views.run_samples, name="run-samples"),
+    path("runs/<rowid:run_id>/samples.jsonl", runs_views.run_samples_jsonl, name="run-samples-jsonl"),
     path("judges/", judging_views.judges, name="judges"),
-    path("judges/<int:config_id>/", judging_views.judge_detail, name="judge"),
-    path("judges/<int:config_id>/models/<int:model_id>/", judging_views.judge_judgments, name="judge-judgments"),
-    path("judges/<int:config_id>/judgments.csv", judging_views.judgments_csv, name="judge-judgments-csv"),
-    path("judges/<int:config_id>/judgments.jsonl", judging_views.judgments_jsonl, name="judge-judgments-jsonl"),
+    path("judges/<rowid:config_id>/", judging_views.judge_detail, name="judge"),
+    path("judges/<rowid:config_id>/models/<rowid:model_id>/", judging_views.judge_judgments, name="judge-judgments"),
+    path("judges/<rowid:config_id>/judgments.csv", judging_views.judgments_csv, name="judge-judgments-csv"),
+    path("judges/<rowid:config_id>/judgments.jsonl", judging_views.judgments_jsonl, name="judge-judgments-jsonl"),
     path("compare/", board_views.compare, name="compare"),
     path("plotly-<str:version>.min.js", board_views.plotly_js, name="plotly-js"),
     path("accounts/", accounts_views.account, name="account"),
@@ -56,9 +73,9 @@ urlpatterns = [
     path("uploads/", tus.uploads, name="uploads"),
     path("uploads/<pubid:upload_id>/", tus.upload, name="upload"),
     path("review/", review_views.review_queue, name="review"),
-    path("review/<int:submission_id>/", review_views.review_submission, name="review-submission"),
-    path("review/<int:submission_id>/scan/", review_views.review_scan, name="review-scan"),
-    path("review/voters/<int:flag_id>/", review_views.review_voter, name="review-voter"),
-    path("review/votes/<int:vote_id>/", review_views.review_vote, name="review-vote"),
+    path("review/<rowid:submission_id>/", review_views.review_submission, name="review-submission"),
+    path("review/<rowid:submission_id>/scan/", review_views.review_scan, name="review-scan"),
+    path("review/voters/<rowid:flag_id>/", review_views.review_voter, name="review-voter"),
+    path("review/votes/<rowid:vote_id>/", review_views.review_vote, name="review-vote"),
     path("review/rescore/", review_views.rescore, name="review-rescore"),
 ]

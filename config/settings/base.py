@@ -94,6 +94,7 @@ MIDDLEWARE = [
     # Last, as django-axes asks: turns a locked-out login into a 429 page.
     "axes.middleware.AxesMiddleware",
 ]
+CSRF_FAILURE_VIEW = "common.http.csrf_failure"  # JSON under /arena/ and /api/, Django's page elsewhere
 
 # Login throttling (django-axes): after AXES_FAILURE_LIMIT failed logins for one username from one
 # address, further attempts are refused for AXES_COOLOFF_MINUTES. Keyed on both so that nobody can lock
@@ -288,6 +289,12 @@ REST_FRAMEWORK = {
         "anon": API_THROTTLE_ANON, "user": API_THROTTLE_USER, "submissions": API_THROTTLE_SUBMISSIONS,
     },
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PARSER_CLASSES": [
+        "common.api_input.JSONParser",  # a too-deeply nested body is a 400, not a RecursionError
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "common.api_input.ContentNegotiation",  # ?format=xml: 400, not 404
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 100,
 }

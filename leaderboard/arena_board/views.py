@@ -5,8 +5,8 @@ from __future__ import annotations
 from django import forms
 from django.shortcuts import render
 from django.utils import timezone
-from django.views.decorators.http import require_GET
 
+from common.http import read_only
 from leaderboard.arena_board.page import METHODS, arena_board_page, arena_live_html
 from leaderboard.board.charts import PLOTLY_VERSION
 
@@ -16,7 +16,7 @@ class ArenaBoardForm(forms.Form):
     category = forms.RegexField(regex=r"^[a-z_]+(:[A-Za-z0-9_-]{1,16})?$", max_length=64, required=False)
 
 
-@require_GET
+@read_only
 def arena_leaderboard(request):
     """Latest arena ratings: ``?method=bt|style&category=overall|language:xx|multi_turn|long_prompt``."""
     unknown = sorted(set(request.GET) - {"method", "category"})

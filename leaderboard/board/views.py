@@ -10,8 +10,8 @@ from django import forms
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
-from django.views.decorators.http import require_GET
 
+from common.http import read_only
 from common.streaming import streaming_download
 from leaderboard.board import exports
 from leaderboard.board.charts import PLOTLY_VERSION, plotly_bytes
@@ -57,7 +57,7 @@ class CompareForm(forms.Form):
     task = forms.RegexField(regex=r"^[A-Za-z0-9_.\-]{1,200}$", max_length=200)
 
 
-@require_GET
+@read_only
 def leaderboard_board(request):
     """``/leaderboard/``: models, arena ratings, benchmark scores with 95% intervals, the average."""
     form, errors = query_validate(request, BoardForm)
@@ -79,7 +79,7 @@ def leaderboard_board(request):
     return render(request, "leaderboard/index.html", context)
 
 
-@require_GET
+@read_only
 def compare(request):
     """``/leaderboard/compare/?a=&b=&task=``: paired difference over the documents both ran."""
     pickers = {"models": board_models(request.user), "benchmarks": board_benchmarks()}
@@ -121,19 +121,19 @@ def _export_table(request, kind: str):
     )
 
 
-@require_GET
+@read_only
 def scores_csv(request):
     """The leaderboard table as CSV (same filters as the page), with intervals and protocol hashes."""
     return _export_table(request, "csv")
 
 
-@require_GET
+@read_only
 def scores_json(request):
     """The leaderboard table as JSON (same filters as the page), with intervals and protocol hashes."""
     return _export_table(request, "json")
 
 
-@require_GET
+@read_only
 def all_scores_csv(request):
     """Every metric of every visible run, as CSV (streamed)."""
     viewer = request.user
@@ -142,7 +142,7 @@ def all_scores_csv(request):
     )
 
 
-@require_GET
+@read_only
 def all_scores_json(request):
     """Every metric of every visible run, as a JSON array (streamed)."""
     viewer = request.user
@@ -151,7 +151,7 @@ def all_scores_json(request):
     )
 
 
-@require_GET
+@read_only
 def plotly_js(request, version: str):
     """plotly.min.js from the installed package (the site runs offline: no CDN), cached for a year."""
     if version != PLOTLY_VERSION:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from django.core.paginator import Paginator
 from django.http import Http404, JsonResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_GET
 
+from common.http import read_only
 from common.streaming import streaming_download
 from leaderboard.judging import selectors
 from leaderboard.judging.exports import judgments_csv_chunks, judgments_jsonl_chunks
@@ -27,7 +27,7 @@ def _config_or_404(config_id: int):
     return config
 
 
-@require_GET
+@read_only
 def judges(request):
     """``/leaderboard/judges/``: every configured judge."""
     bad = query_empty(request)
@@ -36,7 +36,7 @@ def judges(request):
     return render(request, "leaderboard/judges.html", {"configs": selectors.judge_configs()})
 
 
-@require_GET
+@read_only
 def judge_detail(request, config_id: int):
     """``/leaderboard/judges/<id>/``: the judge's model, hash, protocol, orders, audit and scores."""
     config = _config_or_404(config_id)
@@ -46,7 +46,7 @@ def judge_detail(request, config_id: int):
     return render(request, "leaderboard/judge.html", selectors.judge_page(config, request.user))
 
 
-@require_GET
+@read_only
 def judge_judgments(request, config_id: int, model_id: int):
     """``/leaderboard/judges/<id>/models/<model>/``: each question, both answers and both verdicts."""
     config = _config_or_404(config_id)
@@ -74,11 +74,11 @@ def _export(request, config_id: int, chunks, content_type: str, extension: str):
                               content_type, f"judgments-{config.pk}.{extension}")  # fmt: skip
 
 
-@require_GET
+@read_only
 def judgments_csv(request, config_id: int):
     return _export(request, config_id, judgments_csv_chunks, "text/csv; charset=utf-8", "csv")
 
 
-@require_GET
+@read_only
 def judgments_jsonl(request, config_id: int):
     return _export(request, config_id, judgments_jsonl_chunks, "application/x-ndjson; charset=utf-8", "jsonl")

@@ -10,8 +10,8 @@ from django import forms
 from django.http import Http404
 from django.shortcuts import render
 from django.utils.http import urlencode
-from django.views.decorators.http import require_GET
 
+from common.http import read_only
 from common.streaming import streaming_download
 from leaderboard.query_forms import query_bad, query_empty, query_validate
 from leaderboard.runs import integrity
@@ -36,7 +36,7 @@ def _run_or_404(request, run_id: int):
     return run
 
 
-@require_GET
+@read_only
 def run_protocol(request, run_id: int):
     """``/leaderboard/runs/<id>/``: the protocol behind a score, with one document's exact prompt."""
     run = _run_or_404(request, run_id)
@@ -48,7 +48,7 @@ def run_protocol(request, run_id: int):
     return render(request, "leaderboard/protocol.html", context)
 
 
-@require_GET
+@read_only
 def run_samples(request, run_id: int):
     """``/leaderboard/runs/<id>/samples/``: per-document outputs, a page at a time, with filters."""
     run = _run_or_404(request, run_id)
@@ -69,7 +69,7 @@ def run_samples(request, run_id: int):
     return render(request, "leaderboard/samples.html", context)
 
 
-@require_GET
+@read_only
 def run_samples_jsonl(request, run_id: int):
     """A run's per-document records as the engine's samples JSONL (``evalcore rescore`` reads it)."""
     run = _run_or_404(request, run_id)

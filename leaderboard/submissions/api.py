@@ -84,7 +84,9 @@ class SubmissionCreateMixin:
     @extend_schema(request=SubmissionCreateSerializer, responses={201: DraftSerializer, **AUTH_RESPONSES},
                    summary="Create a submission; then upload its files with tus")  # fmt: skip
     def post(self, request):
-        body = request.data if isinstance(request.data, dict) else {}
+        body, errors = _checked_body(request.data)
+        if errors:
+            return _invalid(errors)
         files = body.get("files")
         form = SubmissionMetadataForm({k: v for k, v in body.items() if k != "files"})
         if not form.is_valid():
@@ -98,6 +100,36 @@ class SubmissionCreateMixin:
             "upload_url": request.build_absolute_uri(reverse("leaderboard:uploads")),
         }  # fmt: skip
         return Response(payload, status=status.HTTP_201_CREATED)
+
+
+CREATE_FIELDS = tuple(SubmissionCreateSerializer().fields)
+BOOLEAN_FIELDS = ("apply_chat_template", "private")
+_BOOLEAN_TEXT = {"true": True, "false": False}
+
+
+def _checked_body(data) -> tuple[dict, dict]:
+    """(the body's fields, errors): a JSON object of known fields, booleans as true or false.
+
+    Before, a body that was not an object answered "This field is required." for every field, an
+    unknown or read-only field (``owner``, ``status``) was dropped without a word, and any text was a
+    true boolean ("maybe" made a private submission).
+    """
+    if not isinstance(data, dict):
+        return {}, {"__all__": [f"the body must be a JSON object of the submission's fields, got {type(data).__name__}"]}
+    body = {key: (data.get(key) if hasattr(data, "getlist") else data[key]) for key in data}
+    errors = {}
+    unknown = sorted(str(key) for key in body if key not in CREATE_FIELDS)
+    for key in unknown[:10]:
+        errors[key[:80]] = [f"unknown field; the fields are: {', '.join(CREATE_FIELDS)}"]
+    for key in BOOLEAN_FIELDS:
+        value = body.get(key)
+        if value is None or isinstance(value, bool):
+            continue
+        if isinstance(value, str) and value.strip().lower() in _BOOLEAN_TEXT:
+            body[key] = _BOOLEAN_TEXT[value.strip().lower()]
+        else:
+            errors[key] = [f"must be true or false, got {str(value)[:40]!r}"]
+    return body, errors
 
 
 def _invalid(errors) -> Response:

@@ -105,9 +105,15 @@ def checksum_hasher(algorithm: str):
 
 
 def parse_checksum(header: str | None) -> tuple[str, bytes] | None:
-    """``Upload-Checksum: <algorithm> <base64 digest>`` → (algorithm, digest); None when absent."""
-    if not header:
+    """``Upload-Checksum: <algorithm> <base64 digest>`` → (algorithm, digest); None when absent.
+
+    A header that is present but blank is refused: the client meant to send a checksum, and storing
+    the chunk unchecked would hide its mistake.
+    """
+    if header is None:
         return None
+    if not header.strip():
+        raise ChunkError("Upload-Checksum is empty; send '<algorithm> <base64 digest>' (crc32, sha256 or sha1) or leave the header out.", 400)
     algorithm, _, encoded = header.strip().partition(" ")
     if algorithm not in CHECKSUM_ALGORITHMS:
         raise ChunkError(f"Checksum algorithm {algorithm[:20]!r} is not supported; use crc32, sha256 or sha1.", 400)

@@ -12,8 +12,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_POST
 
+from common.http import read_only
 from leaderboard.models import Submission
 from leaderboard.review import selectors as selectors_review
 from leaderboard.runs import integrity
@@ -90,7 +91,7 @@ def _submit(request, handler: SizeLimitHandler):
 
 
 @login_required
-@require_GET
+@read_only
 def submissions(request):
     """``/leaderboard/submissions/``: the owner's submissions, polled while any is active."""
     rows = [(s, selectors.submission_status(s)) for s in selectors.submissions_for_owner(request.user)]
@@ -99,7 +100,7 @@ def submissions(request):
 
 @never_cache
 @login_required
-@require_GET
+@read_only
 def submission_status(request, public_id: str):
     submission = selectors.submission_for_owner(request.user, public_id)
     if submission is None:
@@ -121,7 +122,7 @@ def submission_publish(request, public_id: str):
     return redirect("leaderboard:submissions")
 
 
-@require_GET
+@read_only
 def submission_detail(request, public_id: str):
     """A submission's results: scores with their 95% intervals, per task."""
     submission = selectors.submission_visible(request.user, public_id)

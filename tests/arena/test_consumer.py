@@ -56,7 +56,8 @@ def test_owner_gets_a_snapshot_then_live_events_without_names():
         )
         delta = json.loads(await ws.receive_from(timeout=60))
         assert delta == {"type": "delta", "turn": 0, "side": "a", "offset": 0, "text": "Hi"}
-        for hostile in ("not json", json.dumps([1, 2]), json.dumps({"type": "vote", "winner": "model_a"}), "x" * 10_000):
+        nested = "[" * 2000 + "]" * 2000  # within the size limit, past json's recursion limit
+        for hostile in ("not json", json.dumps([1, 2]), json.dumps({"type": "vote", "winner": "model_a"}), "x" * 10_000, nested):
             await ws.send_to(text_data=hostile)
             assert json.loads(await ws.receive_from(timeout=60))["type"] == "invalid"
         await ws.send_to(text_data=json.dumps({"type": "sync"}))

@@ -72,6 +72,8 @@ def test_crc32_is_the_standard_crc_sent_big_endian():
             "wrong length",
         ),  # a sha256 digest
         ("sha256 y/Q5Jg==", "wrong length"),  # a crc32 digest
+        ("", "Upload-Checksum is empty"),  # present but blank: before, the chunk was stored unchecked
+        ("   ", "Upload-Checksum is empty"),
     ],
 )
 def test_malformed_or_unknown_checksums_are_refused_with_a_reason(value, message):
