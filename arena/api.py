@@ -188,7 +188,7 @@ class BattleDetail(generics.RetrieveAPIView):
     serializer_class = BattleSerializer
 
     def get_object(self):
-        validated_query(self.request, serializers.Serializer)
+        validated_query(self.request, serializers.Serializer, paged=False)
         battle = selectors.battle_published(self.kwargs["public_id"], delay_s=_publish_delay())
         if battle is None:
             raise Http404("no published battle with this id (battles are published a while after their vote)")
@@ -209,7 +209,7 @@ class SnapshotDetail(generics.RetrieveAPIView):
     serializer_class = SnapshotSerializer
 
     def get_object(self):
-        validated_query(self.request, serializers.Serializer)
+        validated_query(self.request, serializers.Serializer, paged=False)
         snapshot = selectors.snapshot_by_id(self.kwargs["pk"])
         if snapshot is None:
             raise Http404("no such snapshot")
@@ -226,7 +226,7 @@ class LiveRatingsView(APIView):
 
     @extend_schema(parameters=[LiveRatingsFilters], responses=LiveRatingsSerializer)
     def get(self, request):
-        params = validated_query(request, LiveRatingsFilters)
+        params = validated_query(request, LiveRatingsFilters, paged=False)
         row = selectors.live_rating(params["category"])
         if row is None:
             raise Http404(f"no live ratings for category {params['category']!r} yet")
@@ -238,7 +238,7 @@ class RatingsView(APIView):
 
     @extend_schema(parameters=[RatingsFilters], responses=RatingsSerializer)
     def get(self, request):
-        params = validated_query(request, RatingsFilters)
+        params = validated_query(request, RatingsFilters, paged=False)
         snapshot = selectors.snapshot_latest(params["method"], params["category"])
         if snapshot is None:
             raise Http404(

@@ -6,12 +6,15 @@ from __future__ import annotations
 from rest_framework.exceptions import ValidationError
 
 PAGING_PARAMS = frozenset({"limit", "offset", "format"})
+UNPAGED_PARAMS = frozenset({"format"})
 
 
-def validated_query(request, serializer_class, *, drop_blank: bool = False) -> dict:
-    """The request's query parameters validated by ``serializer_class`` (paging names allowed too);
-    values that are None, and with ``drop_blank`` empty strings, are left out."""
-    allowed = set(serializer_class().fields) | PAGING_PARAMS
+def validated_query(request, serializer_class, *, drop_blank: bool = False, paged: bool = True) -> dict:
+    """The request's query parameters validated by ``serializer_class`` (and ``format``; ``limit`` and
+    ``offset`` where the answer is a page: ``paged=False`` for one object or a whole table, where they
+    were accepted with any value and ignored); values that are None, and with ``drop_blank`` empty
+    strings, are left out."""
+    allowed = set(serializer_class().fields) | (PAGING_PARAMS if paged else UNPAGED_PARAMS)
     unknown = sorted(set(request.query_params) - allowed)
     if unknown:
         raise ValidationError(

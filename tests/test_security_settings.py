@@ -6,6 +6,7 @@ import base64
 import json
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
 from rest_framework.throttling import AnonRateThrottle
 
@@ -69,6 +70,22 @@ def test_login_is_locked_after_repeated_failures(settings):
     response = elsewhere.post(url, {"username": "owner@example.org", "password": "a-long-passphrase-42"})
     assert response.status_code == 302
     assert "_auth_user_id" in elsewhere.session
+
+
+@pytest.mark.django_db
+def test_an_account_whose_username_is_not_its_email_signs_in_with_its_email():
+    # The demo's admin (username "admin", email admin@localhost) could sign in only at /admin/.
+    get_user_model().objects.create_superuser("admin", "admin@localhost", "a-long-passphrase-42")
+    client = Client(REMOTE_ADDR="203.0.113.20")
+    url = "/leaderboard/accounts/login/"
+    assert client.post(url, {"username": "ADMIN@localhost", "password": "a-long-passphrase-42"}).status_code == 302
+    assert client.get("/leaderboard/review/").status_code == 200
+    # Two accounts sharing an address: neither is guessed; the address is tried as a username.
+    get_user_model().objects.create_user("one", "twice@example.org", "a-long-passphrase-42")
+    get_user_model().objects.create_user("two", "twice@example.org", "a-long-passphrase-42")
+    shared = Client(REMOTE_ADDR="203.0.113.21")
+    assert shared.post(url, {"username": "twice@example.org", "password": "a-long-passphrase-42"}).status_code == 200
+    assert "_auth_user_id" not in shared.session
 
 
 @pytest.mark.django_db

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from evalcore.cli import CliError, check_option, task_names
 from evalcore.contamination.corpus import MAX_LINE_BYTES
@@ -78,8 +79,6 @@ def _progress(label: str, enabled: bool):
     """A tqdm counter on stderr for a backend's ``progress`` callback (None when turned off)."""
     if not enabled:
         return None, lambda: None
-    from tqdm import tqdm
-
     bar = tqdm(desc=label, unit="step", leave=True)
     return bar.update, bar.close
 

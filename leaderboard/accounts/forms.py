@@ -42,4 +42,16 @@ class EmailLoginForm(AuthenticationForm):
     username = forms.EmailField(label="Email", max_length=150, widget=forms.EmailInput(attrs={"autofocus": True}))
 
     def clean_username(self) -> str:
-        return self.cleaned_data["username"].strip().lower()
+        """The account's username for this email address.
+
+        Sign-up stores the address as the username. An account made otherwise (``createsuperuser``, the
+        demo's ``admin`` with email ``admin@localhost``) has another username: the address finds it, so
+        staff can sign in here too, as long as exactly one account has that address.
+        """
+        email = self.cleaned_data["username"].strip().lower()
+        users = get_user_model().objects
+        if not users.filter(username=email).exists():
+            others = list(users.filter(email__iexact=email).values_list("username", flat=True)[:2])
+            if len(others) == 1:
+                return others[0]
+        return email

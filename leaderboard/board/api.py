@@ -150,7 +150,7 @@ class RunDetail(generics.RetrieveAPIView):
     serializer_class = RunSerializer
 
     def get_object(self):
-        validated_query(self.request, NoFilters, drop_blank=True)
+        validated_query(self.request, NoFilters, drop_blank=True, paged=False)
         run = selectors_runs.run_visible(self.request.user, self.kwargs["pk"])
         if run is None:
             raise Http404("no such run")

@@ -110,7 +110,7 @@ class JudgeDetail(generics.RetrieveAPIView):
     serializer_class = JudgeDetailSerializer
 
     def get_object(self):
-        validated_query(self.request, NoFilters, drop_blank=True)
+        validated_query(self.request, NoFilters, drop_blank=True, paged=False)
         return selectors.judge_page(_config(self.kwargs["pk"]), self.request.user)
 
 

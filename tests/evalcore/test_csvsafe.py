@@ -20,6 +20,14 @@ from evalcore.cli import main
         ("@SUM(1,2)", "'@SUM(1,2)"),
         ("\t=1+1", "'\t=1+1"),
         ("\r=1+1", "'\r=1+1"),
+        (" =1+1", "' =1+1"),  # leading white space that an importer may trim
+        ("\n=1+1", "'\n=1+1"),
+        ("\u00a0=1+1", "'\u00a0=1+1"),
+        ("\ufeff=1+1", "'\ufeff=1+1"),
+        ("\uff1d1+1", "'\uff1d1+1"),  # full-width equals sign
+        ("  \uff20SUM(1)", "'  \uff20SUM(1)"),
+        (" -1", " -1"),  # a number with a space stays a number
+        ("a =b", "a =b"),
         ("smollm2-135m", "smollm2-135m"),
         ("a=b", "a=b"),
         ("", ""),

@@ -128,3 +128,20 @@ def test_a_submission_body_that_is_not_an_object_gets_one_message(client, owner,
 def test_true_and_false_as_text_are_still_booleans(client, owner, tiny_dir):
     response = tus.create_draft(client, tus.declared(tiny_dir), private="true", apply_chat_template=False)
     assert response.status_code == 201, response.content
+
+
+@pytest.mark.parametrize(
+    "url", ["/api/ratings/?offset=abc", "/api/ratings/live/?limit=5", "/api/ratings/?limit=abc"]
+)
+def test_paging_parameters_are_refused_where_the_answer_is_not_a_page(client, url):
+    # They were accepted with any value and ignored; the error for another unknown name listed them.
+    response = client.get(url)
+    assert response.status_code == 400
+    detail = response.json()["detail"]
+    assert detail.startswith("unknown parameter(s): ") and "allowed: " in detail
+    assert "'limit'" not in detail.split("allowed: ")[1] and "'offset'" not in detail.split("allowed: ")[1]
+
+
+def test_paging_parameters_still_page_the_lists(client):
+    assert client.get("/api/runs/?limit=5&offset=0").status_code == 200
+    assert client.get("/api/runs/?limit=abc").status_code == 400
