@@ -77,12 +77,6 @@ class BattleFilters(serializers.Serializer):
     since = serializers.DateTimeField(required=False)
     until = serializers.DateTimeField(required=False)
 
-    def validate(self, attrs):
-        since, until = attrs.get("since"), attrs.get("until")
-        if since is not None and until is not None and since > until:  # an empty answer would look like "no votes"
-            raise serializers.ValidationError({"until": [f"must not be before since ({since.isoformat()})"]})
-        return attrs
-
 
 class SnapshotFilters(serializers.Serializer):
     method = serializers.ChoiceField(choices=RatingSnapshot.Method.values, required=False)
