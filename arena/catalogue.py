@@ -28,6 +28,7 @@ import yaml
 from django.db import transaction
 
 from arena.models import LanguageModel
+from evalcore.models.vllm_settings import check_engine_args
 
 ENTRY_KEYS = {
     "name", "backend", "model_args", "weight", "family", "generation", "system_prompt", "queue", "aliases", "maker",
@@ -90,6 +91,14 @@ def _entry(raw, where: str) -> dict:
         _fail(f"{where}.model_args.path", "required for the hf backend")
     if backend == "openai" and "base_url" not in model_args:
         _fail(f"{where}.model_args.base_url", "required for the openai backend")
+    if backend == "vllm":
+        if "path" not in model_args:
+            _fail(f"{where}.model_args.path", "required for the vllm backend")
+        engine_args = {k: v for k, v in model_args.items() if k not in ("path", "device", "batch_size")}
+        try:  # the engine arguments, checked here rather than when a worker first loads the model
+            check_engine_args(engine_args)
+        except ValueError as exc:
+            _fail(f"{where}.model_args", str(exc))
     generation = raw.get("generation") or {}
     if not isinstance(generation, dict):
         _fail(f"{where}.generation", "must be a mapping")

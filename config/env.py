@@ -125,13 +125,30 @@ def string_list(variable: str, *, default: list[str]) -> list[str]:
 
 def json_list(variable: str, *, default: list) -> list:
     """A JSON list setting (for example a list of task dicts); the default when unset."""
+    return _json_value(variable, default, list)
+
+
+def json_object(variable: str, *, default: dict) -> dict:
+    """A JSON object setting (for example engine arguments); the default when unset."""
+    return _json_value(variable, default, dict)
+
+
+def choice(variable: str, *, default: str, choices: tuple[str, ...]) -> str:
+    value = env.str(variable, default=default).strip() or default
+    if value not in choices:
+        raise ConfigError(variable, f"must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _json_value(variable: str, default, kind: type):
     raw = env.str(variable, default="").strip()
     if not raw:
         return default
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(variable, f"not valid JSON ({exc.msg} at character {exc.pos})") from None
-    if not isinstance(value, list):
-        raise ConfigError(variable, f"expected a JSON list, got {type(value).__name__}")
+    except (json.JSONDecodeError, RecursionError) as exc:
+        where = f" ({exc.msg} at character {exc.pos})" if isinstance(exc, json.JSONDecodeError) else " (nested too deep)"
+        raise ConfigError(variable, f"not valid JSON{where}") from None
+    if not isinstance(value, kind):
+        raise ConfigError(variable, f"expected a JSON {'list' if kind is list else 'object'}, got {type(value).__name__}")
     return value

@@ -204,9 +204,12 @@ def start_worker(processes) -> Callable[..., subprocess.Popen]:
 
     def start(
         *, env: dict[str, str], queues: str = "default", name: str = "worker", concurrency: int = 1,
-        beat_schedule: Path | None = None,
+        beat_schedule: Path | None = None, threads: bool = False,
     ) -> subprocess.Popen:
-        pool = ["--pool", "solo"] if concurrency == 1 else ["--pool", "prefork", "--concurrency", str(concurrency)]
+        # threads=True: tasks run as threads of one process (the GPU worker's pool: one vLLM engine per
+        # model, shared by concurrent battles).
+        kind = "threads" if threads else "prefork"
+        pool = ["--pool", "solo"] if concurrency == 1 and not threads else ["--pool", kind, "--concurrency", str(concurrency)]
         # With a schedule file, the worker runs celery beat too (CELERY_BEAT_SCHEDULE's periodic tasks).
         beat = ["--beat", "--schedule", str(beat_schedule)] if beat_schedule else []
         argv = [

@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from celery.signals import worker_process_shutdown, worker_shutdown
 
 from workers import queues
+from workers.runtime import pool_close_on_shutdown
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
 
@@ -41,3 +43,7 @@ def ensure_broker_folders() -> None:
 
 
 ensure_broker_folders()
+# Prefork children get worker_process_shutdown; the threads and solo pools run tasks in the main
+# process, which gets worker_shutdown. Either way the loaded models (vLLM engines) are closed.
+worker_process_shutdown.connect(pool_close_on_shutdown, weak=False)
+worker_shutdown.connect(pool_close_on_shutdown, weak=False)

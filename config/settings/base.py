@@ -368,6 +368,11 @@ try:
     LEADERBOARD_SUITE_TASKS = config_env.json_list(
         "LEADERBOARD_SUITE_TASKS", default=[{"task": "gsm8k", "num_fewshot": 5, "limit": 200}]
     )
+    # The engine that evaluates submissions: "hf" (transformers) or "vllm" (vLLM's engine, CUDA or CPU
+    # build), with engine arguments as a JSON object, e.g. {"kv_cache_gb": 4, "max_num_seqs": 64}
+    # (docs/models.md). The protocol of every score records the engine and its arguments.
+    LEADERBOARD_EVAL_BACKEND = config_env.choice("LEADERBOARD_EVAL_BACKEND", default="hf", choices=("hf", "vllm"))
+    LEADERBOARD_EVAL_BACKEND_ARGS = config_env.json_object("LEADERBOARD_EVAL_BACKEND_ARGS", default={})
     ARENA_REFIT_DEBOUNCE_S = config_env.integer("ARENA_REFIT_DEBOUNCE_S", default=30, minimum=1)
     # The live board (arena.live): a point fit within ARENA_LIVE_DEBOUNCE_S of a vote; a debounced full
     # refit follows votes only while the arena has at most ARENA_REFIT_ON_VOTE_MAX_VOTES counted votes.

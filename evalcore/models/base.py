@@ -21,6 +21,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 
+class ModelDoesNotFit(ValueError):
+    """A model's weights and caches do not fit the memory it may use (raised before anything is allocated)."""
+
+
 @dataclass(frozen=True)
 class LoglikelihoodRequest:
     """Score ``continuation`` given ``context`` (plain strings, no chat template)."""

@@ -17,6 +17,8 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from evalcore.models.base import ModelDoesNotFit
+
 GiB = 1 << 30
 DTYPES = ("auto", "float16", "bfloat16", "float32")
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
@@ -78,6 +80,42 @@ def checkpoint_dtype(config: dict) -> str:
     return declared if declared in DTYPE_BYTES else "float32"
 
 
+ENGINE_ARGS = {
+    "dtype": lambda v, name: _choice(v, name, DTYPES),
+    "max_model_len": lambda v, name: _number(v, name),
+    "enforce_eager": _flag,
+    "max_num_seqs": lambda v, name: _number(v, name, maximum=4096),
+    "tensor_parallel_size": lambda v, name: _number(v, name, maximum=64),
+    "gpu_memory_utilization": lambda v, name: _number(v, name, float, maximum=1),
+    "kv_cache_gb": lambda v, name: _number(v, name, float, maximum=1024),
+    "memory_budget_gb": lambda v, name: _number(v, name, float),
+    "seed": lambda v, name: _number(v, name, positive=False, minimum=0, maximum=2**32 - 1),
+    "enable_prefix_caching": _flag,
+}
+
+
+def _choice(value, name: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ValueError(f"{name} {value!r} is not supported; choose one of {choices}")
+    return value
+
+
+def check_engine_args(given: dict) -> dict:
+    """The vllm engine arguments in ``given``, each checked and converted (``"0.5"`` → 0.5, ``"true"`` →
+    True), ``max_length`` read as ``max_model_len``. Needs neither the checkpoint nor the device, so the
+    arena catalogue checks a declared vLLM model with it on the web host. One-line ValueError per fault."""
+    if "max_length" in given and "max_model_len" in given:
+        raise ValueError("give max_model_len or max_length (the same thing), not both")
+    unknown = sorted(set(given) - set(ENGINE_ARGS) - {"max_length"})
+    if unknown:
+        raise ValueError(f"unknown vllm engine argument(s) {unknown}; accepted: {', '.join(ENGINE_ARGS)}")
+    checked = {}
+    for name, value in given.items():
+        key = "max_model_len" if name == "max_length" else name
+        checked[key] = ENGINE_ARGS[key](value, name)
+    return checked
+
+
 @dataclass(frozen=True)
 class EngineSettings:
     """The engine arguments one ``vllm`` backend runs with, checked and with defaults filled in.
@@ -101,70 +139,43 @@ class EngineSettings:
 
     @classmethod
     def resolve(cls, config: dict, *, device: str | None = None, **given) -> EngineSettings:
-        """Check the user's arguments against the checkpoint's ``config`` (config.json) and fill defaults.
-
-        Raises ValueError with one line naming the argument for any bad value.
+        """Check the user's arguments against the checkpoint's ``config`` (config.json) and the device,
+        and fill in the defaults. Raises ValueError with one line naming the argument for any bad value.
         """
         device = device or ("cuda" if cuda_available() else "cpu")
         if device not in ("cpu", "cuda"):
             raise ValueError(f"device must be 'cpu' or 'cuda', not {device!r}")
         on_cpu = device == "cpu"
-        dtype = given.pop("dtype", "auto")
-        if dtype not in DTYPES:
-            raise ValueError(f"dtype {dtype!r} is not supported; choose one of {DTYPES}")
-        if (
-            dtype == "auto"
-        ):  # the checkpoint's own dtype, as the hf backend loads it (vLLM's auto differs on CPU)
+        args = check_engine_args(given)
+        dtype = args.get("dtype", "auto")
+        if dtype == "auto":  # the checkpoint's own dtype, as the hf backend loads it (vLLM's auto differs on CPU)
             dtype = checkpoint_dtype(config)
         window = config_int(config, "max_position_embeddings", 2048)
-        if "max_length" in given and "max_model_len" in given:
-            raise ValueError("give max_model_len or max_length (the same thing), not both")
         length_key = "max_length" if "max_length" in given else "max_model_len"
-        length = given.pop(length_key, None)  # default: the window, at most 8192 (as the hf backend)
-        length = min(window, 8192) if length is None else _number(length, length_key)
+        length = args.get("max_model_len", min(window, 8192))  # default as the hf backend: at most 8192
         if length > window:
             raise ValueError(f"{length_key} {length} is longer than the model's window ({window} positions)")
-        tp = _number(given.pop("tensor_parallel_size", 1), "tensor_parallel_size")
+        tp = args.get("tensor_parallel_size", 1)
         if on_cpu and tp != 1:
-            raise ValueError(
-                "tensor_parallel_size must be 1 on CPU: tensor parallelism shards a model over GPUs"
-            )
+            raise ValueError("tensor_parallel_size must be 1 on CPU: tensor parallelism shards a model over GPUs")
         if not on_cpu:
             import torch
 
             if tp > torch.cuda.device_count():
-                raise ValueError(
-                    f"tensor_parallel_size {tp} is more than the {torch.cuda.device_count()} GPU(s) here"
-                )
-        utilization = _number(
-            given.pop("gpu_memory_utilization", 0.9), "gpu_memory_utilization", float, maximum=1
-        )
-        kv = given.pop("kv_cache_gb", CPU_KV_CACHE_GB if on_cpu else None)
-        kv = None if kv is None else _number(kv, "kv_cache_gb", float, maximum=1024)
-        budget = given.pop("memory_budget_gb", None)
-        budget = None if budget is None else _number(budget, "memory_budget_gb", float)
-        settings = cls(
+                raise ValueError(f"tensor_parallel_size {tp} is more than the {torch.cuda.device_count()} GPU(s) here")
+        return cls(
             dtype=dtype,
             max_model_len=length,
-            enforce_eager=_flag(given.pop("enforce_eager", on_cpu), "enforce_eager"),
-            max_num_seqs=_number(
-                given.pop("max_num_seqs", 64 if on_cpu else 256), "max_num_seqs", maximum=4096
-            ),
+            enforce_eager=args.get("enforce_eager", on_cpu),
+            max_num_seqs=args.get("max_num_seqs", 64 if on_cpu else 256),
             tensor_parallel_size=tp,
-            gpu_memory_utilization=utilization,
-            kv_cache_gb=kv,
-            seed=_number(given.pop("seed", 0), "seed", positive=False, minimum=0, maximum=2**32 - 1),
-            enable_prefix_caching=_flag(given.pop("enable_prefix_caching", True), "enable_prefix_caching"),
+            gpu_memory_utilization=args.get("gpu_memory_utilization", 0.9),
+            kv_cache_gb=args.get("kv_cache_gb", CPU_KV_CACHE_GB if on_cpu else None),
+            seed=args.get("seed", 0),
+            enable_prefix_caching=args.get("enable_prefix_caching", True),
             device=device,
-            memory_budget_gb=budget,
+            memory_budget_gb=args.get("memory_budget_gb"),
         )
-        if given:
-            raise ValueError(
-                f"unknown vllm engine argument(s) {sorted(given)}; accepted: dtype, max_model_len, enforce_eager, "
-                "max_num_seqs, tensor_parallel_size, gpu_memory_utilization, kv_cache_gb, memory_budget_gb, seed, "
-                "enable_prefix_caching"
-            )
-        return settings
 
     def as_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if k != "extra"}
@@ -240,7 +251,7 @@ def check_fits(
         need = weights + plan.get("kv_cache_bytes", 0)
         plan["budget_bytes"] = budget
         if need > budget:
-            raise ValueError(
+            raise ModelDoesNotFit(
                 f"the model does not fit: {weights / GiB:.2f} GiB of {settings.dtype} weights + "
                 f"{plan.get('kv_cache_bytes', 0) / GiB:.2f} GiB of KV cache is more than the memory budget of "
                 f"{budget / GiB:.2f} GiB (memory_budget_gb, else 80% of available memory): lower kv_cache_gb, "

@@ -102,7 +102,10 @@ def _plan_run(submission: Submission, suite: BenchmarkSuite, plan: list, finishe
         submission_progress(submission_id, progress)
 
     log.info("loading %s (%s) from %s", submission.model_name, submission.precision, submission.storage_path)
-    model = evalcore.models.load_backend("hf", path=submission.storage_path, dtype=submission.precision)
+    model = evalcore.models.load_backend(
+        settings.LEADERBOARD_EVAL_BACKEND,
+        **{**settings.LEADERBOARD_EVAL_BACKEND_ARGS, "path": submission.storage_path, "dtype": submission.precision},
+    )
     cache = None
     try:
         if model.identity.weights_sha256 != submission.weight_sha256:

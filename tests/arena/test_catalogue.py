@@ -62,7 +62,20 @@ HOSTILE = [
     ("models:\n  - name: '<script>'\n    backend: hf\n    model_args: {path: x}", "name: required"),
     ("models:\n  - name: a\n    backend: hf\n    model_args: {path: x}\n  - name: a\n    backend: hf\n    model_args: {path: y}", "declared twice"),
     ("models:\n  - name: a\n    backend: hf\n    model_args: {path: [1, 2]}", "plain strings or numbers"),
+    ("models:\n  - name: a\n    backend: vllm\n", "model_args.path: required for the vllm backend"),
+    ("models:\n  - name: a\n    backend: vllm\n    model_args: {path: x, kv_cache_gb: lots}", "kv_cache_gb must be a positive float"),
+    ("models:\n  - name: a\n    backend: vllm\n    model_args: {path: x, enforce_eager: sometimes}", "enforce_eager must be true or false"),
+    ("models:\n  - name: a\n    backend: vllm\n    model_args: {path: x, gpu_memory_utilization: 2}", "gpu_memory_utilization must be at most 1"),
+    ("models:\n  - name: a\n    backend: vllm\n    model_args: {path: x, swap_space: 4}", "unknown vllm engine argument"),
+    ("models:\n  - name: a\n    backend: vllm\n    model_args: {path: x, dtype: int4}", "dtype 'int4' is not supported"),
 ]
+
+
+def test_a_vllm_model_declares_its_engine_arguments(tmp_path):
+    text = "models:\n  - name: v\n    backend: vllm\n    queue: gpu\n    model_args: {path: x, kv_cache_gb: 2, " \
+           "max_model_len: 4096, enforce_eager: false, max_num_seqs: 32, tensor_parallel_size: 2}"  # fmt: skip
+    (entry,) = catalogue_parse(write(tmp_path, text))
+    assert entry["model_args"]["tensor_parallel_size"] == 2 and entry["queue_suffix"] == "gpu"
 
 
 @pytest.mark.parametrize(("text", "message"), HOSTILE)

