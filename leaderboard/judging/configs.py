@@ -113,7 +113,8 @@ def answerer_of(model: LanguageModel) -> tuple[tuple[str, tuple], dict]:
         Submission.objects.filter(language_model=model, status=Submission.Status.FINISHED).order_by("-id").first()
     )
     if submission is not None:
-        spec = spec_of("hf", {"path": submission.storage_path, "dtype": submission.precision})
+        args = {**settings.LEADERBOARD_EVAL_BACKEND_ARGS, "path": submission.storage_path, "dtype": submission.precision}
+        spec = spec_of(settings.LEADERBOARD_EVAL_BACKEND, args)  # the engine that evaluates submissions
         return spec, {"source": SUBMISSION_KEY, "temperature": 0.0, "top_p": 1.0, "system_prompt": ""}
     if not model.backend or not model.model_args:
         raise ValueError(f"model {model.name!r} has no finished submission and no backend to load it with")

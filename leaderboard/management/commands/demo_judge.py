@@ -6,6 +6,9 @@ AlpacaEval's log-prob verdict in both orders. Queues a run for every arena model
 submission, the same catalogue entry as the greedy arena model, is judged when its suite finishes, or
 now if it already has) and an audit on the first 16 labelled LLMBar pairs, which shows how far the
 small judge is from trustworthy (position bias, accuracy near chance). Interrupted runs are sent again.
+
+``--backend vllm`` (``PODIUM_DEMO_BACKEND=vllm make demo``) runs the judge on vLLM, with the engine
+arguments of the demo's vLLM arena models, so the worker's one engine serves the arena and the judge.
 """
 
 from django.core.management.base import BaseCommand
@@ -31,18 +34,28 @@ DEMO_MAX_NEW_TOKENS = 64
 DEMO_AUDIT_PAIRS = 16
 
 
+# The same engine arguments as config/arena_models.demo.vllm.yaml: one pool key, one engine.
+VLLM_ARGS = {"path": DEMO_JUDGE_MODEL, "kv_cache_gb": 0.5, "max_model_len": 2048}
+BACKEND_ARGS = {"hf": {"path": DEMO_JUDGE_MODEL, "dtype": "float32"}, "vllm": VLLM_ARGS}
+
+
 class Command(BaseCommand):
     help = "Configure the demo's judge (SmolLM2 judging the SmolLM2 variants) and queue its runs and audit."
 
+    def add_arguments(self, parser):
+        parser.add_argument("--backend", choices=sorted(BACKEND_ARGS), default="hf", help="the judge's engine")
+
     def handle(self, *args, **options):
+        backend = options["backend"]
         baseline = LanguageModel.objects.filter(name=DEMO_BASELINE).first()
         if baseline is None:
             self.stdout.write(f"No model {DEMO_BASELINE!r} in the catalogue (run arena_models_sync first): no demo judge.")
             return
-        config = JudgeConfig.objects.filter(name=DEMO_JUDGE).first()
+        name = DEMO_JUDGE if backend == "hf" else f"{DEMO_JUDGE}-{backend}"  # one judge per engine, both kept
+        config = JudgeConfig.objects.filter(name=name).first()
         if config is None:
             config = judge_config_save(JudgeConfig(
-                name=DEMO_JUDGE, judge_backend="hf", judge_model_args={"path": DEMO_JUDGE_MODEL, "dtype": "float32"},
+                name=name, judge_backend=backend, judge_model_args=BACKEND_ARGS[backend],
                 protocol_name="alpacaeval-logprob", baseline=baseline,
                 instructions=default_instructions(DEMO_INSTRUCTIONS), max_new_tokens=DEMO_MAX_NEW_TOKENS,
             ))  # fmt: skip
@@ -55,5 +68,5 @@ class Command(BaseCommand):
             else:
                 for audit in config.audits.filter(status__in=(JudgeAudit.Status.PENDING, JudgeAudit.Status.RUNNING)):
                     judge_audit_requeue(audit)
-        self.stdout.write(f"Judge {DEMO_JUDGE}: {len(queued)} model(s) queued for judging against {DEMO_BASELINE}; "
+        self.stdout.write(f"Judge {name}: {len(queued)} model(s) queued for judging against {DEMO_BASELINE}; "
                           f"scores at /leaderboard/judges/{config.pk}/")  # fmt: skip
