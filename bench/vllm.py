@@ -12,6 +12,10 @@ Workloads (``--workload arena|judges|all``):
   against the plain transformers loop (one forward pass per judgment); max |p_first difference| must be
   <= 1e-4.
 
+- ``raw``: the same battles through vLLM's own offline API (``vllm.LLM.generate`` on the same token-id
+  prompts, one batch) against Podium's backend (the battles as concurrent streams): what Podium's
+  engine loop and streaming cost over raw vLLM (goal on a GPU: within 10%; ``bench/gpu.sh``).
+
 Also the engine's start (load) time, the process's peak RSS and the KV cache vLLM allocated. The
 benchmark engine's workloads (GSM8K, BBH date_understanding, MMLU against lm-eval 0.4.13, and lm-eval's own
 ``--model vllm``) run in ``bench/engine_parity.py --podium-backend vllm`` (docs/PERFORMANCE.md).
@@ -109,11 +113,37 @@ def judge_workload(data: Path, tokenizer, pairs: int):
     return prompts, protocol.verdict_token_ids(tokenizer)
 
 
+def raw_vllm(backend, prompts: list[str], args) -> dict:
+    """The battles' prompts through ``vllm.LLM.generate`` in one call (a second engine with the same
+    settings), against the same prompts streamed through Podium's backend."""
+    from vllm import LLM, SamplingParams
+
+    settings = backend.settings
+    engine_args = settings.as_engine_args(backend.path)
+    llm = LLM(**{k: v for k, v in engine_args.items() if k != "disable_log_stats"})
+    ids = [backend.tok_encode(backend.chat_context([{"role": "user", "content": p}])) for p in prompts]
+    params = SamplingParams(max_tokens=args.tokens, temperature=0.0)
+    llm.generate([{"prompt_token_ids": ids[0]}], params, use_tqdm=False)  # warm-up
+    start = time.perf_counter()
+    outputs = llm.generate([{"prompt_token_ids": row} for row in ids], params, use_tqdm=False)
+    raw_s = time.perf_counter() - start
+    raw_tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
+    raw_texts = [o.outputs[0].text for o in outputs]
+    del llm
+    ours = battles(backend, prompts, args.tokens)
+    ours_tokens = sum(len(backend.tok_encode(t)) for t in ours["texts"])
+    return {"raw_seconds": raw_s, "raw_tokens_per_s": raw_tokens / raw_s, "podium_seconds": ours["seconds"],
+            "podium_tokens_per_s": ours_tokens / ours["seconds"],
+            "ratio": (ours_tokens / ours["seconds"]) / (raw_tokens / raw_s),
+            "identical_texts": sum(a == b for a, b in zip(raw_texts, ours["texts"]))}  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     data = Path(os.environ.get("PODIUM_DATA_DIR", ROOT.parent / "shared" / "data"))
     models = Path(os.environ.get("PODIUM_MODELS_DIR", ROOT / "var" / "models"))
-    parser.add_argument("--workload", choices=("arena", "judges", "all"), default="all")
+    parser.add_argument("--workload", choices=("arena", "judges", "raw", "all"), default="all")
+    parser.add_argument("--plan", action="store_true", help="check the arguments, print the plan, load nothing")
     parser.add_argument("--battles", type=int, default=16)
     parser.add_argument("--tokens", type=int, default=256)
     parser.add_argument("--pairs", type=int, default=40, help="LLMBar pairs for the judge workload (x 2 orders)")
@@ -125,6 +155,10 @@ def main() -> int:
     args = parser.parse_args()
     if min(args.battles, args.tokens, args.pairs, args.threads) < 1 or not args.kv_cache_gb > 0:
         parser.error("--battles, --tokens, --pairs and --threads must be at least 1, --kv-cache-gb positive")
+    if args.plan:
+        print(f"plan: workload {args.workload}, {args.battles} battles x {args.tokens} tokens, {args.pairs} pairs, "
+              f"{args.model} on {args.device}, {args.threads} threads -> {args.out}")  # fmt: skip
+        return 0
 
     import torch
 
@@ -137,7 +171,8 @@ def main() -> int:
     hf = load_backend("hf", path=args.model, dtype="float32", device=args.device)
     hf_load_s = time.perf_counter() - started
     rss_after_hf = peak_rss_mb()
-    engine_args = {"kv_cache_gb": args.kv_cache_gb} if args.device == "cpu" else {}
+    # On a GPU the raw-vLLM workload starts a second engine beside ours: each takes 40% of the card.
+    engine_args = {"kv_cache_gb": args.kv_cache_gb} if args.device == "cpu" else {"gpu_memory_utilization": 0.4}
     started = time.perf_counter()
     vllm = load_backend("vllm", path=args.model, device=args.device, max_num_seqs=max(16, args.battles), **engine_args)
     vllm_load_s = time.perf_counter() - started
@@ -187,6 +222,11 @@ def main() -> int:
               f"{summary['judges']['prompt_tokens']} prompt tokens")  # fmt: skip
         print(f"  plain transformers loop {plain_s:7.1f} s   vllm {vllm_s:7.1f} s   ratio {plain_s / vllm_s:.2f}x   "
               f"max |p_first diff| {diff:.1e}")  # fmt: skip
+    if args.workload in ("raw", "all"):
+        summary["raw"] = raw_vllm(vllm, arena_prompts(data, args.battles), args)
+        print(f"raw vLLM (LLM.generate, one batch) {summary['raw']['raw_tokens_per_s']:7.1f} tokens/s, Podium's "
+              f"backend (concurrent streams) {summary['raw']['podium_tokens_per_s']:7.1f} tokens/s: "
+              f"{summary['raw']['ratio']:.2f} of raw")  # fmt: skip
     summary["peak_rss_mb"]["end"] = peak_rss_mb()
     summary["load_average_after"] = os.getloadavg()[0]
     print(f"engine start: hf {hf_load_s:.1f} s, vllm {vllm_load_s:.1f} s; KV cache {summary['kv_cache']['tokens']} "
