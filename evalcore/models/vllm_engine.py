@@ -11,6 +11,7 @@ are daemonic and may not start processes, and a worker that stops leaves no engi
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import queue
@@ -39,9 +40,12 @@ def build_engine(path: Path, settings: EngineSettings):
             "here and vllm on CUDA machines (docs/models.md); or use the hf backend"
         ) from exc
     try:
-        return LLMEngine.from_engine_args(
+        engine = LLMEngine.from_engine_args(
             EngineArgs(**settings.as_engine_args(path)), usage_context=UsageContext.LLM_CLASS
         )
+        with _live_lock:
+            _live.add(id(engine))
+        return engine
     except (ValueError, RuntimeError, MemoryError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         message = f"vLLM could not start the engine for {path.name}: {reason}"
@@ -50,6 +54,35 @@ def build_engine(path: Path, settings: EngineSettings):
         if isinstance(exc, MemoryError) or "memory" in reason.lower():
             raise ModelDoesNotFit(message) from exc
         raise ValueError(message) from exc
+
+
+# Engines alive in this process. vLLM's in-process shutdown also tears down the process-wide distributed
+# state (its model-parallel groups), which every other engine of the process runs on: closing one of
+# two engines broke the other ("pipeline model parallel group is not initialized"). Only the last one
+# to close does the full shutdown; the others release their own executor and scheduler.
+_live: set[int] = set()
+_live_lock = threading.Lock()
+
+
+def _shutdown(engine) -> None:
+    with _live_lock:
+        _live.discard(id(engine))
+        last = not _live
+    client = getattr(engine, "engine_core", None)
+    if last:
+        if callable(getattr(client, "shutdown", None)):
+            client.shutdown()
+        return
+    core = getattr(client, "engine_core", None)
+    finalizer = getattr(client, "_finalizer", None)
+    if core is None or (finalizer is not None and finalizer.detach() is None):
+        return  # not vLLM's in-process client as 0.32 has it, or shut down already: leave it to the GC
+    for part in (getattr(core, "structured_output_manager", None), getattr(core, "model_executor", None),
+                 getattr(core, "scheduler", None)):  # fmt: skip
+        release = getattr(part, "clear_backend", None) or getattr(part, "shutdown", None)
+        if callable(release):
+            release()
+    gc.unfreeze()
 
 
 class EngineClosed(RuntimeError):
@@ -133,9 +166,8 @@ class EngineLoop:
             self._wake.notify_all()
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout)
-        shutdown = getattr(getattr(self.engine, "engine_core", None), "shutdown", None)
-        if callable(shutdown):
-            shutdown()
+        if self.engine is not None:
+            _shutdown(self.engine)
         self.engine = None
 
     def wait_idle(self, timeout: float) -> bool:

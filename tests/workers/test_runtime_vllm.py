@@ -67,3 +67,16 @@ def test_a_model_that_does_not_fit_beside_the_others_is_loaded_after_closing_the
     with pytest.raises(ModelDoesNotFit):  # alone and still too big: the task gets the error
         pool.get("third", lambda: (_ for _ in ()).throw(ModelDoesNotFit("needs 80 GiB")))
     pool.clear()
+
+
+def test_evicting_one_engine_leaves_the_others_serving(smollm2_dir):
+    """vLLM's own shutdown tears down state every engine of the process shares; closing one of two must not
+    end the other (evalcore.models.vllm_engine keeps the full shutdown for the last one)."""
+    pool, calls = ModelPool(max_models=2), []
+    first = pool.get("first", vllm_loader(smollm2_dir, calls, seed=1))
+    second = pool.get("second", vllm_loader(smollm2_dir, calls, seed=2))
+    pool.get("third", vllm_loader(smollm2_dir, calls, seed=3))  # evicts and closes the first
+    assert first.loop is None and second.loop is not None
+    assert "Paris" in second.chat(CHAT, {"max_new_tokens": 8})
+    pool.clear()
+    assert engine_threads() == []

@@ -82,5 +82,5 @@ def test_openai_next_token_arguments_are_checked(kwargs, message):
 def test_vllm_next_token_logprobs_refuses_a_prompt_over_its_window():
     backend = object.__new__(VLLMBackend)  # no engine: only the checks made before vLLM is called
     backend.max_length = 8
-    (result,) = backend.next_token_logprobs([list(range(7))], [1, 2])
-    assert isinstance(result, ValueError) and "more than the window allows (6)" in str(result)
+    (result,) = backend.next_token_logprobs([list(range(8))], [1, 2])
+    assert isinstance(result, ValueError) and "more than the window allows (7)" in str(result)
