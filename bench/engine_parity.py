@@ -235,6 +235,8 @@ def main() -> int:
     parser.add_argument("--tasks-dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     out = Path(args.out).resolve()
+    if "/" in args.lmeval_python:  # the children run in the output folder: a relative path would miss
+        args.lmeval_python = str(Path(args.lmeval_python).absolute())
     args.tasks_dir = args.tasks_dir or str(out / "tasks")
     files = {"lmeval": f"lmeval-{args.lmeval_model}.json", "podium": f"podium-{args.podium_backend}.json"}
     if args.role != "main":
