@@ -2,7 +2,7 @@
 # The vLLM benches on a CUDA GPU machine, as one prepared script (docs/PERFORMANCE.md, "vLLM").
 #   bash bench/gpu.sh             # installs CUDA vLLM into .venv, runs the benches, writes bench/out/gpu/
 #   bash bench/gpu.sh --dry-run   # checks the machine-independent parts and prints the commands only
-# It runs bench/vllm.py on the GPU: the arena's concurrent battles against the hf backend, the judges'
+# It runs bench/vllm_bench.py on the GPU: the arena's concurrent battles against the hf backend, the judges'
 # audit workload against a plain transformers loop, and Podium's backend against raw vLLM offline
 # throughput on the same prompts (goal: within 10%). Results: bench/out/gpu/*.json and the log.
 set -euo pipefail
@@ -30,9 +30,9 @@ export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 args=(--device cuda --battles "$BATTLES" --tokens 256 --pairs 100)
 if [ "$DRY_RUN" = 1 ]; then
   # The arguments are checked by the bench itself, without loading anything.
-  "$PY" bench/vllm.py --workload all "${args[@]}" --out "$OUT_DIR/vllm.json" --plan
+  "$PY" bench/vllm_bench.py --workload all "${args[@]}" --out "$OUT_DIR/vllm.json" --plan
 fi
-run "$PY" bench/vllm.py --workload arena "${args[@]}" --out "$OUT_DIR/arena.json"
-run "$PY" bench/vllm.py --workload judges "${args[@]}" --out "$OUT_DIR/judges.json"
-run "$PY" bench/vllm.py --workload raw "${args[@]}" --out "$OUT_DIR/raw.json"
+run "$PY" bench/vllm_bench.py --workload arena "${args[@]}" --out "$OUT_DIR/arena.json"
+run "$PY" bench/vllm_bench.py --workload judges "${args[@]}" --out "$OUT_DIR/judges.json"
+run "$PY" bench/vllm_bench.py --workload raw "${args[@]}" --out "$OUT_DIR/raw.json"
 echo "bench/gpu.sh: results in $OUT_DIR"

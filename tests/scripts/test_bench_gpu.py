@@ -1,5 +1,5 @@
 """bench/gpu.sh, the vLLM benches prepared for a CUDA machine, cannot run here: its syntax, its dry run
-(every bench/vllm.py command it would run, with its arguments checked by the bench itself) and its
+(every bench/vllm_bench.py command it would run, with its arguments checked by the bench itself) and its
 refusal of unknown options are tested instead."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def test_the_dry_run_checks_the_bench_arguments_and_prints_every_command(tmp_pat
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert any(line.startswith("plan: workload all, 32 battles x 256 tokens") and "on cuda" in line for line in lines)
-    runs = [line for line in lines if line.startswith("+ .venv/bin/python bench/vllm.py")]
+    runs = [line for line in lines if line.startswith("+ .venv/bin/python bench/vllm_bench.py")]
     assert [line.split("--workload ")[1].split()[0] for line in runs] == ["arena", "judges", "raw"]
     assert all(f"--out {tmp_path}/" in line for line in runs)
     assert "+ make .venv/.podium-installed .venv/.podium-vllm" in lines

@@ -22,7 +22,7 @@ benchmark engine's workloads (GSM8K, BBH date_understanding, MMLU against lm-eva
 
 Usage::
 
-    python bench/vllm.py [--workload all] [--battles 16] [--tokens 256] [--pairs 40] [--threads 2]
+    python bench/vllm_bench.py [--workload all] [--battles 16] [--tokens 256] [--pairs 40] [--threads 2]
                          [--device cpu|cuda] [--model DIR] [--kv-cache-gb 1] [--out bench/out/vllm.json]
 
 Exit code 1 when a parity check fails (texts differ, or p_first differs by more than 1e-4).
@@ -42,8 +42,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# This file is named vllm.py: its own folder (sys.path[0]) must not shadow the vllm package.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))
 TOLERANCE = 1e-4
 
@@ -151,7 +149,7 @@ def main() -> int:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--kv-cache-gb", type=float, default=1.0, help="vLLM's KV cache on CPU")
-    parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "vllm.json"))
+    parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "vllm_bench.json"))
     args = parser.parse_args()
     if min(args.battles, args.tokens, args.pairs, args.threads) < 1 or not args.kv_cache_gb > 0:
         parser.error("--battles, --tokens, --pairs and --threads must be at least 1, --kv-cache-gb positive")
