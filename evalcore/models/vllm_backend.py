@@ -45,7 +45,7 @@ from evalcore.models.base import (
 )
 from evalcore.models.hf import hash_files, local_checkpoint
 from evalcore.models.scoring import rolling_windows
-from evalcore.models.vllm_engine import EngineLoop, build_engine
+from evalcore.models.vllm_engine import EngineLoop, build_engine, construction_lock
 from evalcore.models.vllm_settings import DTYPES, EngineSettings, check_fits, checkpoint_dtype, read_config
 
 MAX_LOGPROB_TOKEN_IDS = 128  # vLLM's bound on SamplingParams.logprob_token_ids
@@ -96,15 +96,16 @@ class VLLMBackend(Backend):
             sum(f.stat().st_size for f in self.weight_files),
             checkpoint_dtype_name=checkpoint_dtype(config),
         )
-        from transformers import AutoTokenizer
+        with construction_lock:  # one engine built at a time in this process (vllm_engine)
+            from transformers import AutoTokenizer
 
-        try:
-            self.tokenizer = AutoTokenizer.from_pretrained(
-                str(self.path), local_files_only=True, trust_remote_code=False
-            )
-        except (OSError, ValueError, TypeError) as exc:
-            raise ValueError(f"model path {str(self.path)!r} has no usable tokenizer files: {exc}") from None
-        self.loop = EngineLoop(build_engine(self.path, self.settings), name=f"vllm-{self.path.name}")
+            try:
+                self.tokenizer = AutoTokenizer.from_pretrained(
+                    str(self.path), local_files_only=True, trust_remote_code=False
+                )
+            except (OSError, ValueError, TypeError) as exc:
+                raise ValueError(f"model path {str(self.path)!r} has no usable tokenizer files: {exc}") from None
+            self.loop = EngineLoop(build_engine(self.path, self.settings), name=f"vllm-{self.path.name}")
         self.max_length = self.settings.max_model_len
         self.eos_token_id = self.tokenizer.eos_token_id
         bos = self.tokenizer.bos_token_id

@@ -56,6 +56,12 @@ def build_engine(path: Path, settings: EngineSettings):
         raise ValueError(message) from exc
 
 
+# One engine is built at a time in a process: vLLM initialises process-wide state (its distributed
+# groups) while it builds an engine, and two threads building at once (an evaluation and a judge in a
+# threads-pool worker) failed with "tensor model parallel group is already initialized"; so did two
+# threads' first `from transformers import AutoTokenizer` (transformers' lazy module is not thread-safe).
+construction_lock = threading.Lock()
+
 # Engines alive in this process. vLLM's in-process shutdown also tears down the process-wide distributed
 # state (its model-parallel groups), which every other engine of the process runs on: closing one of
 # two engines broke the other ("pipeline model parallel group is not initialized"). Only the last one

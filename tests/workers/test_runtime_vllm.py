@@ -80,3 +80,27 @@ def test_evicting_one_engine_leaves_the_others_serving(smollm2_dir):
     assert "Paris" in second.chat(CHAT, {"max_new_tokens": 8})
     pool.clear()
     assert engine_threads() == []
+
+
+def test_two_threads_building_engines_at_once_both_get_one(smollm2_dir):
+    """An evaluation and a judge in one threads-pool worker load their engines at the same moment: vLLM's
+    process-wide set-up is not safe to run twice at once, so the backends build one after the other."""
+    built, errors = [], []
+    start = threading.Barrier(2)
+
+    def build(seed: int) -> None:
+        start.wait()
+        try:
+            built.append(vllm_loader(smollm2_dir, [], seed=seed)())
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=build, args=(seed,)) for seed in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert not errors and len(built) == 2
+    assert all("Paris" in backend.chat(CHAT, {"max_new_tokens": 8}) for backend in built)
+    for backend in built:
+        backend.close()
