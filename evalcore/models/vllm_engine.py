@@ -56,11 +56,14 @@ def build_engine(path: Path, settings: EngineSettings):
         raise ValueError(message) from exc
 
 
-# One engine is built at a time in a process: vLLM initialises process-wide state (its distributed
-# groups) while it builds an engine, and two threads building at once (an evaluation and a judge in a
-# threads-pool worker) failed with "tensor model parallel group is already initialized"; so did two
-# threads' first `from transformers import AutoTokenizer` (transformers' lazy module is not thread-safe).
-construction_lock = threading.Lock()
+# One engine works at a time in a process. vLLM keeps process-wide state (its distributed groups, the
+# forward context a model reads during a pass): two threads building engines at once (an evaluation and
+# a judge in a threads-pool worker) failed with "tensor model parallel group is already initialized"
+# (and raced in transformers' lazy import), and two engines stepping at once crashed the worker with a
+# segmentation fault. So building, stepping and shutting down an engine all hold this lock; engines of
+# one process take turns step by step (each step batches all of that engine's requests).
+engine_lock = threading.RLock()
+construction_lock = engine_lock  # the backend builds its tokenizer and engine under it
 
 # Engines alive in this process. vLLM's in-process shutdown also tears down the process-wide distributed
 # state (its model-parallel groups), which every other engine of the process runs on: closing one of
@@ -71,6 +74,11 @@ _live_lock = threading.Lock()
 
 
 def _shutdown(engine) -> None:
+    with engine_lock:
+        _shutdown_unlocked(engine)
+
+
+def _shutdown_unlocked(engine) -> None:
     with _live_lock:
         _live.discard(id(engine))
         last = not _live
@@ -196,15 +204,17 @@ class EngineLoop:
                     self._wake.wait()
                 commands, self._commands = self._commands, []
                 closed = self._closed
-            for command in commands:
-                self._apply(engine, command, closed)
-            if closed is not None:
-                self._fail_all(engine, closed)
-                return
+            with engine_lock:
+                for command in commands:
+                    self._apply(engine, command, closed)
+                if closed is not None:
+                    self._fail_all(engine, closed)
+                    return
             if not self._sinks:
                 continue
             try:
-                outputs = engine.step()
+                with engine_lock:
+                    outputs = engine.step()
             except Exception as exc:  # noqa: BLE001 - a broken engine fails every request, then the loop stops
                 with self._wake:
                     self._closed = EngineClosed(f"the vLLM engine failed: {type(exc).__name__}: {exc}")

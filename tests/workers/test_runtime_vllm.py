@@ -104,3 +104,26 @@ def test_two_threads_building_engines_at_once_both_get_one(smollm2_dir):
     assert all("Paris" in backend.chat(CHAT, {"max_new_tokens": 8}) for backend in built)
     for backend in built:
         backend.close()
+
+
+def test_two_engines_of_one_process_serve_at_once(smollm2_dir):
+    """Two engines in one worker (an evaluation beside a judge) working at the same moment take turns step
+    by step: vLLM's per-process forward state crashed the process when both stepped at once."""
+    first = vllm_loader(smollm2_dir, [], seed=1)()
+    second = vllm_loader(smollm2_dir, [], seed=2)()
+    answers: dict[int, list[str]] = {}
+    start = threading.Barrier(4)
+
+    def chat(i: int, backend) -> None:
+        start.wait()
+        answers[i] = [backend.chat([{"role": "user", "content": f"Say {n} words about Paris."}],
+                                   {"max_new_tokens": 24}) for n in range(3)]  # fmt: skip
+
+    threads = [threading.Thread(target=chat, args=(i, b)) for i, b in enumerate((first, second, first, second))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert sorted(answers) == [0, 1, 2, 3] and answers[0] == answers[1] == answers[2] == answers[3]
+    first.close()
+    second.close()
