@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from evalcore.models.base import ModelDoesNotFit
@@ -135,7 +135,6 @@ class EngineSettings:
     enable_prefix_caching: bool
     device: str
     memory_budget_gb: float | None = None
-    extra: dict = field(default_factory=dict)
 
     @classmethod
     def resolve(cls, config: dict, *, device: str | None = None, **given) -> EngineSettings:
@@ -178,7 +177,7 @@ class EngineSettings:
         )
 
     def as_dict(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k != "extra"}
+        return asdict(self)
 
     def as_engine_args(self, path: Path) -> dict:
         args = {
