@@ -259,6 +259,10 @@ def require_jail() -> Jail:
     )
 
 
+MAX_TIMEOUT_S = 3600  # inf or NaN would overflow the CPU-time limit (OverflowError) or never end
+MAX_MEMORY_MB = 1 << 20
+
+
 def run_program(source: str, *, timeout: float = 10.0, memory_mb: int = 1024) -> ExecutionResult:
     """Execute ``source`` in a fresh jail; passed when it exits 0 within the limits.
 
@@ -266,8 +270,10 @@ def run_program(source: str, *, timeout: float = 10.0, memory_mb: int = 1024) ->
     """
     if not isinstance(source, str):
         raise ValueError("source must be a string")
-    if not timeout > 0 or memory_mb < 64:
-        raise ValueError("timeout must be positive and memory_mb at least 64")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= MAX_TIMEOUT_S:
+        raise ValueError(f"timeout must be a number of seconds in (0, {MAX_TIMEOUT_S}], not {timeout!r}")
+    if isinstance(memory_mb, bool) or not isinstance(memory_mb, int) or not 64 <= memory_mb <= MAX_MEMORY_MB:
+        raise ValueError(f"memory_mb must be a whole number from 64 to {MAX_MEMORY_MB}, not {memory_mb!r}")
     code, stdout, stderr = _launch(require_jail(), source, float(timeout), int(memory_mb))
     if code is None:
         return ExecutionResult(False, "timeout", f"no result within {timeout} s", None, stdout, stderr)

@@ -50,8 +50,10 @@ def test_output_is_bounded():
 
 
 def test_bad_arguments_are_refused():
-    for kwargs in ({"timeout": 0}, {"timeout": -1}, {"memory_mb": 8}):
-        with pytest.raises(ValueError):
+    for kwargs in ({"timeout": 0}, {"timeout": -1}, {"memory_mb": 8}, {"timeout": float("inf")},
+                   {"timeout": float("nan")}, {"timeout": "5"}, {"timeout": True}, {"timeout": 10**6},
+                   {"memory_mb": 1.5e3}, {"memory_mb": 10**9}):  # fmt: skip
+        with pytest.raises(ValueError, match="timeout must be|memory_mb must be"):
             run_program("pass", **kwargs)
     with pytest.raises(ValueError):
         run_program(b"print(1)")
