@@ -45,7 +45,7 @@ from evalcore.models.base import (
 )
 from evalcore.models.hf import hash_files, local_checkpoint
 from evalcore.models.scoring import rolling_windows
-from evalcore.models.vllm_engine import EngineLoop, build_engine, construction_lock
+from evalcore.models.vllm_engine import EngineLoop, build_engine, engine_lock
 from evalcore.models.vllm_settings import DTYPES, EngineSettings, check_fits, checkpoint_dtype, read_config
 
 MAX_LOGPROB_TOKEN_IDS = 128  # vLLM's bound on SamplingParams.logprob_token_ids
@@ -96,7 +96,7 @@ class VLLMBackend(Backend):
             sum(f.stat().st_size for f in self.weight_files),
             checkpoint_dtype_name=checkpoint_dtype(config),
         )
-        with construction_lock:  # one engine built at a time in this process (vllm_engine)
+        with engine_lock:  # one engine built at a time in this process (vllm_engine)
             from transformers import AutoTokenizer
 
             try:

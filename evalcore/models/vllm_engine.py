@@ -63,7 +63,6 @@ def build_engine(path: Path, settings: EngineSettings):
 # segmentation fault. So building, stepping and shutting down an engine all hold this lock; engines of
 # one process take turns step by step (each step batches all of that engine's requests).
 engine_lock = threading.RLock()
-construction_lock = engine_lock  # the backend builds its tokenizer and engine under it
 
 # Engines alive in this process. vLLM's in-process shutdown also tears down the process-wide distributed
 # state (its model-parallel groups), which every other engine of the process runs on: closing one of

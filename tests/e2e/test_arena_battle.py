@@ -11,6 +11,7 @@ from django.db import connection
 from arena.catalogue import catalogue_parse, catalogue_sync
 from arena.models import Vote
 from tests.conftest import REPO_ROOT, clean_env, database_url_of
+from tests.e2e.arena_page import battle_ask
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -45,15 +46,8 @@ def test_a_voter_plays_a_whole_battle(arena_site, browser, processes):
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
 
-    page.goto(f"{base}/arena/")
-    page.fill("#prompt", "Give me three tips for learning to cook.")
-    page.click("#send")
-    try:
-        page.wait_for_function(
-            "Array.from(document.querySelectorAll('button.vote')).every(b => !b.disabled)", timeout=240_000
-        )
-    except Exception:
-        raise AssertionError(processes.log_of(arena_site["worker"])) from None
+    battle_ask(page, base, "Give me three tips for learning to cook.", timeout_s=240,
+               log=lambda: processes.log_of(arena_site["worker"]))  # fmt: skip
     answers = [page.inner_text(f"#pane-{side} .answer") for side in ("a", "b")]
     assert all(answer.strip() for answer in answers), answers
     assert page.inner_text("#pane-a h2") == "Model A" and page.inner_text("#pane-b h2") == "Model B"

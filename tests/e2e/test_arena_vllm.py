@@ -7,7 +7,6 @@ the same text."""
 from __future__ import annotations
 
 import sys
-import time
 
 import httpx
 import pytest
@@ -16,6 +15,8 @@ from django.db import connection
 from arena.catalogue import catalogue_parse, catalogue_sync
 from arena.models import Battle, Vote
 from tests.conftest import clean_env, database_url_of, free_port, wait_for_port
+from tests.e2e.arena_page import battle_ask
+from tests.leaderboard.polling import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -43,12 +44,16 @@ def start_vllm_server(processes, model_dir) -> str:
     process = processes.start("vllm-serve", argv, env)
     try:
         wait_for_port(port, process=process, timeout=300)
-        deadline = time.monotonic() + 300
-        while httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=5).status_code != 200:
-            assert time.monotonic() < deadline, "vLLM's server did not become ready"
-            time.sleep(0.5)
-    except (RuntimeError, TimeoutError, AssertionError) as exc:
+    except (RuntimeError, TimeoutError) as exc:
         raise AssertionError(f"{exc}\n{processes.log_of(process)}") from None
+
+    def ready() -> bool:
+        try:
+            return httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=5).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    wait_until(ready, timeout=300, what="vLLM's server to answer /v1/models", log=lambda: processes.log_of(process))
     return f"http://127.0.0.1:{port}/v1"
 
 
@@ -73,15 +78,8 @@ def test_a_battle_between_vllm_in_the_worker_and_vllm_serve(vllm_arena, browser,
     page = browser.new_page()
     frames: list = []
     page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
-    page.goto(f"{vllm_arena['base']}/arena/")
-    page.fill("#prompt", "What is the capital of France?")
-    page.click("#send")
-    try:
-        page.wait_for_function(
-            "Array.from(document.querySelectorAll('button.vote')).every(b => !b.disabled)", timeout=300_000
-        )
-    except Exception:
-        raise AssertionError("\n".join(processes.log_of(w) for w in vllm_arena["workers"])) from None
+    battle_ask(page, vllm_arena["base"], "What is the capital of France?", timeout_s=300,
+               log=lambda: "\n".join(processes.log_of(w) for w in vllm_arena["workers"]))  # fmt: skip
     answers = [page.inner_text(f"#pane-{side} .answer").strip() for side in ("a", "b")]
     assert answers[0] and answers[0] == answers[1], answers  # one model, greedy, two engines
     assert "Paris" in answers[0]
