@@ -6,7 +6,7 @@ child process of the evaluating one (``execute.py`` of huggingface/evaluate, who
 says it is not a sandbox). When Podium imports such trusted task code,
 :func:`jailed_evaluate` stands in for the ``evaluate`` module during the import: its
 ``load("code_eval")`` returns :class:`JailedCodeEval`, the same computation with each program run
-in the bubblewrap jail (:func:`evalcore.engine.sandbox.run_program`); every other name goes to the
+in the bubblewrap jail (:func:`evalcore.engine.verdicts.run_tests`); every other name goes to the
 real ``evaluate`` where it is installed.
 
 Semantics kept from the hub script (``metrics/code_eval/code_eval.py`` and ``execute.py``,
@@ -18,14 +18,16 @@ directory, after the same ``reliability_guard`` (``os.kill``, ``os.system``, ``s
 ``"failed: <exception>"``, and a program that reports nothing (killed, ``os._exit``) counts as
 ``"timed out"``, as there. ``pass@k`` is the unbiased estimator averaged over problems, reported
 only for the ``k`` every problem has enough samples for. What differs is the place: the jail's
-Python is the system one under ``/usr``, with the jail's limits (memory, processes, no network).
+Python is the system one under ``/usr``, with the jail's limits (memory, processes, no network); and
+who decides: the candidate and the test run in two processes, the test's process alone writing the
+result from plain values (:mod:`evalcore.engine.verdicts`), so that a candidate that patches the
+interpreter, registers exit hooks or returns always-equal objects cannot turn a failure into
+``"passed"``. The hub's exact strings hold for every program that does not attack its checker.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
-import secrets
 import sys
 import types
 from collections.abc import Iterator
@@ -34,109 +36,18 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from evalcore.engine.sandbox import run_program
+from evalcore.engine.verdicts import TestVerdict, report_tampering, run_tests
 
 MEMORY_MB = 2048  # the hub script sets no memory limit; the jail needs one
-_STARTUP_SLACK = 5.0  # seconds for the jail and its Python to start, beyond code_eval's own limit
 _USERS: set[str] = set()  # task-code modules that loaded code_eval through jailed_evaluate
 
-# What runs in the jail for one program: the behaviour of code_eval's ``check_correctness`` (see the
-# module docstring), written for Podium. The result line carries a nonce, so nothing the program prints
-# can pass for it; stdout (fd 1) is duplicated before the program's own streams are swapped out.
-_RUNNER = r"""
-import builtins, contextlib, faulthandler, io, json, os, shutil, signal, subprocess, sys, tempfile
 
-SOURCE = {program}
-NONCE = {nonce}
-LIMIT = {timeout!r}
-channel = os.fdopen(os.dup(1), "w")
-
-
-class OutOfTime(Exception):
-    pass
-
-
-class Sink(io.StringIO):
-    # Output goes nowhere; any attempt to read (the program's stdin) fails as on a closed pipe.
-    def readable(self):
-        return False
-
-    def _refuse(self, *args, **kwargs):
-        raise OSError
-
-    read = readline = readlines = _refuse
-
-
-class _StdinSwap(contextlib._RedirectStream):
-    _stream = "stdin"
-
-
-def _on_alarm(signum, frame):
-    raise OutOfTime("Timed out!")
-
-
-# Functions the program may not use: set to None, as code_eval's guard does.
-DISARMED = {{
-    os: "kill system putenv remove removedirs rmdir fchdir setuid fork forkpty killpg rename renames "
-        "truncate replace unlink fchmod fchown chmod chown chroot lchflags lchmod lchown getcwd chdir",
-    shutil: "rmtree move chown",
-    subprocess: "Popen",
-    builtins: "exit quit help",
-}}
-
-
-def disarm():
-    faulthandler.disable()
-    os.environ["OMP_NUM_THREADS"] = "1"
-    for module, names in DISARMED.items():
-        for name in names.split():
-            setattr(module, name, None)
-    for name in ("ipdb", "joblib", "resource", "psutil", "tkinter"):
-        sys.modules[name] = None
-
-
-def verdict():
-    sink = Sink()
-    signal.signal(signal.SIGALRM, _on_alarm)
-    try:
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), _StdinSwap(sink):
-            signal.setitimer(signal.ITIMER_REAL, LIMIT)
-            try:
-                exec(SOURCE, {{}})
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-    except OutOfTime:
-        return "timed out"
-    except BaseException as error:
-        return "failed: " + str(error)
-    return "passed"
-
-
-workdir = tempfile.mkdtemp()
-os.chdir(workdir)
-disarm()
-channel.write(NONCE + " " + json.dumps(verdict()) + "\n")
-channel.flush()
-"""
-
-
-def check_program(program: str, *, timeout: float = 3.0) -> str:
-    """Run one program as code_eval's ``check_correctness`` does, in the jail: its result string."""
-    nonce = secrets.token_hex(16)
-    source = _RUNNER.format(program=repr(program), nonce=repr(nonce), timeout=float(timeout))
-    outcome = run_program(source, timeout=float(timeout) + 1 + _STARTUP_SLACK, memory_mb=MEMORY_MB)
-    for line in reversed(outcome.stdout.splitlines()):
-        if line.startswith(nonce + " "):
-            return _result(line[len(nonce) + 1 :])
-    return "timed out"
-
-
-def _result(text: str) -> str:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return "timed out"
-    return value if isinstance(value, str) else "timed out"
+def check_candidate(candidate: str, test: str, *, timeout: float = 3.0) -> TestVerdict:
+    """One program scored as code_eval's ``check_correctness`` scores it, in the jail: the verdict, whose
+    ``result`` is the hub's string. The candidate runs in its own process, the test in the referee's
+    (:mod:`evalcore.engine.verdicts`), both under code_eval's ``reliability_guard``, in an empty
+    namespace, with output swallowed and stdin unreadable."""
+    return run_tests(candidate, test, timeout=float(timeout), memory_mb=MEMORY_MB, guard=True, main=False)
 
 
 def estimate_pass_at_k(num_samples: np.ndarray, num_correct: np.ndarray, k: int) -> np.ndarray:
@@ -168,15 +79,16 @@ class JailedCodeEval:
             raise ValueError("code_eval: each prediction must be a list of candidate programs (strings)")
         if not all(isinstance(r, str) for r in references):
             raise ValueError("code_eval: each reference must be a test program (a string)")
-        jobs = [(task_id, completion_id, f"{candidate}\n{test}")
+        jobs = [(task_id, completion_id, candidate, test)
                 for task_id, (candidates, test) in enumerate(zip(predictions, references))
                 for completion_id, candidate in enumerate(candidates)]  # fmt: skip
         with ThreadPoolExecutor(max_workers=max(1, int(num_workers))) as pool:
-            outcomes = list(pool.map(lambda job: check_program(job[2], timeout=timeout), jobs))
+            verdicts = list(pool.map(lambda job: check_candidate(job[2], job[3], timeout=timeout), jobs))
+        report_tampering(verdicts)
         results: dict[int, list] = {}
-        for (task_id, completion_id, _), outcome in zip(jobs, outcomes):
+        for (task_id, completion_id, _, _), verdict in zip(jobs, verdicts):
             results.setdefault(task_id, []).append(
-                (completion_id, {"task_id": task_id, "passed": outcome == "passed", "result": outcome,
+                (completion_id, {"task_id": task_id, "passed": verdict.passed, "result": verdict.result,
                                  "completion_id": completion_id})
             )  # fmt: skip
         total = np.array([len(rows) for rows in results.values()])

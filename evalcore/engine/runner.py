@@ -23,8 +23,9 @@ from evalcore.engine import metrics as m
 from evalcore.engine.config import GroupConfig, TaskConfig
 from evalcore.engine.data import evaluation_docs, load_splits, split_docs
 from evalcore.engine.prompts import FewshotSampler, Prompter
-from evalcore.engine.sandbox import require_jail
+from evalcore.engine.sandbox import jail_protocol
 from evalcore.engine.scoring import aggregate, metric_key, score_records
+from evalcore.engine.verdicts import require_referee
 from evalcore.models.base import Backend, GenerationRequest, LoglikelihoodRequest, RollingRequest
 
 DEFAULT_FEWSHOT_SEED = 1234  # the harness's default fewshot_random_seed
@@ -209,8 +210,7 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
                   fewshot_seed=DEFAULT_FEWSHOT_SEED, progress: bool = False,
                   apply_chat_template: bool = False) -> TaskResult:  # fmt: skip
     started = time.perf_counter()
-    if config.get("unsafe_code"):
-        require_jail()  # generated programs run only in the jail: fail before asking the model anything
+    jail = require_referee() if config.get("unsafe_code") else None  # fail before asking the model anything
     chat = backend.chat_context if apply_chat_template else None
     records = build_records(
         config, num_fewshot=num_fewshot, limit=limit, seed=seed, fewshot_seed=fewshot_seed, chat=chat
@@ -243,6 +243,13 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
         "limit": limit,
         "wall_time_s": round(time.perf_counter() - started, 3),
     }
+    if jail is not None:
+        protocol["jail"] = jail_protocol(jail)
+        tampered = [r for r in scored if r.get("tampering")]
+        protocol["tampering"] = {
+            "docs": len(tampered),
+            "examples": [{"doc_id": r["doc_id"], "findings": r["tampering"][:5]} for r in tampered[:5]],
+        }
     return TaskResult(config.task, metrics, protocol, scored)
 
 

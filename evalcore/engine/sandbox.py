@@ -22,18 +22,26 @@ refused, never run unconfined. See docs/security.md.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import shutil
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-MAX_PROCESSES = 16  # processes and threads in one jail, its init included
+from evalcore.engine import seccomp
+from evalcore.engine.jail_cgroup import CgroupRoot, CgroupUnavailable, JailCgroup, find_root
+
+log = logging.getLogger(__name__)
+
+MAX_PROCESSES = 16  # processes and threads in one jail
+MAX_DESCRIPTORS = 256  # open files per process (RLIMIT_NOFILE)
 TMPFS_BYTES = 64 << 20  # the writable /tmp
 SHM_BYTES = 8 << 20  # /dev/shm, for multiprocessing's semaphores
 MAX_FILE_BYTES = 16 << 20  # any file the program writes, its captured stdout and stderr included
 OUTPUT_LIMIT = 64 << 10  # characters of stdout / stderr returned
+PROGRAM_DIR = "/program"
 PROGRAM_PATH = "/program/main.py"
 NOBODY = 65534
 MIN_BWRAP = (0, 8)
@@ -54,6 +62,7 @@ class ExecutionResult:
     exit_code: int | None = None
     stdout: str = ""
     stderr: str = ""
+    limits: str = ""  # where the jail's memory limit held: "cgroup v1 memory+pids at ..." or "per-process"
 
     @property
     def timed_out(self) -> bool:
@@ -68,6 +77,13 @@ class Jail:
     prlimit: str
     python: str
     root: tuple[str, ...]  # bwrap arguments that build the read-only root
+    seccomp: bytes = b""  # the compiled filter (evalcore.engine.seccomp)
+    cgroups: CgroupRoot | None = field(default=None)  # None: PODIUM_JAIL_CGROUP=off
+    bwrap_init: bool = False  # True: bwrap's own init as PID 1 (the jail before issue 28; bench/sandbox.py only)
+
+    @property
+    def limits(self) -> str:
+        return self.cgroups.description if self.cgroups else "per-process (PODIUM_JAIL_CGROUP=off)"
 
 
 def _tool(name: str, package: str, what: str) -> str:
@@ -115,15 +131,17 @@ def _root_mounts() -> tuple[str, ...]:
     return tuple(args)
 
 
-def _argv(jail: Jail, program_fd: int, timeout: float, memory_mb: int) -> list[str]:
+def _argv(jail: Jail, files: dict[str, int], seccomp_fd: int | None, timeout: float, memory_mb: int, args: tuple[str, ...]) -> list[str]:
     cpu_seconds = int(timeout) + 1
     limits = [
         f"--nproc={MAX_PROCESSES}",
         f"--as={memory_mb << 20}",
         f"--cpu={cpu_seconds}",
         f"--fsize={MAX_FILE_BYTES}",
+        f"--nofile={MAX_DESCRIPTORS}",
         "--core=0",
     ]
+    program = [arg for name, fd in files.items() for arg in ("--ro-bind-data", str(fd), f"{PROGRAM_DIR}/{name}")]
     return [
         jail.bwrap,
         "--unshare-all",
@@ -131,6 +149,7 @@ def _argv(jail: Jail, program_fd: int, timeout: float, memory_mb: int) -> list[s
         "--disable-userns",
         "--die-with-parent",
         "--new-session",
+        *(() if jail.bwrap_init else ("--as-pid-1",)),
         "--hostname", "jail",
         *jail.root,
         "--proc", "/proc",
@@ -138,12 +157,13 @@ def _argv(jail: Jail, program_fd: int, timeout: float, memory_mb: int) -> list[s
         "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
         "--remount-ro", "/dev",
         "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp",
-        "--ro-bind-data", str(program_fd), PROGRAM_PATH,
+        *program,
         "--remount-ro", "/",
         "--chdir", "/tmp",
         "--clearenv", *_ENVIRONMENT,
+        *(("--seccomp", str(seccomp_fd)) if seccomp_fd is not None else ()),
         "--", jail.prlimit, *limits,
-        "--", jail.python, "-I", "-B", PROGRAM_PATH,
+        "--", jail.python, "-I", "-B", *args,
     ]  # fmt: skip
 
 
@@ -179,19 +199,20 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _kill_jail(process: subprocess.Popen) -> None:
-    """SIGKILL the jail's init (bwrap's child, pid 1 of the jail's PID namespace) and wait for bwrap.
+def _kill_jail(process: subprocess.Popen, cgroup: JailCgroup | None) -> None:
+    """SIGKILL the jail's processes and wait for bwrap, which reaps the jail's init (pid 1 inside).
 
-    When a PID namespace's init dies the kernel kills every other process in it and the init is
-    only reaped after they are gone, so once bwrap has collected it nothing of the jail is left.
+    The jail runs ``--as-pid-1``: its first process is bwrap's child, and when it dies the kernel
+    kills every other process of its PID namespace. bwrap is spared so that it collects its child.
     """
-    children = _children(process.pid)
+    children = cgroup.pids() if cgroup else _children(process.pid)
     for pid in children:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    if not children:  # still setting up: no jail process yet, or one that --die-with-parent kills with bwrap
+        if pid != process.pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    if not [pid for pid in children if pid != process.pid]:  # still setting up: no jail process yet
         process.kill()
     try:
         process.wait(timeout=10)
@@ -205,38 +226,73 @@ def _privileges() -> dict:
     return {"user": NOBODY, "group": NOBODY, "extra_groups": []} if os.geteuid() == 0 else {}
 
 
-def _launch(jail: Jail, source: str, timeout: float, memory_mb: int) -> tuple[int | None, str, str]:
-    """(exit code, or None on timeout; stdout; stderr) of ``source`` run in a fresh jail."""
-    program = _memfd("program", source.encode("utf-8", "replace"))
+GATE = 'read -r _ && exec "$0" "$@" </dev/null'  # /bin/sh waits until bwrap's pid is in the cgroup
+
+
+@dataclass(frozen=True)
+class Launched:
+    code: int | None  # None: timed out
+    stdout: str
+    stderr: str
+    out_of_memory: bool
+
+
+def launch(jail: Jail, files: dict[str, str], args: tuple[str, ...], timeout: float, memory_mb: int) -> Launched:
+    """Run ``python -I -B *args`` in a fresh jail holding ``files`` (read-only, under /program)."""
+    fds = {name: _memfd(name, text.encode("utf-8", "replace")) for name, text in files.items()}
     out, err = _memfd("stdout"), _memfd("stderr")
+    filter_fd = _memfd("seccomp", jail.seccomp) if jail.seccomp else None
+    cgroup = None
+    try:
+        cgroup = jail.cgroups.create(memory_mb << 20, MAX_PROCESSES + 2) if jail.cgroups else None
+    except CgroupUnavailable as error:
+        raise SandboxUnavailable(f"cannot run untrusted code: {error}") from None
+    gate, release = os.pipe() if cgroup else (subprocess.DEVNULL, -1)
+    argv = _argv(jail, fds, filter_fd, timeout, memory_mb, args)
     try:
         process = subprocess.Popen(
-            _argv(jail, program, timeout, memory_mb),
-            stdin=subprocess.DEVNULL,
+            ["/bin/sh", "-c", GATE, *argv] if cgroup else argv,
+            stdin=gate,
             stdout=out,
             stderr=err,
-            pass_fds=(program,),
+            pass_fds=(*fds.values(), *([filter_fd] if filter_fd is not None else [])),
             env={"PATH": "/usr/bin:/bin"},
             cwd="/",
             start_new_session=True,
             **_privileges(),
         )
+        if cgroup:
+            os.close(gate)
+            try:
+                cgroup.add(process.pid)
+                os.write(release, b"go\n")
+            except OSError as error:
+                process.kill()
+                process.wait()
+                raise SandboxUnavailable(f"cannot run untrusted code: cannot move the jail into its cgroup: {error}") from None
+            finally:
+                os.close(release)
         try:
             code: int | None = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _kill_jail(process)
+            _kill_jail(process, cgroup)
             code = None
-        return code, _read_output(out), _read_output(err)
+        if cgroup and not cgroup.empty(within=10):
+            log.error("jail cgroup %s still holds processes %s after 10 s", cgroup.folders[0], cgroup.pids())
+        oom = bool(cgroup and cgroup.out_of_memory())
+        return Launched(code, _read_output(out), _read_output(err), oom)
     finally:
-        for fd in (program, out, err):
+        for fd in (*fds.values(), out, err, *([filter_fd] if filter_fd is not None else [])):
             os.close(fd)
+        if cgroup:
+            cgroup.remove()
 
 
 def check_jail(jail: Jail) -> Jail:
     """``jail`` after a trial run in it; :class:`SandboxUnavailable` with bwrap's reason if it cannot be created."""
-    code, _, stderr = _launch(jail, "print('ok')", _PROBE_TIMEOUT, 256)
-    if code != 0:
-        reason = stderr.strip().splitlines()[-1:] or [f"exit code {code}"]
+    done = launch(jail, {"main.py": "print('ok')"}, (PROGRAM_PATH,), _PROBE_TIMEOUT, 256)
+    if done.code != 0 or done.stdout.strip() != "ok":
+        reason = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.code}"]
         raise SandboxUnavailable(
             f"cannot run untrusted code: bubblewrap could not create the jail ({reason[0][:300]}); it needs "
             "unprivileged user namespaces (sysctl user.max_user_namespaces > 0; in a container, a seccomp "
@@ -249,14 +305,43 @@ def check_jail(jail: Jail) -> Jail:
 def require_jail() -> Jail:
     """The jail this machine can build, checked once per process; :class:`SandboxUnavailable` names what is
     missing. Code tasks may call it before generating, to refuse early."""
-    return check_jail(
+    try:
+        program = seccomp.filter_program()
+    except seccomp.SeccompUnavailable as error:
+        raise SandboxUnavailable(f"cannot run untrusted code: {error}") from None
+    try:
+        cgroups = find_root()
+    except CgroupUnavailable as error:
+        raise SandboxUnavailable(f"cannot run untrusted code: {error}") from None
+    jail = check_jail(
         Jail(
             bwrap=_bwrap(),
             prlimit=_tool("prlimit", "util-linux", "prlimit"),
             python=_system_python(),
             root=_root_mounts(),
+            seccomp=program,
+            cgroups=cgroups,
         )
     )
+    if cgroups is None:
+        log.warning(
+            "jail without a memory cgroup (PODIUM_JAIL_CGROUP=off): each process is limited to memory_mb, but a "
+            "jail's processes together, with shared memory and tmpfs, may hold more"
+        )
+    return jail
+
+
+def jail_protocol(jail: Jail) -> dict:
+    """What a code task's protocol records about the jail its programs ran in."""
+    return {
+        "runner": "bubblewrap",
+        "memory_limit": jail.limits,
+        "max_processes": MAX_PROCESSES,
+        "max_descriptors": MAX_DESCRIPTORS,
+        "tmpfs_bytes": TMPFS_BYTES,
+        "seccomp_denied": seccomp.denied_syscalls(),
+        "socket_families": "AF_UNIX, AF_INET, AF_INET6, AF_NETLINK",
+    }
 
 
 MAX_TIMEOUT_S = 3600  # inf or NaN would overflow the CPU-time limit (OverflowError) or never end
@@ -270,14 +355,27 @@ def run_program(source: str, *, timeout: float = 10.0, memory_mb: int = 1024) ->
     """
     if not isinstance(source, str):
         raise ValueError("source must be a string")
+    check_limits(timeout, memory_mb)
+    jail = require_jail()
+    done = launch(jail, {"main.py": source}, (PROGRAM_PATH,), float(timeout), int(memory_mb))
+    return _result(done, timeout, memory_mb, jail.limits)
+
+
+def check_limits(timeout, memory_mb) -> None:
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= MAX_TIMEOUT_S:
         raise ValueError(f"timeout must be a number of seconds in (0, {MAX_TIMEOUT_S}], not {timeout!r}")
     if isinstance(memory_mb, bool) or not isinstance(memory_mb, int) or not 64 <= memory_mb <= MAX_MEMORY_MB:
         raise ValueError(f"memory_mb must be a whole number from 64 to {MAX_MEMORY_MB}, not {memory_mb!r}")
-    code, stdout, stderr = _launch(require_jail(), source, float(timeout), int(memory_mb))
-    if code is None:
-        return ExecutionResult(False, "timeout", f"no result within {timeout} s", None, stdout, stderr)
-    if code == 0:
-        return ExecutionResult(True, "passed", "", 0, stdout, stderr)
-    tail = [line for line in stderr.strip().splitlines() if line.strip()][-1:] or [f"exit code {code}"]
-    return ExecutionResult(False, "failed", tail[0][:300], code, stdout, stderr)
+
+
+def _result(done: Launched, timeout: float, memory_mb: int, limits: str) -> ExecutionResult:
+    common = {"stdout": done.stdout, "stderr": done.stderr, "limits": limits}
+    if done.code is None:
+        return ExecutionResult(False, "timeout", f"no result within {timeout} s", None, **common)
+    if done.out_of_memory:
+        detail = f"out of memory: the jail's processes together reached {memory_mb} MiB"
+        return ExecutionResult(False, "failed", detail, done.code, **common)
+    if done.code == 0:
+        return ExecutionResult(True, "passed", "", 0, **common)
+    tail = [line for line in done.stderr.strip().splitlines() if line.strip()][-1:] or [f"exit code {done.code}"]
+    return ExecutionResult(False, "failed", tail[0][:300], done.code, **common)

@@ -17,8 +17,8 @@ from evalcore.engine.config import TaskConfig
 from evalcore.engine.corpus import corpus_value
 from evalcore.engine.filters import pipelines
 from evalcore.engine.prompts import Prompter
-from evalcore.engine.sandbox import run_program
 from evalcore.engine.textnorm import max_f1
+from evalcore.engine.verdicts import collecting_tampering, report_tampering, run_tests
 
 
 def metric_key(metric: str, filter_name: str) -> str:
@@ -48,9 +48,13 @@ def _generation_gold(config: TaskConfig, record: dict):
     return target
 
 
-def _execute(programs: list[str], timeout: float, memory_mb: int) -> list[bool]:
+def _execute(candidates: list[str], tests: str, timeout: float, memory_mb: int) -> list[bool]:
+    """Whether each candidate program passes ``tests``: the candidate runs as a script (``__main__``) in one
+    process of the jail, the tests in another that alone decides (:func:`evalcore.engine.verdicts.run_tests`)."""
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return [r.passed for r in pool.map(lambda p: run_program(p, timeout=timeout, memory_mb=memory_mb), programs)]
+        verdicts = list(pool.map(lambda c: run_tests(c, tests, timeout=timeout, memory_mb=memory_mb), candidates))
+    report_tampering(verdicts)
+    return [v.passed for v in verdicts]
 
 
 def metric_name(entry: dict) -> str:
@@ -140,8 +144,8 @@ def _generation(config: TaskConfig, record: dict, entries: list[dict]) -> tuple[
                 continue
             ks = entry.get("k", [1])
             ks = [ks] if isinstance(ks, int) else list(ks)
-            programs = [f"{record['prompt']}{r}\n\n{gold}\n" for r in responses]
-            passed = _execute(programs, float(entry.get("timeout", 10.0)), int(entry.get("memory_mb", 1024)))
+            candidates = [f"{record['prompt']}{r}\n" for r in responses]
+            passed = _execute(candidates, f"{gold}\n", float(entry.get("timeout", 10.0)), int(entry.get("memory_mb", 1024)))
             filtered[f"{filter_name}:passed"] = passed
             for k in ks:
                 values[metric_key(f"pass@{k}", filter_name)] = m.pass_at_k(len(passed), sum(passed), k)
@@ -186,7 +190,8 @@ def score_records(config: TaskConfig, records: list[dict]) -> list[dict]:
     scored = []
     for record in records:
         try:
-            filtered, values = score_record(config, record, entries)
+            with collecting_tampering() as tampering:
+                filtered, values = score_record(config, record, entries)
         except KeyError as exc:
             if not exc.args or exc.args[0] in record:
                 raise
@@ -194,7 +199,8 @@ def score_records(config: TaskConfig, records: list[dict]) -> list[dict]:
                 f"task {config.task!r} ({config.output_type}): document {record.get('doc_id', '?')}'s record has no "
                 f"{exc.args[0]!r}; it was written by a task of another kind (rescore with the task that wrote it)"
             ) from None
-        scored.append({**record, "filtered": filtered, "metrics": values})
+        extra = {"tampering": tampering} if tampering else {}
+        scored.append({**record, "filtered": filtered, "metrics": values, **extra})
     return scored
 
 
