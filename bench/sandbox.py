@@ -13,7 +13,8 @@ alternating between the ways below, in the same process:
 - ``plain``: a plain subprocess of the same interpreter (``python -I -B -``, the program on stdin).
 
 Prints per-program wall times (mean, median, 95th percentile), each way's ratio to ``plain`` and to
-``before``, and how many programs passed each way. Exit code 1 unless all pass in every jail.
+``before``, and how many programs passed each way. Also counts the referee's tampering findings, which on canonical solutions are false alarms.
+Exit code 1 unless all pass in every jail.
 
 Usage::
 
@@ -76,9 +77,10 @@ def main() -> int:
         "before": whole(before),
         "jail": lambda c, t: run_program(c + "\n" + t, timeout=10, memory_mb=1024).passed,
         "no-seccomp": whole(unfiltered),
-        "referee": lambda c, t: run_tests(c, t, timeout=10, memory_mb=1024).passed,
+        "referee": lambda c, t: flagged.append(run_tests(c, t, timeout=10, memory_mb=1024)) or flagged[-1].passed,
         "plain": lambda c, t: plain(jail.python, c + "\n" + t),
     }
+    flagged: list = []
     seconds: dict[str, list[float]] = {name: [] for name in ways}
     passed = dict.fromkeys(ways, 0)
     for candidate, tests in problems(args.limit):
@@ -95,6 +97,8 @@ def main() -> int:
             print(f"{name:10s} x{mean[name] / mean['plain']:.2f} plain, x{mean[name] / mean['before']:.2f} before, "
                   f"{(mean[name] - mean['plain']) * 1000:+.1f} ms over plain")  # fmt: skip
     print("passed: " + ", ".join(f"{name} {passed[name]}/{count}" for name in ways))
+    print(f"referee verdicts with tampering findings (false alarms on canonical solutions): "
+          f"{sum(bool(v.tampering) for v in flagged)}/{count}")  # fmt: skip
     return 0 if all(passed[name] == count for name in ways if name != "plain") else 1
 
 

@@ -238,7 +238,7 @@ class Peer:
         if not isinstance(answer, dict):
             raise ProtocolError("answer is not a mapping")
         if "raise" in answer:
-            raise _exception(answer["raise"])
+            raise _exception(answer["raise"], self.resolve)
         return answer
 
     def request(self, op, target, args, kwargs):
@@ -263,11 +263,18 @@ def _update_in_place(original, updated):
         original.update(updated)
 
 
-def _exception(data):
+def _exception(data, resolve):
+    """The candidate's exception rebuilt from data: a builtin type with its plain arguments where it has them."""
     if not isinstance(data, dict) or not isinstance(data.get("type"), str) or not isinstance(data.get("message"), str):
         return ProtocolError("malformed exception")
     kind = getattr(builtins, data["type"], None)
     if isinstance(kind, type) and issubclass(kind, Exception):
+        try:
+            args = decode(data.get("args"), resolve)
+            if isinstance(args, tuple) and not any(isinstance(a, Remote) for a in args):
+                return kind(*args)
+        except Exception:
+            pass
         try:
             return kind(data["message"]) if data["message"] else kind()
         except Exception:
@@ -469,11 +476,18 @@ class Host:
             try:
                 reply = self.answer(message if isinstance(message, dict) else {})
             except BaseException as error:  # noqa: BLE001 - the candidate's exception goes back as data
-                reply = {"raise": {"type": type(error).__name__, "message": _message(error)}}
+                reply = {"raise": {"type": type(error).__name__, "message": _message(error), "args": _arguments(error, self)}}
             try:
                 send(self.outbound, reply)
             except ProtocolError as error:
                 send(self.outbound, {"raise": {"type": "ProtocolError", "message": str(error)}})
+
+
+def _arguments(error, server):
+    try:
+        return encode(tuple(error.args), server.refer)
+    except BaseException:  # noqa: BLE001 - arguments that cannot be read: the message stands in
+        return None
 
 
 def _message(error):

@@ -24,7 +24,7 @@ from evalcore.engine.config import GroupConfig, TaskConfig
 from evalcore.engine.data import evaluation_docs, load_splits, split_docs
 from evalcore.engine.prompts import FewshotSampler, Prompter
 from evalcore.engine.sandbox import jail_protocol
-from evalcore.engine.scoring import aggregate, metric_key, score_records
+from evalcore.engine.scoring import aggregate, metric_key, runs_programs, score_records, tampering_summary
 from evalcore.engine.verdicts import require_referee
 from evalcore.models.base import Backend, GenerationRequest, LoglikelihoodRequest, RollingRequest
 
@@ -210,7 +210,7 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
                   fewshot_seed=DEFAULT_FEWSHOT_SEED, progress: bool = False,
                   apply_chat_template: bool = False) -> TaskResult:  # fmt: skip
     started = time.perf_counter()
-    jail = require_referee() if config.get("unsafe_code") else None  # fail before asking the model anything
+    jail = require_referee() if runs_programs(config) else None  # fail before asking the model anything
     chat = backend.chat_context if apply_chat_template else None
     records = build_records(
         config, num_fewshot=num_fewshot, limit=limit, seed=seed, fewshot_seed=fewshot_seed, chat=chat
@@ -245,11 +245,7 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
     }
     if jail is not None:
         protocol["jail"] = jail_protocol(jail)
-        tampered = [r for r in scored if r.get("tampering")]
-        protocol["tampering"] = {
-            "docs": len(tampered),
-            "examples": [{"doc_id": r["doc_id"], "findings": r["tampering"][:5]} for r in tampered[:5]],
-        }
+        protocol["tampering"] = tampering_summary(scored)
     return TaskResult(config.task, metrics, protocol, scored)
 
 

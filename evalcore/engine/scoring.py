@@ -184,6 +184,20 @@ def score_record(config: TaskConfig, record: dict, entries: list[dict]) -> tuple
     return _generation(config, record, entries)
 
 
+def runs_programs(config: TaskConfig) -> bool:
+    """Whether scoring ``config`` executes generated programs (``unsafe_code``, or Podium's pass@k metric)."""
+    return bool(config.get("unsafe_code")) or any(e["metric"] == "pass@k" for e in m.metric_entries(config))
+
+
+def tampering_summary(records: list[dict]) -> dict:
+    """How many scored documents carry tampering findings, with the first five, for a task's protocol."""
+    tampered = [r for r in records if r.get("tampering")]
+    return {
+        "docs": len(tampered),
+        "examples": [{"doc_id": r.get("doc_id"), "findings": list(r["tampering"][:5])} for r in tampered[:5]],
+    }
+
+
 def score_records(config: TaskConfig, records: list[dict]) -> list[dict]:
     """Fill ``filtered`` and ``metrics`` of every record (new dicts, inputs untouched)."""
     entries = m.metric_entries(config)

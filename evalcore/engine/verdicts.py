@@ -138,7 +138,8 @@ _HOOKS = {"sys.excepthook", "sys.displayhook", "sys.unraisablehook", "sys.settra
 _NAMES = {"builtins", "__builtins__", "__builtin__", "__import__", "ctypes", "importlib", "atexit", "gc"}
 _ATTRIBUTES = {"f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "gi_frame", "__globals__", "__code__",
                "__subclasses__", "__closure__"}  # fmt: skip
-_DYNAMIC = {"exec", "eval", "compile", "globals", "setattr", "delattr"}
+_DYNAMIC = {"exec", "compile"}  # not eval: arithmetic (HumanEval/160's canonical solution) is its everyday use
+_REFLECTIVE = {"setattr", "delattr", "getattr"}
 _MODULE_NAMES = {"os", "sys", "builtins", "json", "signal", "subprocess", "math", "re", "io", "unittest", "random",
                  "string", "collections", "itertools", "functools", "operator", "typing"}  # fmt: skip
 _COMPARISONS = {"__eq__", "__ne__", "__bool__", "__hash__", "__lt__", "__le__", "__gt__", "__ge__"}
@@ -173,6 +174,8 @@ def static_tampering(source: str) -> list[str]:
                 note(f"calls {name}", node)
             elif name in _DYNAMIC:
                 note(f"calls {name}()", node)
+            elif name in _REFLECTIVE and node.args and _dotted(node.args[0]).split(".")[0] in _MODULE_NAMES | _NAMES:
+                note(f"calls {name}() on {_dotted(node.args[0])}", node)
         if isinstance(node, ast.Attribute | ast.Name):
             name = _dotted(node)
             if name in _HOOKS:

@@ -19,9 +19,11 @@ from django.utils import timezone
 
 from evalcore.engine import TaskConfig, aggregate, score_records, task_config_from_mapping
 from evalcore.engine.results import code_version as engine_code_version
+from evalcore.engine.scoring import runs_programs, tampering_summary
 from leaderboard import dispatch
 from leaderboard.evaluation.score_store import json_safe, scores_replace, scores_touch
 from leaderboard.evaluation.suites import SEED
+from leaderboard.evaluation.tampering import tampering_flag
 from leaderboard.evaluation.task_index import task_config_current
 from leaderboard.models import EvaluationRun, SampleRecord
 
@@ -81,7 +83,8 @@ def _rescore_one(run_id: int, config, *, admin, comment: str, code_version: dict
                                  code_version=run.code_version, rewrite_unchanged=False)  # fmt: skip
         updated = []
         for sample, record in zip(stored, scored, strict=True):
-            new = json_safe({"filtered": record["filtered"], "metrics": record["metrics"]})
+            new = json_safe({"filtered": record["filtered"], "metrics": record["metrics"],
+                             "tampering": record.get("tampering", [])})  # fmt: skip
             if {k: sample.payload.get(k) for k in new} != new:
                 sample.payload = {**sample.payload, **new}
                 updated.append(sample)
@@ -109,8 +112,11 @@ def _rescore_one(run_id: int, config, *, admin, comment: str, code_version: dict
                 "scores_changed": changed, "samples_changed": len(updated), **{f"previous_{k}": v for k, v in previous.items()},
             }),
         ]  # fmt: skip
+        if runs_programs(config):
+            protocol["tampering"] = tampering_summary(scored)
         run.protocol = protocol
         run.save(update_fields=["results", "config_sha256", "code_version", "protocol"])
+    tampering_flag(run.submission_id, run.task, protocol, len(scored))
     return changed
 
 

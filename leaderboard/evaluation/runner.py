@@ -24,6 +24,7 @@ from leaderboard.evaluation import contamination
 from leaderboard.evaluation.progress import CountingBackend
 from leaderboard.evaluation.score_store import json_safe, scores_replace
 from leaderboard.evaluation.suites import SEED, suite_current, suite_plan
+from leaderboard.evaluation.tampering import tampering_flag
 from leaderboard.models import BenchmarkSuite, EvaluationRun, SampleRecord, Submission
 from leaderboard.submissions.lifecycle import submission_progress
 
@@ -90,6 +91,7 @@ def _task_run(submission: Submission, suite: BenchmarkSuite, model, backend, con
         "seed": SEED,
     }
     run_store(submission=submission, suite=suite, task_result=result, protocol=protocol, code_version=code_version)
+    tampering_flag(submission.pk, config.task, protocol, len(result.records))
     return result
 
 
