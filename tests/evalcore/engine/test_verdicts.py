@@ -3,13 +3,15 @@ completion's text gives away, and where the jail's cgroups come from."""
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 
 import pytest
 
-from evalcore.engine import jail_cgroup, jailside
+from evalcore.engine import jail_cgroup, jailside, sandbox
 from evalcore.engine.jail_cgroup import CgroupUnavailable, find_root
+from evalcore.engine.sandbox import SandboxUnavailable, run_program
 from evalcore.engine.verdicts import run_tests, static_tampering
 from tests.evalcore.engine.test_sandbox import humaneval_problems
 
@@ -121,3 +123,22 @@ def test_cgroup_setting_is_checked(monkeypatch):
     monkeypatch.setattr(jail_cgroup, "_mounts", lambda: {})
     with pytest.raises(CgroupUnavailable, match="PODIUM_JAIL_CGROUP=off runs jails with per-process limits only"):
         find_root("auto")
+
+
+def test_without_a_cgroup_the_jail_says_which_guarantee_is_lost(monkeypatch, caplog):
+    monkeypatch.setenv("PODIUM_JAIL_CGROUP", "jails")
+    sandbox.require_jail.cache_clear()
+    try:
+        with pytest.raises(SandboxUnavailable, match="must be auto, off or an absolute path"):
+            run_program("print(1)")
+        monkeypatch.setenv("PODIUM_JAIL_CGROUP", "off")
+        sandbox.require_jail.cache_clear()
+        with caplog.at_level(logging.WARNING, logger="evalcore.engine.sandbox"):
+            result = run_program("print(1)")
+        assert result.passed and result.limits == "per-process (PODIUM_JAIL_CGROUP=off)"
+        assert "jail without a memory cgroup" in caplog.text and "may hold more" in caplog.text
+        assert sandbox.jail_protocol(sandbox.require_jail())["memory_limit"].startswith("per-process")
+    finally:
+        monkeypatch.delenv("PODIUM_JAIL_CGROUP")
+        sandbox.require_jail.cache_clear()
+    assert run_program("print(1)").limits.startswith("cgroup v")
