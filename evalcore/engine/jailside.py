@@ -24,12 +24,20 @@ Usage (inside the jail)::
     python3 -I -B /program/jailside.py referee TIMEOUT GUARD MAIN
 """
 
+import atexit
 import builtins
+import contextlib
+import ctypes
+import faulthandler
+import io
 import json
 import os
 import signal
 import struct
+import subprocess
 import sys
+import tempfile
+import types
 
 CANDIDATE_PATH = "/program/candidate.py"
 TESTS_PATH = "/program/tests.py"
@@ -295,7 +303,6 @@ DISARMED = {
 
 
 def disarm():
-    import faulthandler
 
     faulthandler.disable()
     os.environ["OMP_NUM_THREADS"] = "1"
@@ -309,7 +316,6 @@ def disarm():
 
 def _non_dumpable():
     """PR_SET_DUMPABLE 0: processes of the same user can neither attach to nor read this one."""
-    import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(4, 0, 0, 0, 0) != 0:
@@ -321,8 +327,6 @@ def _on_alarm(signum, frame):
 
 
 def referee(timeout, guard, main):
-    import io
-    import subprocess
 
     verdict_fd = os.dup(1)
     os.dup2(2, 1)  # the tests' and the referee's own prints go to stderr; fd 1 is the verdict's alone
@@ -415,7 +419,6 @@ class Host:
         return self.objects[ref]
 
     def load(self):
-        import types
 
         with open(CANDIDATE_PATH, encoding="utf-8") as handle:
             source = handle.read()
@@ -502,7 +505,6 @@ _WATCHED = ("os", "sys", "builtins", "json", "signal", "subprocess", "math", "re
 
 def _state():
     """What the audit compares: builtins, watched modules' attributes, hooks, exit handlers."""
-    import atexit
 
     modules = {}
     for name in _WATCHED:
@@ -542,8 +544,6 @@ def _tampering(before, after):
 
 
 def host(guard, main):
-    import contextlib
-    import io
 
     inbound, outbound = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
@@ -567,7 +567,6 @@ def host(guard, main):
     class StdinSwap(contextlib._RedirectStream):
         _stream = "stdin"
 
-    import tempfile
 
     os.chdir(tempfile.mkdtemp())
     disarm()

@@ -20,7 +20,7 @@ import pytest
 
 from evalcore.engine import seccomp
 from evalcore.engine.code_eval import check_candidate
-from evalcore.engine.sandbox import PROGRAM_PATH, launch, require_jail, run_program
+from evalcore.engine.sandbox import PROGRAM_PATH, _children, launch, require_jail, run_program
 from evalcore.engine.verdicts import run_tests
 
 
@@ -177,10 +177,14 @@ def test_plain_values_cross_and_candidate_objects_stay_references():
 
 def _jail_processes(parent: int) -> list[int]:
     """bwrap's pid (our child) and its children: the jail's init, host-side."""
-    from evalcore.engine.sandbox import _children
-
     found = []
     for bwrap in _children(parent):
+        try:
+            with open(f"/proc/{bwrap}/comm") as handle:
+                if handle.read().strip() != "bwrap":
+                    continue
+        except OSError:
+            continue
         found.append(bwrap)
         found += _children(bwrap)
     return found
