@@ -10,6 +10,7 @@ from collections import deque
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
+from arena.consent import consent_of
 from arena.identity import arena_key_of
 from arena.selectors_battles import battle_state
 from arena.streams import battle_group
@@ -79,6 +80,9 @@ class BattleConsumer(AsyncWebsocketConsumer):
         session_key = await database_sync_to_async(arena_key_of)(self.scope.get("session"))
         if not session_key:
             await self.close(code=4403)
+            return
+        if await database_sync_to_async(consent_of)(self.scope.get("session")) is None:
+            await self.close(code=4451)  # the voter has not agreed to the current terms
             return
         self.state_args = {"public_id": public_id, "session_key": session_key}
         state = await database_sync_to_async(battle_state)(**self.state_args)

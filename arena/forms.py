@@ -20,3 +20,9 @@ class VoteForm(forms.Form):
         choices=Vote.Winner.choices,
         error_messages={"required": "Choose a vote.", "invalid_choice": "Unknown vote: %(value)s."},
     )
+
+
+class ConsentForm(forms.Form):
+    version = forms.CharField(
+        max_length=40, strip=True, error_messages={"required": "Say which version of the terms you agree to."}
+    )

@@ -104,6 +104,8 @@ class Battle(models.Model):
     excluded_reason = models.CharField(max_length=64, blank=True, help_text="Why its vote is not rated.")
     session_hash = models.CharField(max_length=64, db_index=True)
     ip_hash = models.CharField(max_length=64, db_index=True)
+    consent_version = models.CharField(max_length=40, blank=True, help_text="The arena terms the voter agreed to.")
+    consent_at = models.DateTimeField(null=True, blank=True, help_text="When the voter agreed to them.")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -170,6 +172,8 @@ class Vote(models.Model):
     model_a_position = models.CharField(max_length=5, choices=[("left", "left"), ("right", "right")])
     turn_count = models.PositiveSmallIntegerField()
     battle_started_at = models.DateTimeField()
+    consent_version = models.CharField(max_length=40, blank=True, help_text="The arena terms the voter agreed to.")
+    consent_at = models.DateTimeField(null=True, blank=True, help_text="When the voter agreed to them.")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     style_a = models.JSONField(help_text="tokens, headers, lists, bold of model A's answers")
     style_b = models.JSONField(help_text="the same for model B")

@@ -5,6 +5,8 @@ from arena import views
 app_name = "arena"
 urlpatterns = [
     path("", views.arena_index, name="index"),
+    path("terms/", views.arena_terms, name="terms"),
+    path("consent/", views.consent_create, name="consent"),
     path("battles/", views.battle_start, name="battle-start"),
     path("battles/<uuid:public_id>/", views.battle_detail, name="battle-detail"),
     path("battles/<uuid:public_id>/turns/", views.turn_create, name="turn-create"),

@@ -9,7 +9,8 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET, require_POST
 
 from arena import services
-from arena.forms import PromptForm, VoteForm
+from arena.consent import ConsentError, consent_give, consent_of, missing_message, terms_version
+from arena.forms import ConsentForm, PromptForm, VoteForm
 from arena.identity import address_hash, arena_session_key, session_key, voter_hashes
 from arena.ratelimit import RateLimited, hit, hit_address
 from arena.selectors_battles import battle_state
@@ -56,13 +57,42 @@ def arena_index(request):
     return render(
         request,
         "arena/index.html",
-        {"max_prompt_chars": settings.ARENA_MAX_PROMPT_CHARS, "max_turns": settings.ARENA_MAX_TURNS},
+        {
+            "max_prompt_chars": settings.ARENA_MAX_PROMPT_CHARS,
+            "max_turns": settings.ARENA_MAX_TURNS,
+            "terms_version": terms_version(),
+            "consented": consent_of(request.session) is not None,
+            "publish_delay_hours": round(settings.ARENA_PUBLISH_DELAY_S / 3600, 1),
+        },
     )
 
 
+@require_GET
+def arena_terms(request):
+    """The terms on their own page (the arena page shows the same text before the first message)."""
+    context = {"terms_version": terms_version(), "publish_delay_hours": round(settings.ARENA_PUBLISH_DELAY_S / 3600, 1)}
+    return render(request, "arena/terms_page.html", context)
+
+
+@require_POST
+def consent_create(request):
+    """``POST /arena/consent/`` with ``version``: the voter agrees to the current terms (stored in the session)."""
+    form = ConsentForm(request.POST)
+    if not form.is_valid():
+        return form_error(form)
+    if arena_session_key(request) is None:
+        return error_response(NO_SESSION_MESSAGE, 403)
+    try:
+        record = consent_give(request.session, form.cleaned_data["version"])
+    except ConsentError as exc:
+        return error_response(str(exc), 409)
+    return JsonResponse({"version": record["version"], "at": record["at"]}, status=201)
+
+
 def voter_action(request, form_class, action: str, per_window: int, act) -> JsonResponse:
-    """The shared path of the arena's POSTs: validate the form, apply the voter's rate limit, call the
-    service through ``act(cleaned_data, session_hash, ip_hash)``, and turn its refusals into JSON."""
+    """The shared path of the arena's POSTs: validate the form, check the session and its agreement to the
+    current terms, apply the voter's rate limit, call the service through
+    ``act(cleaned_data, session_hash, ip_hash, consent)``, and turn its refusals into JSON."""
     form = form_class(request.POST)
     if not form.is_valid():
         return form_error(form)
@@ -70,9 +100,12 @@ def voter_action(request, form_class, action: str, per_window: int, act) -> Json
         hashes = voter_hashes(request)
         if hashes is None:  # no cookie, a forged or expired one: refused, and no session is made for it
             return error_response(NO_SESSION_MESSAGE, 403)
+        consent = consent_of(request.session)
+        if consent is None:  # no battle, turn or vote without agreeing to the current terms
+            return error_response(missing_message(), 403)
         if refusal := limited(action, hashes, per_window):
             return refusal
-        return act(form.cleaned_data, *hashes)
+        return act(form.cleaned_data, *hashes, consent)
     except services.ArenaError as exc:
         headers = {"Retry_After": str(exc.retry_after)} if exc.retry_after else {}
         return error_response(str(exc), exc.status, **headers)
@@ -86,8 +119,10 @@ def voter_action(request, form_class, action: str, per_window: int, act) -> Json
 
 @require_POST
 def battle_start(request):
-    def act(data, session_hash, ip_hash):
-        battle = services.battle_create(prompt=data["prompt"], session_hash=session_hash, ip_hash=ip_hash)
+    def act(data, session_hash, ip_hash, consent):
+        battle = services.battle_create(
+            prompt=data["prompt"], session_hash=session_hash, ip_hash=ip_hash, consent=consent
+        )
         public_id = battle.public_id
         return JsonResponse(
             {"battle": str(public_id), "turn": 0, "socket": f"/ws/arena/battles/{public_id}/"}, status=201
@@ -98,7 +133,7 @@ def battle_start(request):
 
 @require_POST
 def turn_create(request, public_id):
-    def act(data, session_hash, ip_hash):
+    def act(data, session_hash, ip_hash, consent):
         turn = services.turn_add(public_id=public_id, prompt=data["prompt"], session_hash=session_hash)
         return JsonResponse({"battle": str(public_id), "turn": turn.index}, status=201)
 
@@ -107,9 +142,9 @@ def turn_create(request, public_id):
 
 @require_POST
 def vote_create(request, public_id):
-    def act(data, session_hash, ip_hash):
+    def act(data, session_hash, ip_hash, consent):
         vote = services.vote_cast(
-            public_id=public_id, winner=data["winner"], session_hash=session_hash, ip_hash=ip_hash
+            public_id=public_id, winner=data["winner"], session_hash=session_hash, ip_hash=ip_hash, consent=consent
         )
         return JsonResponse(
             {

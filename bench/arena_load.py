@@ -94,6 +94,7 @@ def seed(n_battles: int) -> dict:
     from django.conf import settings
     from django.core.management import call_command
 
+    from arena.consent import consent_give, terms_version
     from arena.identity import salted_hash
     from arena.models import Battle, LanguageModel, Turn, Vote
     from arena.ratings import snapshots_refit
@@ -105,6 +106,7 @@ def seed(n_battles: int) -> dict:
     for _ in range(200):
         store = SessionStore()
         store["arena"] = True
+        consent_give(store, terms_version())  # the voter agreed to the arena's terms (arena/consent.py)
         store.create()
         sessions.append(store.session_key)
     rng = np.random.default_rng(0)

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count
 
+from arena.consent import consent_fields
 from arena.dispatch import generation_enqueue
 from arena.models import Battle, LanguageModel, Turn, Vote
 from arena.sampling import Candidate, sample_pair
@@ -30,7 +31,8 @@ def arena_candidates() -> list[Candidate]:
 
 
 @transaction.atomic
-def battle_create(*, prompt: object, session_hash: str, ip_hash: str, rng: np.random.Generator | None = None) -> Battle:
+def battle_create(*, prompt: object, session_hash: str, ip_hash: str, rng: np.random.Generator | None = None,
+                  consent: dict | None = None) -> Battle:  # fmt: skip
     """Pick two models, create the battle and its first turn, and queue both answers."""
     prompt = prompt_clean(prompt)
     rng = rng if rng is not None else np.random.default_rng()
@@ -43,7 +45,8 @@ def battle_create(*, prompt: object, session_hash: str, ip_hash: str, rng: np.ra
         )
     except ValueError as exc:
         raise ArenaError(f"The arena is not open: {exc}.", status=503) from None
-    battle = Battle(model_a_id=left.key, model_b_id=right.key, session_hash=session_hash, ip_hash=ip_hash)
+    battle = Battle(model_a_id=left.key, model_b_id=right.key, session_hash=session_hash, ip_hash=ip_hash,
+                    **consent_fields(consent))  # fmt: skip
     battle.full_clean()
     battle.save()
     turn = Turn.objects.create(battle=battle, index=0, prompt=prompt)

@@ -16,6 +16,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from arena.consent import consent_fields
 from arena.language import detect_language
 from arena.models import Battle, LanguageModel, Turn, Vote
 from arena.reveals import model_terms, reveals_identity
@@ -154,7 +155,7 @@ def _vote_refusal(battle: VoteContext) -> ArenaError | None:
     return None
 
 
-def _vote_build(battle: VoteContext, *, winner: str, session_hash: str, ip_hash: str) -> Vote:
+def _vote_build(battle: VoteContext, *, winner: str, session_hash: str, ip_hash: str, consent: dict | None = None) -> Vote:
     answers = battle.answers["a"] + battle.answers["b"]
     excluded = "identity_revealed" if reveals_identity(battle.terms, answers) else ""
     prompts = "\n".join(battle.prompts)
@@ -175,6 +176,7 @@ def _vote_build(battle: VoteContext, *, winner: str, session_hash: str, ip_hash:
         ip_hash=ip_hash,
         counted=not excluded,
         excluded_reason=excluded,
+        **consent_fields(consent),
     )
     # Field checks only: the battle and both models come from the battle row, and the database
     # enforces the constraints (validating them here would cost a query each).
@@ -220,7 +222,7 @@ def _vote_save_claiming(battle: VoteContext, vote: Vote) -> bool:
     return True
 
 
-def vote_cast(*, public_id, winner: object, session_hash: str, ip_hash: str) -> CastVote:
+def vote_cast(*, public_id, winner: object, session_hash: str, ip_hash: str, consent: dict | None = None) -> CastVote:
     """Record the vote (one per battle, enforced by the database) and schedule a ratings refit.
 
     On PostgreSQL: an unlocked read, then one statement that claims the battle (active, with the same
@@ -234,7 +236,7 @@ def vote_cast(*, public_id, winner: object, session_hash: str, ip_hash: str) -> 
             battle = _vote_context(public_id, session_hash=session_hash, lock=False)
             if refusal := _vote_refusal(battle):
                 raise refusal
-            vote = _vote_build(battle, winner=winner, session_hash=session_hash, ip_hash=ip_hash)
+            vote = _vote_build(battle, winner=winner, session_hash=session_hash, ip_hash=ip_hash, consent=consent)
             if not _vote_save_claiming(battle, vote):
                 # Changed meanwhile: read it again for the accurate refusal.
                 raise _vote_refusal(_vote_context(public_id, session_hash=session_hash, lock=False)) or ArenaError(
@@ -246,7 +248,7 @@ def vote_cast(*, public_id, winner: object, session_hash: str, ip_hash: str) -> 
                 battle = _vote_context(public_id, session_hash=session_hash, lock=True)
                 if refusal := _vote_refusal(battle):
                     raise refusal
-                vote = _vote_build(battle, winner=winner, session_hash=session_hash, ip_hash=ip_hash)
+                vote = _vote_build(battle, winner=winner, session_hash=session_hash, ip_hash=ip_hash, consent=consent)
                 vote.save(force_insert=True)
                 Battle.objects.filter(pk=battle.battle_id).update(
                     status=Battle.Status.VOTED, excluded_reason=vote.excluded_reason

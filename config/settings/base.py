@@ -390,6 +390,9 @@ try:
     # Battles (prompts, answers, names) appear on /api/battles/ only once a rating snapshot created at
     # least this long after their vote covers them (docs/arena-ratings.md, "Published battles").
     ARENA_PUBLISH_DELAY_S = config_env.integer("ARENA_PUBLISH_DELAY_S", default=86400, minimum=0)
+    # The version of the arena's terms (templates/arena/terms.html): voters agree to it before their
+    # first message, and a new version asks again. Bump it with every change of the text.
+    ARENA_TERMS_VERSION = config_env.env.str("ARENA_TERMS_VERSION", default="2026-12-03").strip()[:40] or "1"
 except ConfigError as error:
     fail(error)
 # Contamination checks of submissions (docs/contamination.md, "On the site").

@@ -162,8 +162,24 @@
     document.querySelector("#pane-b h2").textContent = `Model B: ${reveal.model_b}`;
   }
 
+  const termsPanel = document.getElementById("terms");
+  let consented = root.dataset.consented === "true";
+  document.getElementById("agree").addEventListener("click", async () => {
+    try {
+      await post("/arena/consent/", {version: termsPanel.dataset.version});
+      consented = true;
+      termsPanel.hidden = true;
+      statusLine.textContent = "";
+      render();
+      promptBox.focus();
+    } catch (error) {
+      statusLine.textContent = error.message;
+    }
+  });
+
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
+    if (!consented) { statusLine.textContent = "Read the terms above and agree first."; termsPanel.hidden = false; return; }
     const prompt = promptBox.value.trim();
     if (!prompt) { statusLine.textContent = "Type a prompt first."; return; }
     sendButton.disabled = true;

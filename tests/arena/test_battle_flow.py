@@ -15,6 +15,7 @@ from arena.models import Battle, LanguageModel, Turn, Vote
 from arena.selectors_battles import battle_state
 from arena.services import votes
 from arena.tasks import battle_generate
+from tests.arena_terms import agree
 
 SMALL = {"max_new_tokens": 24, "temperature": 0.0}
 
@@ -50,6 +51,7 @@ def voter() -> Client:
     """A browser that opened /arena/ first, as the page does: it holds the arena session."""
     client = Client()
     assert client.get("/arena/").status_code == 200
+    agree(client)
     return client
 
 
@@ -66,6 +68,7 @@ def finish_turn(battle: Battle, text_a="Paris.", text_b="It is Paris."):
 def test_full_battle_with_the_real_model(arena_models, django_capture_on_commit_callbacks):
     client = Client()
     client.get("/arena/")
+    agree(client)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         response = start(client)
     assert response.status_code == 201, response.content
@@ -253,6 +256,7 @@ def test_vote_with_redis_sessions_and_limits_survives_a_cache_flush(arena_models
     settings.ARENA_VOTES_PER_MINUTE = 1
     client = voter()
     client.get("/arena/")
+    agree(client)
     public_id = start(client).json()["battle"]
     finish_turn(Battle.objects.get(public_id=public_id))
     from django.contrib.sessions.backends.cached_db import KEY_PREFIX

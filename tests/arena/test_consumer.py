@@ -15,6 +15,7 @@ from django.test import Client
 from arena.models import Battle, LanguageModel
 from arena.streams import battle_group
 from config.asgi import application
+from tests.arena_terms import agree
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,6 +25,7 @@ def voter_with_battle():
     LanguageModel.objects.create(name="secret-model-two", in_arena=True, backend="hf", model_args={"path": "x"})
     client = Client()
     client.get("/arena/")
+    agree(client)
 
     response = client.post("/arena/battles/", {"prompt": "Hello there"})
     assert response.status_code == 201
@@ -75,6 +77,7 @@ def test_no_session_and_other_voters_are_refused():
     _, public_id = voter_with_battle()
     stranger = Client()
     stranger.get("/arena/")
+    agree(stranger)
 
     async def scenario():
         anonymous = communicator(public_id, None)

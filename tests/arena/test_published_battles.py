@@ -13,6 +13,7 @@ from arena.identity import salted_hash
 from arena.models import Battle, RatingSnapshot, Turn, Vote
 from arena.selectors import battles_published_until
 from tests.arena.vote_data import catalogue, votes_create
+from tests.arena_terms import agree
 
 pytestmark = pytest.mark.django_db
 
@@ -74,6 +75,7 @@ def test_the_voter_sees_their_own_battle_at_once(settings):
     settings.ARENA_PUBLISH_DELAY_S = DAY
     voter = Client()
     voter.get("/arena/")
+    agree(voter)
     models = catalogue("left-model", "right-model")
     session_hash = salted_hash(voter.session.session_key, purpose="session")
     battle = Battle.objects.create(

@@ -15,6 +15,7 @@ from django.test import Client
 from arena.identity import ip_bucket
 from arena.models import Battle, Vote
 from tests.arena.vote_data import catalogue
+from tests.arena_terms import agree
 
 pytestmark = pytest.mark.django_db
 
@@ -31,6 +32,7 @@ def open_arena(settings):
 def voter(address: str = "203.0.113.9") -> Client:
     client = Client(REMOTE_ADDR=address)
     assert client.get("/arena/").status_code == 200
+    agree(client)
     return client
 
 
@@ -70,6 +72,7 @@ def test_a_session_made_elsewhere_is_not_an_arena_session(settings):
     client.cookies[settings.SESSION_COOKIE_NAME] = other.session_key
     assert start(client).status_code == 403
     assert client.get("/arena/").status_code == 200  # the page adopts it as an arena session
+    agree(client)
     assert start(client).status_code == 201
     assert Session.objects.count() == 1
 

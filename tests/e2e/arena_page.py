@@ -6,9 +6,12 @@ VOTES_ENABLED = "Array.from(document.querySelectorAll('button.vote')).every(b =>
 
 
 def battle_ask(page, base: str, prompt: str, *, timeout_s: float, log) -> None:
-    """Open the arena, send ``prompt`` and wait until both answers are in (the vote buttons enable);
-    on timeout an AssertionError carrying ``log()`` (the workers' logs)."""
+    """Open the arena, agree to its terms where it asks, send ``prompt`` and wait until both answers are
+    in (the vote buttons enable); on timeout an AssertionError carrying ``log()`` (the workers' logs)."""
     page.goto(f"{base}/arena/")
+    if page.is_visible("#terms"):
+        page.click("#agree")
+        page.wait_for_selector("#terms", state="hidden")
     page.fill("#prompt", prompt)
     page.click("#send")
     try:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from arena.catalogue import catalogue_parse, catalogue_sync
-from arena.models import Vote
+from arena.models import Battle, Vote
 from tests.conftest import REPO_ROOT, clean_env, database_url_of
 from tests.e2e.arena_page import battle_ask
 
@@ -46,8 +47,16 @@ def test_a_voter_plays_a_whole_battle(arena_site, browser, processes):
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
 
+    # The terms come first: sending before agreeing starts nothing and says why.
+    page.goto(f"{base}/arena/")
+    assert page.is_visible("#terms") and "what is published" in page.inner_text("#terms").lower()
+    page.fill("#prompt", "Hello?")
+    page.click("#send")
+    page.wait_for_function("document.getElementById('status').textContent.includes('agree first')")
+    assert Battle.objects.count() == 0
     battle_ask(page, base, "Give me three tips for learning to cook.", timeout_s=240,
                log=lambda: processes.log_of(arena_site["worker"]))  # fmt: skip
+    assert not page.is_visible("#terms")
     answers = [page.inner_text(f"#pane-{side} .answer") for side in ("a", "b")]
     assert all(answer.strip() for answer in answers), answers
     assert page.inner_text("#pane-a h2") == "Model A" and page.inner_text("#pane-b h2") == "Model B"
@@ -73,6 +82,7 @@ def test_a_voter_plays_a_whole_battle(arena_site, browser, processes):
     assert len(shown) == 2, reveal
     assert page.inner_text("#pane-a h2").startswith("Model A: ")
     vote = Vote.objects.get()
+    assert vote.consent_version == settings.ARENA_TERMS_VERSION and vote.consent_at is not None
     assert vote.winner == "model_a" and vote.model_a.name in page.inner_text("#pane-a h2")
 
     # Voting again is refused; the buttons stay disabled after the vote.

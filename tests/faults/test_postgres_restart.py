@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from django.db import connection
 
+from tests.arena_terms import agree
 from tests.conftest import clean_env, database_url_of, run_manage
 from tests.faults.conftest import Browser
 
@@ -88,6 +89,7 @@ def test_postgres_restarted_during_a_stream_of_votes(private_postgres, start_asg
     port = start_asgi_server(env=env)
     voter = Browser(f"http://127.0.0.1:{port}")
     assert voter.get("/arena/").status_code == 200
+    agree(voter)
     battles = []
     for n in range(BATTLES):
         created = voter.post("/arena/battles/", {"prompt": f"Question {n}?"})

@@ -18,6 +18,7 @@ from websockets.sync.client import connect as ws_connect
 
 from arena import services
 from arena.models import Battle, Turn, Vote
+from tests.arena_terms import agree
 from tests.conftest import clean_env, database_url_of
 from tests.faults.conftest import arena_models, wait_until
 from tests.leaderboard.polling import wait_for_row
@@ -86,6 +87,7 @@ def test_redis_killed_mid_battle(smollm2_dir, private_redis, start_worker, start
         return response
 
     assert voter.get("/arena/").status_code == 200
+    agree(voter)
     first = post("/arena/battles/", {"prompt": "What is the capital of France?"})
     assert first.status_code == 201, first.text
     first_id = first.json()["battle"]

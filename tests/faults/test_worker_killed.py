@@ -18,6 +18,7 @@ from django.test import Client
 
 from arena.models import Battle, Turn
 from arena.tasks import battle_generate
+from tests.arena_terms import agree
 from tests.conftest import clean_env, database_url_of
 from tests.faults.conftest import arena_models
 from tests.leaderboard.polling import wait_for_row
@@ -34,6 +35,7 @@ def test_killed_generation_worker_leaves_a_failed_side_not_a_stuck_battle(
     arena_models(smollm2_dir, max_new_tokens=400)
     voter = Client()
     voter.get("/arena/")
+    agree(voter)
     with django_capture_on_commit_callbacks(execute=False):  # sent below through Redis, as the web would
         created = voter.post("/arena/battles/", {"prompt": PROMPT})
     assert created.status_code == 201, created.content

@@ -12,6 +12,7 @@ from django.db import connection
 from django.test import Client, override_settings
 
 from arena.catalogue import catalogue_parse, catalogue_sync
+from tests.arena_terms import agree
 from tests.conftest import REPO_ROOT, clean_env, database_url_of
 from tests.leaderboard.polling import wait_for_row
 
@@ -58,6 +59,7 @@ def observed_site(transactional_db, redis_url, smollm2_dir, start_worker, start_
 def _battle_played(client: httpx.Client, worker_log) -> str:
     client.get("/arena/").raise_for_status()
     csrf = {"X-CSRFToken": client.cookies["csrftoken"], "X-Request-ID": TRACE, "Referer": str(client.base_url)}
+    agree(client, headers=csrf)
     started = client.post("/arena/battles/", data={"prompt": "Name a colour."}, headers=csrf)
     assert started.status_code == 201, started.text
     assert started.headers["X-Request-ID"] == TRACE

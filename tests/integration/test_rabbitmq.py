@@ -23,6 +23,7 @@ from django.test import Client
 
 from arena.models import Battle, Turn, Vote
 from leaderboard.models import SampleRecord, Submission
+from tests.arena_terms import agree
 from tests.conftest import clean_env, database_url_of
 from tests.faults.conftest import Browser, arena_models, kill_all
 from tests.leaderboard.conftest import tiny_dir  # noqa: F401 - the tiny real checkpoint
@@ -81,6 +82,7 @@ def test_a_battle_and_an_evaluation_through_rabbitmq(rabbitmq_url, smollm2_dir, 
     site = Browser(f"http://127.0.0.1:{port}")
     try:
         assert site.get("/arena/").status_code == 200
+        agree(site)
         created = site.post("/arena/battles/", {"prompt": "What is the capital of France?"})
         assert created.status_code == 201, created.text
         public_id = created.json()["battle"]
