@@ -26,6 +26,7 @@ from rest_framework.views import APIView
 
 from arena import exports, selectors
 from arena.models import Battle, LiveRating, RatingSnapshot, Vote
+from arena.redaction import turn_public
 from arena.selectors import EXPORT_COLUMNS
 from common.api_params import validated_query
 from common.streaming import streaming_download
@@ -89,10 +90,15 @@ class RatingsFilters(serializers.Serializer):
 
 
 class TurnSerializer(serializers.Serializer):
+    """A published turn: prompt and answers with personal data and secrets replaced (arena/redaction.py)."""
+
     index = serializers.IntegerField()
     prompt = serializers.CharField()
     answer_a = serializers.CharField()
     answer_b = serializers.CharField()
+
+    def to_representation(self, instance):
+        return {"index": instance.index, **turn_public(instance)}
 
 
 class BattleSerializer(serializers.ModelSerializer):

@@ -139,6 +139,9 @@ class Turn(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     finished_a = models.DateTimeField(null=True, blank=True)
     finished_b = models.DateTimeField(null=True, blank=True)
+    # What the public sees of this turn: prompt and answers with personal data and secrets replaced
+    # (arena/redaction.py), with the redactor's version; recomputed when that changes.
+    redacted = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["battle", "index"]

@@ -20,6 +20,7 @@ from arena.models import LanguageModel
 from arena.ratings import snapshots_refit
 from arena.services import generation
 from arena.services.base import SIDES
+from arena.services.redaction import published_redact
 from arena.services.voters import voters_flag as voters_flag_run
 from arena.streams import battle_group
 from evalcore.models import load_backend
@@ -169,6 +170,8 @@ def ratings_refit(force: bool = False) -> dict:
                 force=force,
                 duplicate_percentile=float(getattr(settings, "ARENA_DUPLICATE_PERCENTILE", 99.9)),
             )
+        # Battles this refit published: their public texts, redacted, ready for the battles API.
+        summary = {**summary, "turns_redacted": published_redact()}
     finally:
         cache.delete(REFIT_RUNNING_KEY)
     log.info("ratings refit: %s", summary)

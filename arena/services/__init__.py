@@ -5,6 +5,7 @@
 ``votes``       cast the vote (the hot path: two database round trips on PostgreSQL)
 ``refits``      a committed vote asks for a debounced ratings refit
 ``voters``      the anomalous-voter test's flags, and admins' decisions on voters and identity votes
+``redaction``   store the redacted texts of published battles (personal data and secrets replaced)
 ``base``        the refusal type (:class:`ArenaError`), the two sides, prompt cleaning
 
 Work for workers is enqueued by name through :mod:`arena.dispatch`; services never import tasks.
@@ -20,6 +21,7 @@ from arena.services.generation import (
     turn_side_progress,
     turn_side_start,
 )
+from arena.services.redaction import published_redact
 from arena.services.refits import exclusions_refit_request, refit_request
 from arena.services.voters import vote_identity_decide, voter_flag_decide, voters_flag
 from arena.services.votes import CastVote, reveals_identity, side_style, vote_cast
@@ -28,6 +30,7 @@ __all__ = [
     "SIDES",
     "ArenaError",
     "CastVote",
+    "published_redact",
     "arena_candidates",
     "battle_create",
     "battle_for_voter",

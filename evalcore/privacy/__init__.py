@@ -1,0 +1,1 @@
+"""Privacy: personal data and secrets out of what Podium publishes (evalcore.privacy.redact)."""

@@ -1,0 +1,235 @@
+"""Personal data and secrets out of text before it is published: one redaction step for every public path.
+
+What is found, and by what:
+
+- e-mail addresses, phone numbers, payment card numbers (Luhn-checked), IBANs (checksum-checked) and
+  IP addresses (v4 and v6): Microsoft Presidio's pattern recognizers (``presidio-analyzer``), run
+  without an NLP model (nothing to download); phone numbers are parsed by Google's ``phonenumbers``
+  for the regions in ``PHONE_REGIONS``;
+- API keys, tokens and secrets: Yelp's ``detect-secrets`` plugins (AWS access keys, GitHub and GitLab
+  tokens, JWTs, PEM private keys, Slack, Stripe, Twilio, SendGrid, npm, PyPI, Discord, Telegram,
+  Mailchimp, Azure storage, Artifactory, Square, OpenAI's older keys, basic-auth credentials in URLs),
+  each match widened to the whole token (a JWT's signature, a PEM block to its END line);
+- what those libraries do not know, as a short table of published formats (``SUPPLEMENT``): OpenAI
+  project keys (``sk-proj-...``), Anthropic (``sk-ant-...``), Hugging Face (``hf_...``), Google API keys
+  (``AIza...``), URLs carrying credentials or a token in their query string, and Luhn-valid card
+  numbers in the issuer ranges Presidio's pattern predates (Mastercard's 2-series, UnionPay).
+
+Each finding is replaced by a placeholder that keeps its type (``<EMAIL>``, ``<PHONE>``, ``<CARD>``,
+``<IBAN>``, ``<IP>``, ``<URL>``, ``<SECRET>``, ``<PRIVATE_KEY>``); overlapping findings merge into
+the widest. Person names are *not* found: no named-entity model can be loaded offline here, and a
+name list would redact ordinary words; the arena's terms tell voters not to type them.
+
+:data:`REDACTOR_VERSION` names this code and the libraries' versions: stored redactions made by another
+version are recomputed. If a recogniser fails on some text, the whole text becomes
+``<REDACTION_FAILED>``: nothing is published unredacted.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import logging
+import re
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, urlsplit
+
+log = logging.getLogger(__name__)
+
+CODE_VERSION = "1"
+MAX_CHARS = 2_000_000  # longer texts are cut there first (the arena's prompts and answers are far shorter)
+FAILED = "<REDACTION_FAILED>"
+PHONE_REGIONS = ("US", "GB", "DE", "FR", "ES", "IT", "NL", "IN", "CA", "AU", "BR", "JP", "CN", "RU", "IL", "CH", "SE",
+                 "PL", "MX", "ZA")  # fmt: skip
+TOKEN_QUERY_KEYS = {"token", "access_token", "refresh_token", "id_token", "api_key", "apikey", "key", "secret",
+                    "client_secret", "password", "passwd", "pwd", "sig", "signature", "auth", "session", "sessionid",
+                    "code", "x-amz-signature", "x-amz-credential", "private_token"}  # fmt: skip
+SUPPLEMENT = (
+    ("SECRET", re.compile(r"\bsk-(?:proj|svcacct|admin|ant|live|test)?-?[A-Za-z0-9_\-]{20,}")),
+    ("SECRET", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")),
+    ("SECRET", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b")),
+    ("SECRET", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}\b")),
+    ("SECRET", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}\b")),
+    ("SECRET", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}\b")),
+    ("SECRET", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA)[A-Z0-9]{16}\b")),
+    ("SECRET", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
+    ("PRIVATE_KEY", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S)),
+)
+CARD_CANDIDATE = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
+# Issuer ranges Presidio's card pattern predates: Mastercard's 2-series (2221-2720), UnionPay (62).
+CARD_RANGES = ((2221, 2720, 4), (62, 62, 2))
+URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,15}://[^\s<>\"'`]+")
+TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-.=+/]*")
+# Presidio's entity -> placeholder kind, and the precedence of kinds where findings overlap.
+KINDS = {"EMAIL_ADDRESS": "EMAIL", "PHONE_NUMBER": "PHONE", "CREDIT_CARD": "CARD", "IBAN_CODE": "IBAN",
+         "IP_ADDRESS": "IP"}  # fmt: skip
+PRECEDENCE = ("PRIVATE_KEY", "SECRET", "URL", "EMAIL", "CARD", "IBAN", "IP", "PHONE")
+
+
+@dataclass(frozen=True)
+class Redaction:
+    text: str
+    found: dict[str, int] = field(default_factory=dict)  # kind -> how many were replaced
+
+
+def _version(package: str) -> str:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "missing"
+
+
+REDACTOR_VERSION = (
+    f"podium-redact-{CODE_VERSION}+presidio-analyzer-{_version('presidio-analyzer')}"
+    f"+detect-secrets-{_version('detect-secrets')}+phonenumbers-{_version('phonenumbers')}"
+)
+
+
+@functools.lru_cache(maxsize=1)
+def _recognizers() -> tuple:
+    """Presidio's pattern recognisers, built once; tldextract told to use its bundled suffix list (offline)."""
+    import tldextract.tldextract as tld  # noqa: PLC0415 - heavy: spaCy comes with presidio
+
+    tld.TLD_EXTRACTOR = tld.TLDExtract(suffix_list_urls=(), cache_dir=None)
+    from presidio_analyzer.predefined_recognizers import (  # noqa: PLC0415
+        CreditCardRecognizer,
+        EmailRecognizer,
+        IbanRecognizer,
+        IpRecognizer,
+        PhoneRecognizer,
+    )
+
+    return (
+        EmailRecognizer(),
+        PhoneRecognizer(supported_regions=PHONE_REGIONS),
+        CreditCardRecognizer(),
+        IbanRecognizer(),
+        IpRecognizer(),
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _secret_plugins() -> tuple:
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class  # noqa: PLC0415
+
+    skip = {"Base64 High Entropy String", "Hex High Entropy String", "Secret Keyword", "Public IP (ipv4)"}
+    return tuple(cls() for name, cls in sorted(get_mapping_from_secret_type_to_class().items()) if name not in skip)
+
+
+def _presidio_spans(text: str) -> list[tuple[int, int, str]]:
+    spans = []
+    for recognizer in _recognizers():
+        for result in recognizer.analyze(text, recognizer.supported_entities, None) or []:
+            kind = KINDS.get(result.entity_type)
+            if kind and result.end > result.start:
+                spans.append((result.start, result.end, kind))
+    return spans
+
+
+def _widen(text: str, start: int, end: int) -> int:
+    """The end of the token that starts at ``start`` (a detector's match can stop short of it), without
+    the sentence's own trailing punctuation."""
+    widened = TOKEN_CHARS.match(text, start).end()
+    while widened > end and text[widened - 1] in ".,/+=" and not text[widened - 2 : widened] == "==":
+        widened -= 1
+    return max(end, widened)
+
+
+def _secret_spans(text: str) -> list[tuple[int, int, str]]:
+    spans = []
+    offset = 0
+    for number, line in enumerate(text.split("\n"), start=1):
+        for plugin in _secret_plugins():
+            for secret in plugin.analyze_line(filename="text", line=line, line_number=number) or ():
+                value = secret.secret_value or ""
+                if not value:
+                    continue
+                position = line.find(value)
+                while position >= 0:
+                    start = offset + position
+                    kind = "PRIVATE_KEY" if "Private Key" in secret.type else "SECRET"
+                    if kind == "PRIVATE_KEY":
+                        stop = text.find("PRIVATE KEY-----", start + len(value))
+                        end = len(text) if stop < 0 else stop + len("PRIVATE KEY-----")
+                    else:
+                        end = _widen(text, start, start + len(value))
+                    spans.append((start, end, kind))
+                    position = line.find(value, position + 1)
+        offset += len(line) + 1
+    return spans
+
+
+def _luhn_valid(digits: str) -> bool:
+    total = 0
+    for position, char in enumerate(reversed(digits)):
+        value = int(char) * (2 if position % 2 else 1)
+        total += value - 9 if value > 9 else value
+    return total % 10 == 0
+
+
+def _card_spans(text: str) -> list[tuple[int, int, str]]:
+    spans = []
+    for match in CARD_CANDIDATE.finditer(text):
+        digits = re.sub(r"\D", "", match.group(0))
+        if 13 <= len(digits) <= 19 and _luhn_valid(digits):
+            if any(low <= int(digits[:width]) <= high for low, high, width in CARD_RANGES):
+                spans.append((match.start(), match.end(), "CARD"))
+    return spans
+
+
+def _supplement_spans(text: str) -> list[tuple[int, int, str]]:
+    spans = [(m.start(), m.end(), kind) for kind, pattern in SUPPLEMENT for m in pattern.finditer(text)]
+    spans += _card_spans(text)
+    for match in URL.finditer(text):
+        url = match.group(0).rstrip(".,;:!?)]}")
+        try:
+            parts = urlsplit(url)
+            keys = {key.lower() for key, _ in parse_qsl(parts.query, keep_blank_values=True)}
+            keys |= {key.lower() for key, _ in parse_qsl(parts.fragment, keep_blank_values=True)}
+            secret = parts.password is not None or "@" in parts.netloc or keys & TOKEN_QUERY_KEYS
+        except ValueError:  # a malformed port or host: not a URL we can read, so treat it as carrying one
+            secret = True
+        if secret:
+            spans.append((match.start(), match.start() + len(url), "URL"))
+    return spans
+
+
+def _merge(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Overlapping findings become one, of the kind that comes first in ``PRECEDENCE``."""
+    merged: list[list] = []
+    for start, end, kind in sorted(spans):
+        if merged and start < merged[-1][1]:
+            last = merged[-1]
+            last[1] = max(last[1], end)
+            if PRECEDENCE.index(kind) < PRECEDENCE.index(last[2]):
+                last[2] = kind
+        else:
+            merged.append([start, end, kind])
+    return [tuple(m) for m in merged]
+
+
+def redact_spans(text: str) -> list[tuple[int, int, str]]:
+    """The findings in ``text`` as merged ``(start, end, kind)`` spans (raises if a recogniser fails)."""
+    return _merge(_presidio_spans(text) + _secret_spans(text) + _supplement_spans(text))
+
+
+def redact(text: str) -> Redaction:
+    """``text`` with every finding replaced by its placeholder, and how many of each kind there were."""
+    if not isinstance(text, str):
+        raise TypeError(f"redact() takes text, not {type(text).__name__}")
+    text = text[:MAX_CHARS]
+    if not text.strip():
+        return Redaction(text, {})
+    try:
+        spans = redact_spans(text)
+    except Exception:  # noqa: BLE001 - a recogniser that fails must not let the text out
+        log.exception("redaction failed on a text of %d characters: replaced whole", len(text))
+        return Redaction(FAILED, {"FAILED": 1})
+    found: dict[str, int] = {}
+    pieces, cursor = [], 0
+    for start, end, kind in spans:
+        pieces += [text[cursor:start], f"<{kind}>"]
+        found[kind] = found.get(kind, 0) + 1
+        cursor = end
+    pieces.append(text[cursor:])
+    return Redaction("".join(pieces), found)

@@ -1,0 +1,96 @@
+"""Personal data and secrets typed into real battles never reach the public: /api/battles/ (list and
+detail) serves redacted texts, stored once per redactor version by the refit, recomputed when that
+version changes, and never served raw even before it is stored."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+
+from arena import redaction as arena_redaction
+from arena import services
+from arena.models import Battle, Turn
+from arena.tasks import ratings_refit
+from evalcore.privacy.planted import planted_items
+from tests.arena.vote_data import catalogue
+from tests.arena_terms import agree
+
+pytestmark = pytest.mark.django_db
+
+
+def planted_values() -> list[tuple[str, str]]:
+    """One planted value of every kind, from the planted set (evalcore/privacy/planted.py)."""
+    seen: dict[str, str] = {}
+    for item in planted_items():
+        for kind, value in item.planted:
+            seen.setdefault(kind, value)
+    return sorted(seen.items())
+
+
+def battle_with(prompt: str, answer_a: str, answer_b: str, django_capture_on_commit_callbacks) -> Battle:
+    voter = Client()
+    voter.get("/arena/")
+    agree(voter)
+    with django_capture_on_commit_callbacks(execute=False):
+        created = voter.post("/arena/battles/", {"prompt": prompt})
+    assert created.status_code == 201, created.content
+    battle = Battle.objects.get(public_id=created.json()["battle"])
+    turn = Turn.objects.get(battle=battle)
+    services.turn_side_finish(turn.pk, "a", answer_a)
+    services.turn_side_finish(turn.pk, "b", answer_b)
+    with django_capture_on_commit_callbacks(execute=False):
+        assert voter.post(f"/arena/battles/{battle.public_id}/vote/", {"winner": "model_a"}).status_code == 201
+    return battle
+
+
+def test_planted_personal_data_never_reaches_the_battles_api(settings, django_capture_on_commit_callbacks):
+    settings.ARENA_PUBLISH_DELAY_S = 0
+    settings.ARENA_REFIT_MIN_VOTES = 1
+    catalogue("left-model", "right-model")
+    values = planted_values()
+    assert {kind for kind, _ in values} >= {"EMAIL", "PHONE", "CARD", "IBAN", "IP", "URL", "SECRET", "PRIVATE_KEY"}
+    prompt = "Please rewrite this: " + "; ".join(value for _, value in values[:4])
+    answer_a = "Sure: " + " and ".join(value for _, value in values[4:])
+    answer_b = f"I won't repeat {values[0][1]}, but here is a <b>{values[-1][1]}</b>"
+    battle = battle_with(prompt, answer_a, answer_b, django_capture_on_commit_callbacks)
+    assert Turn.objects.get(battle=battle).prompt == prompt  # the stored original is never changed
+
+    summary = ratings_refit()
+    assert summary["turns_redacted"] == 1
+    stored = Turn.objects.get(battle=battle).redacted
+    assert stored["version"] == arena_redaction.REDACTOR_VERSION and sum(stored["found"].values()) >= len(values)
+
+    listing = Client().get("/api/battles/?limit=1000")
+    detail = Client().get(f"/api/battles/{battle.public_id}/")
+    assert listing.status_code == detail.status_code == 200
+    for body in (listing.content.decode(), detail.content.decode()):
+        for kind, value in values:
+            for piece in [value] + [part for part in value.split() if len(part) >= 8]:
+                assert piece not in body, (kind, piece)
+        assert "<EMAIL>" in body or "\\u003cEMAIL\\u003e" in body
+    turn = detail.json()["turns"][0]
+    assert turn["prompt"].startswith("Please rewrite this: ") and "<" in turn["answer_a"]
+
+
+def test_a_new_redactor_version_redacts_again_and_nothing_is_served_raw_meanwhile(
+    settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    settings.ARENA_PUBLISH_DELAY_S = 0
+    settings.ARENA_REFIT_MIN_VOTES = 1
+    catalogue("left-model", "right-model")
+    battle = battle_with("mail me: jane.roe@example.org", "ok", "fine", django_capture_on_commit_callbacks)
+    ratings_refit()
+    Turn.objects.filter(battle=battle).update(redacted={"version": "old", "prompt": "stale", "answer_a": "", "answer_b": ""})
+    body = Client().get(f"/api/battles/{battle.public_id}/").json()
+    assert body["turns"][0]["prompt"] == "mail me: <EMAIL>"  # computed on the spot, not the stale copy
+    call_command("arena_redact")
+    assert Turn.objects.get(battle=battle).redacted["prompt"] == "mail me: <EMAIL>"
+    monkeypatch.setattr(arena_redaction, "REDACTOR_VERSION", "podium-redact-test")
+    from arena.services import redaction as service_redaction
+    from evalcore.privacy import redact as redact_module
+
+    monkeypatch.setattr(service_redaction, "REDACTOR_VERSION", "podium-redact-test")
+    monkeypatch.setattr(redact_module, "REDACTOR_VERSION", "podium-redact-test")
+    assert services.published_redact() == 1
+    assert Turn.objects.get(battle=battle).redacted["version"] == "podium-redact-test"
