@@ -106,6 +106,9 @@ class Battle(models.Model):
     ip_hash = models.CharField(max_length=64, db_index=True)
     consent_version = models.CharField(max_length=40, blank=True, help_text="The arena terms the voter agreed to.")
     consent_at = models.DateTimeField(null=True, blank=True, help_text="When the voter agreed to them.")
+    # The moderation step's verdict on the prompts ({"version", "score", "flagged"}): a voted battle is
+    # published only once moderated, and never while held (BattleHold). arena/moderation.py.
+    moderation = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -323,3 +326,36 @@ class VoterFlag(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.voter_hash[:12]} ({self.status})"
+
+
+class BattleHold(models.Model):
+    """A battle kept out of publication until staff decide: its prompts were tagged by the moderation step,
+    or a voter reported it. Staff release it (published as usual) or keep it held, in the review queue;
+    a new report holds a released battle again."""
+
+    class Reason(models.TextChoices):
+        MODERATION = "moderation", "Tagged by moderation"
+        REPORT = "report", "Reported by a voter"
+
+    class Status(models.TextChoices):
+        HELD = "held", "Held: waiting for review"
+        RELEASED = "released", "Released: published"
+        KEPT = "kept", "Kept held: never published"
+
+    battle = models.OneToOneField(Battle, on_delete=models.CASCADE, related_name="hold")
+    reason = models.CharField(max_length=16, choices=Reason.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.HELD)
+    details = models.JSONField(default=dict, help_text="moderation: version and score; reports: reason and time")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "created_at"], name="battlehold_queue")]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=["held", "released", "kept"]), name="battlehold_status_valid"),
+            models.CheckConstraint(condition=Q(reason__in=["moderation", "report"]), name="battlehold_reason_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"hold {self.status} on battle {self.battle_id} ({self.reason})"

@@ -362,11 +362,17 @@ def battles_published_until(delay_s: int) -> datetime | None:
 
 
 def battles_published(*, delay_s: int, **filters):
-    """:func:`battles_voted` restricted to the published ones (see :func:`battles_published_until`)."""
+    """:func:`battles_voted` restricted to the published ones (see :func:`battles_published_until`): moderated,
+    and not held back (a moderation tag or a report waiting for staff, or kept held)."""
     until = battles_published_until(delay_s)
     if until is None:
         return Battle.objects.none()
-    return battles_voted(**filters).filter(vote__created_at__lte=until)
+    # Moderated (the refit moderates first), and not held back for review (BattleHold).
+    return (
+        battles_voted(**filters)
+        .filter(vote__created_at__lte=until, moderation__isnull=False)
+        .exclude(hold__status__in=["held", "kept"])
+    )
 
 
 def battle_published(public_id, *, delay_s: int) -> object | None:

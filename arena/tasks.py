@@ -20,6 +20,7 @@ from arena.models import LanguageModel
 from arena.ratings import snapshots_refit
 from arena.services import generation
 from arena.services.base import SIDES
+from arena.services.moderation import battles_moderate
 from arena.services.redaction import published_redact
 from arena.services.voters import voters_flag as voters_flag_run
 from arena.streams import battle_group
@@ -162,6 +163,8 @@ def ratings_refit(force: bool = False) -> dict:
         ratings_refit_schedule()
         return {"skipped": "another refit is running"}
     try:
+        # Everything a new snapshot may publish is moderated first (tagged battles are held back).
+        moderated = battles_moderate()
         with metrics.REFIT_SECONDS.time():
             summary = snapshots_refit(
                 rounds=int(getattr(settings, "ARENA_REFIT_ROUNDS", 1000)),
@@ -171,7 +174,7 @@ def ratings_refit(force: bool = False) -> dict:
                 duplicate_percentile=float(getattr(settings, "ARENA_DUPLICATE_PERCENTILE", 99.9)),
             )
         # Battles this refit published: their public texts, redacted, ready for the battles API.
-        summary = {**summary, "turns_redacted": published_redact()}
+        summary = {**summary, "moderated": moderated, "turns_redacted": published_redact()}
     finally:
         cache.delete(REFIT_RUNNING_KEY)
     log.info("ratings refit: %s", summary)

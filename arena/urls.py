@@ -11,4 +11,5 @@ urlpatterns = [
     path("battles/<uuid:public_id>/", views.battle_detail, name="battle-detail"),
     path("battles/<uuid:public_id>/turns/", views.turn_create, name="turn-create"),
     path("battles/<uuid:public_id>/vote/", views.vote_create, name="vote-create"),
+    path("battles/<uuid:public_id>/report/", views.battle_report, name="battle-report"),
 ]

@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from arena import services
 from arena.consent import ConsentError, consent_give, consent_of, missing_message, terms_version
-from arena.forms import ConsentForm, PromptForm, VoteForm
+from arena.forms import ConsentForm, PromptForm, ReportForm, VoteForm
 from arena.identity import address_hash, arena_session_key, session_key, voter_hashes
 from arena.ratelimit import RateLimited, hit, hit_address
 from arena.selectors_battles import battle_state
@@ -159,6 +159,18 @@ def vote_create(request, public_id):
         )
 
     return voter_action(request, VoteForm, "votes", settings.ARENA_VOTES_PER_MINUTE, act)
+
+
+@require_POST
+def battle_report(request, public_id):
+    """``POST /arena/battles/<id>/report/`` with ``reason``: the voter's battle is held back from publication
+    until staff review it (arena.services.battle_report)."""
+
+    def act(data, session_hash, ip_hash, consent):
+        services.battle_report(public_id=public_id, session_hash=session_hash, reason=data["reason"])
+        return JsonResponse({"battle": str(public_id), "reported": True, "held": True}, status=201)
+
+    return voter_action(request, ReportForm, "votes", settings.ARENA_VOTES_PER_MINUTE, act)
 
 
 @read_only

@@ -77,5 +77,6 @@ urlpatterns = [
     path("review/<rowid:submission_id>/scan/", review_views.review_scan, name="review-scan"),
     path("review/voters/<rowid:flag_id>/", review_views.review_voter, name="review-voter"),
     path("review/votes/<rowid:vote_id>/", review_views.review_vote, name="review-vote"),
+    path("review/battles/<rowid:hold_id>/", review_views.review_battle, name="review-battle"),
     path("review/rescore/", review_views.rescore, name="review-rescore"),
 ]

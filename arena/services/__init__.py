@@ -6,6 +6,7 @@
 ``refits``      a committed vote asks for a debounced ratings refit
 ``voters``      the anomalous-voter test's flags, and admins' decisions on voters and identity votes
 ``redaction``   store the redacted texts of published battles (personal data and secrets replaced)
+``moderation``  hold battles back from publication: moderation tags, voters' reports, staff decisions
 ``base``        the refusal type (:class:`ArenaError`), the two sides, prompt cleaning
 
 Work for workers is enqueued by name through :mod:`arena.dispatch`; services never import tasks.
@@ -21,6 +22,7 @@ from arena.services.generation import (
     turn_side_progress,
     turn_side_start,
 )
+from arena.services.moderation import battle_hold_decide, battle_report, battles_moderate
 from arena.services.redaction import published_redact
 from arena.services.refits import exclusions_refit_request, refit_request
 from arena.services.voters import vote_identity_decide, voter_flag_decide, voters_flag
@@ -31,6 +33,9 @@ __all__ = [
     "ArenaError",
     "CastVote",
     "published_redact",
+    "battle_hold_decide",
+    "battle_report",
+    "battles_moderate",
     "arena_candidates",
     "battle_create",
     "battle_for_voter",

@@ -393,6 +393,9 @@ try:
     # The version of the arena's terms (templates/arena/terms.html): voters agree to it before their
     # first message, and a new version asks again. Bump it with every change of the text.
     ARENA_TERMS_VERSION = config_env.env.str("ARENA_TERMS_VERSION", default="2026-12-03").strip()[:40] or "1"
+    # Battles whose prompts the moderation step scores at or above this are held back from publication
+    # until staff release them (arena/moderation.py, docs/privacy.md).
+    ARENA_MODERATION_THRESHOLD = config_env.floating("ARENA_MODERATION_THRESHOLD", default=0.9, minimum=0.0, maximum=1.0)
 except ConfigError as error:
     fail(error)
 # Contamination checks of submissions (docs/contamination.md, "On the site").

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from arena.models import LanguageModel, Vote, VoterFlag
+from arena.models import BattleHold, LanguageModel, Vote, VoterFlag
 
 
 class ModelType(models.TextChoices):
@@ -162,12 +162,15 @@ class ReviewKind(models.TextChoices):
     DISMISS = "dismiss", "Dismiss"
     EXCLUDE = "exclude", "Keep excluded"
     RESTORE = "restore", "Restore (count the vote)"
+    RELEASE = "release", "Release (publish)"
+    KEEP = "keep", "Keep held (never publish)"
 
 
 class ReviewTarget(models.TextChoices):
     SUBMISSION = "submission", "Submission"
     VOTER = "voter", "Flagged voter"
     IDENTITY = "identity", "Identity-revealing answer"
+    BATTLE = "battle", "Held battle"
 
 
 # Which actions apply to which kind of item, and which target column each kind fills.
@@ -175,8 +178,10 @@ REVIEW_ACTIONS = {
     ReviewTarget.SUBMISSION: (ReviewKind.FLAG, ReviewKind.APPROVE, ReviewKind.HIDE, ReviewKind.REJECT),
     ReviewTarget.VOTER: (ReviewKind.CONFIRM, ReviewKind.DISMISS),
     ReviewTarget.IDENTITY: (ReviewKind.EXCLUDE, ReviewKind.RESTORE),
+    ReviewTarget.BATTLE: (ReviewKind.RELEASE, ReviewKind.KEEP),
 }
-_TARGET_FIELD = {ReviewTarget.SUBMISSION: "submission", ReviewTarget.VOTER: "voter_flag", ReviewTarget.IDENTITY: "vote"}
+_TARGET_FIELD = {ReviewTarget.SUBMISSION: "submission", ReviewTarget.VOTER: "voter_flag", ReviewTarget.IDENTITY: "vote",
+                 ReviewTarget.BATTLE: "battle_hold"}  # fmt: skip
 
 
 def _target_matches() -> Q:
@@ -209,6 +214,9 @@ class ReviewAction(models.Model):
         VoterFlag, on_delete=models.PROTECT, related_name="review_actions", null=True, blank=True
     )
     vote = models.ForeignKey(Vote, on_delete=models.PROTECT, related_name="review_actions", null=True, blank=True)
+    battle_hold = models.ForeignKey(
+        BattleHold, on_delete=models.PROTECT, related_name="review_actions", null=True, blank=True
+    )
     admin = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
         help_text="Empty: raised by the system (a contamination check).",
@@ -231,5 +239,5 @@ class ReviewAction(models.Model):
         ]
 
     def __str__(self) -> str:
-        target = self.submission_id or self.voter_flag_id or self.vote_id
+        target = self.submission_id or self.voter_flag_id or self.vote_id or self.battle_hold_id
         return f"{self.action} {self.kind} {target} by {self.admin_id or 'system'}"

@@ -35,6 +35,13 @@ class IdentityReviewForm(forms.Form):
     comment = forms.CharField(max_length=2000, error_messages={"required": COMMENT_REQUIRED})
 
 
+class BattleReviewForm(forms.Form):
+    """Release a held battle (it is published as usual) or keep it held for good."""
+
+    action = forms.ChoiceField(choices=[(a.value, a.label) for a in REVIEW_ACTIONS[ReviewAction.Target.BATTLE]])
+    comment = forms.CharField(max_length=2000, error_messages={"required": COMMENT_REQUIRED})
+
+
 class RescoreForm(forms.Form):
     task = forms.ChoiceField(choices=())
     comment = forms.CharField(

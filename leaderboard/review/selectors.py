@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.db.models import Count, Prefetch
 
-from arena.models import Turn, Vote, VoterFlag
+from arena.models import BattleHold, Turn, Vote, VoterFlag
 from arena.vote_filters import IDENTITY_REVEALED
 from leaderboard.models import EvaluationRun, ReviewAction, Submission
 
@@ -94,9 +94,43 @@ def identity_votes_pending_count() -> int:
     return Vote.objects.filter(excluded_reason=IDENTITY_REVEALED).count()
 
 
+def battles_held(limit: int = QUEUE_LIMIT) -> list[dict]:
+    """Battles held back from publication and waiting for staff, oldest first: why (the moderation score
+    or the voters' reasons), the models, and the turns as typed (staff see the original text)."""
+    holds = (
+        BattleHold.objects.filter(status=BattleHold.Status.HELD)
+        .select_related("battle__model_a", "battle__model_b")
+        .prefetch_related(Prefetch("battle__turns", queryset=Turn.objects.order_by("index")))
+        .order_by("created_at", "id")[:limit]
+    )
+    rows = []
+    for hold in holds:
+        battle = hold.battle
+        reports = [r.get("reason", "") for r in hold.details.get("reports", [])]
+        moderation = hold.details.get("moderation") or battle.moderation or {}
+        rows.append(
+            {
+                "hold": hold, "reason": hold.get_reason_display(), "reports": reports,
+                "score": moderation.get("score"), "model_a": battle.model_a.name, "model_b": battle.model_b.name,
+                "turns": [
+                    {"prompt": t.prompt[:ANSWER_CHARS], "answer_a": t.answer_a[:ANSWER_CHARS],
+                     "answer_b": t.answer_b[:ANSWER_CHARS]}
+                    for t in battle.turns.all()
+                ],
+            }
+        )  # fmt: skip
+    return rows
+
+
+def battles_held_count() -> int:
+    return BattleHold.objects.filter(status=BattleHold.Status.HELD).count()
+
+
 def _target(entry: ReviewAction) -> str:
     if entry.kind == ReviewAction.Target.VOTER and entry.voter_flag is not None:
         return f"{entry.voter_flag.get_kind_display()} {entry.voter_flag.voter_hash[:12]}"
+    if entry.kind == ReviewAction.Target.BATTLE and entry.battle_hold is not None:
+        return f"battle #{entry.battle_hold.battle_id} ({entry.battle_hold.get_reason_display().lower()})"
     if entry.kind == ReviewAction.Target.IDENTITY and entry.vote is not None:
         return f"vote #{entry.vote_id} ({entry.vote.model_a.name} vs {entry.vote.model_b.name})"
     return str(entry.submission) if entry.submission is not None else "-"
@@ -105,7 +139,9 @@ def _target(entry: ReviewAction) -> str:
 def review_log(limit: int = LOG_LIMIT) -> list[dict]:
     """The latest decisions of every kind, newest first: when, who, kind, item, action, why."""
     rows = (
-        ReviewAction.objects.select_related("admin", "submission", "voter_flag", "vote__model_a", "vote__model_b")
+        ReviewAction.objects.select_related(
+            "admin", "submission", "voter_flag", "vote__model_a", "vote__model_b", "battle_hold"
+        )
         .order_by("-created_at", "-id")[:limit]
     )
     return [

@@ -12,7 +12,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from arena.services import ArenaError, vote_identity_decide, voter_flag_decide
+from arena.services import ArenaError, battle_hold_decide, vote_identity_decide, voter_flag_decide
 from leaderboard.models import REVIEW_ACTIONS, ReviewAction, Submission
 
 REVIEW_STATE = {
@@ -120,12 +120,28 @@ def identity_review(*, vote_id: int, admin, action: str, comment: str) -> Review
     return entry
 
 
+def battle_review(*, hold_id: int, admin, action: str, comment: str) -> ReviewAction:
+    """Release a held battle (published from the next snapshot on) or keep it held; log it."""
+    comment = _checked(admin, ReviewAction.Target.BATTLE, action, comment)
+    with transaction.atomic():
+        try:
+            hold = battle_hold_decide(hold_id, release=action == ReviewAction.Action.RELEASE)
+        except ArenaError as exc:
+            raise _refusal(exc) from None
+        entry = ReviewAction(kind=ReviewAction.Target.BATTLE, battle_hold=hold, admin=admin, action=action, comment=comment)
+        entry.full_clean()
+        entry.save()
+    return entry
+
+
 def review_record(*, kind: str, target_id: int, admin, action: str, comment: str) -> ReviewAction:
     """Any decision by kind (Django admin's way in): the submission, voter flag or vote ``target_id``."""
     if kind == ReviewAction.Target.VOTER:
         return voter_review(flag_id=target_id, admin=admin, action=action, comment=comment)
     if kind == ReviewAction.Target.IDENTITY:
         return identity_review(vote_id=target_id, admin=admin, action=action, comment=comment)
+    if kind == ReviewAction.Target.BATTLE:
+        return battle_review(hold_id=target_id, admin=admin, action=action, comment=comment)
     submission = Submission.objects.filter(pk=target_id).first()
     if submission is None:
         raise ValidationError("No such submission.")

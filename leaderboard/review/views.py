@@ -20,7 +20,14 @@ from leaderboard.evaluation import rescoring, scans
 from leaderboard.models import ContaminationScan
 from leaderboard.review import selectors as selectors_review
 from leaderboard.review import services
-from leaderboard.review.forms import IdentityReviewForm, RescoreForm, ReviewForm, ScanForm, VoterReviewForm
+from leaderboard.review.forms import (
+    BattleReviewForm,
+    IdentityReviewForm,
+    RescoreForm,
+    ReviewForm,
+    ScanForm,
+    VoterReviewForm,
+)
 
 
 def staff_only(view):
@@ -49,6 +56,8 @@ def _queue(request, *, status: int = 200, errors=(), failed: tuple[str, int] | N
         "voters_total": selectors_review.voters_flagged_count(),
         "identity": selectors_review.identity_votes_pending(),
         "identity_total": selectors_review.identity_votes_pending_count(),
+        "held": selectors_review.battles_held(),
+        "held_total": selectors_review.battles_held_count(),
         "log": selectors_review.review_log(),
         "single": False,
         "errors": list(errors),
@@ -103,6 +112,18 @@ def review_vote(request, vote_id: int):
         return services.identity_review(vote_id=vote_id, **kwargs)
 
     return _decide(request, form, service, ("vote", vote_id), f"Vote #{vote_id}")
+
+
+@staff_only
+@require_http_methods(["POST"])
+def review_battle(request, hold_id: int):
+    """``/leaderboard/review/battles/<id>/``: release a held battle (published) or keep it held."""
+    form = BattleReviewForm(request.POST)
+
+    def service(**kwargs):
+        return services.battle_review(hold_id=hold_id, **kwargs)
+
+    return _decide(request, form, service, ("battle", hold_id), f"Held battle #{hold_id}")
 
 
 @staff_only

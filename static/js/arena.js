@@ -187,6 +187,7 @@
       if (!battle) {
         const created = await post("/arena/battles/", {prompt});
         battle = created.battle;
+        reportButton.hidden = false;
         turns = [{prompt, a: {text: "", status: "pending"}, b: {text: "", status: "pending"}}];
         connect(battle);
       } else {
@@ -218,9 +219,24 @@
     }
   }));
 
+  const reportButton = document.getElementById("report");
+  reportButton.addEventListener("click", async () => {
+    if (!battle) return;
+    const reason = window.prompt("Why do you report this battle? (It will not be published until staff review it.)");
+    if (!reason || !reason.trim()) return;
+    try {
+      await post(`/arena/battles/${battle}/report/`, {reason});
+      statusLine.textContent = "Reported: this battle is held back until staff review it.";
+      reportButton.disabled = true;
+    } catch (error) {
+      statusLine.textContent = error.message;
+    }
+  });
+
   newRoundButton.addEventListener("click", () => {
     if (socket) socket.close();
     battle = null; socket = null; turns = []; voted = false;
+    reportButton.hidden = true; reportButton.disabled = false;
     revealLine.hidden = true;
     document.querySelector("#pane-a h2").textContent = "Model A";
     document.querySelector("#pane-b h2").textContent = "Model B";

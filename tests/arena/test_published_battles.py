@@ -12,6 +12,7 @@ from django.utils import timezone
 from arena.identity import salted_hash
 from arena.models import Battle, RatingSnapshot, Turn, Vote
 from arena.selectors import battles_published_until
+from arena.services import battles_moderate
 from tests.arena.vote_data import catalogue, votes_create
 from tests.arena_terms import agree
 
@@ -29,6 +30,7 @@ def snapshot(*, created_at, last_vote_at, method="bt", category="overall") -> Ra
 
 
 def listed(client) -> set[str]:
+    battles_moderate()  # what the refit does before a snapshot: nothing unmoderated is published
     data = client.get("/api/battles/?limit=1000").json()
     return {b["public_id"] for b in data["results"]}
 
@@ -37,6 +39,7 @@ def test_nothing_is_published_before_a_snapshot(client, settings):
     settings.ARENA_PUBLISH_DELAY_S = DAY
     votes = votes_create({"a": 0.0, "b": 0.0}, 5, with_turns=True)
     assert battles_published_until(DAY) is None
+    battles_moderate()
     assert client.get("/api/battles/").json()["count"] == 0
     missing = client.get(f"/api/battles/{votes[0].battle.public_id}/")
     assert missing.status_code == 404 and "published" in missing.json()["detail"]
@@ -90,6 +93,7 @@ def test_the_voter_sees_their_own_battle_at_once(settings):
         ip_hash="i",
     )  # fmt: skip
     snapshot(created_at=timezone.now(), last_vote_at=timezone.now())
+    battles_moderate()
     own = voter.get(f"/arena/battles/{battle.public_id}/")
     assert own.status_code == 200 and own.json()["reveal"]["model_a"] == "left-model"
     assert voter.get(f"/api/battles/{battle.public_id}/").status_code == 404  # not yet public
