@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 BATTLE_GENERATE = "arena.tasks.battle_generate"
 RATINGS_REFIT = "arena.tasks.ratings_refit"
 RATINGS_LIVE = "arena.tasks.ratings_live"
+RELEASE_BUILD = "arena.tasks.release_build"
 SIDES = ("a", "b")
 
 
@@ -124,3 +125,8 @@ def ratings_live_followup() -> None:
         send(RATINGS_LIVE, queue=DEFAULT, countdown=float(getattr(settings, "ARENA_LIVE_DEBOUNCE_S", 0.25)))
     except Exception:
         log.exception("could not schedule a live ratings fit; the next vote tries again")
+
+
+def release_enqueue() -> None:
+    """A data release (arena.services.releases.release_build), once the caller's transaction commits."""
+    transaction.on_commit(lambda: send(RELEASE_BUILD, queue=DEFAULT))

@@ -359,3 +359,21 @@ class BattleHold(models.Model):
 
     def __str__(self) -> str:
         return f"hold {self.status} on battle {self.battle_id} ({self.reason})"
+
+
+class DataRelease(models.Model):
+    """A versioned data release (arena/services/releases.py): Parquet files of published battles (redacted),
+    votes and ratings at one snapshot, a dataset card and checksums, in a folder of its own."""
+
+    version = models.CharField(max_length=64, unique=True)
+    snapshot = models.ForeignKey(RatingSnapshot, on_delete=models.PROTECT, related_name="releases")
+    path = models.CharField(max_length=1000, help_text="The release's folder on the server.")
+    files = models.JSONField(default=list, help_text="[{name, bytes, sha256}] of every file in it")
+    counts = models.JSONField(default=dict, help_text="battles, votes, ratings rows, held back by reason")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"release {self.version}"

@@ -207,7 +207,7 @@ def _read_orm(code_of: dict[int, int], *, also_excluded: tuple[str, ...] = (), v
     return columns
 
 
-def votes_for_export() -> Iterator[dict]:
+def votes_for_export(*, until: datetime | None = None) -> Iterator[dict]:
     """Counted votes, oldest first, as FastChat battle records with flat style columns.
 
     Keys are :data:`EXPORT_COLUMNS`: ``model_a, model_b, winner, tstamp, turn, language, anony`` as in
@@ -216,9 +216,11 @@ def votes_for_export() -> Iterator[dict]:
     Streams from a server-side cursor: never the whole table in memory.
     """
     names = dict(LanguageModel.objects.values_list("id", "name"))
+    counted = Vote.objects.filter(counted=True)
+    if until is not None:  # a data release: the votes its snapshot covers
+        counted = counted.filter(created_at__lte=until)
     rows = (
-        Vote.objects.filter(counted=True)
-        .order_by("created_at", "id")
+        counted.order_by("created_at", "id")
         .values_list(
             "battle__public_id",
             "model_a_id",

@@ -18,8 +18,8 @@ from arena import live
 from arena.dispatch import LIVE_PENDING_KEY, ratings_live_followup, ratings_refit_schedule
 from arena.models import LanguageModel
 from arena.ratings import snapshots_refit
-from arena.services import generation
-from arena.services.base import SIDES
+from arena.services import generation, releases
+from arena.services.base import SIDES, ArenaError
 from arena.services.moderation import battles_moderate
 from arena.services.redaction import published_redact
 from arena.services.voters import voters_flag as voters_flag_run
@@ -224,3 +224,15 @@ def voters_flag() -> dict:
     )
     log.info("voters flag: %s", summary)
     return summary
+
+
+@shared_task(name="arena.tasks.release_build", declared_queue=DEFAULT, **LONG_TASK_OPTIONS)
+def release_build() -> dict:
+    """Write a data release at the newest snapshot (arena.services.releases); a version that exists is skipped."""
+    try:
+        release = releases.release_build()
+    except ArenaError as exc:
+        log.warning("data release not written: %s", exc)
+        return {"skipped": str(exc)}
+    log.info("data release %s written to %s: %s", release.version, release.path, release.counts)
+    return {"version": release.version, "counts": release.counts}

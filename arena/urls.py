@@ -12,4 +12,7 @@ urlpatterns = [
     path("battles/<uuid:public_id>/turns/", views.turn_create, name="turn-create"),
     path("battles/<uuid:public_id>/vote/", views.vote_create, name="vote-create"),
     path("battles/<uuid:public_id>/report/", views.battle_report, name="battle-report"),
+    path("releases/", views.releases_page, name="releases"),
+    path("releases/new/", views.release_create, name="release-create"),
+    path("releases/<slug:version>/<path:name>", views.release_file, name="release-file"),
 ]

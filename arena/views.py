@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from django.conf import settings
-from django.http import HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.http import FileResponse, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET, require_POST
 
-from arena import services
+from arena import dispatch, services
 from arena.consent import ConsentError, consent_give, consent_of, missing_message, terms_version
 from arena.forms import ConsentForm, PromptForm, ReportForm, VoteForm
 from arena.identity import address_hash, arena_session_key, session_key, voter_hashes
+from arena.models import DataRelease
 from arena.ratelimit import RateLimited, hit, hit_address
 from arena.selectors_battles import battle_state
 from common.http import read_only
@@ -171,6 +174,37 @@ def battle_report(request, public_id):
         return JsonResponse({"battle": str(public_id), "reported": True, "held": True}, status=201)
 
     return voter_action(request, ReportForm, "votes", settings.ARENA_VOTES_PER_MINUTE, act)
+
+
+@require_GET
+def releases_page(request):
+    """``/arena/releases/``: every data release with its files, sizes and checksums; staff can cut a new one."""
+    releases = list(DataRelease.objects.select_related("snapshot").order_by("-created_at", "-id"))
+    return render(request, "arena/releases.html", {"releases": releases, "queued": request.GET.get("queued") == "1"})
+
+
+@require_POST
+def release_create(request):
+    """Staff only: cut a release at the newest snapshot (a worker writes it; the page lists it when done)."""
+    if not (request.user.is_authenticated and request.user.is_staff):
+        return error_response("Only staff can cut a data release.", 403)
+    dispatch.release_enqueue()
+    return redirect("/arena/releases/?queued=1")
+
+
+@require_GET
+def release_file(request, version: str, name: str):
+    """One file of a release, by the name its file list records (nothing else is served)."""
+    release = DataRelease.objects.filter(version=version).first()
+    listed = {f["name"]: f for f in release.files} if release else {}
+    if name not in listed:
+        return error_response("No such release file.", 404)
+    path = Path(release.path) / name
+    if not path.is_file():
+        return error_response("This release's files are no longer on the server.", 410)
+    response = FileResponse(path.open("rb"), as_attachment=True, filename=path.name)
+    response["X-Checksum-SHA256"] = listed[name]["sha256"]
+    return response
 
 
 @read_only

@@ -396,6 +396,8 @@ try:
     # Battles whose prompts the moderation step scores at or above this are held back from publication
     # until staff release them (arena/moderation.py, docs/privacy.md).
     ARENA_MODERATION_THRESHOLD = config_env.floating("ARENA_MODERATION_THRESHOLD", default=0.9, minimum=0.0, maximum=1.0)
+    # Where the staff button (and arena_release without --out) writes data releases (docs/privacy.md).
+    ARENA_RELEASES_DIR = Path(config_env.env.str("ARENA_RELEASES_DIR", default=str(VAR_DIR / "releases")).strip() or VAR_DIR / "releases")
 except ConfigError as error:
     fail(error)
 # Contamination checks of submissions (docs/contamination.md, "On the site").

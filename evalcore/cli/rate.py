@@ -44,7 +44,7 @@ def register(subparsers) -> None:
         help="rate models from pairwise votes (Bradley-Terry, Elo, style control)",
         description=__doc__.splitlines()[0],
     )
-    p.add_argument("votes", metavar="VOTES", help="battles (CSV, JSON, JSONL) or a pair-count CSV")
+    p.add_argument("votes", metavar="VOTES", help="battles (CSV, JSON, JSONL, Parquet) or a pair-count CSV")
     p.add_argument("--method", choices=("bt", "elo", "style"), default="bt")
     p.add_argument("--ties", choices=TIES_POLICIES, default="half", help="ties policy (default: half)")
     p.add_argument("--anchor", metavar="MODEL=RATING", help="fix one model's rating (default: mean 1000)")

@@ -57,19 +57,38 @@ def _detect_format(name: str, head: str) -> str:
     return "csv"
 
 
+def _read_parquet(source) -> Battles:
+    """Battles from a Parquet file (a Podium data release's ``data/votes.parquet``, or any with the same
+    columns): read with pyarrow, then as records."""
+    try:
+        import pyarrow.parquet as pq  # noqa: PLC0415 - only Parquet input needs it
+    except ImportError:
+        raise ValueError("reading Parquet needs pyarrow: pip install pyarrow") from None
+    name = str(getattr(source, "name", source))
+    try:
+        table = pq.read_table(source)
+    except Exception as exc:  # noqa: BLE001 - pyarrow's errors are many types: one clear message
+        raise ValueError(f"{name}: not a readable Parquet file ({str(exc)[:200]})") from None
+    if table.num_rows == 0:
+        raise ValueError(f"{name}: no battles: the file is empty")
+    return battles_from_records(table.to_pylist())
+
+
 def read_battles(source, *, format: str | None = None) -> Battles:
-    """Read battles from a CSV, JSON or JSON Lines file.
+    """Read battles from a CSV, JSON, JSON Lines or Parquet file.
 
     Parameters
     ----------
     source : str, PathLike or file object
-    format : {"csv", "json", "jsonl"}, optional
+    format : {"csv", "json", "jsonl", "parquet"}, optional
         Default: from the file suffix, else sniffed from the first character.
 
     Returns
     -------
     Battles
     """
+    if format == "parquet" or (format is None and Path(str(getattr(source, "name", source))).suffix.lower() == ".parquet"):
+        return _read_parquet(source)
     fh, close, name = _open_text(source)
     try:
         if format is None:

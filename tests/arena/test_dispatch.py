@@ -27,6 +27,7 @@ def test_every_name_dispatch_sends_is_a_task_declaring_that_queue():
     assert registered[dispatch.BATTLE_GENERATE].declared_queue == GENERATE
     assert registered[dispatch.RATINGS_REFIT].declared_queue == DEFAULT
     assert registered[dispatch.RATINGS_LIVE].declared_queue == DEFAULT
+    assert registered[dispatch.RELEASE_BUILD].declared_queue == DEFAULT
     beat = app.conf.beat_schedule
     assert {entry["task"] for entry in beat.values()} <= set(registered), "the beat names a task nobody defines"
 

@@ -17,6 +17,7 @@ from django.test import AsyncClient
 from arena import exports
 from arena.models import Battle, LanguageModel, RatingSnapshot, Turn, Vote
 from arena.ratings import snapshots_refit
+from arena.services import battles_moderate
 from evalcore.ratings import read_battles
 from tests.arena.vote_data import votes_create
 from tests.conftest import REPO_ROOT
@@ -128,6 +129,7 @@ def test_empty_export_is_a_header_only(client):
 
 def test_battles_api_lists_only_voted_battles_with_names_and_turns(client):
     votes = votes_create(STRENGTHS, 12, seed=5, with_turns=True, turn_count=[1, 2])
+    battles_moderate()  # the refit task moderates first: only moderated battles are published
     snapshots_refit(rounds=ROUNDS)  # publishes them: months old, covered by a snapshot made now
     models = list(LanguageModel.objects.all()[:2])
     pending = Battle.objects.create(model_a=models[0], model_b=models[1], session_hash="x", ip_hash="y")
