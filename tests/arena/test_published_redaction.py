@@ -94,3 +94,22 @@ def test_a_new_redactor_version_redacts_again_and_nothing_is_served_raw_meanwhil
     monkeypatch.setattr(redact_module, "REDACTOR_VERSION", "podium-redact-test")
     assert services.published_redact() == 1
     assert Turn.objects.get(battle=battle).redacted["version"] == "podium-redact-test"
+
+
+def test_exports_carry_no_text_and_hostile_texts_publish_without_error(settings, django_capture_on_commit_callbacks):
+    settings.ARENA_PUBLISH_DELAY_S = 0
+    settings.ARENA_REFIT_MIN_VOTES = 1
+    catalogue("left-model", "right-model")
+    hostile = "<div>" * 3000 + "\x01\x02\ufffd" * 500 + " ana@example.com " + "[" * 2000 + "x" * 20_000
+    prompt = "<b>" * 500 + "\x01\x02" * 200 + " ana@example.com " + "[" * 500
+    battle = battle_with(prompt, hostile, "sk-proj-" + "a" * 40, django_capture_on_commit_callbacks)
+    ratings_refit()
+    detail = Client().get(f"/api/battles/{battle.public_id}/")
+    assert detail.status_code == 200
+    body = detail.content.decode()
+    assert "ana@example.com" not in body and "sk-proj-" not in body
+    for path in ("/api/votes.csv", "/api/votes.jsonl", "/api/battles/?limit=1000"):
+        response = Client().get(path)
+        assert response.status_code == 200
+        content = b"".join(response.streaming_content) if response.streaming else response.content
+        assert b"ana@example.com" not in content and b"sk-proj-" not in content
