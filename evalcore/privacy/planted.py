@@ -19,6 +19,12 @@ import random
 import string
 from dataclasses import dataclass
 
+import phonenumbers
+from phonenumbers import PhoneNumberFormat, PhoneNumberType
+
+from evalcore.privacy.redact import PHONE_REGIONS
+from evalcore.stats import mean_interval
+
 SEED = 20261203
 STRUCTURED = ("EMAIL", "PHONE", "CARD", "IBAN", "IP")
 SECRETS = ("SECRET", "PRIVATE_KEY", "URL")
@@ -82,11 +88,6 @@ def _iban(rng: random.Random, country: str) -> str:
 
 
 def _phones() -> list[str]:
-    import phonenumbers  # noqa: PLC0415 - only the planted set needs it
-    from phonenumbers import PhoneNumberFormat, PhoneNumberType  # noqa: PLC0415
-
-    from evalcore.privacy.redact import PHONE_REGIONS  # noqa: PLC0415
-
     out = []
     for region in PHONE_REGIONS:
         for kind in (PhoneNumberType.MOBILE, PhoneNumberType.FIXED_LINE):
@@ -203,8 +204,6 @@ def planted_items(seed: int = SEED) -> list[Item]:
 def measure(redact_spans, items: list[Item] | None = None) -> dict:
     """Recall per kind (the planted value is inside a redacted span) and precision (spans that cover a
     planted value), each with a Wilson 95% interval; ``redact_spans(text)`` gives ``(start, end, kind)``."""
-    from evalcore.stats import mean_interval  # noqa: PLC0415
-
     items = planted_items() if items is None else items
     hits: dict[str, list[float]] = {}
     precise: list[float] = []
