@@ -20,6 +20,7 @@ try:  # pytest 9 builds node ids from NodeId objects
 except ImportError:  # pytest 8: an item's node id is its name, nothing to mend
     coerce_node_id = None
 
+from arena.services import battles_moderate
 from tests.arena import vote_data
 from tests.leaderboard import board_data
 
@@ -85,6 +86,7 @@ def seeded(db):
     entry = board_data.entry(owner, "acme/small", gsm8k=board_data.pattern(6, 3), mmlu={"anatomy": [True, False]})
     board_data.entry(owner, "acme/private", gsm8k=[True, False], private=True, model_type="fine-tuned")
     votes = vote_data.votes_create({"alpha": 0.5, "beta": 0.0, "gamma": -0.5}, 12, with_turns=True, turn_count=[1, 2])
+    battles_moderate()  # as the refit does before a snapshot: only moderated battles are published
     snapshot = board_data.arena_snapshot({"alpha": (1050.0, 1020.0, 1080.0), "beta": (1000.0, 970.0, 1030.0)})
     return {
         "owner": owner, "staff": staff, "battle": votes[0].battle.public_id, "snapshot": snapshot.pk,
