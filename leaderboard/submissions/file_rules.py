@@ -34,10 +34,14 @@ def say(key: str, **values: object) -> str:
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]), MESSAGES[key])
 
 
+BIDI_CONTROLS = frozenset([0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+
+
 def is_control(character: str) -> bool:
-    """C0 and C1 control characters and DEL: never part of a file name we accept."""
+    """C0 and C1 control characters, DEL, and the bidirectional controls (U+202E and friends, which make
+    ``txt.exe`` look like ``exe.txt``): never part of a file name we accept."""
     code = ord(character)
-    return code < 32 or 127 <= code < 160
+    return code < 32 or 127 <= code < 160 or code in BIDI_CONTROLS
 
 
 def shown(name: str) -> str:

@@ -9,7 +9,11 @@
     return rules.messages[key].replace(/\{(\w+)\}/g, function (_, name) { return String(values[name]); });
   }
 
-  function isControl(code) { return code < 32 || (code >= 127 && code < 160); }
+  // C0 and C1 controls, DEL, and the bidirectional controls (U+061C, U+200E-F, U+202A-E, U+2066-9).
+  function isControl(code) {
+    return code < 32 || (code >= 127 && code < 160) || code === 0x061C || code === 0x200E || code === 0x200F ||
+      (code >= 0x202A && code <= 0x202E) || (code >= 0x2066 && code <= 0x2069);
+  }
 
   function hex(code, width) {
     var digits = code.toString(16);

@@ -32,6 +32,7 @@ NAMES = [
     "{name}.bin", "{count}.txt", "x" * 195 + ".json", "x" * 196 + ".json", "\U0001f600" * 196 + ".json",
     "é" * 150 + "\x00.json", "\ud800.json", "K.SAFETENSORS", "tokenizer.model", "merges.txt",
     "chat_template.jinja", "vocab.json", "config.JSON", "İ.safetensors",
+    "model\u202enosj.safetensors", "a\u2066b.json", "a\u200fb.json", "a\u061cb.json", "a\u200db.json",
 ]  # fmt: skip
 
 LISTS = {
@@ -105,6 +106,10 @@ def test_the_rules_refuse_what_they_should():
     assert answers["lists"]["too large"] == ["The checkpoint is 17000 bytes; at most 10000 are accepted."]
     assert answers["names"][repr("a\x00b.json")] == "The file name 'a\\x00b.json' contains control characters."
     assert answers["names"][repr("{name}.bin")].startswith("{name}.bin: only safetensors")  # no second substitution
+    # bidirectional controls (a right-to-left override makes a name read backwards) are control characters
+    for name in ("model\u202enosj.safetensors", "a\u2066b.json", "a\u200fb.json", "a\u061cb.json"):
+        assert answers["names"][repr(name)].endswith("contains control characters."), name
+    assert answers["names"][repr("a\u200db.json")] is None  # a zero-width joiner is not a bidirectional control
     for name in ("", " ", "\ufeff", "\ufeff \u3000"):
         assert answers["names"][repr(name)] == "A file has an empty name."
     assert answers["names"][repr("x" * 195 + ".json")] is None
