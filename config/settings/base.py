@@ -15,6 +15,7 @@ from pathlib import Path
 
 from config import env as config_env
 from config.env import ConfigError, fail
+from evalcore.defaults import data_dir
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 
@@ -30,9 +31,7 @@ try:
     )
     CELERY_RESULT_BACKEND = config_env.env.str("CELERY_RESULT_BACKEND", default="django-db")
     CELERY_TASK_ALWAYS_EAGER = config_env.boolean("CELERY_TASK_ALWAYS_EAGER", default=False)
-    PODIUM_DATA_DIR = Path(
-        config_env.env.str("PODIUM_DATA_DIR", default=str(BASE_DIR.parent / "shared" / "data"))
-    )
+    PODIUM_DATA_DIR = data_dir()  # one rule for every entry point (evalcore/defaults.py)
     ARENA_HASH_SALT = config_env.env.str("ARENA_HASH_SALT", default="")
     ARENA_BATTLES_PER_MINUTE = config_env.integer("ARENA_BATTLES_PER_MINUTE", default=12, minimum=1)
     ARENA_VOTES_PER_MINUTE = config_env.integer("ARENA_VOTES_PER_MINUTE", default=30, minimum=1)
