@@ -77,7 +77,7 @@ def _import_installed(module_name: str, function: PythonFunction):
     """A module that is not beside the file: an installed one (``lm_eval.tasks.x.utils``), as the harness."""
     try:
         return importlib.import_module(module_name)
-    except Exception as exc:  # noqa: BLE001 - any import failure of task code is a load error naming it
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any import failure (sys.exit too) is a load error
         raise ValueError(
             f"!function {function.target}: no {module_name.replace('.', '/')}.py beside the task file in "
             f"{function.base_dir}, and importing {module_name} failed: {type(exc).__name__}: {exc}"
@@ -99,9 +99,12 @@ def _import(path: Path):
     try:
         with jail:
             spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - any import failure of task code is a load error naming the file
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - any import failure is a load error naming the file
         sys.modules.pop(name, None)
-        raise ValueError(f"task code {path} failed to import: {type(exc).__name__}: {exc}") from None
+        # A task whose module calls sys.exit at import (one that needs a missing program) is one refused
+        # file, never the end of the process loading the whole tree.
+        what = f"called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) else f"{type(exc).__name__}: {exc}"
+        raise ValueError(f"task code {path} failed to import: {what}") from None
     _MODULES[path] = module
     return module
 
