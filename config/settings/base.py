@@ -266,9 +266,12 @@ try:
     API_BASIC_AUTH = config_env.boolean("API_BASIC_AUTH", default=False)
     API_THROTTLE_ANON = config_env.env.str("API_THROTTLE_ANON", default="120/minute")
     API_THROTTLE_USER = config_env.env.str("API_THROTTLE_USER", default="600/minute")
-    API_THROTTLE_SUBMISSIONS = config_env.env.str("API_THROTTLE_SUBMISSIONS", default="30/hour")  # POST /api/submissions/
+    # POST /api/submissions/: submissions created (201s), and separately refused attempts (4xx but 429).
+    API_THROTTLE_SUBMISSIONS = config_env.env.str("API_THROTTLE_SUBMISSIONS", default="30/hour")
+    API_THROTTLE_SUBMISSIONS_REFUSED = config_env.env.str("API_THROTTLE_SUBMISSIONS_REFUSED", default="120/hour")
     for _variable, _rate in (("API_THROTTLE_ANON", API_THROTTLE_ANON), ("API_THROTTLE_USER", API_THROTTLE_USER),
-                             ("API_THROTTLE_SUBMISSIONS", API_THROTTLE_SUBMISSIONS)):  # fmt: skip
+                             ("API_THROTTLE_SUBMISSIONS", API_THROTTLE_SUBMISSIONS),
+                             ("API_THROTTLE_SUBMISSIONS_REFUSED", API_THROTTLE_SUBMISSIONS_REFUSED)):  # fmt: skip
         if not re.fullmatch(r"[1-9][0-9]{0,8}/(second|minute|hour|day|s|m|h|d)", _rate):
             raise ConfigError(_variable, f"{_rate!r} is not a rate such as 120/minute (per second|minute|hour|day)")
 except ConfigError as error:
@@ -286,6 +289,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_THROTTLE_RATES": {
         "anon": API_THROTTLE_ANON, "user": API_THROTTLE_USER, "submissions": API_THROTTLE_SUBMISSIONS,
+        "submissions_refused": API_THROTTLE_SUBMISSIONS_REFUSED,
     },
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_PARSER_CLASSES": [

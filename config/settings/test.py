@@ -51,7 +51,8 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 # checks the throttle with its own low rate.
 REST_FRAMEWORK = {
     **REST_FRAMEWORK,  # noqa: F405
-    "DEFAULT_THROTTLE_RATES": {"anon": "100000/minute", "user": "100000/minute", "submissions": "100000/minute"},
+    "DEFAULT_THROTTLE_RATES": {"anon": "100000/minute", "user": "100000/minute", "submissions": "100000/minute",
+                               "submissions_refused": "100000/minute"},
 }
 
 # Metrics of this test run (and of the servers and workers it starts, which inherit the variable) in a

@@ -21,15 +21,42 @@ from leaderboard.submissions import selectors, transfers
 from leaderboard.submissions.forms import SubmissionMetadataForm
 
 
-class SubmissionCreateThrottle(UserRateThrottle):
-    """POSTs only (reads keep the ordinary rates): ``API_THROTTLE_SUBMISSIONS``."""
+class OutcomeThrottle(UserRateThrottle):
+    """A POST-only throttle that counts outcomes, not attempts: :meth:`allow_request` only checks the
+    count, and the view :meth:`record` s a request once its answer is known. Reads keep the ordinary
+    rates. (Check and record are two cache operations: concurrent POSTs may pass one or two over.)"""
+
+    def allow_request(self, request, view):
+        if request.method != "POST" or self.rate is None:
+            return True
+        self.key = self.get_cache_key(request, view)
+        if self.key is None:
+            return True
+        self.now = self.timer()
+        self.history = [t for t in self.cache.get(self.key, []) if t > self.now - self.duration]
+        return self.throttle_failure() if len(self.history) >= self.num_requests else True
+
+    def record(self, request, view) -> None:
+        key = self.get_cache_key(request, view)
+        if self.rate is None or key is None:
+            return
+        now = self.timer()
+        history = [t for t in self.cache.get(key, []) if t > now - self.duration]
+        self.cache.set(key, [now, *history][: self.num_requests], self.duration)
+
+
+class SubmissionCreateThrottle(OutcomeThrottle):
+    """Submissions created (201s only): ``API_THROTTLE_SUBMISSIONS``. An owner fixing a refused form is
+    not locked out by their own mistakes."""
 
     scope = "submissions"
 
-    def allow_request(self, request, view):
-        if request.method != "POST":
-            return True
-        return super().allow_request(request, view)
+
+class SubmissionRefusedThrottle(OutcomeThrottle):
+    """Refused creations (400, 401, 403, 415, ...): ``API_THROTTLE_SUBMISSIONS_REFUSED``, higher, so a
+    client looping on errors is still slowed."""
+
+    scope = "submissions_refused"
 
 
 class SubmissionCreateSerializer(serializers.Serializer):
@@ -79,7 +106,16 @@ class SubmissionCreateMixin:
     permission_classes = [IsAuthenticatedOrReadOnly]
 
     def get_throttles(self):
-        return [*super().get_throttles(), SubmissionCreateThrottle()]
+        return [*super().get_throttles(), SubmissionCreateThrottle(), SubmissionRefusedThrottle()]
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        """Count the POST by its outcome: a creation, or a refusal (a 429 counts as neither)."""
+        if request.method == "POST" and response.status_code != status.HTTP_429_TOO_MANY_REQUESTS:
+            created = response.status_code == status.HTTP_201_CREATED
+            kind = SubmissionCreateThrottle if created else SubmissionRefusedThrottle
+            if created or response.status_code >= 400:
+                kind().record(request, self)
+        return super().finalize_response(request, response, *args, **kwargs)
 
     @extend_schema(request=SubmissionCreateSerializer, responses={201: DraftSerializer, **AUTH_RESPONSES},
                    summary="Create a submission; then upload its files with tus")  # fmt: skip

@@ -100,10 +100,26 @@ def test_submissions_receiving_files_at_once_are_limited(client, owner, uploads_
 
 def test_creating_submissions_is_throttled(client, owner, uploads_dir, tiny_dir, monkeypatch):
     cache.clear()
-    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"anon": "100/minute", "user": "100/minute", "submissions": "2/minute"})
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", {"anon": "100/minute", "user": "100/minute", "submissions": "2/minute",
+                                                             "submissions_refused": "100/minute"})  # fmt: skip
     codes = [tus.create_draft(client, tus.declared(tiny_dir), model_name=f"acme/m{i}").status_code for i in range(3)]
     assert codes == [201, 201, 429]
     assert client.get("/api/submissions/").status_code == 200  # reading is not held back by the POST throttle
+    cache.clear()
+
+
+def test_refused_attempts_do_not_use_up_the_creation_quota(client, owner, uploads_dir, tiny_dir, monkeypatch):
+    cache.clear()
+    rates = {"anon": "100/minute", "user": "100/minute", "submissions": "2/minute", "submissions_refused": "4/minute"}
+    monkeypatch.setattr(SimpleRateThrottle, "THROTTLE_RATES", rates)
+    typo = [tus.create_draft(client, tus.declared(tiny_dir), model_name="acme/m", licence="").status_code for _ in range(3)]
+    assert typo == [400, 400, 400]  # an owner fixing a form is not locked out of creating
+    created = [tus.create_draft(client, tus.declared(tiny_dir), model_name=f"acme/ok{i}").status_code for i in range(3)]
+    assert created == [201, 201, 429]
+    # a client looping on errors is slowed by the higher refused-attempts limit
+    cache.clear()
+    loop = [client.post("/api/submissions/", data="[]", content_type="application/json").status_code for _ in range(5)]
+    assert loop == [400, 400, 400, 400, 429]
     cache.clear()
 
 
