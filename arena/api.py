@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from django.conf import settings
 from django.http import Http404, JsonResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import generics, serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.negotiation import BaseContentNegotiation
@@ -39,10 +39,10 @@ def _int_param(request, name: str, default: int, low: int, high: int) -> int:
     raw = request.query_params.get(name)
     if raw is None:
         return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValidationError({name: f"must be an integer, got {raw[:40]!r}"}) from None
+    # ASCII digits only: Python's int() also reads other scripts' digits ("١" is 1) and surrounding spaces.
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:
+        raise ValidationError({name: f"must be a whole number written with the digits 0-9, got {raw[:40]!r}"})
+    value = int(raw)
     if not low <= value <= high:
         raise ValidationError({name: f"must be between {low} and {high}"})
     return value
@@ -77,6 +77,9 @@ class BattleFilters(serializers.Serializer):
     counted = serializers.BooleanField(required=False, allow_null=True, default=None)
     since = serializers.DateTimeField(required=False)
     until = serializers.DateTimeField(required=False)
+
+    def validate_language(self, value: str) -> str:
+        return value.strip().lower()  # codes are stored lowercase ("ja"): ?language=JA means the same
 
 
 class SnapshotFilters(serializers.Serializer):
@@ -177,6 +180,10 @@ def _publish_delay() -> int:
 @extend_schema(
     parameters=[BattleFilters],
     summary="Published battles, newest vote first",
+    responses={
+        200: BattleSerializer,
+        400: OpenApiResponse(description="A bad parameter, or since later than until (the message names both)."),
+    },
     description="A battle is published once a rating snapshot created at least ARENA_PUBLISH_DELAY_S "
     "(default one day) after its vote covers that vote.",
 )

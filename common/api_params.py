@@ -26,4 +26,11 @@ def validated_query(request, serializer_class, *, drop_blank: bool = False, page
     params = serializer_class(data=request.query_params.dict())
     params.is_valid(raise_exception=True)
     empty = (None, "") if drop_blank else (None,)
-    return {k: v for k, v in params.validated_data.items() if v not in empty}
+    values = {k: v for k, v in params.validated_data.items() if v not in empty}
+    since, until = values.get("since"), values.get("until")
+    if since is not None and until is not None and since > until:
+        # An inverted range is a mistake, not an empty page (docs: "Query parameters").
+        raise ValidationError(
+            {"detail": f"since ({request.query_params.get('since')}) is later than until ({request.query_params.get('until')})"}
+        )
+    return values

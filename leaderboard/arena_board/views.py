@@ -13,7 +13,7 @@ from leaderboard.board.charts import PLOTLY_VERSION
 
 class ArenaBoardForm(forms.Form):
     method = forms.ChoiceField(choices=list(METHODS.items()), required=False)
-    category = forms.RegexField(regex=r"^[a-z_]+(:[A-Za-z0-9_-]{1,16})?$", max_length=64, required=False)
+    category = forms.RegexField(regex=r"^[a-z_]+(:[A-Za-z0-9_-]{1,16})?$", max_length=64, required=False, strip=True)
 
 
 @read_only

@@ -13,6 +13,7 @@ from django.core import signals
 from django.db import close_old_connections
 from django.test import Client
 from hypothesis import settings
+from schemathesis.checks import positive_data_acceptance
 
 from config.wsgi import application
 from tests.fuzz.conftest import EXAMPLES
@@ -42,7 +43,11 @@ def wsgi_in_test_transaction(seeded):
 @schema.parametrize()
 @settings(max_examples=max(EXAMPLES // 2, 1))
 def test_api_conforms_to_its_schema(case, wsgi_in_test_transaction):
-    case.call_and_validate()
+    response = case.call()
+    # A schema-valid request may still be refused for a reason the schema cannot express: an inverted
+    # since/until range is a documented 400 (common/api_params.py), not a wrongly rejected request.
+    inverted = response.status_code == 400 and "is later than until" in response.text
+    case.validate_response(response, excluded_checks=[positive_data_acceptance] if inverted else [])
 
 
 PAGED = {"/api/battles/", "/api/snapshots/", "/api/submissions/", "/api/scores/", "/api/runs/"}
