@@ -56,7 +56,7 @@ def observed_site(transactional_db, redis_url, smollm2_dir, start_worker, start_
     yield {"base": f"http://127.0.0.1:{port}", "worker": worker}
 
 
-def _battle_played(client: httpx.Client, worker_log) -> str:
+def _battle_played(client: httpx.Client, worker_log) -> tuple[str, bool]:
     client.get("/arena/").raise_for_status()
     csrf = {"X-CSRFToken": client.cookies["csrftoken"], "X-Request-ID": TRACE, "Referer": str(client.base_url)}
     agree(client, headers=csrf)
@@ -71,20 +71,21 @@ def _battle_played(client: httpx.Client, worker_log) -> str:
     )  # fmt: skip
     voted = client.post(f"/arena/battles/{battle}/vote/", data={"winner": "tie"}, headers=csrf)
     assert voted.status_code == 201, voted.text
-    return battle
+    return battle, voted.json()["counted"]
 
 
 def test_metrics_and_request_id_follow_a_battle(observed_site, processes):
     base, worker = observed_site["base"], observed_site["worker"]
     with httpx.Client(base_url=base, timeout=30) as client:
-        battle = _battle_played(client, lambda: processes.log_of(worker))
+        battle, counted = _battle_played(client, lambda: processes.log_of(worker))
         # The vote asked for a live point fit (arena.live) on the default queue: the worker ran it.
         live = wait_for_row(
             lambda: client.get("/api/ratings/live/"), lambda answer: answer.status_code != 404,
             timeout=60, what="the live point fit", log=lambda: processes.log_of(worker)[-2000:],
         )  # fmt: skip
         assert live.status_code == 200, processes.log_of(worker)[-2000:]
-        assert live.json()["vote_count"] == 1 and live.json()["fitted_at"]
+        # A sampled answer (temperature 0.9, no seed) may name its model: the vote is kept but not rated.
+        assert live.json()["vote_count"] == int(counted) and live.json()["fitted_at"]
 
         refused = client.get("/metrics")
         assert refused.status_code == 403 and "token" in refused.json()["detail"]
