@@ -74,7 +74,7 @@ def test_a_release_reads_back_and_reproduces_the_ratings(arena, tmp_path):
     assert [r["model"] for r in ratings] == [r["model"] for r in snapshot.rows] == list(expected)
     for row in ratings:
         for key in ("rating", "ci_low", "ci_high"):
-            assert row[key] == pytest.approx(expected[row["model"]][key], abs=1e-6), key
+            assert row[key] == pytest.approx(expected[row["model"]][key], abs=1e-4), key
 
 
 def test_datasets_loads_the_release_folder(arena, tmp_path):

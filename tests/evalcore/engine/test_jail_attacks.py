@@ -195,8 +195,13 @@ def test_run_program_returns_after_every_process_is_gone_and_reaps_the_init(ends
     marker = uuid.uuid4().hex
     program = (
         "import os, subprocess, time\n"
-        f"subprocess.Popen(['/bin/sh', '-c', 'exec -a {marker} sleep 600'], start_new_session=True)\n"
-        "time.sleep(0.3)\n" + ("time.sleep(600)\n" if ends != "by itself" else "")
+        f"daemon = subprocess.Popen(['/bin/bash', '-c', 'exec -a {marker} sleep 600'], start_new_session=True)\n"
+        # wait until the daemon runs under its marker (not a fixed sleep): the test then proves it is gone
+        "deadline = time.monotonic() + 20\n"
+        f"while b'{marker}' not in open(f'/proc/{{daemon.pid}}/cmdline', 'rb').read() and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
+        f"assert b'{marker}' in open(f'/proc/{{daemon.pid}}/cmdline', 'rb').read()\n"
+        + ("time.sleep(600)\n" if ends != "by itself" else "")
     )
     for _ in range(5):  # the old jail returned early about once in two runs
         seen: list = []
@@ -212,6 +217,7 @@ def test_run_program_returns_after_every_process_is_gone_and_reaps_the_init(ends
         for pid in jail:  # gone, not zombies waiting for the host's PID 1
             assert not os.path.exists(f"/proc/{pid}"), (pid, open(f"/proc/{pid}/stat").read())
         assert seen[0].timed_out == (ends != "by itself")
+        assert seen[0].timed_out or seen[0].passed, seen[0].stderr  # the daemon did run under its marker
 
 
 def test_memory_limit_holds_for_the_whole_jail():
