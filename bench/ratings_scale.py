@@ -11,9 +11,9 @@ length preference in the outcomes; vote timestamps.
 Times are CPU seconds of this process (``time.process_time``; with ``OMP_NUM_THREADS=1`` everything runs
 on one thread), so that a busy shared machine does not inflate them; wall times go to stderr. Each size
 times what :mod:`arena.ratings` runs for one category, called the same way: the pair
-aggregation, the BT point fit, ``bootstrap_bradley_terry`` with 1,000 rounds (``_fit_bt``), the
-style-controlled fit with the rounds ``style_rounds`` allows under ``STYLE_BUDGET`` (``_fit_style``; at
-1M and more that is the sandwich fit), and online Elo without the permutation study (``_fit_elo`` above
+aggregation, the BT point fit, ``bootstrap_bradley_terry`` with 1,000 rounds (``fit_bt``), the
+style-controlled fit with the rounds ``style_rounds`` allows under ``STYLE_BUDGET`` (``fit_style``; at
+1M and more that is the sandwich fit), and online Elo without the permutation study (``fit_elo`` above
 100k votes). ``--style-rounds R`` also times R style bootstrap rounds (the cost the budget avoids).
 
 ``--baseline REF`` runs the same measurements on the evalcore of git revision REF (exported with
@@ -48,7 +48,7 @@ from evalcore.ratings import (  # noqa: E402
     online_elo,
 )
 
-# As in arena/ratings.py (not imported: it needs Django).
+# As in arena/ratings_fits.py (not imported: it needs Django).
 STYLE_BUDGET = 1_500_000
 STYLE_MIN_ROUNDS = 100
 

@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from arena import live, selectors
 from arena.models import LiveRating, PairCountBase, Vote
-from arena.ratings import _battles, _categories, snapshots_refit
+from arena.ratings import snapshots_refit
+from arena.ratings_draft import categories_of, category_battles
 from evalcore.ratings import aggregate, fit_bradley_terry
 from tests.arena.vote_data import votes_create
 from tests.conftest import celery_eager_tasks
@@ -28,7 +29,7 @@ LANGS = ["en", "en", "de", "fr"]
 def full_counts() -> dict:
     """Every category aggregated from scratch over the counted votes, as the refit reads them."""
     votes = selectors.votes_counted_columns()
-    return {c: aggregate(_battles(votes, m)) for c, m in _categories(votes, 1).items() if m.any()}
+    return {c: aggregate(category_battles(votes, m)) for c, m in categories_of(votes, 1).items() if m.any()}
 
 
 def assert_same(a, b):

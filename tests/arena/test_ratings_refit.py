@@ -9,8 +9,10 @@ import pytest
 from django.core.cache import cache
 
 from arena import selectors
+from arena.live import LONG_PROMPT_TOKENS
 from arena.models import RatingSnapshot, Vote
-from arena.ratings import FALLBACK_PRIOR, LONG_PROMPT_TOKENS, snapshots_compute, snapshots_refit, style_rounds
+from arena.ratings import snapshots_compute, snapshots_refit
+from arena.ratings_fits import FALLBACK_PRIOR, style_rounds
 from evalcore.ratings import aggregate, battles_from_arrays, bootstrap_bradley_terry
 from evalcore.ratings.provisional import mark_provisional
 from tests.arena.vote_data import T0, votes_create
@@ -333,11 +335,11 @@ def test_a_broken_elo_state_is_replayed_in_full():
 
 
 def test_battles_of_every_vote_are_read_only_views_and_a_subset_renumbers_its_models():
-    from arena.ratings import _battles
+    from arena.ratings_draft import category_battles
 
     votes_create({**STRENGTHS, "delta": 0.5}, 200, seed=41)
     columns = selectors.votes_counted_columns()
-    whole = _battles(columns, np.ones(len(columns), dtype=bool))
+    whole = category_battles(columns, np.ones(len(columns), dtype=bool))
     assert whole.models == columns.names
     for name in ("model_a", "model_b", "outcome", "tstamp", "style_a", "style_b"):
         assert not getattr(whole, name).flags.writeable, name
@@ -346,7 +348,7 @@ def test_battles_of_every_vote_are_read_only_views_and_a_subset_renumbers_its_mo
     # Without the votes of "delta": the other three, numbered 0-2 in name order, the same battles.
     delta = columns.names.index("delta")
     keep = (columns.a != delta) & (columns.b != delta)
-    part = _battles(columns, keep)
+    part = category_battles(columns, keep)
     assert part.models == ("alpha", "beta", "gamma")
     names = np.asarray(part.models)
     np.testing.assert_array_equal(names[part.model_a], np.asarray(columns.names)[columns.a[keep]])

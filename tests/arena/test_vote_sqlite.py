@@ -27,7 +27,7 @@ for label, kwargs in {
         services.vote_cast(**kwargs)
     except services.ArenaError as exc:
         out[label] = [exc.status, str(exc)]
-vote = services.vote_cast(public_id=str(battle.public_id), winner="model_a", session_hash="s", ip_hash="i")
+vote = services.vote_cast(public_id=battle.public_id.hex, winner="model_a", session_hash="s", ip_hash="i")
 out["vote"] = [vote.model_a_name, vote.model_b_name, vote.counted, vote.excluded_reason]
 try:
     services.vote_cast(public_id=battle.public_id, winner="tie", session_hash="s", ip_hash="i")
@@ -43,7 +43,8 @@ LIVE_SCRIPT = """
 import json
 from arena import live, selectors, services
 from arena.models import Battle, LanguageModel, LiveRating, Turn
-from arena.ratings import _battles, _categories, snapshots_refit
+from arena.ratings import snapshots_refit
+from arena.ratings_draft import categories_of, category_battles
 from evalcore.ratings import aggregate
 models = [LanguageModel.objects.create(name=n, in_arena=True) for n in ("m-one", "m-two", "m-three")]
 WINNERS = ["model_a", "model_b", "tie", "model_a", "tie (bothbad)"]
@@ -62,8 +63,8 @@ def same(a, b):
 def check():
     votes = selectors.votes_counted_columns()
     counts = live.live_counts()
-    return {c: same(counts.counts.get(c), aggregate(_battles(votes, m)))
-            for c, m in _categories(votes, 1).items() if m.any()}
+    return {c: same(counts.counts.get(c), aggregate(category_battles(votes, m)))
+            for c, m in categories_of(votes, 1).items() if m.any()}
 out = {}
 for k in range(12):
     cast(k)
