@@ -12,7 +12,8 @@ import json
 import sys
 
 from evalcore import csvsafe
-from evalcore.ratings.lc import length_controlled_win_rate, read_difficulty, read_lc_annotations
+from evalcore.ratings.lc import length_controlled_win_rate
+from evalcore.ratings.lc_annotations import read_difficulty, read_lc_annotations
 
 LC_OUTPUT_COLUMNS = ("model", "win_rate", "discrete_win_rate", "lc_win_rate", "lc_standard_error", "n")
 

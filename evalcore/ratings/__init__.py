@@ -16,11 +16,10 @@ from evalcore.ratings.bt import fit_bradley_terry
 from evalcore.ratings.counts import TIES_POLICIES, PairCounts, aggregate, pair_counts_from_arrays
 from evalcore.ratings.elo import elo_permutation_study, elo_ratings, online_elo
 from evalcore.ratings.io import read_battles, read_pair_counts, write_battles_csv, write_pair_counts
-from evalcore.ratings.lc import (
+from evalcore.ratings.lc import LengthControlledResult, length_controlled_win_rate
+from evalcore.ratings.lc_annotations import (
     LCAnnotations,
-    LengthControlledResult,
     annotations_from_arrays,
-    length_controlled_win_rate,
     read_difficulty,
     read_lc_annotations,
 )

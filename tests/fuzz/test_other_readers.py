@@ -12,7 +12,7 @@ from evalcore.judging.judge import parse_generated, parse_score
 from evalcore.judging.protocol import load_protocol
 from evalcore.judging.run import read_instructions
 from evalcore.models import parse_model_args
-from evalcore.ratings.lc import read_difficulty, read_lc_annotations
+from evalcore.ratings.lc_annotations import read_difficulty, read_lc_annotations
 from tests.fuzz.strategies import documented, json_values
 
 HOSTILE = [b"[" * 100_000, b"\xff\xfe", b"\x80abc\n", b"a,b\nx,\r,y\n", b'"unterminated\n', b"[]", b"\n"]

@@ -17,7 +17,8 @@ import pytest
 from scipy.stats import spearmanr
 
 from evalcore.cli import main
-from evalcore.ratings.lc import annotations_from_arrays, length_controlled_win_rate, read_lc_annotations
+from evalcore.ratings.lc import length_controlled_win_rate
+from evalcore.ratings.lc_annotations import annotations_from_arrays, read_lc_annotations
 
 BASELINE = "gpt4_1106_preview"
 
