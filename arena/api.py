@@ -29,6 +29,7 @@ from arena.models import Battle, LiveRating, RatingSnapshot, Vote
 from arena.redaction import turn_public
 from arena.selectors import EXPORT_COLUMNS
 from common.api_params import validated_query
+from common.public_ids import battle_id
 from common.streaming import streaming_download
 
 MAX_LIMIT = 1000
@@ -105,6 +106,7 @@ class TurnSerializer(serializers.Serializer):
 
 
 class BattleSerializer(serializers.ModelSerializer):
+    public_id = serializers.SerializerMethodField(help_text="32 hex digits: votes.csv's question_id (docs/api.md, Ids)")
     model_a = serializers.CharField(source="model_a.name")
     model_b = serializers.CharField(source="model_b.name")
     winner = serializers.CharField(source="vote.winner")
@@ -127,6 +129,9 @@ class BattleSerializer(serializers.ModelSerializer):
             "turns",
         ]  # fmt: skip
         read_only_fields = fields
+
+    def get_public_id(self, obj) -> str:
+        return battle_id(obj.public_id)
 
 
 class SnapshotSummarySerializer(serializers.ModelSerializer):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from arena.identity import salted_hash
 from arena.models import Battle, Turn
+from common.public_ids import battle_id
 
 
 def battle_state(*, public_id, session_key: str) -> dict | None:
@@ -28,7 +29,7 @@ def battle_state(*, public_id, session_key: str) -> dict | None:
         }
         for turn in Turn.objects.filter(battle=battle).order_by("index")
     ]
-    state = {"battle": str(battle.public_id), "status": battle.status, "turns": turns}
+    state = {"battle": battle_id(battle.public_id), "status": battle.status, "turns": turns}
     vote = getattr(battle, "vote", None)
     if vote is not None:
         state["reveal"] = reveal(battle)

@@ -19,6 +19,7 @@ from arena.ratelimit import RateLimited, hit, hit_address
 from arena.selectors_battles import battle_state
 from common.http import read_only
 from common.outages import is_outage, unavailable
+from common.public_ids import battle_id
 
 NO_SESSION_MESSAGE = (
     "No arena session: open /arena/ first (with cookies allowed); battles and votes need the session it creates."
@@ -126,9 +127,9 @@ def battle_start(request):
         battle = services.battle_create(
             prompt=data["prompt"], session_hash=session_hash, ip_hash=ip_hash, consent=consent
         )
-        public_id = battle.public_id
+        public_id = battle_id(battle.public_id)
         return JsonResponse(
-            {"battle": str(public_id), "turn": 0, "socket": f"/ws/arena/battles/{public_id}/"}, status=201
+            {"battle": public_id, "turn": 0, "socket": f"/ws/arena/battles/{public_id}/"}, status=201
         )
 
     return voter_action(request, PromptForm, "battles", settings.ARENA_BATTLES_PER_MINUTE, act)
@@ -138,7 +139,7 @@ def battle_start(request):
 def turn_create(request, public_id):
     def act(data, session_hash, ip_hash, consent):
         turn = services.turn_add(public_id=public_id, prompt=data["prompt"], session_hash=session_hash)
-        return JsonResponse({"battle": str(public_id), "turn": turn.index}, status=201)
+        return JsonResponse({"battle": battle_id(public_id), "turn": turn.index}, status=201)
 
     return voter_action(request, PromptForm, "battles", settings.ARENA_BATTLES_PER_MINUTE, act)
 
@@ -151,7 +152,7 @@ def vote_create(request, public_id):
         )
         return JsonResponse(
             {
-                "battle": str(public_id),
+                "battle": battle_id(public_id),
                 "winner": vote.winner,
                 "model_a": vote.model_a_name,
                 "model_b": vote.model_b_name,
@@ -171,7 +172,7 @@ def battle_report(request, public_id):
 
     def act(data, session_hash, ip_hash, consent):
         services.battle_report(public_id=public_id, session_hash=session_hash, reason=data["reason"])
-        return JsonResponse({"battle": str(public_id), "reported": True, "held": True}, status=201)
+        return JsonResponse({"battle": battle_id(public_id), "reported": True, "held": True}, status=201)
 
     return voter_action(request, ReportForm, "votes", settings.ARENA_VOTES_PER_MINUTE, act)
 

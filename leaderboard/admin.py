@@ -72,7 +72,7 @@ class SubmissionAdmin(admin.ModelAdmin):
         if obj.pk is None:
             return "-"
         return format_html('<a href="{}">Approve, hide or reject on the review page</a>',
-                           reverse("leaderboard:review-submission", args=[obj.pk]))  # fmt: skip
+                           reverse("leaderboard:review-submission", args=[obj.public_id]))  # fmt: skip
 
     @admin.action(description="Requeue the selected failed submissions")
     def requeue(self, request, queryset):

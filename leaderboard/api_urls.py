@@ -2,6 +2,7 @@
 
 from django.urls import path, re_path
 
+from common.public_ids import register_converters
 from leaderboard.board import api
 from leaderboard.judging import api as judging_api
 from leaderboard.submissions import api as submissions_api
@@ -11,11 +12,13 @@ class SubmissionCollection(submissions_api.SubmissionCreateMixin, api.Submission
     """GET: the evaluated models (public); POST: a new submission (token or session)."""
 
 
+register_converters()
 app_name = "leaderboard-api"
 urlpatterns = [
     path("submissions/", SubmissionCollection.as_view(), name="submission-list"),
     re_path(r"^submissions/(?P<public_id>[A-Za-z0-9_-]{22})/$", submissions_api.SubmissionDetail.as_view(),
             name="submission-detail"),  # fmt: skip
+    path("submissions/<rowid:row_id>/", submissions_api.SubmissionByRow.as_view()),  # earlier ids: redirect
     path("scores/", api.ScoreList.as_view(), name="score-list"),
     path("runs/", api.RunList.as_view(), name="run-list"),
     path("runs/<int:pk>/", api.RunDetail.as_view(), name="run-detail"),

@@ -9,6 +9,9 @@ from django import forms
 from django.http import JsonResponse
 from django.shortcuts import render
 
+from common.public_ids import ROW_ID, SUBMISSION_ID, is_row_id, moved
+from leaderboard.submissions.selectors import submission_public_id_of_row
+
 
 class EmptyForm(forms.Form):
     """No parameter allowed."""
@@ -38,3 +41,24 @@ def query_empty(request):
     """A 400 naming the parameters given to a download that takes none; None when there are none."""
     _form, errors = query_validate(request, EmptyForm)
     return JsonResponse({"detail": errors}, status=400) if errors else None
+
+
+SUBMISSION_PARAM = rf"^(?:{SUBMISSION_ID}|{ROW_ID})$"  # a public id; a row number of earlier versions redirects
+
+
+def legacy_submission_redirect(request, names: tuple[str, ...]):
+    """Earlier versions named a submission by its row number (``?submission=12``, ``?a=3&b=5``): the
+    same URL with the public ids instead, as a permanent redirect (common.public_ids), where the
+    viewer may see those submissions; None when there is nothing to redirect (a row number the viewer
+    may not see stays, and matches nothing, as an unknown public id does)."""
+    query = request.GET
+    if any(len(query.getlist(k)) > 1 for k in query):
+        return None  # refused by validation, which names the repeated parameter
+    found = {}
+    for name in names:
+        value = query.get(name, "")
+        if is_row_id(value):
+            public_id = submission_public_id_of_row(request.user, int(value))
+            if public_id is not None:
+                found[name] = public_id
+    return moved(request, request.path, {**query.dict(), **found}) if found else None

@@ -1,6 +1,7 @@
 from django.contrib.auth import views as auth_views
-from django.urls import path, register_converter
+from django.urls import path
 
+from common.public_ids import register_converters
 from leaderboard.accounts import views as accounts_views
 from leaderboard.accounts.forms import EmailLoginForm
 from leaderboard.arena_board import views as arena_views
@@ -11,37 +12,7 @@ from leaderboard.runs import views as runs_views
 from leaderboard.submissions import tus
 from leaderboard.submissions import views as submissions_views
 
-
-class PublicIdConverter:
-    """A submission's opaque public id (``Submission.public_id``): 22 URL-safe characters."""
-
-    regex = "[A-Za-z0-9_-]{22}"
-
-    def to_python(self, value: str) -> str:
-        return value
-
-    def to_url(self, value: str) -> str:
-        return value
-
-
-class RowIdConverter:
-    """A database row id: 1 to 18 digits, so every value fits a 64-bit integer column.
-
-    Django's ``int`` converter takes any length; a 20-digit id reached the database in a foreign-key
-    lookup and raised OverflowError (HTTP 500) where it must be a plain 404.
-    """
-
-    regex = "[0-9]{1,18}"
-
-    def to_python(self, value: str) -> int:
-        return int(value)
-
-    def to_url(self, value) -> str:
-        return str(int(value))
-
-
-register_converter(PublicIdConverter, "pubid")
-register_converter(RowIdConverter, "rowid")
+register_converters()
 
 app_name = "leaderboard"
 urlpatterns = [
@@ -73,8 +44,10 @@ urlpatterns = [
     path("uploads/", tus.uploads, name="uploads"),
     path("uploads/<pubid:upload_id>/", tus.upload, name="upload"),
     path("review/", review_views.review_queue, name="review"),
-    path("review/<rowid:submission_id>/", review_views.review_submission, name="review-submission"),
-    path("review/<rowid:submission_id>/scan/", review_views.review_scan, name="review-scan"),
+    path("review/<pubid:public_id>/", review_views.review_submission, name="review-submission"),
+    path("review/<pubid:public_id>/scan/", review_views.review_scan, name="review-scan"),
+    path("review/<rowid:submission_id>/", review_views.review_by_row),  # earlier URLs: redirect
+    path("review/<rowid:submission_id>/scan/", review_views.review_by_row, {"scan": True}),
     path("review/voters/<rowid:flag_id>/", review_views.review_voter, name="review-voter"),
     path("review/votes/<rowid:vote_id>/", review_views.review_vote, name="review-vote"),
     path("review/battles/<rowid:hold_id>/", review_views.review_battle, name="review-battle"),

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from arena.models import Battle, Turn
 from arena.services.base import SIDES
+from common.public_ids import battle_id
 
 LIVE = (Turn.SideStatus.PENDING, Turn.SideStatus.STREAMING)
 
@@ -87,5 +88,5 @@ def turns_reap_stale(*, older_than_s: float, limit: int = 500) -> list[tuple[str
             for side in SIDES if turn is not None else ():
                 if not turn.side_done(side):  # finished while we were not holding the lock: keep it
                     _side_fail(turn, side, getattr(turn, f"answer_{side}"), error)
-                    reaped.append((str(turn.battle.public_id), turn.index, side))
+                    reaped.append((battle_id(turn.battle.public_id), turn.index, side))
     return reaped

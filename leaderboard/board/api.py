@@ -14,6 +14,7 @@ from rest_framework import generics, serializers
 from arena.api import StrictLimitOffsetPagination
 from common.api_params import validated_query
 from leaderboard.models import EvaluationRun, SampleRecord, Score, Submission
+from leaderboard.query_forms import SUBMISSION_PARAM, legacy_submission_redirect
 from leaderboard.runs import selectors as selectors_runs
 from leaderboard.runs.benchmarks import benchmark_key
 
@@ -37,15 +38,21 @@ class SubmissionFilters(serializers.Serializer):
     )
 
 
+SUBMISSION_FILTER = {
+    "regex": SUBMISSION_PARAM, "max_length": 22,
+    "help_text": "a submission's public id (the `id` of /api/submissions/); an earlier integer id redirects",
+}  # fmt: skip
+
+
 class ScoreFilters(serializers.Serializer):
-    submission = serializers.IntegerField(required=False, min_value=1, max_value=2**62)
+    submission = serializers.RegexField(required=False, **SUBMISSION_FILTER)
     task = serializers.RegexField(required=False, help_text="a leaf task, e.g. gsm8k", **TASK_FIELD)
     benchmark = serializers.RegexField(required=False, help_text="mmlu, bbh, gsm8k, ...", **TASK_FIELD)
     metric = serializers.CharField(required=False, max_length=200, help_text="e.g. exact_match,strict-match")
 
 
 class RunFilters(serializers.Serializer):
-    submission = serializers.IntegerField(required=False, min_value=1, max_value=2**62)
+    submission = serializers.RegexField(required=False, **SUBMISSION_FILTER)
     task = serializers.RegexField(required=False, **TASK_FIELD)
 
 
@@ -54,6 +61,7 @@ class NoFilters(serializers.Serializer):
 
 
 class SubmissionSerializer(serializers.ModelSerializer):
+    id = serializers.CharField(source="public_id", help_text="The public id: /api/submissions/{id}/, scores' and runs' `submission`")
     language_model = serializers.CharField(source="language_model.name")
     hidden = serializers.SerializerMethodField()
 
@@ -72,7 +80,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
 
 class ScoreSerializer(serializers.ModelSerializer):
     run = serializers.IntegerField(source="run_id")
-    submission = serializers.IntegerField(source="run.submission_id")
+    submission = serializers.CharField(source="run.submission.public_id", help_text="the submission's public id")
     model = serializers.CharField(source="run.submission.model_name")
     task = serializers.CharField(source="run.task")
     benchmark = serializers.SerializerMethodField()
@@ -93,6 +101,7 @@ class ScoreSerializer(serializers.ModelSerializer):
 
 
 class RunSerializer(serializers.ModelSerializer):
+    submission = serializers.CharField(source="submission.public_id", help_text="the submission's public id")
     model = serializers.CharField(source="submission.model_name")
     suite = serializers.CharField(source="suite.name")
     suite_version = serializers.IntegerField(source="suite.version")
@@ -130,6 +139,9 @@ class ScoreList(generics.ListAPIView):
     serializer_class = ScoreSerializer
     pagination_class = StrictLimitOffsetPagination
 
+    def list(self, request, *args, **kwargs):
+        return legacy_submission_redirect(request, ("submission",)) or super().list(request, *args, **kwargs)
+
     def get_queryset(self):
         return selectors_runs.scores_queryset(self.request.user, **validated_query(self.request, ScoreFilters, drop_blank=True))
 
@@ -140,6 +152,9 @@ class ScoreList(generics.ListAPIView):
 class RunList(generics.ListAPIView):
     serializer_class = RunSerializer
     pagination_class = StrictLimitOffsetPagination
+
+    def list(self, request, *args, **kwargs):
+        return legacy_submission_redirect(request, ("submission",)) or super().list(request, *args, **kwargs)
 
     def get_queryset(self):
         return selectors_runs.runs_queryset(self.request.user, **validated_query(self.request, RunFilters, drop_blank=True))

@@ -68,7 +68,7 @@ def table_record(row: dict, columns: list[str]) -> dict:
     scale = 1.0 if row.get("normalised") else 0.01
     badge = row.get("badge") or {}
     return {
-        "submission_id": row["id"], "model": row["model"], "type": row["type"], "base_model": row["base_model"],
+        "submission_id": row["public_id"], "model": row["model"], "type": row["type"], "base_model": row["base_model"],
         "parameters": row["parameters"], "precision": row["precision"],
         "submitted_at": row["created_at"].isoformat(), "hidden": row["hidden"], "rank": row["rank"],
         "arena_rating": row["arena"]["rating"] if row["arena"] else None,

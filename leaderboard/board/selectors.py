@@ -158,7 +158,7 @@ def board_benchmarks() -> list[str]:
     return sorted({key for e in board_entries()["entries"] for key in e["cells"]}, key=benchmark_sort_key)
 
 
-def board_models(viewer=None) -> list[tuple[int, str]]:
-    """(submission id, model name) of every entry the viewer may compare, hidden ones included, by name."""
+def board_models(viewer=None) -> list[tuple[str, str]]:
+    """(submission public id, model name) of every entry the viewer may compare, hidden ones included, by name."""
     entries = [e for e in board_entries()["entries"] if entry_visible(e, viewer, show_hidden=True)]
-    return sorted(((e["id"], e["model"]) for e in entries), key=lambda pair: (pair[1].lower(), pair[0]))
+    return sorted(((e["public_id"], e["model"]) for e in entries), key=lambda pair: (pair[1].lower(), pair[0]))

@@ -24,7 +24,13 @@ from leaderboard.board.selectors import (
     board_table,
 )
 from leaderboard.models import Submission
-from leaderboard.query_forms import query_bad, query_empty, query_validate
+from leaderboard.query_forms import (
+    SUBMISSION_PARAM,
+    legacy_submission_redirect,
+    query_bad,
+    query_empty,
+    query_validate,
+)
 from leaderboard.runs import selectors as selectors_runs
 
 SORT_PATTERN = r"^-?(" + "|".join(SORT_COLUMNS) + r"|score:[a-z0-9_]{1,100})$"
@@ -52,8 +58,8 @@ class BoardForm(forms.Form):
 
 
 class CompareForm(forms.Form):
-    a = forms.IntegerField(min_value=1, max_value=2**62)
-    b = forms.IntegerField(min_value=1, max_value=2**62)
+    a = forms.RegexField(regex=SUBMISSION_PARAM, help_text="a submission's public id")
+    b = forms.RegexField(regex=SUBMISSION_PARAM, help_text="a submission's public id")
     task = forms.RegexField(regex=r"^[A-Za-z0-9_.\-]{1,200}$", max_length=200)
 
 
@@ -82,6 +88,9 @@ def leaderboard_board(request):
 @read_only
 def compare(request):
     """``/leaderboard/compare/?a=&b=&task=``: paired difference over the documents both ran."""
+    moved = legacy_submission_redirect(request, ("a", "b"))
+    if moved is not None:
+        return moved
     pickers = {"models": board_models(request.user), "benchmarks": board_benchmarks()}
     if set(request.GET) <= {"a", "task"}:  # nothing to compare yet: the form, pre-filled from a protocol page
         return render(

@@ -23,8 +23,13 @@ def submissions_flagged() -> list[Submission]:
     )
 
 
-def submission_for_review(submission_id: int) -> Submission | None:
-    return Submission.objects.select_related("owner").filter(pk=submission_id).first()
+def submission_for_review(public_id: str) -> Submission | None:
+    return Submission.objects.select_related("owner").filter(public_id=public_id).first()
+
+
+def submission_for_review_by_row(submission_id: int) -> Submission | None:
+    """By the row number that earlier versions' review URLs carried."""
+    return Submission.objects.filter(pk=submission_id).first()
 
 
 def submission_review_log(submission: Submission, *, with_admins: bool = False) -> list[dict]:

@@ -14,8 +14,10 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from common.public_ids import moved
 from leaderboard.evaluation import rescoring, scans
 from leaderboard.models import ContaminationScan
 from leaderboard.review import selectors as selectors_review
@@ -128,9 +130,9 @@ def review_battle(request, hold_id: int):
 
 @staff_only
 @require_http_methods(["GET", "POST"])
-def review_submission(request, submission_id: int):
-    """``/leaderboard/review/<id>/``: one submission (in any state), its log, and the decision form."""
-    submission = selectors_review.submission_for_review(submission_id)
+def review_submission(request, public_id: str):
+    """``/leaderboard/review/<public id>/``: one submission (in any state), its log, and the decision form."""
+    submission = selectors_review.submission_for_review(public_id)
     if submission is None:
         raise Http404("no such submission")
     form = ReviewForm(request.POST or None)
@@ -146,6 +148,17 @@ def review_submission(request, submission_id: int):
     status = 400 if request.method == "POST" else 200
     context = {"rows": [_row(submission, form, log=True)], "single": True}
     return render(request, "leaderboard/review.html", context, status=status)
+
+
+@staff_only
+def review_by_row(request, submission_id: int, scan: bool = False):
+    """``/leaderboard/review/<row id>/`` (and ``scan/``), the URLs of earlier versions: a permanent
+    redirect to the public id's (common.public_ids)."""
+    submission = selectors_review.submission_for_review_by_row(submission_id)
+    if submission is None:
+        raise Http404("no such submission")
+    return moved(request, reverse("leaderboard:review-scan" if scan else "leaderboard:review-submission",
+                                  args=[submission.public_id]))  # fmt: skip
 
 
 @staff_only
@@ -169,9 +182,9 @@ def rescore(request):
 
 @staff_only
 @require_http_methods(["GET", "POST"])
-def review_scan(request, submission_id: int):
-    """``/leaderboard/review/<id>/scan/``: point the n-gram scan at a training corpus (queued on a worker)."""
-    submission = selectors_review.submission_for_review(submission_id)
+def review_scan(request, public_id: str):
+    """``/leaderboard/review/<public id>/scan/``: point the n-gram scan at a training corpus (queued on a worker)."""
+    submission = selectors_review.submission_for_review(public_id)
     if submission is None:
         raise Http404("no such submission")
     form = ScanForm(request.POST or None)
@@ -180,6 +193,6 @@ def review_scan(request, submission_id: int):
             scan = scans.scan_request(submission=submission, corpus=form.cleaned_data["corpus"], requested_by=request.user,
                                       kind=ContaminationScan.Kind.CORPUS, n=form.cleaned_data["n"])  # fmt: skip
         messages.success(request, f"Scan {scan.pk} of {submission.model_name} is queued.")
-        return redirect("leaderboard:review-submission", submission.pk)
+        return redirect("leaderboard:review-submission", submission.public_id)
     status = 400 if request.method == "POST" else 200
     return render(request, "leaderboard/review_scan.html", {"submission": submission, "form": form}, status=status)

@@ -194,8 +194,8 @@ def _per_doc_values(run: EvaluationRun, metric: str) -> dict[tuple[str, int], fl
     return values
 
 
-def compare_runs(viewer, *, a: int, b: int, task: str) -> dict:
-    """Paired comparison of submissions ``a`` and ``b`` on a task or a benchmark (its leaf tasks).
+def compare_runs(viewer, *, a: str, b: str, task: str) -> dict:
+    """Paired comparison of submissions ``a`` and ``b`` (public ids) on a task or a benchmark (its leaf tasks).
 
     Documents both ran (same task, same document id) are paired; the difference ``a - b`` of the
     headline metric gets a seeded paired-bootstrap interval (:data:`COMPARE_ROUNDS` rounds), kept in
@@ -206,8 +206,8 @@ def compare_runs(viewer, *, a: int, b: int, task: str) -> dict:
     visible = runs_visible(viewer).select_related("submission", "suite")
     bench = next((b for b in BENCHMARKS if b.key == task), None)
 
-    def runs_of(submission_id: int) -> dict[str, EvaluationRun]:
-        qs = visible.filter(submission_id=submission_id).order_by("suite__version", "id")
+    def runs_of(public_id: str) -> dict[str, EvaluationRun]:
+        qs = visible.filter(submission__public_id=public_id).order_by("suite__version", "id")
         chosen = {}
         for run in qs:
             if run.task == task or (bench is not None and bench.matches(run.task)):
@@ -282,7 +282,7 @@ def scores_for_export(viewer=None) -> Iterator[dict]:
         Score.objects.filter(run__in=runs_visible(viewer))
         .order_by("run_id", "metric")
         .values_list(
-            "run__submission_id",
+            "run__submission__public_id",
             "run__submission__model_name",
             "run_id",
             "run__task",
@@ -323,13 +323,13 @@ def samples_for_export(run: EvaluationRun) -> Iterator[str]:
     yield from rows
 
 
-def scores_queryset(viewer, *, submission: int | None = None, task: str | None = None, metric: str | None = None,
+def scores_queryset(viewer, *, submission: str | None = None, task: str | None = None, metric: str | None = None,
                     benchmark: str | None = None) -> QuerySet[Score]:  # fmt: skip
     qs = Score.objects.filter(run__in=runs_visible(viewer)).select_related(
         "run", "run__submission", "run__suite"
     )
     if submission is not None:
-        qs = qs.filter(run__submission_id=submission)
+        qs = qs.filter(run__submission__public_id=submission)
     if task:
         qs = qs.filter(run__task=task)
     if metric:
@@ -345,11 +345,11 @@ def scores_queryset(viewer, *, submission: int | None = None, task: str | None =
 
 
 def runs_queryset(
-    viewer, *, submission: int | None = None, task: str | None = None
+    viewer, *, submission: str | None = None, task: str | None = None
 ) -> QuerySet[EvaluationRun]:
     qs = runs_visible(viewer).select_related("submission", "suite")
     if submission is not None:
-        qs = qs.filter(submission_id=submission)
+        qs = qs.filter(submission__public_id=submission)
     if task:
         qs = qs.filter(task=task)
     return qs.order_by("id")

@@ -17,8 +17,9 @@ from rest_framework.response import Response
 from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
+from common.public_ids import moved
 from leaderboard.submissions import selectors, transfers
-from leaderboard.submissions.forms import SubmissionMetadataForm
+from leaderboard.submissions.forms import NAME_HELP, SubmissionMetadataForm
 
 
 class OutcomeThrottle(UserRateThrottle):
@@ -60,7 +61,7 @@ class SubmissionRefusedThrottle(OutcomeThrottle):
 
 
 class SubmissionCreateSerializer(serializers.Serializer):
-    model_name = serializers.CharField(help_text="The public name, e.g. my-org/my-model-7b.")
+    model_name = serializers.CharField(help_text=NAME_HELP)
     model_type = serializers.ChoiceField(choices=["pretrained", "fine-tuned", "chat", "merge"])
     base_model = serializers.CharField(required=False, help_text="Required for fine-tunes and merges.")
     licence = serializers.CharField()
@@ -191,3 +192,15 @@ class SubmissionDetail(APIView):
         if draft is None:
             raise NotFound("No such submission.")
         return Response(selectors.draft_status(draft))
+
+
+@extend_schema(exclude=True)
+class SubmissionByRow(APIView):
+    """``/api/submissions/<row id>/``: earlier versions listed submissions by row number; a permanent
+    redirect to the public id (common.public_ids) where the requester may see it, else a 404."""
+
+    def get(self, request, row_id: int):
+        public_id = selectors.submission_public_id_of_row(request.user, row_id)
+        if public_id is None:
+            raise NotFound("No such submission.")
+        return moved(request, reverse("leaderboard-api:submission-detail", args=[public_id]))

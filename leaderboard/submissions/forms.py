@@ -46,6 +46,13 @@ def uploaded_checkpoint_file(upload: UploadedFile) -> checkpoints.CheckpointFile
     return checkpoints.CheckpointFile(upload.name, len(data), lambda: io.BytesIO(data))
 
 
+NAME_HELP = (
+    "The public name, e.g. my-org/my-model-7b. A name is one model on the board: yours from your first "
+    "submission, and one submission or upload at a time (a failed one frees it), so a new version takes a "
+    "new name (e.g. -v2)."
+)
+
+
 class SubmissionMetadataForm(forms.Form):
     """How to name and evaluate a checkpoint: the form's fields and rules without the files (the
     submissions API and resumable uploads check their metadata with it)."""
@@ -53,7 +60,7 @@ class SubmissionMetadataForm(forms.Form):
     model_name = forms.RegexField(
         regex=MODEL_NAME, max_length=200,
         error_messages={"invalid": "Use letters, digits and . _ : / @ + - (starting with a letter or digit)."},
-        help_text="The public name, e.g. my-org/my-model-7b.",
+        help_text=NAME_HELP,
     )  # fmt: skip
     precision = forms.ChoiceField(choices=Submission.Precision.choices, initial=Submission.Precision.BFLOAT16)
     model_type = forms.ChoiceField(choices=Submission.ModelType.choices)

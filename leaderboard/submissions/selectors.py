@@ -49,7 +49,17 @@ def submission_visible(viewer, public_id: str) -> Submission | None:
 
     Hidden entries stay readable (the board lists them behind ``show=hidden``, their runs are public).
     """
-    submission = Submission.objects.select_related("owner").filter(public_id=public_id).first()
+    return _visible(viewer, Submission.objects.select_related("owner").filter(public_id=public_id).first())
+
+
+def submission_public_id_of_row(viewer, row_id: int) -> str | None:
+    """The public id of the submission that an earlier version's integer id named, where the viewer
+    may see it (None otherwise, as for an unknown public id): old links and scripts are redirected."""
+    submission = _visible(viewer, Submission.objects.select_related("owner").filter(pk=row_id).first())
+    return None if submission is None else submission.public_id
+
+
+def _visible(viewer, submission: Submission | None) -> Submission | None:
     if submission is None:
         return None
     if getattr(viewer, "is_staff", False) or (viewer.is_authenticated and submission.owner_id == viewer.pk):

@@ -26,7 +26,7 @@ from arena.catalogue_services import model_register
 from arena.models import LanguageModel
 from leaderboard import dispatch
 from leaderboard.evaluation.scans import scan_request, training_data_folder
-from leaderboard.models import ContaminationScan, Submission, TrainingDataFile
+from leaderboard.models import ContaminationScan, Submission, SubmissionDraft, TrainingDataFile
 from leaderboard.submissions import checkpoint_io, checkpoints, chunks
 
 log = logging.getLogger(__name__)
@@ -55,13 +55,37 @@ def rules_check(owner, name: str) -> None:
     _name_check(owner, name.strip())
 
 
-def _name_check(owner, name: str) -> None:
-    """A name belongs to the first owner who submitted it; arena models' names are taken."""
+NAME_POLICY = (
+    "A model name is one model on the board: it belongs to the first owner who submitted it, and it names "
+    "one submission or upload at a time. While a submission of that name is pending, running or finished, "
+    "or its files are still arriving, the name is refused, to its owner too; a failed evaluation or a "
+    "refused or expired upload frees it. Give a new version its own name (e.g. add -v2)."
+)
+
+
+def _name_check(owner, name: str, *, draft_public_id: str = "") -> None:
+    """:data:`NAME_POLICY`: arena models' and other owners' names are taken; a name in use by a live
+    submission or an open upload (other than ``draft_public_id``, the one being finalized) is refused."""
     model = LanguageModel.objects.filter(name=name).first()
-    if model is None:
-        return
-    if not Submission.objects.filter(language_model=model, owner=owner).exists():
+    if model is not None and not Submission.objects.filter(language_model=model, owner=owner).exists():
         raise ValidationError(f"The name {name!r} is already taken; choose another.")
+    live = Submission.objects.filter(model_name=name).exclude(status=Submission.Status.FAILED).first()
+    if live is not None:
+        raise ValidationError(
+            f"You already have a submission named {name!r} ({live.get_status_display().lower()}): a name is one "
+            "model on the board. Give a new version its own name (e.g. add -v2).", code="name_in_use",
+        )  # fmt: skip
+    uploading = (
+        SubmissionDraft.objects.filter(metadata__model_name=name, owner=owner, expires_at__gte=timezone.now(),
+                                       state__in=[SubmissionDraft.State.UPLOADING, SubmissionDraft.State.FINALIZING])
+        .exclude(public_id=draft_public_id)
+        .exists()
+    )  # fmt: skip
+    if uploading:
+        raise ValidationError(
+            f"The files of another submission named {name!r} are still arriving: finish or cancel that upload "
+            "(or let it expire), or give this one another name.", code="name_in_use",
+        )  # fmt: skip
 
 
 def variant_review_reason(owner, base_model: str, *, exclude_id: int | None = None) -> str:
@@ -172,7 +196,7 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
         raise ValidationError(report.errors)
     name = data["model_name"].strip()
     _rate_limit_check(owner)
-    _name_check(owner, name)
+    _name_check(owner, name, draft_public_id=public_id)
     staging = final = training = None
     if received is not None:
         staging = received[0]
@@ -188,6 +212,7 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
             # Two uploads of one owner at the same moment: the second waits here, then counts the first.
             get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
             _rate_limit_check(owner)
+            _name_check(owner, name, draft_public_id=public_id)  # under the owner's lock: no two at once
             submission = Submission(
                 owner=owner,
                 model_name=name,

@@ -132,7 +132,7 @@ def test_someone_elses_battle_is_not_found(arena_models):
     finish_turn(Battle.objects.get(public_id=public_id))
     assert stranger.get(f"/arena/battles/{public_id}/").status_code == 404
     assert stranger.post(f"/arena/battles/{public_id}/vote/", {"winner": "tie"}).status_code == 404
-    assert stranger.post(f"/arena/battles/{uuid.uuid4()}/vote/", {"winner": "tie"}).status_code == 404
+    assert stranger.post(f"/arena/battles/{uuid.uuid4().hex}/vote/", {"winner": "tie"}).status_code == 404
     assert Vote.objects.count() == 0
 
 

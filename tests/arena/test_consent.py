@@ -48,7 +48,7 @@ def test_battles_and_votes_carry_the_agreement(settings, arena_models, django_ca
     assert battle.consent_version == settings.ARENA_TERMS_VERSION and battle.consent_at.isoformat() == agreed["at"]
     for side in ("a", "b"):
         services.turn_side_finish(Turn.objects.get(battle=battle).pk, side, "Paris.")
-    voted = client.post(f"/arena/battles/{battle.public_id}/vote/", {"winner": "tie"})
+    voted = client.post(f"/arena/battles/{battle.public_id.hex}/vote/", {"winner": "tie"})
     assert voted.status_code == 201, voted.content
     vote = Vote.objects.get()
     assert vote.consent_version == settings.ARENA_TERMS_VERSION and vote.consent_at == battle.consent_at

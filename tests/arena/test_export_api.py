@@ -137,14 +137,14 @@ def test_battles_api_lists_only_voted_battles_with_names_and_turns(client):
     data = client.get("/api/battles/").json()
     assert data["count"] == 12
     ids = {b["public_id"] for b in data["results"]}
-    assert str(pending.public_id) not in ids
+    assert pending.public_id.hex not in ids
     one = data["results"][0]
     assert one["model_a"] in STRENGTHS and one["winner"] in Vote.Winner.values
     assert len(one["turns"]) == one["turn_count"] and one["turns"][0]["answer_a"].startswith("answer a")
     assert "session_hash" not in one and "ip_hash" not in one
-    assert client.get(f"/api/battles/{pending.public_id}/").status_code == 404
-    detail = client.get(f"/api/battles/{votes[0].battle.public_id}/")
-    assert detail.status_code == 200 and detail.json()["public_id"] == str(votes[0].battle.public_id)
+    assert client.get(f"/api/battles/{pending.public_id.hex}/").status_code == 404
+    detail = client.get(f"/api/battles/{votes[0].battle.public_id.hex}/")
+    assert detail.status_code == 200 and detail.json()["public_id"] == votes[0].battle.public_id.hex
     assert client.get("/api/battles/?limit=5&offset=10").json()["results"].__len__() == 2
     assert client.get("/api/battles/?model=alpha").json()["count"] == sum(
         "alpha" in (v.model_a.name, v.model_b.name) for v in votes

@@ -38,7 +38,7 @@ def played(client: Client, prompt: str, capture) -> Battle:
     services.turn_side_finish(turn.pk, "a", "An answer.")
     services.turn_side_finish(turn.pk, "b", "Another answer.")
     with capture(execute=False):
-        assert client.post(f"/arena/battles/{battle.public_id}/vote/", {"winner": "tie"}).status_code == 201
+        assert client.post(f"/arena/battles/{battle.public_id.hex}/vote/", {"winner": "tie"}).status_code == 201
     return battle
 
 
@@ -65,8 +65,8 @@ def test_tagged_battles_are_held_until_staff_release_them(arena, client, django_
     assert published() == set()  # nothing before the refit moderates and snapshots
     summary = ratings_refit()
     assert summary["moderated"] == {"moderated": 2, "held": 1}
-    assert published() == {str(benign.public_id)}
-    assert Client().get(f"/api/battles/{tagged.public_id}/").status_code == 404
+    assert published() == {benign.public_id.hex}
+    assert Client().get(f"/api/battles/{tagged.public_id.hex}/").status_code == 404
     hold = BattleHold.objects.get(battle=tagged)
     assert hold.reason == "moderation" and hold.status == "held" and hold.details["moderation"]["score"] >= 0.9
 
@@ -78,7 +78,7 @@ def test_tagged_battles_are_held_until_staff_release_them(arena, client, django_
     assert refused.status_code == 400 and BattleHold.objects.get(pk=hold.pk).status == "held"
     done = client.post(f"/leaderboard/review/battles/{hold.pk}/", {"action": "release", "comment": "strong words, no harm"})
     assert done.status_code == 302
-    assert published() == {str(benign.public_id), str(tagged.public_id)}
+    assert published() == {benign.public_id.hex, tagged.public_id.hex}
     again = client.post(f"/leaderboard/review/battles/{hold.pk}/", {"action": "keep", "comment": "changed my mind"})
     assert again.status_code == 409
     entry = ReviewAction.objects.get(battle_hold=hold)
@@ -89,14 +89,14 @@ def test_tagged_battles_are_held_until_staff_release_them(arena, client, django_
 def test_a_voter_report_holds_the_battle_until_reviewed(arena, django_capture_on_commit_callbacks):
     owner = voter()
     battle = played(owner, BENIGN, django_capture_on_commit_callbacks)
-    reported = owner.post(f"/arena/battles/{battle.public_id}/report/", {"reason": "  it   contains\tmy address "})
+    reported = owner.post(f"/arena/battles/{battle.public_id.hex}/report/", {"reason": "  it   contains\tmy address "})
     assert reported.status_code == 201 and reported.json()["held"]
     hold = BattleHold.objects.get(battle=battle)
     assert hold.reason == "report" and hold.details["reports"][0]["reason"] == "it contains my address"
     ratings_refit()
     assert published() == set()
-    assert owner.post(f"/arena/battles/{battle.public_id}/report/", {"reason": "again"}).status_code == 409
-    assert voter().post(f"/arena/battles/{battle.public_id}/report/", {"reason": "not mine"}).status_code == 404
+    assert owner.post(f"/arena/battles/{battle.public_id.hex}/report/", {"reason": "again"}).status_code == 409
+    assert voter().post(f"/arena/battles/{battle.public_id.hex}/report/", {"reason": "not mine"}).status_code == 404
     admin = bd.user("admin@example.org", staff=True)
     battle_review(hold_id=hold.pk, admin=admin, action="keep", comment="personal data")
     ratings_refit(force=True)
@@ -109,8 +109,8 @@ def test_a_report_after_release_holds_it_again(arena, django_capture_on_commit_c
     ratings_refit()
     hold = BattleHold.objects.get(battle=battle)
     battle_review(hold_id=hold.pk, admin=bd.user("admin@example.org", staff=True), action="release", comment="ok")
-    assert published() == {str(battle.public_id)}
-    assert owner.post(f"/arena/battles/{battle.public_id}/report/", {"reason": "please remove"}).status_code == 201
+    assert published() == {battle.public_id.hex}
+    assert owner.post(f"/arena/battles/{battle.public_id.hex}/report/", {"reason": "please remove"}).status_code == 201
     assert published() == set() and BattleHold.objects.get(pk=hold.pk).status == "held"
 
 
@@ -118,10 +118,10 @@ def test_a_report_after_release_holds_it_again(arena, django_capture_on_commit_c
 def test_hostile_reports_are_refused_cleanly(arena, reason, django_capture_on_commit_callbacks):
     owner = voter()
     battle = played(owner, BENIGN, django_capture_on_commit_callbacks)
-    response = owner.post(f"/arena/battles/{battle.public_id}/report/", {"reason": reason})
+    response = owner.post(f"/arena/battles/{battle.public_id.hex}/report/", {"reason": reason})
     assert response.status_code == 400 and "error" in response.json()
     assert not BattleHold.objects.exists()
-    assert Client().post(f"/arena/battles/{battle.public_id}/report/", {"reason": "x"}).status_code == 403
+    assert Client().post(f"/arena/battles/{battle.public_id.hex}/report/", {"reason": "x"}).status_code == 403
 
 
 def test_only_staff_decide(arena, django_capture_on_commit_callbacks):

@@ -41,7 +41,7 @@ def test_nothing_is_published_before_a_snapshot(client, settings):
     assert battles_published_until(DAY) is None
     battles_moderate()
     assert client.get("/api/battles/").json()["count"] == 0
-    missing = client.get(f"/api/battles/{votes[0].battle.public_id}/")
+    missing = client.get(f"/api/battles/{votes[0].battle.public_id.hex}/")
     assert missing.status_code == 404 and "published" in missing.json()["detail"]
 
 
@@ -55,13 +55,13 @@ def test_only_votes_covered_by_a_snapshot_made_after_the_delay(client, settings)
     # Another snapshot (another category) made two days ago covering only three old votes changes nothing.
     snapshot(created_at=now - timedelta(days=2), last_vote_at=old[2].created_at, category="multi_turn")
     ids = listed(client)
-    assert ids == {str(v.battle.public_id) for v in old}
+    assert ids == {v.battle.public_id.hex for v in old}
     for vote in recent:
-        assert client.get(f"/api/battles/{vote.battle.public_id}/").status_code == 404
-    assert client.get(f"/api/battles/{old[0].battle.public_id}/").status_code == 200
+        assert client.get(f"/api/battles/{vote.battle.public_id.hex}/").status_code == 404
+    assert client.get(f"/api/battles/{old[0].battle.public_id.hex}/").status_code == 200
     # The delay is a setting: with none, the snapshot publishes everything it covers.
     settings.ARENA_PUBLISH_DELAY_S = 0
-    assert listed(client) == {str(v.battle.public_id) for v in old + recent}
+    assert listed(client) == {v.battle.public_id.hex for v in old + recent}
 
 
 def test_votes_after_the_snapshot_wait_for_the_next_one(client, settings):
@@ -69,9 +69,9 @@ def test_votes_after_the_snapshot_wait_for_the_next_one(client, settings):
     now = timezone.now()
     votes = votes_create({"a": 0.0, "b": 0.0}, 6, start=now - timedelta(days=10), with_turns=True)
     snapshot(created_at=now - timedelta(days=5), last_vote_at=votes[3].created_at)
-    assert listed(client) == {str(v.battle.public_id) for v in votes[:4]}
+    assert listed(client) == {v.battle.public_id.hex for v in votes[:4]}
     snapshot(created_at=now, last_vote_at=votes[-1].created_at)
-    assert listed(client) == {str(v.battle.public_id) for v in votes}
+    assert listed(client) == {v.battle.public_id.hex for v in votes}
 
 
 def test_the_voter_sees_their_own_battle_at_once(settings):
@@ -94,7 +94,7 @@ def test_the_voter_sees_their_own_battle_at_once(settings):
     )  # fmt: skip
     snapshot(created_at=timezone.now(), last_vote_at=timezone.now())
     battles_moderate()
-    own = voter.get(f"/arena/battles/{battle.public_id}/")
+    own = voter.get(f"/arena/battles/{battle.public_id.hex}/")
     assert own.status_code == 200 and own.json()["reveal"]["model_a"] == "left-model"
-    assert voter.get(f"/api/battles/{battle.public_id}/").status_code == 404  # not yet public
-    assert Client().get(f"/arena/battles/{battle.public_id}/").status_code == 404  # nor someone else's
+    assert voter.get(f"/api/battles/{battle.public_id.hex}/").status_code == 404  # not yet public
+    assert Client().get(f"/arena/battles/{battle.public_id.hex}/").status_code == 404  # nor someone else's

@@ -40,7 +40,7 @@ def battle_with(prompt: str, answer_a: str, answer_b: str, django_capture_on_com
     services.turn_side_finish(turn.pk, "a", answer_a)
     services.turn_side_finish(turn.pk, "b", answer_b)
     with django_capture_on_commit_callbacks(execute=False):
-        assert voter.post(f"/arena/battles/{battle.public_id}/vote/", {"winner": "model_a"}).status_code == 201
+        assert voter.post(f"/arena/battles/{battle.public_id.hex}/vote/", {"winner": "model_a"}).status_code == 201
     return battle
 
 
@@ -62,7 +62,7 @@ def test_planted_personal_data_never_reaches_the_battles_api(settings, django_ca
     assert stored["version"] == arena_redaction.REDACTOR_VERSION and sum(stored["found"].values()) >= len(values)
 
     listing = Client().get("/api/battles/?limit=1000")
-    detail = Client().get(f"/api/battles/{battle.public_id}/")
+    detail = Client().get(f"/api/battles/{battle.public_id.hex}/")
     assert listing.status_code == detail.status_code == 200
     for body in (listing.content.decode(), detail.content.decode()):
         for kind, value in values:
@@ -82,7 +82,7 @@ def test_a_new_redactor_version_redacts_again_and_nothing_is_served_raw_meanwhil
     battle = battle_with("mail me: jane.roe@example.org", "ok", "fine", django_capture_on_commit_callbacks)
     ratings_refit()
     Turn.objects.filter(battle=battle).update(redacted={"version": "old", "prompt": "stale", "answer_a": "", "answer_b": ""})
-    body = Client().get(f"/api/battles/{battle.public_id}/").json()
+    body = Client().get(f"/api/battles/{battle.public_id.hex}/").json()
     assert body["turns"][0]["prompt"] == "mail me: <EMAIL>"  # computed on the spot, not the stale copy
     call_command("arena_redact")
     assert Turn.objects.get(battle=battle).redacted["prompt"] == "mail me: <EMAIL>"
@@ -104,7 +104,7 @@ def test_exports_carry_no_text_and_hostile_texts_publish_without_error(settings,
     prompt = "<b>" * 500 + "\x01\x02" * 200 + " ana@example.com " + "[" * 500
     battle = battle_with(prompt, hostile, "sk-proj-" + "a" * 40, django_capture_on_commit_callbacks)
     ratings_refit()
-    detail = Client().get(f"/api/battles/{battle.public_id}/")
+    detail = Client().get(f"/api/battles/{battle.public_id.hex}/")
     assert detail.status_code == 200
     body = detail.content.decode()
     assert "ana@example.com" not in body and "sk-proj-" not in body

@@ -27,7 +27,7 @@ def test_stale_live_sides_are_failed_and_fresh_or_finished_ones_kept(settings):
     fresh = battle_with_turn(10, status_a="streaming")
     finished = battle_with_turn(400, status_a="done", status_b="error")
     reaped = turns_reap_stale(older_than_s=300)
-    assert reaped == [(str(stale.battle.public_id), 0, "a")]
+    assert reaped == [(stale.battle.public_id.hex, 0, "a")]
     stale.refresh_from_db()
     assert (stale.status_a, stale.answer_a, stale.status_b) == ("error", "Par", "done")
     assert "no answer within 300 s" in stale.error_a

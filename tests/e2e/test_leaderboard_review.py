@@ -62,7 +62,7 @@ def test_admin_approves_a_flagged_variant(site, flagged_variant, browser):
     page.fill("#id_password", PASSWORD)
     page.click("form.account button[type=submit]")
     page.wait_for_url(f"{base}/leaderboard/review/")
-    entry = page.locator(f'section.review[data-submission="{best.pk}"]')
+    entry = page.locator(f'section.review[data-submission="{best.public_id}"]')
     assert "4 private variants of acme/base-1b evaluated (more than 3)" in entry.inner_text()
 
     entry.locator("button[value=approve]").click()  # no comment: refused, nothing recorded

@@ -81,10 +81,10 @@ def test_killed_generation_worker_leaves_a_failed_side_not_a_stuck_battle(
     assert Battle.objects.get(pk=battle.pk).status == "failed"
 
     # The voter's page shows the failure; the vote is refused with a reason; a new round starts.
-    state = voter.get(f"/arena/battles/{battle.public_id}/").json()
+    state = voter.get(f"/arena/battles/{battle.public_id.hex}/").json()
     assert [t["a"]["status"] for t in state["turns"]] == ["error"]
     assert [t["b"]["status"] for t in state["turns"]] == ["error"]
-    vote = voter.post(f"/arena/battles/{battle.public_id}/vote/", {"winner": "model_a"})
+    vote = voter.post(f"/arena/battles/{battle.public_id.hex}/vote/", {"winner": "model_a"})
     assert vote.status_code == 409 and "failed to answer" in vote.json()["error"]
     with django_capture_on_commit_callbacks(execute=False):
         assert voter.post("/arena/battles/", {"prompt": "Hello again"}).status_code == 201

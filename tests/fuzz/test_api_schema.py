@@ -63,7 +63,7 @@ def _session_cookie(user) -> dict[str, str]:
 def test_every_operation_with_real_objects_conforms(wsgi_in_test_transaction, seeded, who):
     """Generated ids are mostly 404s: call each operation on the seeded objects, as each kind of user."""
     cookies = {} if who == "anonymous" else _session_cookie(seeded[who])
-    ids = {"public_id": str(seeded["battle"]), "id": seeded["snapshot"]}
+    ids = {"public_id": seeded["battle"].hex, "id": seeded["snapshot"]}
     run = {"id": seeded["run"]}
     calls = [
         ("/api/battles/", {}, {"model": "alpha", "counted": "true", "since": "2025-12-31T00:00:00Z"}),

@@ -231,7 +231,7 @@ def test_sample_browser_filters_and_pages(client, board, django_assert_max_num_q
 
 def test_paired_comparison_matches_evalcore(client, board):
     a, b = board["strong"], board["weak"]
-    response = client.get(f"/leaderboard/compare/?a={a.pk}&b={b.pk}&task=gsm8k")
+    response = client.get(f"/leaderboard/compare/?a={a.public_id}&b={b.public_id}&task=gsm8k")
     assert response.status_code == 200
     html = response.content.decode()
     metric = "exact_match,strict-match"
@@ -250,18 +250,18 @@ def test_paired_comparison_matches_evalcore(client, board):
     assert f'id="interval">{expected.ci_low:.4f} – {expected.ci_high:.4f}' in html
     assert expected.ci_low > 0 and "distinguishable from zero" in html and 'class="verdict distinct"' in html
     # a whole benchmark: MMLU subjects pooled, documents paired within each subject
-    html = client.get(f"/leaderboard/compare/?a={a.pk}&b={b.pk}&task=mmlu").content.decode()
+    html = client.get(f"/leaderboard/compare/?a={a.public_id}&b={b.public_id}&task=mmlu").content.decode()
     assert 'id="shared">50' in html
     # two close models: not distinguishable
     twin = bd.entry(board["bob"], "bob/twin", gsm8k=bd.pattern(40, 21))
     html = client.get(
-        f"/leaderboard/compare/?a={board['only_gsm'].pk}&b={twin.pk}&task=gsm8k"
+        f"/leaderboard/compare/?a={board['only_gsm'].public_id}&b={twin.public_id}&task=gsm8k"
     ).content.decode()
     assert 'class="verdict tie"' in html
 
 
 @pytest.mark.parametrize("query", [
-    "a=1&b=1&task=gsm8k", "a=x&b=2&task=gsm8k", "a=1&b=2&task=gsm8k'--", "a=1&b=2", "a=1&b=2&task=gsm8k&z=1",
+    "a=1&b=1&task=gsm8k", "a=x&b=2&task=gsm8k", f"a={'A' * 22}&b={'A' * 22}&task=gsm8k", f"a={'A' * 23}&b=2&task=gsm8k", "a=1&b=2&task=gsm8k'--", "a=1&b=2", "a=1&b=2&task=gsm8k&z=1",
 ])  # fmt: skip
 def test_comparison_bad_parameters(client, board, query):
     response = client.get(f"/leaderboard/compare/?{query}")
@@ -269,17 +269,24 @@ def test_comparison_bad_parameters(client, board, query):
 
 
 def test_comparison_form_prefilled_from_a_protocol_page(client, board):
-    response = client.get(f"/leaderboard/compare/?a={board['weak'].pk}&task=gsm8k")
+    response = client.get(f"/leaderboard/compare/?a={board['weak'].public_id}&task=gsm8k")
     assert response.status_code == 200
     html = response.content.decode()
-    assert f'<option value="{board["weak"].pk}" selected>' in html and 'value="gsm8k"' in html
+    assert f'<option value="{board["weak"].public_id}" selected>' in html and 'value="gsm8k"' in html
     assert 'id="compare-result"' not in html
-    assert f'<option value="{board["private"].pk}"' not in html  # only what the viewer may see
+    assert f'<option value="{board["private"].public_id}"' not in html  # only what the viewer may see
+    # the protocol page's link, which earlier versions wrote with the row number, redirects
+    old = client.get(f"/leaderboard/compare/?a={board['weak'].pk}&task=gsm8k")
+    assert old.status_code == 301 and old["Location"] == f"/leaderboard/compare/?a={board['weak'].public_id}&task=gsm8k"
 
 
 def test_comparison_refuses_what_the_viewer_cannot_see(client, board):
-    response = client.get(f"/leaderboard/compare/?a={board['strong'].pk}&b={board['private'].pk}&task=gsm8k")
+    response = client.get(f"/leaderboard/compare/?a={board['strong'].public_id}&b={board['private'].public_id}&task=gsm8k")
     assert response.status_code == 400 and "no visible finished run" in response.content.decode()
+    # by an earlier row number: the visible one is redirected, the private one is not (nor named)
+    old = client.get(f"/leaderboard/compare/?a={board['strong'].pk}&b={board['private'].pk}&task=gsm8k")
+    assert old.status_code == 301 and board["private"].public_id not in old["Location"]
+    assert client.get(old["Location"]).status_code == 400
 
 
 def test_rendered_once_then_follows_every_change(client, board, django_assert_max_num_queries):

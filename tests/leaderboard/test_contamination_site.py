@@ -219,7 +219,7 @@ def test_probe_past_threshold_flags_for_review_as_system(client, owner, settings
     client.force_login(admin)
     queue = client.get("/leaderboard/review/").content.decode()
     assert "acme/loud" in queue and "acme/quiet" not in queue
-    assert "system" in client.get(f"/leaderboard/review/{loud.pk}/").content.decode()
+    assert "system" in client.get(f"/leaderboard/review/{loud.public_id}/").content.decode()
     submission_review(submission=loud, admin=admin, action="approve", comment="a known public dataset overlap")
     settings.LEADERBOARD_PROBE_FLAG_DIFF_LOW = 0.3  # a stricter threshold: no longer past it
     assert flag_check(loud.pk) == [] and Submission.objects.get(pk=loud.pk).review_state == "approved"
@@ -256,12 +256,12 @@ def test_clean_subset_score_and_paired_difference(client, owner):
 def test_staff_scan_page_refuses_bad_input_and_queues_a_scan(client, owner, tmp_path, eager,
                                                              django_capture_on_commit_callbacks):  # fmt: skip
     submission = bd.entry(owner, "acme/page-scanned", gsm8k=bd.pattern(3, 1))
-    url = f"/leaderboard/review/{submission.pk}/scan/"
+    url = f"/leaderboard/review/{submission.public_id}/scan/"
     assert client.get(url).status_code == 404  # the owner is not staff: no one learns the page exists
     client.logout()
     assert client.get(url).status_code == 302  # anonymous: log in first
     client.force_login(bd.user("admin@example.org", staff=True))
-    assert client.get(url).status_code == 200 and client.get("/leaderboard/review/999999/scan/").status_code == 404
+    assert client.get(url).status_code == 200 and client.get("/leaderboard/review/" + "x" * 22 + "/scan/").status_code == 404
     (tmp_path / "nothing").mkdir()
     corpus = tmp_path / "crawl.jsonl.gz"
     corpus.write_bytes(gzip.compress(json.dumps({"text": gsm8k_texts(1)[0]}).encode() + b"\n\xc3\x28\n"))

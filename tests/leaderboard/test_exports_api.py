@@ -123,13 +123,13 @@ def test_api_paging_and_filters(client, data):
     assert len(page["results"]) == 2 and "offset=2" in page["next"]
     first = page["results"][0]
     assert {"value", "stderr", "ci_low", "ci_high", "n", "config_sha256", "benchmark"} <= set(first)
-    gsm = client.get(f"/api/scores/?submission={data['b'].pk}&metric=exact_match,strict-match").json()
+    gsm = client.get(f"/api/scores/?submission={data['b'].public_id}&metric=exact_match,strict-match").json()
     assert gsm["count"] == 1 and gsm["results"][0]["model"] == "bob/b"
     assert client.get("/api/scores/?benchmark=mmlu").json()["count"] == 2
     models = client.get("/api/submissions/").json()
     assert {m["model_name"] for m in models["results"]} == {"acme/a", "bob/b", "bob/hidden"}
     assert [m["model_name"] for m in client.get("/api/submissions/?type=chat").json()["results"]] == ["bob/b"]
-    runs = client.get(f"/api/runs/?submission={data['a'].pk}").json()
+    runs = client.get(f"/api/runs/?submission={data['a'].public_id}").json()
     assert {r["task"] for r in runs["results"]} == {"gsm8k", "mmlu_anatomy"}
     run_id = runs["results"][0]["id"]
     assert client.get(f"/api/runs/{run_id}/").json()["protocol"]["num_fewshot"] == 5
@@ -142,7 +142,7 @@ def test_api_paging_and_filters(client, data):
 
 @pytest.mark.parametrize("url", [
     "/api/scores/?limit=100000", "/api/scores/?offset=-1", "/api/scores/?limit=abc", "/api/scores/?evil=1",
-    "/api/scores/?submission=abc", "/api/scores/?task=gsm8k';--", "/api/runs/?task=a&task=b",
+    "/api/scores/?submission=abc", "/api/runs/?submission=" + "x" * 23, "/api/scores/?submission=1e3", "/api/scores/?task=gsm8k';--", "/api/runs/?task=a&task=b",
     "/api/submissions/?type=robot", "/api/runs/1/samples/?limit=201", "/api/runs/1/samples/?only=x",
 ])  # fmt: skip
 def test_api_hostile_parameters(client, data, url):

@@ -56,7 +56,7 @@ def test_an_unknown_format_is_a_400_naming_the_formats_served(client, url):
 
 @pytest.mark.parametrize("debug", [True, False])
 @pytest.mark.parametrize(
-    "url", ["/api/nonexistent/", "/api/runs/abc/", "/api/submissions/1/", "/api/runs/-1/"]
+    "url", ["/api/nonexistent/", "/api/runs/abc/", "/api/submissions/1x/", "/api/runs/-1/"]
 )
 def test_an_api_url_without_a_route_is_a_json_404_with_debug_on_or_off(client, settings, debug, url):
     settings.DEBUG = debug

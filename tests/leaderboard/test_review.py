@@ -61,12 +61,12 @@ def test_only_staff_see_the_queue(client, flagged):
     client.force_login(flagged["owner"])
     for url in (
         "/leaderboard/review/",
-        f"/leaderboard/review/{flagged['entry'].pk}/",
+        f"/leaderboard/review/{flagged['entry'].public_id}/",
         "/leaderboard/review/rescore/",
     ):
         assert client.get(url).status_code == 404, url
     response = client.post(
-        f"/leaderboard/review/{flagged['entry'].pk}/", {"action": "approve", "comment": "mine"}
+        f"/leaderboard/review/{flagged['entry'].public_id}/", {"action": "approve", "comment": "mine"}
     )
     assert response.status_code == 404 and not ReviewAction.objects.exists()
 
@@ -77,14 +77,14 @@ def test_queue_lists_flagged_submissions_with_their_reasons(staff, flagged):
     assert "4 private variants of acme/base-1b evaluated (more than 3)" in html
     assert "suspected contamination: gsm8k 13-gram overlap 41%" in html
     forms = re.findall(
-        r'<form method="post" action="/leaderboard/review/\d+/" class="review-form">(.*?)</form>', html, re.S
+        r'<form method="post" action="/leaderboard/review/[A-Za-z0-9_-]{22}/" class="review-form">(.*?)</form>', html, re.S
     )
     assert len(forms) == 2 and all("csrfmiddlewaretoken" in f and "<textarea" in f for f in forms)
     assert html.index("acme/public") < html.index("other/model")  # oldest first
 
 
 def test_a_decision_needs_a_comment(staff, flagged):
-    url = f"/leaderboard/review/{flagged['entry'].pk}/"
+    url = f"/leaderboard/review/{flagged['entry'].public_id}/"
     response = staff.post(url, {"action": "approve", "comment": "   "})
     assert response.status_code == 400
     assert "A comment is required" in response.content.decode()
@@ -101,7 +101,7 @@ def test_forms_are_csrf_protected(flagged):
     client = Client(enforce_csrf_checks=True)
     client.force_login(bd.user("staff2@example.org", staff=True))
     response = client.post(
-        f"/leaderboard/review/{flagged['entry'].pk}/", {"action": "approve", "comment": "ok"}
+        f"/leaderboard/review/{flagged['entry'].public_id}/", {"action": "approve", "comment": "ok"}
     )
     assert response.status_code == 403 and not ReviewAction.objects.exists()
 
@@ -110,23 +110,23 @@ def test_approve_hide_reject_and_the_board(staff, flagged):
     entry, other = flagged["entry"], flagged["contaminated"]
     assert entry.pk not in board_ids(staff)  # waiting for review
     response = staff.post(
-        f"/leaderboard/review/{entry.pk}/", {"action": "approve", "comment": "variants disclosed"}
+        f"/leaderboard/review/{entry.public_id}/", {"action": "approve", "comment": "variants disclosed"}
     )
     assert response.status_code == 302 and response["Location"] == "/leaderboard/review/"
     assert Submission.objects.get(pk=entry.pk).review_state == "approved"
     assert entry.pk in board_ids(Client())
     queue = staff.get("/leaderboard/review/").content.decode()
     assert (
-        "acme/public: approve recorded." in queue and f'data-submission="{entry.pk}"' not in queue
+        "acme/public: approve recorded." in queue and f'data-submission="{entry.public_id}"' not in queue
     )  # left the queue
 
-    staff.post(f"/leaderboard/review/{other.pk}/", {"action": "hide", "comment": "overlap confirmed"})
+    staff.post(f"/leaderboard/review/{other.public_id}/", {"action": "hide", "comment": "overlap confirmed"})
     assert Submission.objects.get(pk=other.pk).review_state == "hidden"
     assert other.pk not in board_ids(Client()) and other.pk in board_ids(Client(), "?show=hidden")
     hidden_page = Client().get(f"/leaderboard/submissions/{other.public_id}/")  # linked from the show=hidden board
     assert hidden_page.status_code == 200 and "overlap confirmed" in hidden_page.content.decode()
 
-    staff.post(f"/leaderboard/review/{other.pk}/", {"action": "reject", "comment": "copied weights"})
+    staff.post(f"/leaderboard/review/{other.public_id}/", {"action": "reject", "comment": "copied weights"})
     assert other.pk not in board_ids(Client(), "?show=hidden")
     assert Client().get(f"/leaderboard/submissions/{other.public_id}/").status_code == 404
     log = list(ReviewAction.objects.filter(submission=other).order_by("pk").values_list("action", "comment"))
@@ -135,16 +135,16 @@ def test_approve_hide_reject_and_the_board(staff, flagged):
 
 def test_the_audit_log_is_on_the_models_page(staff, flagged):
     entry = flagged["entry"]
-    staff.post(f"/leaderboard/review/{entry.pk}/", {"action": "hide", "comment": "asked the owner"})
+    staff.post(f"/leaderboard/review/{entry.public_id}/", {"action": "hide", "comment": "asked the owner"})
     staff.post(
-        f"/leaderboard/review/{entry.pk}/", {"action": "approve", "comment": "owner disclosed all variants"}
+        f"/leaderboard/review/{entry.public_id}/", {"action": "approve", "comment": "owner disclosed all variants"}
     )
     public = Client().get(f"/leaderboard/submissions/{entry.public_id}/").content.decode()
     assert "owner disclosed all variants" in public and "asked the owner" in public and "Approved" in public
     assert public.index("owner disclosed all variants") < public.index("asked the owner")  # newest first
     assert "staff@example.org" not in public  # who decided is for staff
     assert "staff@example.org" in staff.get(f"/leaderboard/submissions/{entry.public_id}/").content.decode()
-    single = staff.get(f"/leaderboard/review/{entry.pk}/").content.decode()
+    single = staff.get(f"/leaderboard/review/{entry.public_id}/").content.decode()
     assert "owner disclosed all variants" in single and "Approved" in single
 
 
@@ -173,7 +173,7 @@ def test_django_admin_links_to_the_review_page(flagged):
         bd.get_user_model().objects.create_superuser("root@example.org", "root@example.org", "pw-42-root")
     )
     html = client.get(f"/admin/leaderboard/submission/{flagged['entry'].pk}/change/").content.decode()
-    assert f'href="/leaderboard/review/{flagged["entry"].pk}/"' in html
+    assert f'href="/leaderboard/review/{flagged["entry"].public_id}/"' in html
 
 
 def test_same_weights_from_another_owner_are_refused_not_queued(flagged):

@@ -138,7 +138,7 @@ def test_decisions_are_logged_and_a_second_decision_is_a_conflict(queue, staff, 
 
 def test_submission_decisions_share_the_log(queue, staff):
     entry = queue["entry"]
-    response = staff.post(f"/leaderboard/review/{entry.pk}/", {"action": "hide", "comment": "13-gram overlap"})
+    response = staff.post(f"/leaderboard/review/{entry.public_id}/", {"action": "hide", "comment": "13-gram overlap"})
     assert response.status_code == 302
     row = ReviewAction.objects.get()
     assert (row.kind, row.submission_id, row.action) == ("submission", entry.pk, "hide")
