@@ -30,6 +30,7 @@ from arena.redaction import turn_public
 from arena.selectors import EXPORT_COLUMNS
 from common.api_params import validated_query
 from common.public_ids import battle_id
+from common.query import CategoryParam, LanguageParam, whole_number
 from common.streaming import streaming_download
 
 MAX_LIMIT = 1000
@@ -40,13 +41,10 @@ def _int_param(request, name: str, default: int, low: int, high: int) -> int:
     raw = request.query_params.get(name)
     if raw is None:
         return default
-    # ASCII digits only: Python's int() also reads other scripts' digits ("١" is 1) and surrounding spaces.
-    if not (raw.isascii() and raw.isdigit()) or len(raw) > 12:
-        raise ValidationError({name: f"must be a whole number written with the digits 0-9, got {raw[:40]!r}"})
-    value = int(raw)
-    if not low <= value <= high:
-        raise ValidationError({name: f"must be between {low} and {high}"})
-    return value
+    try:
+        return whole_number(raw, low=low, high=high)  # ASCII digits only (common.query)
+    except ValueError as exc:
+        raise ValidationError({name: str(exc)}) from None
 
 
 class StrictLimitOffsetPagination(LimitOffsetPagination):
@@ -74,23 +72,20 @@ class StrictLimitOffsetPagination(LimitOffsetPagination):
 class BattleFilters(serializers.Serializer):
     model = serializers.CharField(required=False, max_length=200)
     winner = serializers.ChoiceField(choices=Vote.Winner.values, required=False)
-    language = serializers.CharField(required=False, allow_blank=True, max_length=16)
+    language = LanguageParam(required=False, allow_blank=True)
     counted = serializers.BooleanField(required=False, allow_null=True, default=None)
     since = serializers.DateTimeField(required=False)
     until = serializers.DateTimeField(required=False)
 
-    def validate_language(self, value: str) -> str:
-        return value.strip().lower()  # codes are stored lowercase ("ja"): ?language=JA means the same
-
 
 class SnapshotFilters(serializers.Serializer):
     method = serializers.ChoiceField(choices=RatingSnapshot.Method.values, required=False)
-    category = serializers.CharField(required=False, max_length=64)
+    category = CategoryParam(required=False)
 
 
 class RatingsFilters(serializers.Serializer):
     method = serializers.ChoiceField(choices=RatingSnapshot.Method.values, default="bt")
-    category = serializers.CharField(default="overall", max_length=64)
+    category = CategoryParam(default="overall")
 
 
 class TurnSerializer(serializers.Serializer):
@@ -235,7 +230,7 @@ class SnapshotDetail(generics.RetrieveAPIView):
 
 
 class LiveRatingsFilters(serializers.Serializer):
-    category = serializers.CharField(default="overall", max_length=64)
+    category = CategoryParam(default="overall")
 
 
 class LiveRatingsView(APIView):

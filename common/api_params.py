@@ -1,9 +1,12 @@
-"""Query parameters of the REST API, validated one way everywhere: unknown or repeated names are a 400
-that says what is allowed, values go through a DRF serializer."""
+"""Query parameters of the REST API, by the rules of common.query (the pages use the same through
+leaderboard.query_forms): unknown or repeated names are a 400 that says what is allowed, values go
+through a DRF serializer, an inverted since/until range is a 400 naming both."""
 
 from __future__ import annotations
 
 from rest_framework.exceptions import ValidationError
+
+from common.query import query_problems, range_problem
 
 PAGING_PARAMS = frozenset({"limit", "offset", "format"})
 UNPAGED_PARAMS = frozenset({"format"})
@@ -15,22 +18,14 @@ def validated_query(request, serializer_class, *, drop_blank: bool = False, page
     were accepted with any value and ignored); values that are None, and with ``drop_blank`` empty
     strings, are left out."""
     allowed = set(serializer_class().fields) | (PAGING_PARAMS if paged else UNPAGED_PARAMS)
-    unknown = sorted(set(request.query_params) - allowed)
-    if unknown:
-        raise ValidationError(
-            {"detail": f"unknown parameter(s): {', '.join(unknown)}; allowed: {sorted(allowed)}"}
-        )
-    repeated = sorted(k for k in request.query_params if len(request.query_params.getlist(k)) > 1)
-    if repeated:
-        raise ValidationError({"detail": f"parameter(s) given more than once: {', '.join(repeated)}"})
+    problems = query_problems(request.query_params, allowed)
+    if problems:
+        raise ValidationError({"detail": "; ".join(problems)})
     params = serializer_class(data=request.query_params.dict())
     params.is_valid(raise_exception=True)
     empty = (None, "") if drop_blank else (None,)
     values = {k: v for k, v in params.validated_data.items() if v not in empty}
-    since, until = values.get("since"), values.get("until")
-    if since is not None and until is not None and since > until:
-        # An inverted range is a mistake, not an empty page (docs: "Query parameters").
-        raise ValidationError(
-            {"detail": f"since ({request.query_params.get('since')}) is later than until ({request.query_params.get('until')})"}
-        )
+    inverted = range_problem(values, request.query_params)  # a mistake, not an empty page
+    if inverted:
+        raise ValidationError({"detail": inverted})
     return values

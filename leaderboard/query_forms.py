@@ -10,6 +10,7 @@ from django.http import JsonResponse
 from django.shortcuts import render
 
 from common.public_ids import ROW_ID, SUBMISSION_ID, is_row_id, moved
+from common.query import query_problems, range_problem
 from leaderboard.submissions.selectors import submission_public_id_of_row
 
 
@@ -18,17 +19,14 @@ class EmptyForm(forms.Form):
 
 
 def query_validate(request, form_class):
-    """(form, errors): unknown or repeated parameters and field errors as messages."""
+    """(form, errors): by the rules of common.query, as the API's parameters are: unknown or repeated
+    parameters, field errors, and an inverted since/until range, as messages."""
     form = form_class(request.GET)
-    errors = [f"unknown parameter {name!r} (allowed: {', '.join(form.fields) or 'none'})"
-              for name in sorted(set(request.GET) - set(form.fields))]  # fmt: skip
-    errors += [
-        f"parameter {name!r} given more than once"
-        for name in sorted(request.GET)
-        if len(request.GET.getlist(name)) > 1
-    ]
+    errors = query_problems(request.GET, form.fields)
     if not form.is_valid():
         errors += [f"{field}: {' '.join(messages)}" for field, messages in form.errors.items()]
+    elif inverted := range_problem(form.cleaned_data, request.GET):
+        errors.append(inverted)
     return form, errors
 
 

@@ -7,23 +7,22 @@ from django.shortcuts import render
 from django.utils import timezone
 
 from common.http import read_only
+from common.query import CategoryField
 from leaderboard.arena_board.page import METHODS, arena_board_page, arena_live_html
 from leaderboard.board.charts import PLOTLY_VERSION
+from leaderboard.query_forms import query_validate
 
 
 class ArenaBoardForm(forms.Form):
     method = forms.ChoiceField(choices=list(METHODS.items()), required=False)
-    category = forms.RegexField(regex=r"^[a-z_]+(:[A-Za-z0-9_-]{1,16})?$", max_length=64, required=False, strip=True)
+    category = CategoryField(max_length=64, required=False)
 
 
 @read_only
 def arena_leaderboard(request):
     """Latest arena ratings: ``?method=bt|style&category=overall|language:xx|multi_turn|long_prompt``."""
-    unknown = sorted(set(request.GET) - {"method", "category"})
-    form = ArenaBoardForm(request.GET)
-    if unknown or not form.is_valid():
-        errors = [f"unknown parameter {name!r}" for name in unknown]
-        errors += [f"{field}: {' '.join(msgs)}" for field, msgs in form.errors.items()]
+    form, errors = query_validate(request, ArenaBoardForm)
+    if errors:
         return render(request, "leaderboard/arena.html", {"errors": errors}, status=400)
     method, category = form.cleaned_data["method"] or "bt", form.cleaned_data["category"] or "overall"
     board = arena_board_page(method=method, category=category)

@@ -12,6 +12,7 @@ from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
 
 from common.http import read_only
+from common.query import WholeNumberField
 from common.streaming import streaming_download
 from leaderboard.board import exports
 from leaderboard.board.charts import PLOTLY_VERSION, plotly_bytes
@@ -48,7 +49,7 @@ class BoardForm(forms.Form):
                             error_messages={"invalid": f"must match {SORT_PATTERN}"})  # fmt: skip
     # The page's table is shown PAGE_ROWS rows at a time; a page past the end shows the last one.
     # The downloads ignore it: they hold every row.
-    page = forms.IntegerField(required=False, min_value=1, max_value=1_000_000)
+    page = WholeNumberField(required=False, min_value=1, max_value=1_000_000)
 
     def clean_sort(self):
         sort = self.cleaned_data["sort"] or "-average"

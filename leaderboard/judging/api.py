@@ -10,12 +10,13 @@ from rest_framework import generics, serializers
 
 from arena.api import StrictLimitOffsetPagination
 from common.api_params import validated_query
+from common.query import WholeNumberParam
 from leaderboard.judging import selectors
 from leaderboard.models import JudgeConfig, Judgment
 
 
 class JudgmentFilters(serializers.Serializer):
-    model = serializers.IntegerField(required=False, min_value=1, max_value=2**31 - 1,
+    model = WholeNumberParam(required=False, min_value=1, max_value=2**31 - 1,
                                      help_text="a catalogue model id: only its judgments")  # fmt: skip
 
 

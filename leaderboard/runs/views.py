@@ -12,6 +12,7 @@ from django.shortcuts import render
 from django.utils.http import urlencode
 
 from common.http import read_only
+from common.query import WholeNumberField
 from common.streaming import streaming_download
 from leaderboard.query_forms import query_bad, query_empty, query_validate
 from leaderboard.runs import integrity
@@ -22,11 +23,11 @@ from leaderboard.runs.exports import samples_jsonl_chunks
 class SamplesForm(forms.Form):
     only = forms.ChoiceField(required=False, choices=[("", "All"), ("wrong", "Wrong answers"),
                                                        ("no_answer", "No answer extracted")])  # fmt: skip
-    page = forms.IntegerField(required=False, min_value=1, max_value=10**7)
+    page = WholeNumberField(required=False, min_value=1, max_value=10**7)
 
 
 class ProtocolForm(forms.Form):
-    doc = forms.IntegerField(required=False, min_value=0, max_value=10**9, label="Document id")
+    doc = WholeNumberField(required=False, min_value=0, max_value=10**9, label="Document id")
 
 
 def _run_or_404(request, run_id: int):

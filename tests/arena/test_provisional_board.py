@@ -76,7 +76,7 @@ def test_threshold_is_a_setting_of_the_refit(newcomer):
 
 def _board_row(arena: dict) -> dict:
     return {
-        "id": 1, "model": "newbie", "type": "chat", "base_model": "", "parameters": None, "precision": "",
+        "id": 1, "public_id": "A" * 22, "model": "newbie", "type": "chat", "base_model": "", "parameters": None, "precision": "",
         "created_at": datetime(2026, 1, 1, tzinfo=UTC), "hidden": False, "rank": 1, "arena": arena,
         "judge": None, "cells": {}, "avg": None,
     }  # fmt: skip

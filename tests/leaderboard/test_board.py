@@ -260,8 +260,12 @@ def test_paired_comparison_matches_evalcore(client, board):
     assert 'class="verdict tie"' in html
 
 
+A, B = "A" * 22, "B" * 22  # public ids that name nothing
+
+
 @pytest.mark.parametrize("query", [
-    "a=1&b=1&task=gsm8k", "a=x&b=2&task=gsm8k", f"a={'A' * 22}&b={'A' * 22}&task=gsm8k", f"a={'A' * 23}&b=2&task=gsm8k", "a=1&b=2&task=gsm8k'--", "a=1&b=2", "a=1&b=2&task=gsm8k&z=1",
+    f"a={A}&b={A}&task=gsm8k", f"a=x&b={B}&task=gsm8k", f"a={'A' * 23}&b=x&task=gsm8k", f"a={A}&b={B}&task=gsm8k'--",
+    f"a={A}&b={B}", f"a={A}&b={B}&task=gsm8k&z=1", f"a={A}&a={A}&b={B}&task=gsm8k", f"a={A}&b=١&task=gsm8k",
 ])  # fmt: skip
 def test_comparison_bad_parameters(client, board, query):
     response = client.get(f"/leaderboard/compare/?{query}")

@@ -99,7 +99,7 @@ def test_board_judge_page_browser_exports_and_api(client, judged):
     assert [json.loads(line)["order"] for line in lines.splitlines()] == ["ab", "ba"] * len(INSTRUCTIONS)
 
     scores = json.loads(body(client.get("/leaderboard/scores.json")))
-    (entry,) = [x for x in scores["rows"] if x["submission_id"] == sub.pk]
+    (entry,) = [x for x in scores["rows"] if x["submission_id"] == sub.public_id]
     assert entry["judge_score"] == r["lc_win_rate"] and entry["judge_length_controlled"] is True
     assert entry["arena_rating"] == 1050.0
     assert (entry["judge_bt_rating"], entry["judge_bt_style_rating"]) == (r["bradley_terry"]["rating"], style["rating"])
