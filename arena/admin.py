@@ -5,8 +5,12 @@ from arena.models import LanguageModel, VoterFlag
 
 @admin.register(LanguageModel)
 class LanguageModelAdmin(admin.ModelAdmin):
-    list_display = ("name", "family", "maker", "created_at")
-    search_fields = ("name", "family", "maker")
+    """Edits go through the model's validation (a retirement needs its reason; licence, cutoff and link
+    have fixed forms), so a bad value is an error on the form, never a half-saved row."""
+
+    list_display = ("name", "organisation", "licence", "open_weights", "in_arena", "public", "retired_at")
+    list_filter = ("open_weights", "in_arena", "public")
+    search_fields = ("name", "family", "maker", "organisation", "licence")
 
 
 @admin.register(VoterFlag)

@@ -13,6 +13,9 @@ Format::
         generation: {max_new_tokens: 256, temperature: 0.0}
         system_prompt: "..."             # optional
         queue: ""                        # optional: serve on generate.<queue> only
+        organisation: HuggingFace        # optional: what the model is, and whether it was retired:
+        licence: apache-2.0              #   arena.catalogue_fields lists these keys
+        retired: {reason: "superseded", date: 2026-11-30}
 
 Secrets never go in the file or the database: an ``openai`` model names the environment variable
 that holds its key (``api_key_env: OPENAI_API_KEY``).
@@ -26,13 +29,15 @@ from pathlib import Path
 
 import yaml
 from django.db import transaction
+from django.utils import timezone
 
+from arena.catalogue_fields import DESCRIPTION_KEYS, description_fields
 from arena.models import LanguageModel
 from evalcore.models.vllm_settings import check_engine_args
 
 ENTRY_KEYS = {
     "name", "backend", "model_args", "weight", "family", "generation", "system_prompt", "queue", "aliases", "maker",
-}  # fmt: skip
+} | DESCRIPTION_KEYS  # fmt: skip
 MAX_ALIASES = 20
 GENERATION_LIMITS = {
     "max_new_tokens": (int, 1, 8192),
@@ -121,7 +126,10 @@ def _entry(raw, where: str) -> dict:
         or not all(isinstance(a, str) and 0 < len(a.strip()) <= 200 for a in aliases)
     ):
         _fail(f"{where}.aliases", f"must be a list of at most {MAX_ALIASES} names of 1-200 characters")
+    described = description_fields(raw, where)
+    described["organisation"] = described["organisation"] or texts["maker"]
     return {
+        **described,
         "name": name,
         "backend": backend,
         "model_args": model_args,
@@ -158,19 +166,42 @@ def catalogue_parse(path: Path) -> list[dict]:
     return entries
 
 
+UNDECLARED_REASON = "removed from the arena's catalogue file without a stated reason"
+
+
+def _retirement(existing: LanguageModel | None, retired) -> dict:
+    """The retirement fields for a declared entry: its date (else the one already recorded, else now)."""
+    if retired is None:
+        return {"retired_at": None, "retired_reason": ""}
+    when, reason = retired
+    if when is None:
+        when = existing.retired_at if existing is not None and existing.retired_at else timezone.now()
+    return {"retired_at": when, "retired_reason": reason}
+
+
 @transaction.atomic
 def catalogue_sync(entries: list[dict]) -> SyncReport:
-    """Upsert the declared models into the arena; arena models no longer declared leave the arena
-    (their rows stay: votes refer to them)."""
-    created, updated = [], []
+    """Upsert the declared models into the arena. A model with ``retired`` stops battling and keeps its
+    votes and rating; an arena model no longer declared leaves the arena and is retired too (no removal
+    is silent: the public list of retirements shows it, with :data:`UNDECLARED_REASON`). ``retired`` in the
+    report names the models retired by this sync."""
+    created, updated, retired = [], [], []
     for entry in entries:
+        entry = dict(entry)
+        existing = LanguageModel.objects.filter(name=entry["name"]).first()
+        fields = _retirement(existing, entry.pop("retired", None))
         model, was_created = LanguageModel.objects.update_or_create(
-            name=entry["name"], defaults={**entry, "in_arena": True}
+            name=entry["name"], defaults={**entry, **fields, "in_arena": True}
         )
         model.full_clean()
         (created if was_created else updated).append(model.name)
+        if fields["retired_at"] is not None and (existing is None or existing.retired_at is None):
+            retired.append(model.name)
     declared = [entry["name"] for entry in entries]
     leaving = LanguageModel.objects.filter(in_arena=True).exclude(name__in=declared)
-    retired = tuple(leaving.values_list("name", flat=True))
+    retired += leaving.values_list("name", flat=True)
+    leaving.filter(retired_at__isnull=True).update(
+        retired_at=timezone.now(), retired_reason=UNDECLARED_REASON
+    )
     leaving.update(in_arena=False)
-    return SyncReport(tuple(created), tuple(updated), retired)
+    return SyncReport(tuple(created), tuple(updated), tuple(retired))

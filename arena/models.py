@@ -1,4 +1,5 @@
-"""The arena's data: the model catalogue, battles, turns, votes and rating snapshots.
+"""The arena's data: the model catalogue (its table in :mod:`arena.models_catalogue`), battles, turns, votes
+and rating snapshots.
 
 Names of the models in a battle never leave the server before its vote: battles are addressed by a
 random ``public_id`` and the voter only ever sees "Model A" and "Model B".
@@ -10,6 +11,8 @@ import uuid
 
 from django.db import models
 from django.db.models import F, Func, Q
+
+from arena.models_catalogue import LanguageModel
 
 STYLE_KEYS = ("tokens", "headers", "list_items", "bold")
 
@@ -47,46 +50,6 @@ class StyleCount(Func):
     def deconstruct(self):
         path = f"{self.__class__.__module__}.{self.__class__.__name__}"
         return path, (self.source_expressions[0].name, self.key), {}
-
-
-class LanguageModel(models.Model):
-    """A model in the catalogue: every model that battles or is scored.
-
-    Arena models carry how to serve them (``backend`` and ``model_args``); models that are only
-    scored on the leaderboard leave ``in_arena`` off.
-    """
-
-    class Backend(models.TextChoices):
-        HF = "hf", "transformers (local)"
-        OPENAI = "openai", "OpenAI-compatible endpoint"
-        VLLM = "vllm", "vLLM (GPU)"
-
-    name = models.CharField(max_length=200, unique=True)
-    family = models.CharField(max_length=200, blank=True, help_text="Two models of one family never meet.")
-    aliases = models.JSONField(
-        default=list,
-        blank=True,
-        help_text='Other names the model goes by, e.g. ["GPT-4o mini"] (identity filter).',
-    )
-    maker = models.CharField(max_length=200, blank=True, help_text="Who made it, e.g. OpenAI (identity filter).")
-    backend = models.CharField(max_length=16, choices=Backend.choices, blank=True)
-    model_args = models.JSONField(default=dict, blank=True, help_text="path, url, dtype, ... for the backend")
-    generation = models.JSONField(default=dict, blank=True, help_text="max_new_tokens, temperature, top_p, seed")
-    system_prompt = models.TextField(blank=True)
-    weight = models.FloatField(default=1.0, help_text="Relative sampling weight in the arena.")
-    queue_suffix = models.CharField(max_length=64, blank=True, help_text="Serve on generate.<suffix> only.")
-    in_arena = models.BooleanField(default=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["name"]
-        constraints = [
-            models.CheckConstraint(condition=~Q(name=""), name="languagemodel_name_not_empty"),
-            models.CheckConstraint(condition=Q(weight__gte=0), name="languagemodel_weight_not_negative"),
-        ]
-
-    def __str__(self) -> str:
-        return self.name
 
 
 class Battle(models.Model):

@@ -20,7 +20,8 @@ from arena.services.generation import turn_side_fail
 
 
 def arena_candidates() -> list[Candidate]:
-    models = LanguageModel.objects.filter(in_arena=True)
+    """The models that may battle: declared in the arena and not retired."""
+    models = LanguageModel.objects.filter(in_arena=True, retired_at__isnull=True)
     counts_a = dict(Vote.objects.values_list("model_a").annotate(n=Count("id")))
     counts_b = dict(Vote.objects.values_list("model_b").annotate(n=Count("id")))
     return [
