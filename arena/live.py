@@ -33,6 +33,7 @@ from django.db.models import Max
 
 from arena import selectors, vote_filters
 from arena.models import LanguageModel, LiveRating, PairCountBase, Vote
+from arena.ratings_anchor import anchor_configured, anchor_shift, rows_shifted
 from evalcore.ratings import Battles, PairCounts, aggregate, fit_bradley_terry
 
 LONG_PROMPT_TOKENS = 500
@@ -40,7 +41,7 @@ FALLBACK_PRIOR = 0.01
 TIES = "half"
 OUTCOMES = {"model_a": 0, "model_b": 1, "tie": 2, "tie (bothbad)": 3}
 UNKNOWN_OUTCOME = 3  # a winner outside Vote.Winner (never written by the vote path): as the refit's read
-CORE_CATEGORIES = ("overall", "multi_turn", "long_prompt")
+CORE_CATEGORIES = ("overall", "multi_turn", "long_prompt", "no_ties")
 SETTLE_S = 15  # a vote row commits within this long of its created_at (see settled_high_water)
 
 
@@ -59,7 +60,7 @@ class Tally:
         return cls(z, z, z, z.astype(np.float64))
 
 
-def category_masks(turn_count, prompt_tokens, languages: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def category_masks(turn_count, prompt_tokens, languages: dict[str, np.ndarray], outcome) -> dict[str, np.ndarray]:
     """Every category a vote belongs to, as the refit defines them, with every language in ``languages``
     (language -> mask, :func:`arena.selectors.language_masks`; the refit shows a language once it has
     enough votes, the counts are kept from the first)."""
@@ -68,6 +69,7 @@ def category_masks(turn_count, prompt_tokens, languages: dict[str, np.ndarray]) 
         "overall": np.ones(n, dtype=bool),
         "multi_turn": np.asarray(turn_count) > 1,
         "long_prompt": np.asarray(prompt_tokens) >= LONG_PROMPT_TOKENS,
+        "no_ties": np.asarray(outcome) < OUTCOMES["tie"],  # decided votes only (the view without ties)
     }
     for lang in sorted(languages):
         masks[f"language:{lang}"] = languages[lang]
@@ -142,7 +144,7 @@ def base_store(
     ``known``: categories' pair counts the refit already made from the same votes (the same counts)."""
     rows = []
     known = known or {}
-    masks = category_masks(votes.turn_count, votes.prompt_tokens, votes.language_masks())
+    masks = category_masks(votes.turn_count, votes.prompt_tokens, votes.language_masks(), votes.outcome)
     for category, mask in masks.items():
         if not mask.any() and category not in CORE_CATEGORIES:
             continue
@@ -255,7 +257,7 @@ def _add(counts: dict, votes: dict, d: np.ndarray, name_of: dict[int, str]) -> t
     lookup[ids] = [index[name_of[int(k)]] for k in ids]
     a, b = lookup[d[:, 0]], lookup[d[:, 1]]
     languages = selectors.language_masks(d[:, 5], tuple(_LANGUAGES))  # codes in insertion order
-    masks = category_masks(d[:, 3] + 1, np.where(d[:, 4] > 0, LONG_PROMPT_TOKENS, 0), languages)
+    masks = category_masks(d[:, 3] + 1, np.where(d[:, 4] > 0, LONG_PROMPT_TOKENS, 0), languages, d[:, 2])
     out, total = {}, dict(votes)
     for category in sorted(set(masks) | set(counts) | set(CORE_CATEGORIES)):
         mask = masks.get(category)
@@ -349,6 +351,7 @@ def live_refit(*, min_votes: int = 10, min_category_votes: int = 50) -> dict:
     started = time.monotonic()
     live = live_counts()
     now = datetime.now(UTC)
+    anchor = anchor_configured()
     objects = []
     for category, counts in live.counts.items():
         n = live.votes.get(category, 0)
@@ -357,6 +360,8 @@ def live_refit(*, min_votes: int = 10, min_category_votes: int = 50) -> dict:
             rows, notes = [], [f"too few votes: {n} counted, ratings appear from {needed}"]
         else:
             rows, notes = point_fit(counts)
+            shift = anchor_shift(rows, anchor)  # the refit's scale (arena.ratings_anchor)
+            rows = rows if shift is None else rows_shifted(rows, shift)
         objects.append(
             LiveRating(
                 category=category,

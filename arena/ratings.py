@@ -20,6 +20,7 @@ from django.db import transaction
 
 from arena import live, selectors, vote_filters
 from arena.models import RatingSnapshot
+from arena.ratings_anchor import anchor_configured, anchor_record
 from arena.ratings_draft import category_battles, snapshots_draft
 from arena.ratings_fits import STYLE_BUDGET, Draft, fit_bt
 from evalcore.ratings import BASE_RATING, ELO_PER_LOGIT, STYLE_FEATURES, aggregate
@@ -72,14 +73,15 @@ def style_starts_latest() -> dict[str, tuple[dict[str, float], np.ndarray]]:
     """The newest style snapshot's fit per category as a start for the next one: strengths by model on
     the logit scale (from the ratings, centred as fitted) and the coefficients (the style features' order)."""
     starts: dict[str, tuple[dict[str, float], np.ndarray]] = {}
-    for category, rows, coefficient_rows in RatingSnapshot.objects.filter(
+    for category, rows, coefficient_rows, shift in RatingSnapshot.objects.filter(
         id__in=_latest_ids("style").values()
-    ).values_list("category", "rows", "extra__coefficients"):
+    ).values_list("category", "rows", "extra__coefficients", "settings__anchor__shift"):
         if not isinstance(rows, list) or not isinstance(coefficient_rows, list):
             continue
+        shift = shift if isinstance(shift, float | int) else 0.0  # the anchor moved the stored ratings by it
         coefficients = {c.get("coefficient"): c.get("estimate") for c in coefficient_rows if isinstance(c, dict)}
         beta = [coefficients.get(name) for name in STYLE_FEATURES]
-        by_name = {r["model"]: (r["rating"] - BASE_RATING) / ELO_PER_LOGIT for r in rows
+        by_name = {r["model"]: (r["rating"] - shift - BASE_RATING) / ELO_PER_LOGIT for r in rows
                    if isinstance(r, dict) and isinstance(r.get("rating"), float) and math.isfinite(r["rating"])}  # fmt: skip
         if by_name and all(isinstance(b, float) and math.isfinite(b) for b in beta):
             starts[category] = (by_name, np.array(beta))
@@ -105,8 +107,27 @@ def snapshots_compute(
     phases["read"] = time.monotonic() - mark
     mark = time.monotonic()
     drafts = snapshots_draft(votes, **params, elo_states=states, style_starts=starts)
+    drafts_anchor(drafts)
     phases["fit"] = time.monotonic() - mark
     return votes, drafts, integrity
+
+
+def anchors_latest() -> dict[tuple[str, str], dict]:
+    """The newest snapshot's ``settings["anchor"]`` per (method, category); ``{"model": None}`` for one
+    written before anchors were recorded (centred)."""
+    ids = {pk: method for method in RatingSnapshot.Method.values for pk in _latest_ids(method).values()}
+    rows = RatingSnapshot.objects.filter(id__in=ids).values_list("id", "category", "settings__anchor")
+    return {(ids[pk], category): anchor if isinstance(anchor, dict) else {"model": None} for pk, category, anchor in rows}
+
+
+def drafts_anchor(drafts: list[Draft]) -> None:
+    """Put every snapshot on the anchored scale where it can be (:mod:`arena.ratings_anchor`), recording
+    the anchor (and a change of it) in ``settings["anchor"]``."""
+    anchor, previous = anchor_configured(), anchors_latest()
+    for d in drafts:
+        d.rows, d.settings["anchor"], notes = anchor_record(d.rows, anchor, previous.get((d.method, d.category)))
+        if d.rows and notes:
+            d.extra["notes"] = list(d.extra.get("notes", [])) + notes
 
 
 def _integrity_record(drafts: list[Draft], integrity: dict, *, rounds, seed, min_votes, percentile) -> None:
@@ -125,8 +146,9 @@ def _integrity_record(drafts: list[Draft], integrity: dict, *, rounds, seed, min
     draft.settings["provisional_votes"] = overall.settings["provisional_votes"]
     battles = category_battles(before, np.ones(len(before), dtype=bool))
     fit_bt(battles, draft, rounds=rounds, seed=seed, counts=aggregate(battles))
+    rows = anchor_record(draft.rows, anchor_configured(), None)[0]  # on the board's scale
     overall.extra["before_voter_exclusion"] = {
-        "vote_count": len(before), "rows": draft.rows, "notes": draft.extra.get("notes", []),
+        "vote_count": len(before), "rows": rows, "notes": draft.extra.get("notes", []),
     }  # fmt: skip
 
 
@@ -161,7 +183,7 @@ def snapshots_refit(
         raise ValueError("min_votes and min_category_votes must be at least 1")
     started = time.monotonic()
     fingerprint = f"{selectors.votes_counted_fingerprint()}:{rounds}:{seed}:{elo_orders}:{style_budget}:{provisional_votes}"
-    fingerprint += f":{duplicate_percentile:g}:{vote_filters.excluded_fingerprint()}"
+    fingerprint += f":{duplicate_percentile:g}:{vote_filters.excluded_fingerprint()}:{anchor_configured()}"
     latest = selectors.snapshot_latest("bt", "overall")
     if (
         not force

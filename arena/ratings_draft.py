@@ -7,9 +7,10 @@ processes, costliest first; nothing is written (:mod:`arena.ratings` writes).
 Categories
     ``overall``; ``language:<code>`` for each language with at least ``min_category_votes`` votes;
     ``multi_turn`` (the voter continued the conversation: ``turn_count > 1``); ``long_prompt`` (first
-    prompt of at least :data:`LONG_PROMPT_TOKENS` tokens, LMArena's "longer query" threshold).
-    ``overall``, ``multi_turn`` and ``long_prompt`` are always written, empty with a note while they have
-    too few votes; a language appears once it has enough.
+    prompt of at least :data:`LONG_PROMPT_TOKENS` tokens, LMArena's "longer query" threshold); ``no_ties``
+    (every vote but ties and both-bad votes: LMArena's view "without ties").
+    ``overall``, ``multi_turn``, ``long_prompt`` and ``no_ties`` are always written, empty with a note while
+    they have too few votes; a language appears once it has enough.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from common.forkjobs import run_forked
 from evalcore.ratings import Battles, aggregate
 from evalcore.ratings.provisional import DEFAULT_MIN_BATTLES
 
+TIE_CODE = 2  # evalcore's outcome codes: 0 model_a won, 1 model_b won, 2 tie, 3 tie (both bad)
 FIT_WORKERS = min(4, os.cpu_count() or 1)  # fits run side by side in forked processes (common.forkjobs)
 
 
@@ -45,6 +47,7 @@ def categories_of(votes: selectors.VoteColumns, min_category_votes: int) -> dict
         "overall": np.ones(n, dtype=bool),
         "multi_turn": votes.turn_count > 1,
         "long_prompt": votes.prompt_tokens >= LONG_PROMPT_TOKENS,
+        "no_ties": votes.outcome < TIE_CODE,  # the board's view without ties: tie and both-bad votes left out
     }
     for lang, mask in votes.language_masks().items():
         if int(mask.sum()) >= min_category_votes:

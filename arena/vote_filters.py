@@ -5,6 +5,8 @@
 * **Confirmed anomalous voters**: their votes were set aside (``excluded_reason="voter_flagged"``) when
   an admin confirmed the flag: counted here, and :func:`votes_before_voter_exclusion` gives the votes
   as they were before, for the "before and after" fit on the board.
+* **Past the daily cap**: a voter's votes beyond ``ARENA_DAILY_VOTE_CAP`` in one day (UTC) are kept but not
+  counted (``excluded_reason="daily_cap"``, set when the vote is cast): only counted here.
 * **Duplicate prompts**: a prompt repeated beyond the 99.9th percentile of prompt counts counts once
   (:func:`evalcore.ratings.duplicate_prompt_mask`); dropped here, at fit time, so the stored votes stay.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+from django.conf import settings
 from django.db.models import Count
 
 from arena.models import Vote, VoterFlag
@@ -23,6 +26,7 @@ from evalcore.ratings import duplicate_prompt_mask
 IDENTITY_REVEALED = "identity_revealed"  # set when the vote is cast; waits for an admin in the review queue
 IDENTITY_CONFIRMED = "identity_confirmed"  # an admin confirmed the exclusion
 VOTER_FLAGGED = "voter_flagged"
+DAILY_CAP = "daily_cap"  # past the voter's ARENA_DAILY_VOTE_CAP votes of the day (UTC): kept, not counted
 DUPLICATE_PERCENTILE = 99.9
 
 
@@ -61,6 +65,8 @@ def excluded_counts() -> dict[str, int]:
         "identity_revealed": int(by_reason.get(IDENTITY_REVEALED, 0) + by_reason.get(IDENTITY_CONFIRMED, 0)),
         "voter_flagged": int(by_reason.get(VOTER_FLAGGED, 0)),
         "voters_confirmed": VoterFlag.objects.filter(status=VoterFlag.Status.CONFIRMED).count(),
+        "daily_cap": int(by_reason.get(DAILY_CAP, 0)),
+        "daily_vote_cap": int(getattr(settings, "ARENA_DAILY_VOTE_CAP", 0) or 0),
     }
 
 
@@ -90,6 +96,10 @@ def integrity_note(summary: dict) -> str | None:
     if summary.get("voter_flagged"):
         voters = _n(summary.get("voters_confirmed", 0), "voter")
         parts.append(f"{_n(summary['voter_flagged'], 'vote')} of {voters} an admin confirmed as anomalous")
+    if summary.get("daily_cap"):
+        cap = summary.get("daily_vote_cap")
+        limit = f" of {_n(cap, 'vote')} per voter a day" if cap else ""
+        parts.append(f"{_n(summary['daily_cap'], 'vote')} past the daily cap{limit}")
     if summary.get("duplicate_prompts_dropped"):
         parts.append(
             f"{_n(summary['duplicate_prompts_dropped'], 'repeat')} of {_n(summary['duplicate_prompts'], 'prompt')} "

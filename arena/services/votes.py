@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -22,6 +23,7 @@ from arena.models import Battle, LanguageModel, Turn, Vote
 from arena.reveals import model_terms, reveals_identity
 from arena.services.base import ArenaError
 from arena.services.refits import refit_request
+from arena.vote_filters import DAILY_CAP
 from evalcore.ratings import count_tokens, markdown_style_counts, prompt_key
 from workers import metrics
 
@@ -158,6 +160,8 @@ def _vote_refusal(battle: VoteContext) -> ArenaError | None:
 def _vote_build(battle: VoteContext, *, winner: str, session_hash: str, ip_hash: str, consent: dict | None = None) -> Vote:
     answers = battle.answers["a"] + battle.answers["b"]
     excluded = "identity_revealed" if reveals_identity(battle.terms, answers) else ""
+    if not excluded and _past_daily_cap(session_hash):
+        excluded = DAILY_CAP
     prompts = "\n".join(battle.prompts)
     vote = Vote(
         battle_id=battle.battle_id,
@@ -182,6 +186,18 @@ def _vote_build(battle: VoteContext, *, winner: str, session_hash: str, ip_hash:
     # enforces the constraints (validating them here would cost a query each).
     vote.full_clean(exclude=["battle", "model_a", "model_b"], validate_constraints=False)
     return vote
+
+
+def _past_daily_cap(session_hash: str) -> bool:
+    """Whether this voter (session) already cast ``ARENA_DAILY_VOTE_CAP`` votes today (UTC): a vote past
+    the cap is kept but not counted (``excluded_reason="daily_cap"``; 0 turns the cap off). Two votes
+    racing at the cap may both count: the cap evens out heavy voters, it is not a security limit."""
+    cap = int(getattr(settings, "ARENA_DAILY_VOTE_CAP", 0) or 0)
+    if cap <= 0:
+        return False
+    midnight = timezone.now().astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    # Through the battle's indexed session hash (the vote's own copy has no index).
+    return Vote.objects.filter(battle__session_hash=session_hash, created_at__gte=midnight).count() >= cap
 
 
 @lru_cache(maxsize=2)

@@ -36,7 +36,7 @@ ELO_NOTE = (
 def category_label(category: str) -> str:
     if category.startswith("language:"):
         return f"Language: {category.split(':', 1)[1]}"
-    return {"overall": "Overall", "multi_turn": "Multi-turn", "long_prompt": "Long prompts"}.get(
+    return {"overall": "Overall", "multi_turn": "Multi-turn", "long_prompt": "Long prompts", "no_ties": "Without ties"}.get(
         category, category
     )
 

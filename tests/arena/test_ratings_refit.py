@@ -103,14 +103,14 @@ def test_categories_language_multi_turn_and_long_prompts():
     snapshots_refit(rounds=ROUNDS, min_category_votes=60)
     categories = selectors.snapshot_categories()
     assert categories[0] == "overall"
-    assert set(categories) == {"overall", "language:en", "language:de", "multi_turn", "long_prompt"}
+    assert set(categories) == {"overall", "language:en", "language:de", "multi_turn", "long_prompt", "no_ties"}
     assert latest("bt", "language:en").vote_count == 200
     assert latest("bt", "language:de").vote_count == 100
     assert latest("style", "multi_turn").vote_count == 75
     long_prompt = latest("elo", "long_prompt")
     assert long_prompt.vote_count == 150 and long_prompt.settings["long_prompt_tokens"] == LONG_PROMPT_TOKENS
     assert latest("bt", "overall").vote_count == 305
-    assert RatingSnapshot.objects.count() == 5 * 3
+    assert RatingSnapshot.objects.count() == 6 * 3
 
 
 def selectors_later():
@@ -248,7 +248,7 @@ def test_a_refit_steps_aside_while_another_runs(eager_celery):
         assert not RatingSnapshot.objects.exists()
     finally:
         cache.delete(REFIT_RUNNING_KEY)
-    assert ratings_refit.delay(force=True).get()["written"] == 9
+    assert ratings_refit.delay(force=True).get()["written"] == 12  # 4 categories (no_ties too) x 3 methods
     assert cache.get(REFIT_RUNNING_KEY) is None  # released after the refit
 
 

@@ -1,0 +1,87 @@
+"""The scale's anchor: one reference model held at a fixed rating, so ratings do not all move when a model
+joins (docs/arena-ratings.md, "The anchor").
+
+A Bradley-Terry fit fixes only differences between models; evalcore centres the ratings on a mean of
+1000, so a new strong model lowers everyone else's number by its share of the mean. LMArena instead pins
+one model at a fixed score. With ``ARENA_ANCHOR_MODEL`` and ``ARENA_ANCHOR_RATING`` set, every rating of a
+snapshot (and its interval bounds, and the live board's point ratings) is shifted by one constant so
+that the anchor model's rating is exactly ``ARENA_ANCHOR_RATING``; differences, intervals' widths, ranks,
+win matrices and style coefficients are unchanged. The anchor's own interval is then the uncertainty of
+the others relative to it (its bootstrap spread is moved with it, as LMArena reports).
+
+Until the anchor model has a finite rating in a category (no votes there yet), that category keeps the
+centring and its snapshot says so (``settings["anchor"]["applied"]`` False, and a note). Every snapshot
+records the anchor it used; one whose anchor differs from the previous refit's says so
+(``changed_from``) with a note, since numbers before and after are then on different scales.
+"""
+
+from __future__ import annotations
+
+import math
+
+from django.conf import settings
+
+RATING_KEYS = ("rating", "ci_low", "ci_high")
+
+
+def anchor_configured() -> dict | None:
+    """``{"model", "rating"}`` from the settings, or None when no anchor is set (centred ratings)."""
+    model = (getattr(settings, "ARENA_ANCHOR_MODEL", "") or "").strip()
+    if not model:
+        return None
+    return {"model": model, "rating": float(getattr(settings, "ARENA_ANCHOR_RATING", 1000.0))}
+
+
+def anchor_shift(rows: list[dict], anchor: dict | None) -> float | None:
+    """The constant that puts the anchor model at its rating in ``rows``, or None when it has no finite
+    rating there (or no anchor is set)."""
+    if anchor is None:
+        return None
+    for row in rows:
+        if row.get("model") == anchor["model"]:
+            rating = row.get("rating")
+            if isinstance(rating, int | float) and math.isfinite(rating):
+                return anchor["rating"] - float(rating)
+            return None
+    return None
+
+
+def rows_shifted(rows: list[dict], shift: float) -> list[dict]:
+    """``rows`` with rating and interval bounds moved by ``shift`` (an open bound, None, stays open)."""
+    out = []
+    for row in rows:
+        row = dict(row)
+        for key in RATING_KEYS:
+            if isinstance(row.get(key), int | float):
+                row[key] = float(row[key]) + shift
+        out.append(row)
+    return out
+
+
+def _same(a: dict | None, b: dict | None) -> bool:
+    key = lambda x: None if not x or not x.get("model") else (x["model"], float(x.get("rating") or 0.0))  # noqa: E731
+    return key(a) == key(b)
+
+
+def anchor_record(rows: list[dict], anchor: dict | None, previous: dict | None) -> tuple[list[dict], dict, list[str]]:
+    """``(rows, settings["anchor"], notes)`` for one snapshot: ``rows`` anchored where the anchor model has a
+    rating, else as fitted (centred); ``previous`` is the last refit's ``settings["anchor"]`` (None: none)."""
+    notes: list[str] = []
+    shift = anchor_shift(rows, anchor)
+    if anchor is None:
+        record = {"model": None, "rating": None, "applied": False, "shift": 0.0}
+    else:
+        record = {**anchor, "applied": shift is not None, "shift": shift or 0.0}
+        if shift is None:
+            notes.append(
+                f"Ratings are centred on a mean of 1000, not anchored: the anchor model {anchor['model']} "
+                f"has no rating here yet (no votes); from its first votes it is held at {anchor['rating']:g}."
+            )
+        else:
+            rows = rows_shifted(rows, shift)
+    if previous is not None and not _same(previous, record):
+        record["changed_from"] = {"model": previous.get("model"), "rating": previous.get("rating")}
+        was = "centred (no anchor)" if not previous.get("model") else f"{previous['model']} at {previous.get('rating'):g}"
+        now = "centred (no anchor)" if anchor is None else f"{anchor['model']} at {anchor['rating']:g}"
+        notes.append(f"The scale's anchor changed with this refit: was {was}, now {now}; earlier numbers are on the old scale.")
+    return rows, record, notes
