@@ -2,7 +2,11 @@
 
     python -m evalcore run --model hf --model-args path=DIR,dtype=float32 --tasks mmlu,gsm8k \
         [--include-path DIR] [--trust-task-code] [--num-fewshot N] [--limit N] [--batch-size auto|N] [--seed S] \
-        [--output-dir DIR] [--log-samples] [--cache FILE]
+        [--output-dir DIR] [--log-samples] [--cache FILE] [--predict-only] \
+        [--apply-chat-template] [--system-instruction TEXT] [--fewshot-as-multiturn] [--gen-kwargs K=V,...]
+
+A chat endpoint: ``--model openai-chat --model-args base_url=http://HOST:PORT/v1,concurrency=8``
+(the harness's ``local-chat-completions``; the chat template is the endpoint's).
 """
 
 from __future__ import annotations
@@ -12,39 +16,85 @@ import sys
 from evalcore.cli import CliError, check_option, task_names
 from evalcore.engine import TaskIndex, evaluate, write_run
 from evalcore.engine.cache import CachedBackend, RequestCache
+from evalcore.engine.chat import parse_gen_kwargs
 from evalcore.engine.results import read_results, run_to_dict
 from evalcore.models import load_backend, parse_model_args
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("run", help="run benchmark tasks on a model")
-    parser.add_argument("--model", required=True, help="backend name: hf, vllm or openai")
-    parser.add_argument("--model-args", default="", help="comma-separated key=value, e.g. path=DIR,dtype=float32")
-    parser.add_argument("--tasks", required=True, help="comma-separated task, group or tag names")
-    parser.add_argument("--include-path", action="append", default=[], metavar="DIR", help="folder of extra task YAML files")
     parser.add_argument(
-        "--trust-task-code", action="store_true",
+        "--model", required=True, help="backend name: hf, vllm, openai (completions) or openai-chat"
+    )
+    parser.add_argument(
+        "--model-args", default="", help="comma-separated key=value, e.g. path=DIR,dtype=float32"
+    )
+    parser.add_argument("--tasks", required=True, help="comma-separated task, group or tag names")
+    parser.add_argument(
+        "--include-path", action="append", default=[], metavar="DIR", help="folder of extra task YAML files"
+    )
+    parser.add_argument(
+        "--trust-task-code",
+        action="store_true",
         help="run Python code (!function) beside task files under --include-path, as the harness does; "
         "only for folders you trust (bundled tasks are always trusted)",
     )
     parser.add_argument("--num-fewshot", type=int, default=None, help="override every task's num_fewshot")
-    parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N documents of each task")
+    parser.add_argument(
+        "--limit", type=int, default=None, help="evaluate only the first N documents of each task"
+    )
     parser.add_argument("--batch-size", default=None, help="'auto' or a number of rows per forward pass")
     parser.add_argument("--seed", type=int, default=0, help="seed for sampling and bootstrap intervals")
-    parser.add_argument("--fewshot-seed", type=int, default=1234, help="seed of the random few-shot sampler (harness default 1234)")
+    parser.add_argument(
+        "--fewshot-seed",
+        type=int,
+        default=1234,
+        help="seed of the random few-shot sampler (harness default 1234)",
+    )
     parser.add_argument("--output-dir", default=None, help="write results.json (and samples) here")
-    parser.add_argument("--log-samples", action="store_true", help="write samples_<task>.jsonl, one line per document")
-    parser.add_argument("--cache", default=None, metavar="FILE", help="SQLite request cache; an interrupted run resumes from it")
+    parser.add_argument(
+        "--log-samples", action="store_true", help="write samples_<task>.jsonl, one line per document"
+    )
+    parser.add_argument(
+        "--cache",
+        default=None,
+        metavar="FILE",
+        help="SQLite request cache; an interrupted run resumes from it",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     parser.add_argument(
-        "--apply-chat-template", action="store_true",
-        help="render each prompt as one user message with the model's chat template (as the harness does)",
+        "--apply-chat-template",
+        action="store_true",
+        help="render each prompt as a conversation with the model's chat template (as the harness does); "
+        "implied for generation tasks on openai-chat, whose endpoint applies its template",
     )
+    parser.add_argument(
+        "--system-instruction",
+        default=None,
+        metavar="TEXT",
+        help="a system message before the task's description (plain prompts: the text goes first)",
+    )
+    parser.add_argument(
+        "--fewshot-as-multiturn",
+        action="store_true",
+        help="few-shot examples as alternating user/assistant turns (default: one user message)",
+    )
+    parser.add_argument(
+        "--gen-kwargs",
+        default=None,
+        metavar="K=V,...",
+        help="override generation settings: temperature, top_p, max_gen_toks (max_tokens), until "
+        "(stop), do_sample; key=value pairs or a JSON object (for stop lists and newlines)",
+    )
+    parser.add_argument("--predict-only", action="store_true",
+                        help="generate and store samples without scoring (implies --log-samples); "
+                        "score later with python -m evalcore rescore")  # fmt: skip
     parser.set_defaults(func=run)
 
 
 def run(args) -> int:
-
+    if args.predict_only and not args.output_dir:
+        raise CliError("--predict-only needs --output-dir (the samples are what it produces)")
     if args.log_samples and not args.output_dir:
         raise CliError("--log-samples needs --output-dir")
     # Every option is checked before the task files are read and the model loads (minutes on a big one).
@@ -53,6 +103,15 @@ def run(args) -> int:
     check_option(args.seed, "--seed", minimum=0)
     check_option(args.fewshot_seed, "--fewshot-seed", minimum=0)
     names = task_names(args.tasks)
+    try:
+        gen_kwargs = parse_gen_kwargs(args.gen_kwargs)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if args.system_instruction is not None and not args.system_instruction.strip():
+        raise CliError("--system-instruction is empty")
+    chat_backend = args.model == "openai-chat"
+    if args.fewshot_as_multiturn and not (args.apply_chat_template or chat_backend):
+        raise CliError("--fewshot-as-multiturn needs --apply-chat-template (or --model openai-chat)")
     model_args = parse_model_args(args.model_args)
     if args.batch_size is not None:
         model_args["batch_size"] = batch_size(args.batch_size)
@@ -72,10 +131,18 @@ def run(args) -> int:
         fewshot_seed=args.fewshot_seed,
         progress=not args.no_progress,
         apply_chat_template=args.apply_chat_template,
+        system_instruction=args.system_instruction,
+        fewshot_as_multiturn=args.fewshot_as_multiturn,
+        gen_kwargs=gen_kwargs,
+        predict_only=args.predict_only,
     )
     if args.output_dir:
-        path = write_run(result, args.output_dir, log_samples=args.log_samples)
+        path = write_run(result, args.output_dir, log_samples=args.log_samples or args.predict_only)
         print(f"results written to {path}", file=sys.stderr)
+    if args.predict_only:
+        print(f"predict-only: samples written, not scored; score them with python -m evalcore rescore "
+              f"{args.output_dir}/samples_<task>.jsonl --task <task>", file=sys.stderr)  # fmt: skip
+        return 0
     print_table(read_results(run_to_dict(result)))
     return 0
 

@@ -36,12 +36,17 @@ class RequestCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(str(self.path))
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, kind TEXT, value TEXT NOT NULL)")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, kind TEXT, value TEXT NOT NULL)"
+        )
         self.db.commit()
 
     @staticmethod
     def key(model_key: str, kind: str, request) -> str:
-        payload = json.dumps([model_key, kind, dataclasses.asdict(request)], sort_keys=True)
+        fields = dataclasses.asdict(request)
+        if "messages" in fields and not fields["messages"]:
+            del fields["messages"]  # text-only requests keep the keys they had before messages existed
+        payload = json.dumps([model_key, kind, fields], sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()
 
     def get_many(self, keys: list[str]) -> dict[str, str]:
@@ -49,12 +54,17 @@ class RequestCache:
         for start in range(0, len(keys), 500):
             part = keys[start : start + 500]
             marks = ",".join("?" * len(part))
-            for key, value in self.db.execute(f"SELECT key, value FROM responses WHERE key IN ({marks})", part):
+            for key, value in self.db.execute(
+                f"SELECT key, value FROM responses WHERE key IN ({marks})", part
+            ):
                 found[key] = value
         return found
 
     def put_many(self, kind: str, items: list[tuple[str, str]]) -> None:
-        self.db.executemany("INSERT OR REPLACE INTO responses (key, kind, value) VALUES (?, ?, ?)", [(k, kind, v) for k, v in items])
+        self.db.executemany(
+            "INSERT OR REPLACE INTO responses (key, kind, value) VALUES (?, ?, ?)",
+            [(k, kind, v) for k, v in items],
+        )
         self.db.commit()
 
     def close(self) -> None:
@@ -87,8 +97,9 @@ class CachedBackend(Backend):
         if progress is not None and len(requests) > len(missing):
             progress(len(requests) - len(missing))
         method = getattr(self.inner, kind)
-        for start in range(0, len(missing), CHUNK):
-            chunk = missing[start : start + CHUNK]
+        size = int(getattr(self.inner, "cache_chunk", CHUNK))  # an endpoint answers one by one: commit often
+        for start in range(0, len(missing), size):
+            chunk = missing[start : start + size]
             answers = method([requests[i] for i in chunk], progress=progress)
             rows = []
             for i, answer in zip(chunk, answers):
@@ -111,3 +122,11 @@ class CachedBackend(Backend):
 
     def chat_context(self, messages) -> str:
         return self.inner.chat_context(messages)
+
+    @property
+    def sends_messages(self) -> bool:
+        return bool(getattr(self.inner, "sends_messages", False))
+
+    @property
+    def scores_loglikelihood(self) -> bool:
+        return bool(getattr(self.inner, "scores_loglikelihood", True))

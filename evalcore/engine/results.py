@@ -24,7 +24,7 @@ import evalcore
 from evalcore.engine.runner import RunResult
 
 SAMPLE_FIELDS = (
-    "doc_id", "doc", "prompt", "target", "fewshot_ids", "choices", "choice_logprobs", "choice_is_greedy",
+    "doc_id", "doc", "prompt", "messages", "target", "fewshot_ids", "choices", "choice_logprobs", "choice_is_greedy",
     "unconditional_logprobs", "logprob", "is_greedy", "num_tokens", "words", "bytes", "responses",
     "finish_reasons", "filtered", "metrics", "contexts", "continuation", "tampering",
 )  # fmt: skip

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from dataclasses import dataclass, field
@@ -20,6 +21,14 @@ from dataclasses import dataclass, field
 from tqdm import tqdm
 
 from evalcore.engine import metrics as m
+from evalcore.engine.chat import (
+    ChatOptions,
+    as_messages,
+    as_text,
+    conversation,
+    effective_generation_kwargs,
+    parse_gen_kwargs,
+)
 from evalcore.engine.config import GroupConfig, TaskConfig
 from evalcore.engine.data import evaluation_docs, load_splits, split_docs
 from evalcore.engine.prompts import FewshotSampler, Prompter
@@ -73,13 +82,17 @@ def fewshot_pool(config: TaskConfig, splits: dict[str, list[dict]]) -> tuple[str
 
 
 def build_records(config: TaskConfig, *, num_fewshot: int | None, limit: int | None, seed: int, fewshot_seed: int,
-                  chat=None) -> list[dict]:  # fmt: skip
+                  chat=None, options: ChatOptions | None = None) -> list[dict]:  # fmt: skip
     """One record per evaluated document: id, document, prompt, target, few-shot ids, choices.
 
-    ``chat``, when given, renders the whole few-shot prompt as one user message with the model's chat
-    template (as lm-evaluation-harness does with ``--apply_chat_template``); the record's prompt is then
-    the rendered text, exactly what the model reads.
+    With ``options.apply_chat_template`` the prompt is a conversation (:mod:`evalcore.engine.chat`):
+    the record keeps its ``messages`` and its ``prompt`` is ``chat(messages)``, the text the model
+    reads (the model's chat template; for a backend that sends messages, their JSON). A system
+    instruction without the template goes first in the plain prompt. ``chat`` alone (older callers)
+    means the template with a single user turn.
     """
+    if options is None:
+        options = ChatOptions(apply_chat_template=chat is not None)
     if config.get("process_docs") is not None:
         # Task code may draw from Python's global random (gpqa shuffles its answers): seed it as the
         # harness does (random.seed(random_seed), default 0) so the same documents come out.
@@ -106,37 +119,58 @@ def build_records(config: TaskConfig, *, num_fewshot: int | None, limit: int | N
         if not isinstance(doc, dict):
             raise ValueError(f"task {config.task!r}: document {doc_id} is not a mapping")
         fewshot_ids = sampler.sample(shots, doc)
-        records.append(_record(config, prompter, doc_id, doc, [pool[i] for i in fewshot_ids], fewshot_ids, chat))
+        records.append(_record(config, prompter, doc_id, doc, [pool[i] for i in fewshot_ids], fewshot_ids,
+                               _prompt_maker(prompter, options, chat)))  # fmt: skip
     return records
 
 
+def _prompt_maker(prompter: Prompter, options: ChatOptions, chat):
+    """``make(doc, shots, text=None) -> (prompt, messages or None)`` for one task's documents."""
+    if options.plain:
+        return lambda doc, shots, text=None: (prompter.context(doc, shots, text=text), None)
+
+    def make(doc, shots, text=None):
+        turns = conversation(prompter, doc, shots, system_instruction=options.system_instruction, text=text)
+        if not options.apply_chat_template:
+            return as_text(turns), None
+        messages = as_messages(turns, multiturn=options.fewshot_as_multiturn)
+        return chat(messages), messages
+
+    return make
+
+
 def _record(config: TaskConfig, prompter: Prompter, doc_id: int, doc: dict, shots: list[dict], fewshot_ids: list[int],
-            chat) -> dict:  # fmt: skip
-    wrap = (lambda text: chat([{"role": "user", "content": text}])) if chat is not None else (lambda text: text)
+            make) -> dict:  # fmt: skip
     record = {"doc_id": doc_id, "doc": doc, "fewshot_ids": fewshot_ids}
     if config.output_type == "multiple_choice" and prompter.is_multiple_input(doc):
         # Winogrande style: one context per choice, the target is the shared continuation.
         choices = prompter.choices(doc)
-        record["contexts"] = [wrap(prompter.context(doc, shots, text=choice)) for choice in choices]
+        made = [make(doc, shots, text=choice) for choice in choices]
+        record["contexts"] = [prompt for prompt, _ in made]
         record["prompt"] = record["contexts"][0]
+        if made[0][1] is not None:
+            record["messages"] = made[0][1]
         record["choices"] = choices
         record["continuation"] = str(prompter.target(doc))
         record["target"] = prompter.text(doc)
         return record
-    record["prompt"] = wrap(prompter.context(doc, shots))
+    record["prompt"], messages = make(doc, shots)
+    if messages is not None:
+        record["messages"] = messages
     if config.output_type == "multiple_choice":
         record["choices"] = prompter.choices(doc)
     record["target"] = prompter.target(doc)
     return record
 
 
-def _generation_request(config: TaskConfig, prompt: str, seed: int) -> GenerationRequest:
-    kwargs = dict(config.generation_kwargs)
+def _generation_request(config: TaskConfig, record: dict, seed: int, gen_kwargs: dict) -> GenerationRequest:
+    kwargs = effective_generation_kwargs(config.generation_kwargs, gen_kwargs)
     until = kwargs.get("until", [config.get("fewshot_delimiter", "\n\n")])
     until = (until,) if isinstance(until, str) else tuple(until)
     temperature = float(kwargs.get("temperature", 0.0))
     return GenerationRequest(
-        context=prompt,
+        context=record["prompt"],
+        messages=tuple((m["role"], m["content"]) for m in record.get("messages") or ()),
         until=until,
         max_gen_toks=int(kwargs.get("max_gen_toks", kwargs.get("max_new_tokens", 256))),
         do_sample=bool(kwargs.get("do_sample", False)) and temperature > 0,
@@ -147,7 +181,7 @@ def _generation_request(config: TaskConfig, prompt: str, seed: int) -> Generatio
 
 
 def run_requests(backend: Backend, config: TaskConfig, records: list[dict], *, seed: int, progress=None,
-                 apply_chat_template: bool = False) -> None:  # fmt: skip
+                 apply_chat_template: bool = False, gen_kwargs: dict | None = None) -> None:  # fmt: skip
     """Ask the model and store raw responses in the records (in place).
 
     With a chat template the answer follows the assistant's turn directly, so the target delimiter is
@@ -161,9 +195,14 @@ def run_requests(backend: Backend, config: TaskConfig, records: list[dict], *, s
         for record in records:
             start = len(requests)
             if "contexts" in record:
-                requests += [LoglikelihoodRequest(c, f"{delimiter}{record['continuation']}") for c in record["contexts"]]
+                requests += [
+                    LoglikelihoodRequest(c, f"{delimiter}{record['continuation']}")
+                    for c in record["contexts"]
+                ]
             else:
-                requests += [LoglikelihoodRequest(record["prompt"], f"{delimiter}{c}") for c in record["choices"]]
+                requests += [
+                    LoglikelihoodRequest(record["prompt"], f"{delimiter}{c}") for c in record["choices"]
+                ]
             if wants_mi:
                 requests += [LoglikelihoodRequest("", f"{delimiter}{c}") for c in record["choices"]]
             spans.append(start)
@@ -175,22 +214,34 @@ def run_requests(backend: Backend, config: TaskConfig, records: list[dict], *, s
             if wants_mi:
                 record["unconditional_logprobs"] = [a.logprob for a in answers[start + k : start + 2 * k]]
     elif kind == "loglikelihood":
-        answers = backend.loglikelihood([LoglikelihoodRequest(r["prompt"], str(r["target"])) for r in records], progress=progress)
+        answers = backend.loglikelihood(
+            [LoglikelihoodRequest(r["prompt"], str(r["target"])) for r in records], progress=progress
+        )
         for record, answer in zip(records, answers):
             record["logprob"], record["is_greedy"] = answer.logprob, answer.is_greedy
     elif kind == "loglikelihood_rolling":
         window = config.get("rolling_window") or {}
         answers = backend.loglikelihood_rolling(
-            [RollingRequest(str(r["target"]), window.get("max_length"), window.get("stride")) for r in records],
+            [
+                RollingRequest(str(r["target"]), window.get("max_length"), window.get("stride"))
+                for r in records
+            ],
             progress=progress,
         )
         for record, answer in zip(records, answers):
             text = str(record["target"])
-            record.update(logprob=answer.logprob, num_tokens=answer.num_tokens, words=len(text.split()), bytes=len(text.encode("utf-8")))
+            record.update(
+                logprob=answer.logprob,
+                num_tokens=answer.num_tokens,
+                words=len(text.split()),
+                bytes=len(text.encode("utf-8")),
+            )
     else:
         repeats = config.get("repeats", 1)
         requests = [
-            _generation_request(config, r["prompt"], seed + 1000 * r["doc_id"] + k) for r in records for k in range(repeats)
+            _generation_request(config, r, seed + 1000 * r["doc_id"] + k, gen_kwargs or {})
+            for r in records
+            for k in range(repeats)
         ]
         answers = backend.generate_until(requests, progress=progress)
         for i, record in enumerate(records):
@@ -206,25 +257,53 @@ def _progress_bar(task: str, total: int, enabled: bool):
     return bar.update, bar.close
 
 
+def _json_messages(messages: list[dict]) -> str:
+    return json.dumps(
+        messages, ensure_ascii=False
+    )  # the prompt a chat endpoint gets (the harness logs the same)
+
+
 def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, limit=None, seed=0,
-                  fewshot_seed=DEFAULT_FEWSHOT_SEED, progress: bool = False,
-                  apply_chat_template: bool = False) -> TaskResult:  # fmt: skip
+                  fewshot_seed=DEFAULT_FEWSHOT_SEED, progress: bool = False, apply_chat_template: bool = False,
+                  system_instruction: str | None = None, fewshot_as_multiturn: bool = False,
+                  gen_kwargs: dict | None = None, predict_only: bool = False) -> TaskResult:  # fmt: skip
+    """One task on ``backend``. ``gen_kwargs`` (checked by :func:`evalcore.engine.chat.parse_gen_kwargs`)
+    override the task's generation settings; ``predict_only`` keeps the responses unscored (``metrics``
+    empty; ``evalcore rescore`` scores the samples later). A backend that sends chat messages
+    (``openai-chat``) gets generation prompts as conversations, the endpoint applying the template."""
     started = time.perf_counter()
-    jail = require_referee() if runs_programs(config) else None  # fail before asking the model anything
-    chat = backend.chat_context if apply_chat_template else None
+    scoring = not predict_only
+    jail = (
+        require_referee() if scoring and runs_programs(config) else None
+    )  # fail before asking the model anything
+    sends_messages = (
+        bool(getattr(backend, "sends_messages", False)) and config.output_type == "generate_until"
+    )
+    template = apply_chat_template or sends_messages
+    options = ChatOptions(template, system_instruction or None, fewshot_as_multiturn and template)
+    chat = _json_messages if sends_messages else backend.chat_context
+    gen_kwargs = dict(gen_kwargs or {})
     records = build_records(
-        config, num_fewshot=num_fewshot, limit=limit, seed=seed, fewshot_seed=fewshot_seed, chat=chat
+        config,
+        num_fewshot=num_fewshot,
+        limit=limit,
+        seed=seed,
+        fewshot_seed=fewshot_seed,
+        chat=chat,
+        options=options,
     )
     per_doc = {"multiple_choice": None, "generate_until": config.get("repeats", 1)}.get(config.output_type, 1)
     total = sum(len(r["choices"]) for r in records) if per_doc is None else per_doc * len(records)
     update, close = _progress_bar(config.task, total, progress)
     try:
-        run_requests(backend, config, records, seed=seed, progress=update, apply_chat_template=apply_chat_template)
+        run_requests(backend, config, records, seed=seed, progress=update, apply_chat_template=template,
+                     gen_kwargs=gen_kwargs)  # fmt: skip
     finally:
         close()
-    scored = score_records(config, records)
-    metrics = aggregate(config, scored, seed=seed)
+    scored = score_records(config, records) if scoring else records
+    metrics = aggregate(config, scored, seed=seed) if scoring else {}
     first = scored[0]
+    generation = config.output_type == "generate_until"
     protocol = {
         "task": config.task,
         "version": config.version,
@@ -237,8 +316,18 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
         "fewshot_seed": fewshot_seed,
         "fewshot_doc_ids_first_doc": first["fewshot_ids"],
         "first_prompt": first["prompt"],
-        "apply_chat_template": apply_chat_template,
-        "decoding": dict(config.generation_kwargs) if config.output_type == "generate_until" else None,
+        "apply_chat_template": template,
+        "chat": {
+            "template": ("applied by the endpoint" if sends_messages else "the model's tokenizer")
+            if template
+            else None,
+            "system_instruction": options.system_instruction,
+            "fewshot_as_multiturn": options.fewshot_as_multiturn,
+            "first_messages": first.get("messages"),
+        },
+        "gen_kwargs": gen_kwargs if generation else {},
+        "decoding": effective_generation_kwargs(config.generation_kwargs, gen_kwargs) if generation else None,
+        "predict_only": predict_only,
         "n_docs": len(scored),
         "limit": limit,
         "wall_time_s": round(time.perf_counter() - started, 3),
@@ -251,22 +340,42 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
 
 def evaluate(backend: Backend, tasks: list[TaskConfig], *, groups: list[GroupConfig] = (), index=None,
              num_fewshot: int | None = None, limit: int | None = None, seed: int = 0,
-             fewshot_seed: int = DEFAULT_FEWSHOT_SEED, progress: bool = False,
-             apply_chat_template: bool = False) -> RunResult:  # fmt: skip
-    """Run ``tasks`` on ``backend`` and aggregate ``groups``; raises on any task failure."""
+             fewshot_seed: int = DEFAULT_FEWSHOT_SEED, progress: bool = False, apply_chat_template: bool = False,
+             system_instruction: str | None = None, fewshot_as_multiturn: bool = False, gen_kwargs=None,
+             predict_only: bool = False) -> RunResult:  # fmt: skip
+    """Run ``tasks`` on ``backend`` and aggregate ``groups``; raises on any task failure.
+
+    The chat options, ``gen_kwargs`` (a dict or ``--gen-kwargs`` text) and ``predict_only`` are
+    :func:`evaluate_task`'s; every option is checked before the first request is sent.
+    """
     if not tasks:
         raise ValueError("no tasks to run")
+    gen_kwargs = parse_gen_kwargs(gen_kwargs)
+    sends_messages = bool(getattr(backend, "sends_messages", False))
+    ChatOptions(
+        apply_chat_template or sends_messages, system_instruction, fewshot_as_multiturn
+    )  # checks them
+    if not getattr(backend, "scores_loglikelihood", True):
+        refused = [c.task for c in tasks if c.output_type != "generate_until"]
+        if refused:
+            raise ValueError(
+                f"tasks {refused} score log-likelihoods, which a chat-completions endpoint does not give "
+                f"(lm-evaluation-harness refuses them too): run them with the openai backend (completions) "
+                f"against a server that returns prompt log-probabilities, or pass completions_logprobs=true "
+                f"if this endpoint also serves /completions with echo and logprobs"
+            )
     started = time.perf_counter()
     results = {}
     for config in tasks:
         results[config.task] = evaluate_task(
             backend, config, num_fewshot=num_fewshot, limit=limit, seed=seed, fewshot_seed=fewshot_seed,
-            progress=progress, apply_chat_template=apply_chat_template,
+            progress=progress, apply_chat_template=apply_chat_template, system_instruction=system_instruction,
+            fewshot_as_multiturn=fewshot_as_multiturn, gen_kwargs=gen_kwargs, predict_only=predict_only,
         )  # fmt: skip
     group_results = {}
     for group in groups:
         members = index.group_members(group) if index is not None else list(group.tasks)
-        parts = [results[name] for name in members if name in results]
+        parts = [results[name] for name in members if name in results and not predict_only]
         aggregates = group.aggregate or ({"metric": "acc", "weight_by_size": True},)
         values = {}
         for item in aggregates:
@@ -277,10 +386,15 @@ def evaluate(backend: Backend, tasks: list[TaskConfig], *, groups: list[GroupCon
             metric = metric_key(metric, filter_name)
             available = [p.metrics[metric] for p in parts if metric in p.metrics]
             if available:
-                values[metric] = m.group_value(available, weight_by_size=bool(item.get("weight_by_size", True)))
+                values[metric] = m.group_value(
+                    available, weight_by_size=bool(item.get("weight_by_size", True))
+                )
         group_results[group.group] = values
     settings = {
         "num_fewshot": num_fewshot, "limit": limit, "seed": seed, "fewshot_seed": fewshot_seed,
-        "apply_chat_template": apply_chat_template,
+        "apply_chat_template": apply_chat_template, "system_instruction": system_instruction,
+        "fewshot_as_multiturn": fewshot_as_multiturn, "gen_kwargs": gen_kwargs, "predict_only": predict_only,
     }  # fmt: skip
-    return RunResult(results, group_results, backend.identity.as_dict(), settings, round(time.perf_counter() - started, 3))
+    return RunResult(
+        results, group_results, backend.identity.as_dict(), settings, round(time.perf_counter() - started, 3)
+    )

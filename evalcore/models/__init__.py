@@ -31,6 +31,7 @@ BACKENDS: dict[str, str] = {
     "hf": "evalcore.models.hf:HFBackend",
     "vllm": "evalcore.models.vllm_backend:VLLMBackend",
     "openai": "evalcore.models.openai_backend:OpenAIBackend",
+    "openai-chat": "evalcore.models.openai_chat:OpenAIChatBackend",
 }
 
 __all__ = [

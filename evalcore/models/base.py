@@ -65,6 +65,8 @@ class GenerationRequest:
 
     ``until`` are stop strings applied on the decoded text; the returned text ends before the
     first of them. ``seed`` makes sampling reproducible per request, whatever the batch.
+    ``messages`` ((role, content) pairs) is the same prompt as a chat conversation, for backends
+    that send conversations rather than text (``openai-chat``); the others read ``context``.
     """
 
     context: str
@@ -74,6 +76,7 @@ class GenerationRequest:
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int = 0
+    messages: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

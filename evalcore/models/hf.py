@@ -267,10 +267,13 @@ class HFBackend(Backend):
         yield from stream_tokens(self, ids, params)
 
     def chat_context(self, messages) -> str:
-        """The conversation rendered with the model's chat template, ending with the assistant's turn."""
+        """The conversation rendered with the model's chat template, ending with the assistant's turn
+        (a final assistant message, a task's ``gen_prefix``, is continued rather than closed)."""
         messages = validate_messages(messages)
         if not getattr(self.tokenizer, "chat_template", None):
             raise ValueError("this model's tokenizer has no chat template (tokenizer_config.json chat_template)")
+        if messages[-1]["role"] == "assistant":
+            return self.tokenizer.apply_chat_template(messages, tokenize=False, continue_final_message=True)
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     def chat_prompt_ids(self, messages: list[dict]) -> list[int]:
