@@ -21,6 +21,8 @@ import uuid
 from urllib.parse import urlencode
 
 from django.http import HttpResponsePermanentRedirect, HttpResponseRedirect
+from django.urls import converters, register_converter, reverse
+from django.views.decorators.csrf import csrf_exempt
 
 SUBMISSION_ID = r"[A-Za-z0-9_-]{22}"
 BATTLE_ID = r"[0-9a-f]{32}"
@@ -113,9 +115,6 @@ def legacy_route(url_name: str):
     """A view for an earlier URL that named the object by another id: it redirects (:func:`moved`) to
     ``url_name`` with the same keyword arguments, which the canonical converter writes in the public
     form. It checks nothing itself (the target does), so it needs no CSRF token."""
-    from django.urls import reverse
-    from django.views.decorators.csrf import csrf_exempt
-
     @csrf_exempt
     def view(request, **kwargs):
         return moved(request, reverse(url_name, kwargs=kwargs))
@@ -126,8 +125,6 @@ def legacy_route(url_name: str):
 
 def register_converters() -> None:
     """Register ``battleid``, ``anybattleid``, ``pubid`` and ``rowid`` once (URL tables call it)."""
-    from django.urls import converters, register_converter
-
     have = converters.get_converters()
     for name, converter in (("battleid", BattleIdConverter), ("anybattleid", AnyBattleIdConverter),
                             ("pubid", SubmissionIdConverter), ("rowid", RowIdConverter)):  # fmt: skip
