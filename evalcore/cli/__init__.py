@@ -24,6 +24,7 @@ SUBCOMMAND_MODULES = (
     "evalcore.cli.rescore",
     "evalcore.cli.serve",
     "evalcore.cli.judge",
+    "evalcore.cli.categorize",
     "evalcore.cli.contamination",
 )
 
