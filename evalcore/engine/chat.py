@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass
 
 from evalcore.engine.prompts import Prompter
+from evalcore.models import parse_model_args
 
 
 @dataclass(frozen=True)
@@ -174,9 +175,7 @@ def _parse_text(text: str) -> dict:
         if not isinstance(value, dict):
             raise ValueError('--gen-kwargs JSON must be an object such as {"temperature": 0.7}')
         return value
-    from evalcore.models import parse_model_args  # the same key=value rules as --model-args
-
-    try:
+    try:  # the same key=value rules as --model-args
         return parse_model_args(text)
     except ValueError as exc:
         raise ValueError(
