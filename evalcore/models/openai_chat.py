@@ -77,8 +77,9 @@ class OpenAIChatBackend(OpenAIBackend):
 
     @property
     def cache_chunk(self) -> int:
-        """Answers committed to a request cache at a time: a failure mid-run loses at most these."""
-        return 4 * self.concurrency
+        """Answers committed to a request cache at a time (the requests in flight together): an endpoint
+        failing mid-run loses none that it answered, and a rerun resumes after them."""
+        return self.concurrency
 
     @property
     def identity(self) -> ModelIdentity:
