@@ -22,7 +22,7 @@ from django.core.cache import cache
 from django.db import transaction
 
 from workers.celery import app
-from workers.queues import DEFAULT, generation_queue
+from workers.queues import DEFAULT, JUDGE, generation_queue
 
 if TYPE_CHECKING:
     from arena.models import Turn
@@ -33,6 +33,7 @@ BATTLE_GENERATE = "arena.tasks.battle_generate"
 RATINGS_REFIT = "arena.tasks.ratings_refit"
 RATINGS_LIVE = "arena.tasks.ratings_live"
 RELEASE_BUILD = "arena.tasks.release_build"
+CATEGORIES_TAG = "arena.tasks.categories_tag"
 SIDES = ("a", "b")
 
 
@@ -130,3 +131,25 @@ def ratings_live_followup() -> None:
 def release_enqueue() -> None:
     """A data release (arena.services.releases.release_build), once the caller's transaction commits."""
     transaction.on_commit(lambda: send(RELEASE_BUILD, queue=DEFAULT))
+
+
+# Prompt categories (docs/categories.md): the first vote of a window adds this key and enqueues
+# categories_tag on the judge queue after ARENA_CATEGORY_DEBOUNCE_S, so the votes of the window are tagged
+# in one batch; the task sends itself again while votes wait, and beat catches up after a lost task.
+CATEGORIES_PENDING_KEY = "arena:categories_tag:pending"
+
+
+def categories_tag_schedule(*, countdown: float | None = None) -> bool:
+    """Enqueue a debounced tagging run when a tagger is configured; True when enqueued. Never raises (the
+    votes are committed; beat's run catches up)."""
+    if not getattr(settings, "ARENA_CATEGORY_TAGGER", None):
+        return False
+    delay = float(getattr(settings, "ARENA_CATEGORY_DEBOUNCE_S", 10)) if countdown is None else countdown
+    try:
+        if countdown is None and not cache.add(CATEGORIES_PENDING_KEY, 1, timeout=max(int(delay) - 1, 1)):
+            return False
+        send(CATEGORIES_TAG, queue=JUDGE, countdown=delay or None)
+    except Exception:
+        log.exception("could not schedule prompt tagging; the periodic run will catch up")
+        return False
+    return True

@@ -340,3 +340,7 @@ class DataRelease(models.Model):
 
     def __str__(self) -> str:
         return f"release {self.version}"
+
+
+# Prompt categories tagged by a model (their tables live in arena.models_categories; Django finds them here).
+from arena.models_categories import PromptTag, TagReview, VoteCategorization  # noqa: E402, F401

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 import numpy as np
 from django.db import transaction
 
-from arena import live, selectors, vote_filters
+from arena import live, selectors, selectors_categories, vote_filters
 from arena.models import RatingSnapshot
 from arena.ratings_anchor import anchor_configured, anchor_record
 from arena.ratings_draft import category_battles, snapshots_draft
@@ -106,7 +106,11 @@ def snapshots_compute(
     votes, integrity = live.refit_votes_read(percentile)
     phases["read"] = time.monotonic() - mark
     mark = time.monotonic()
-    drafts = snapshots_draft(votes, **params, elo_states=states, style_starts=starts)
+    tagged, made_by = selectors_categories.tag_masks(votes)
+    drafts = snapshots_draft(votes, **params, elo_states=states, style_starts=starts, tagged=tagged)
+    for d in drafts:
+        if d.category in made_by:  # the tagger and protocol version behind a tagged category
+            d.settings["tags"] = made_by[d.category]
     drafts_anchor(drafts)
     phases["fit"] = time.monotonic() - mark
     return votes, drafts, integrity
@@ -183,6 +187,7 @@ def snapshots_refit(
         raise ValueError("min_votes and min_category_votes must be at least 1")
     started = time.monotonic()
     fingerprint = f"{selectors.votes_counted_fingerprint()}:{rounds}:{seed}:{elo_orders}:{style_budget}:{provisional_votes}"
+    fingerprint += f":{selectors_categories.tags_fingerprint()}"
     fingerprint += f":{duplicate_percentile:g}:{vote_filters.excluded_fingerprint()}:{anchor_configured()}"
     latest = selectors.snapshot_latest("bt", "overall")
     if (

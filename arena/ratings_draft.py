@@ -10,7 +10,8 @@ Categories
     prompt of at least :data:`LONG_PROMPT_TOKENS` tokens, LMArena's "longer query" threshold); ``no_ties``
     (every vote but ties and both-bad votes: LMArena's view "without ties").
     ``overall``, ``multi_turn``, ``long_prompt`` and ``no_ties`` are always written, empty with a note while
-    they have too few votes; a language appears once it has enough.
+    they have too few votes; a language appears once it has enough. Tagged categories (``hard_prompt``,
+    ``coding``, ...: votes whose first prompt a tagger model put there, docs/categories.md) appear the same way.
 """
 
 from __future__ import annotations
@@ -40,8 +41,11 @@ TIE_CODE = 2  # evalcore's outcome codes: 0 model_a won, 1 model_b won, 2 tie, 3
 FIT_WORKERS = min(4, os.cpu_count() or 1)  # fits run side by side in forked processes (common.forkjobs)
 
 
-def categories_of(votes: selectors.VoteColumns, min_category_votes: int) -> dict[str, np.ndarray]:
-    """Each category's votes as a mask over ``votes`` (see the module docstring)."""
+def categories_of(
+    votes: selectors.VoteColumns, min_category_votes: int, tagged: dict[str, np.ndarray] | None = None
+) -> dict[str, np.ndarray]:
+    """Each category's votes as a mask over ``votes`` (see the module docstring); ``tagged``: the tagged
+    categories' masks (:func:`arena.selectors_categories.tag_masks`), each kept once it has enough votes."""
     n = len(votes)
     masks = {
         "overall": np.ones(n, dtype=bool),
@@ -52,6 +56,9 @@ def categories_of(votes: selectors.VoteColumns, min_category_votes: int) -> dict
     for lang, mask in votes.language_masks().items():
         if int(mask.sum()) >= min_category_votes:
             masks[f"language:{lang}"] = mask
+    for category, mask in (tagged or {}).items():
+        if category not in masks and int(mask.sum()) >= min_category_votes:
+            masks[category] = mask
     return masks
 
 
@@ -89,6 +96,7 @@ def snapshots_draft(
     provisional_votes: int = DEFAULT_MIN_BATTLES,
     elo_states: dict[str, dict] | None = None,
     style_starts: dict[str, tuple] | None = None,
+    tagged: dict[str, np.ndarray] | None = None,
 ) -> list[Draft]:
     """Fit every category and method; nothing is written. See the module docstring. ``elo_states``: the
     last refit's ``elo_state`` per category, for Elo to continue from where it matches; ``style_starts``:
@@ -96,7 +104,7 @@ def snapshots_draft(
     fit's Newton iterations start (the same optimum, two or three curvature passes over the battles fewer)."""
     drafts: list[Draft] = []
     jobs: list[tuple[float, list[int], partial]] = []  # (estimated seconds, indices in drafts, the fits)
-    for category, mask in categories_of(votes, min_category_votes).items():
+    for category, mask in categories_of(votes, min_category_votes, tagged).items():
         n = int(mask.sum())
         ts = votes.tstamp[mask]
         first, last = (float(ts.min()), float(ts.max())) if n else (None, None)

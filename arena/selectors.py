@@ -60,6 +60,8 @@ class VoteColumns:
     prompt_code, session_code, ip_code : ndarray of int64, shape (n,), or None
         Codes of the prompt hash (-1: no prompt known) and, when asked for (``voters=True``), of the
         voter's session and IP hashes; ``session_hashes[code]`` / ``ip_hashes[code]`` give them back.
+    vote_id : ndarray of int64, shape (n,), or None
+        Each vote's id (the tagged categories' masks are made from it: :mod:`arena.selectors_categories`).
     """
 
     names: tuple[str, ...]
@@ -81,6 +83,7 @@ class VoteColumns:
     ip_hashes: tuple[str, ...] = ()
     language_code: np.ndarray | None = None
     languages: tuple[str, ...] = ()
+    vote_id: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.outcome.shape[0])
@@ -165,16 +168,18 @@ def _read_orm(code_of: dict[int, int], *, also_excluded: tuple[str, ...] = (), v
             "prompt_hash",
             "session_hash",
             "ip_hash",
+            "id",
             *STYLE_COLUMNS,
         )  # fmt: skip
         .iterator(chunk_size=_CHUNK)
     )
-    a, b, winner, tstamp, turns, tokens, language, style_a, style_b = ([] for _ in range(9))
+    a, b, winner, tstamp, turns, tokens, language, style_a, style_b, vote_id = ([] for _ in range(10))
     prompt_code, session_code, ip_code = [], [], []
     prompts: dict[str, int] = {"": -1}
     sessions: dict[str, int] = {}
     ips: dict[str, int] = {}
-    for model_a, model_b, w, created, turn_count, prompt_tokens, lang, ph, sh, ih, *style in rows:
+    for model_a, model_b, w, created, turn_count, prompt_tokens, lang, ph, sh, ih, pk, *style in rows:
+        vote_id.append(pk)
         a.append(code_of[model_a])
         b.append(code_of[model_b])
         winner.append(w)
@@ -198,6 +203,7 @@ def _read_orm(code_of: dict[int, int], *, also_excluded: tuple[str, ...] = (), v
         "style_a": np.asarray(style_a, dtype=np.float64).reshape(-1, 4),
         "style_b": np.asarray(style_b, dtype=np.float64).reshape(-1, 4),
         "prompt_code": np.asarray(prompt_code, dtype=np.int64),
+        "vote_id": np.asarray(vote_id, dtype=np.int64),
     }
     if voters:
         columns.update(

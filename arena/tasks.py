@@ -14,10 +14,16 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import OperationalError
 
-from arena import live
-from arena.dispatch import LIVE_PENDING_KEY, ratings_live_followup, ratings_refit_schedule
+from arena import categories, live
+from arena.dispatch import (
+    LIVE_PENDING_KEY,
+    categories_tag_schedule,
+    ratings_live_followup,
+    ratings_refit_schedule,
+)
 from arena.models import LanguageModel
 from arena.ratings import snapshots_refit
+from arena.services import categories as categories_services
 from arena.services import generation, releases
 from arena.services.base import SIDES, ArenaError
 from arena.services.moderation import battles_moderate
@@ -26,7 +32,7 @@ from arena.services.voters import voters_flag as voters_flag_run
 from arena.streams import battle_group
 from evalcore.models import load_backend
 from workers import metrics
-from workers.queues import DEFAULT, GENERATE, LONG_TASK_OPTIONS
+from workers.queues import DEFAULT, GENERATE, JUDGE, LONG_TASK_OPTIONS
 from workers.runtime import pool
 
 log = logging.getLogger(__name__)
@@ -211,6 +217,7 @@ def ratings_live() -> dict:
         ratings_live_followup()
     if summary["votes"] <= int(getattr(settings, "ARENA_REFIT_ON_VOTE_MAX_VOTES", 100_000)):
         summary["refit_scheduled"] = ratings_refit_schedule()
+    summary["tagging_scheduled"] = categories_tag_schedule()  # the new votes' first prompts
     return summary
 
 
@@ -236,3 +243,45 @@ def release_build() -> dict:
         return {"skipped": str(exc)}
     log.info("data release %s written to %s: %s", release.version, release.path, release.counts)
     return {"version": release.version, "counts": release.counts}
+
+
+# --- Prompt categories ---------------------------------------------------------------------------
+# Asked for by the live fit after votes (arena.dispatch.categories_tag_schedule, debounced) and by beat.
+CATEGORIES_RUNNING_KEY = "arena:categories_tag:running"
+CATEGORIES_BATCHES_PER_TASK = 8  # then the task sends itself again, so other judge work gets a turn
+
+
+@shared_task(name="arena.tasks.categories_tag", declared_queue=JUDGE, **LONG_TASK_OPTIONS)
+def categories_tag() -> dict:
+    """Tag new votes' first prompts with the configured category protocols
+    (:func:`arena.services.categories.votes_categorize`), a batch at a time, then ask for a refit.
+
+    One run at a time (a lock that expires after 15 minutes if its holder died). Resumable: a killed
+    worker's task is redelivered (acks late), its stored tags are found in the cache, and its claimed
+    votes are still pending."""
+    spec = categories.tagger_spec()
+    if spec is None:
+        return {"skipped": "no tagger configured (ARENA_CATEGORY_TAGGER)"}
+    if not cache.add(CATEGORIES_RUNNING_KEY, 1, timeout=15 * 60):
+        return {"skipped": "another tagging run is going"}
+    totals: dict[str, int] = {}
+    try:
+        for _ in range(CATEGORIES_BATCHES_PER_TASK):
+            summary = categories_services.votes_categorize(
+                lambda: pool.get(("tagger", spec), lambda: load_model(spec)),
+                batch=int(getattr(settings, "ARENA_CATEGORY_BATCH", 32)),
+                max_attempts=int(getattr(settings, "ARENA_CATEGORY_MAX_ATTEMPTS", 3)),
+            )
+            for key, value in summary.items():
+                totals[key] = totals.get(key, 0) + value
+            if not summary["claimed"]:
+                break
+        more = categories_services.categorization_pending()
+    finally:
+        cache.delete(CATEGORIES_RUNNING_KEY)
+    if more:
+        categories_tag_schedule(countdown=0)
+    if totals.get("done") or totals.get("tagged"):
+        totals["refit_scheduled"] = ratings_refit_schedule()
+    log.info("prompt tagging: %s", totals)
+    return totals

@@ -301,5 +301,6 @@ def read_postgresql(
         "style_a": rows["style_a"],
         "style_b": rows["style_b"],
         "prompt_code": prompt_code,
+        "vote_id": rows["id"],
         **extra,
     }

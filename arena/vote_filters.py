@@ -37,7 +37,7 @@ def columns_subset(votes: VoteColumns, keep: np.ndarray) -> VoteColumns:
         return votes
     arrays = {}
     for name in ("a", "b", "outcome", "tstamp", "turn_count", "prompt_tokens", "language", "style_a", "style_b",
-                 "prompt_code", "session_code", "ip_code", "language_code"):  # fmt: skip
+                 "prompt_code", "session_code", "ip_code", "language_code", "vote_id"):  # fmt: skip
         value = getattr(votes, name)
         arrays[name] = None if value is None else value[idx]
     return replace(votes, **arrays)

@@ -7,6 +7,7 @@ from leaderboard.accounts.forms import EmailLoginForm
 from leaderboard.arena_board import views as arena_views
 from leaderboard.board import views as board_views
 from leaderboard.judging import views as judging_views
+from leaderboard.review import tag_views
 from leaderboard.review import views as review_views
 from leaderboard.runs import views as runs_views
 from leaderboard.submissions import tus
@@ -52,4 +53,5 @@ urlpatterns = [
     path("review/votes/<rowid:vote_id>/", review_views.review_vote, name="review-vote"),
     path("review/battles/<rowid:hold_id>/", review_views.review_battle, name="review-battle"),
     path("review/rescore/", review_views.rescore, name="review-rescore"),
+    path("review/categories/", tag_views.review_categories, name="review-categories"),
 ]

@@ -10,6 +10,7 @@ from pathlib import Path
 from config import env as config_env
 from config.env import ConfigError, fail
 from config.settings.core import VAR_DIR
+from evalcore.categories.protocol import load_category_protocol as _load_category_protocol
 
 # The arena. Limits are per voter session; an IP address (hashed, never stored raw) gets
 # ARENA_IP_MULTIPLIER times as many, since several voters can share one address.
@@ -79,5 +80,36 @@ try:
     ARENA_ANCHOR_RATING = config_env.floating("ARENA_ANCHOR_RATING", default=1000.0, minimum=-100_000.0, maximum=100_000.0)
     # A voter's (session's) votes past this many in one day (UTC) are kept but not counted; 0: no cap.
     ARENA_DAILY_VOTE_CAP = config_env.integer("ARENA_DAILY_VOTE_CAP", default=0, minimum=0)
+except ConfigError as error:
+    fail(error)
+
+# Prompt categories tagged by a model (issue 31 §1; docs/categories.md).
+try:
+    # The tagger, named like an arena model: {"backend": "hf", "model_args": {"path": "SmolLM2-135M-Instruct"}}
+    # (a relative path lives under PODIUM_MODELS_DIR); empty: no tagging, no tagged categories.
+    ARENA_CATEGORY_TAGGER = config_env.json_object("ARENA_CATEGORY_TAGGER", default={}) or None
+    if ARENA_CATEGORY_TAGGER is not None and (
+        set(ARENA_CATEGORY_TAGGER) - {"backend", "model_args"}
+        or ARENA_CATEGORY_TAGGER.get("backend") not in ("hf", "vllm", "openai")
+        or not isinstance(ARENA_CATEGORY_TAGGER.get("model_args", {}), dict)
+    ):
+        raise ConfigError(
+            "ARENA_CATEGORY_TAGGER", 'a JSON object {"backend": "hf"|"vllm"|"openai", "model_args": {...}}'
+        )
+    # The category protocols (bundled names or YAML files), one per category; each is checked here.
+    ARENA_CATEGORY_PROTOCOLS = config_env.string_list(
+        "ARENA_CATEGORY_PROTOCOLS",
+        default=["hard-prompt", "coding", "math", "creative-writing", "instruction-following"],
+    )
+    for _source in ARENA_CATEGORY_PROTOCOLS:
+        try:
+            _load_category_protocol(_source)
+        except ValueError as _problem:
+            raise ConfigError("ARENA_CATEGORY_PROTOCOLS", str(_problem)[:300]) from None
+    # First prompts tagged per batch (one batched model call per protocol), and the wait after a vote
+    # before its batch starts (votes in that window are tagged together).
+    ARENA_CATEGORY_BATCH = config_env.integer("ARENA_CATEGORY_BATCH", default=32, minimum=1)
+    ARENA_CATEGORY_DEBOUNCE_S = config_env.integer("ARENA_CATEGORY_DEBOUNCE_S", default=10, minimum=0)
+    ARENA_CATEGORY_MAX_ATTEMPTS = 3  # tagging runs a vote may fail in before it is marked failed
 except ConfigError as error:
     fail(error)

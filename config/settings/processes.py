@@ -84,6 +84,12 @@ try:
         },
         # Resumable uploads nobody touched for LEADERBOARD_UPLOAD_EXPIRE_S: their bytes are removed.
         "uploads-expire": {"task": "leaderboard.tasks.uploads_expire", "schedule": 3600.0},
+        # Votes whose first prompt no tagging run took (a lost task): tagged (docs/categories.md).
+        "categories-tag": {
+            "task": "arena.tasks.categories_tag",
+            "schedule": float(config_env.integer("PODIUM_CATEGORY_INTERVAL_S", default=600, minimum=1)),
+            "options": {"queue": "judge"},
+        },
     }
 except ConfigError as error:
     fail(error)

@@ -15,7 +15,14 @@ from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
 from arena import selectors as arena_selectors
+from arena.categories import category_label as arena_category_label
 from arena.models import RatingSnapshot
+from leaderboard.arena_board.category_board import (
+    categories_counted,
+    category_check,
+    category_choices,
+    category_stamp,
+)
 from leaderboard.arena_board.charts import snapshot_figures
 
 _RENDERED: OrderedDict[tuple, dict] = OrderedDict()
@@ -37,7 +44,7 @@ def category_label(category: str) -> str:
     if category.startswith("language:"):
         return f"Language: {category.split(':', 1)[1]}"
     return {"overall": "Overall", "multi_turn": "Multi-turn", "long_prompt": "Long prompts", "no_ties": "Without ties"}.get(
-        category, category
+        category, arena_category_label(category)
     )
 
 
@@ -100,6 +107,7 @@ def arena_board(
     categories: list[str],
     snapshot: RatingSnapshot | None,
     elo: RatingSnapshot | None,
+    counts: dict[str, int] | None = None,
 ) -> dict:
     """Everything the board shows for one method (``bt`` or ``style``) and category, as plain data.
 
@@ -111,13 +119,14 @@ def arena_board(
         "methods": list(METHODS.items()),
         "category": category,
         "category_label": category_label(category),
-        "categories": [(c, category_label(c)) for c in categories] or [("overall", "Overall")],
+        "categories": category_choices(categories, counts),
         "snapshot": None,
         "rows": [],
         "figures": None,
     }
     if snapshot is None:
         return board
+    board["category_check"] = category_check(category, snapshot.settings)
     elo_rows = {r["model"]: r for r in elo.rows} if elo is not None else {}
     settings = snapshot.settings
     board.update(
@@ -153,13 +162,14 @@ def arena_board(
 
 def arena_board_page(*, method: str, category: str) -> dict:
     """The rendered board for the page: ``html`` (safe), ``has_figures``, ``known`` (category exists)."""
-    categories = arena_selectors.snapshot_categories()
+    categories, counts = categories_counted()  # the categories with snapshots, and each one's votes
     key = (
         method,
         category,
         arena_selectors.snapshot_latest_id(method, category),
         arena_selectors.snapshot_latest_id("elo", category),
         tuple(categories),
+        category_stamp(category),
     )
     with _LOCK:
         if key in _RENDERED:
@@ -167,7 +177,7 @@ def arena_board_page(*, method: str, category: str) -> dict:
             return _RENDERED[key]
     snapshot = arena_selectors.snapshot_by_id(key[2]) if key[2] else None
     elo = arena_selectors.snapshot_by_id(key[3]) if key[3] else None
-    board = arena_board(method=method, category=category, categories=categories, snapshot=snapshot, elo=elo)
+    board = arena_board(method=method, category=category, categories=categories, snapshot=snapshot, elo=elo, counts=counts)
     page = {
         "html": mark_safe(render_to_string("leaderboard/_arena_board.html", {"board": board})),
         "has_figures": bool(board["figures"]),

@@ -67,3 +67,21 @@ class ScanForm(forms.Form):
             return corpus_check(self.cleaned_data["corpus"])
         except ValidationError as exc:
             raise forms.ValidationError(exc.messages) from None
+
+
+class TagSampleForm(forms.Form):
+    """Which tagged category to sample (one of the configured ones) and, optionally, the draw's seed."""
+
+    category = forms.ChoiceField(choices=())
+    seed = forms.IntegerField(required=False, min_value=0, max_value=2**31 - 1)
+
+    def __init__(self, *args, categories: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["category"].choices = [(c, c) for c in categories]
+
+
+class TagReviewForm(TagSampleForm):
+    """A staff member's check of one tag: the prompt is in the category (``yes``) or not (``no``)."""
+
+    tag = forms.IntegerField(min_value=1, max_value=2**63 - 1)
+    value = forms.ChoiceField(choices=[("yes", "In the category"), ("no", "Not in the category")])
