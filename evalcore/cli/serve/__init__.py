@@ -15,15 +15,18 @@ and lm-evaluation-harness's ``local-completions`` read). Every answer carries ``
 completion arrives as one text chunk per prompt.
 
 Modules: :mod:`.validation` (request checks), :mod:`.completions` (one prompt through the backend),
-:mod:`.service` (the model behind its lock), :mod:`.handler` (HTTP and server-sent events).
+:mod:`.service` (the model behind its lock), :mod:`.batching` (concurrent chat requests in one
+call), :mod:`.handler` (HTTP and server-sent events).
 
 Who may ask: the server binds to loopback unless ``--allow-remote``; with ``--api-key`` (or the
 ``PODIUM_SERVE_API_KEY`` environment variable) every route but ``/health`` needs ``Authorization:
 Bearer KEY``; a Host header must be an IP address, ``localhost``, the bound name or a name given with
 ``--host-name`` (a web page on another site that resolves to this machine is refused: DNS
 rebinding); request bodies must be ``Content-Type: application/json``. Model calls are
-serialised by a lock (one model, one request at a time); bad requests get 4xx answers in OpenAI's
-error shape (``{"error": {"message", "type", "param", "code"}}``), never a crash.
+serialised by a lock (one model, one call at a time); non-streamed chat requests that wait for it
+together are answered in one batched call (:mod:`.batching`: concurrent benchmark clients share
+forward passes and few-shot prefixes); bad requests get 4xx answers in OpenAI's error shape
+(``{"error": {"message", "type", "param", "code"}}``), never a crash.
 """
 
 from __future__ import annotations

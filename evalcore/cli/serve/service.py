@@ -6,6 +6,7 @@ import secrets
 import threading
 import time
 
+from evalcore.cli.serve.batching import ChatBatcher
 from evalcore.cli.serve.completions import complete, count_tokens
 from evalcore.cli.serve.validation import (
     RequestError,
@@ -36,6 +37,10 @@ class ModelService:
         self.lock = threading.Lock()
         self.waiting = threading.BoundedSemaphore(MAX_WAITING)
         self.created = int(time.time())
+        batchable = callable(getattr(backend, "chat_prompt_ids", None)) and callable(
+            getattr(backend, "chat_context", None)
+        )
+        self.batcher = ChatBatcher(self) if batchable else None
 
     def models(self) -> dict:
         entry = {"id": self.name, "object": "model", "created": self.created, "owned_by": "podium"}
@@ -61,6 +66,11 @@ class ModelService:
         except (ValueError, TypeError) as exc:
             raise RequestError(400, str(exc), param="messages") from None
         s = sampling(payload, default_max=min(512, self.max_tokens_limit), limit=self.max_tokens_limit)
+        if not s["stream"] and self.batcher is not None and _has_template(self.backend):
+            text, s["prompt_tokens"] = self.batcher.answer(
+                messages, s
+            )  # shares passes with concurrent requests
+            return s, Answered(text)
         params = ChatParams(
             max_new_tokens=s["max_tokens"], temperature=s["temperature"], top_p=s["top_p"],
             seed=s["seed"], stop=s["stop"],
@@ -104,6 +114,23 @@ class ModelService:
         choices = [{"index": i, **c.choice} for i, c in enumerate(done)]
         totals = usage(sum(c.prompt_tokens for c in done), sum(c.completion_tokens for c in done))
         return s, choices, totals
+
+
+class Answered:
+    """A whole answer in the shape of :class:`LockedDeltas` (one delta; nothing to release)."""
+
+    def __init__(self, text: str) -> None:
+        self.parts = iter([text] if text else [])
+
+    def __iter__(self):
+        return self.parts
+
+    def close(self) -> None:
+        pass
+
+
+def _has_template(backend) -> bool:
+    return bool(getattr(getattr(backend, "tokenizer", None), "chat_template", None))
 
 
 class LockedDeltas:

@@ -1,0 +1,108 @@
+"""Non-streamed chat requests that wait for the model are answered together, as vLLM's server batches.
+
+Each request renders its conversation with the model's chat template, joins the queue, then waits
+for the model lock (:meth:`ModelService.acquire`, with its bounds and 503s). Whoever holds the lock
+takes every queued request (at most ``max_batch``) and answers them with one
+``backend.generate_until`` call, so concurrent clients share forward passes, and rows that share a
+prefix (the same few-shot examples) share its computation. A request answered by another's batch
+finds its answer when its own turn at the lock comes, and leaves at once. A lone request is a batch
+of one. Streamed requests, and backends without a chat template, keep the one-request path.
+
+Greedy answers are the same text either way (tests/evalcore/models/test_serve.py compares the two
+paths); a sampled answer follows its request's ``seed`` (random when none is given) whatever its batch.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from dataclasses import dataclass, field
+
+from evalcore.cli.serve.validation import RequestError
+from evalcore.models.base import GenerationRequest
+
+MAX_BATCH = 16
+
+
+@dataclass
+class Pending:
+    messages: list[dict]
+    settings: dict
+    done: threading.Event = field(default_factory=threading.Event)
+    text: str | None = None
+    prompt_tokens: int = 0
+    error: BaseException | None = None
+
+
+class ChatBatcher:
+    """Answers chat conversations in batches under one service's model lock (backends with a chat
+    template and ``chat_prompt_ids``: the transformers backend)."""
+
+    def __init__(self, service, *, max_batch: int = MAX_BATCH) -> None:
+        self.service = service
+        self.max_batch = max_batch
+        self.queue: list[Pending] = []
+        self.queue_lock = threading.Lock()
+
+    def answer(self, messages: list[dict], settings: dict) -> tuple[str, int]:
+        """(generated text, prompt tokens) for one conversation under ``settings`` (validated)."""
+        mine = Pending(messages, settings)
+        with self.queue_lock:
+            self.queue.append(mine)
+        try:
+            self.service.acquire()
+        except RequestError:
+            with self.queue_lock:
+                if mine in self.queue:  # nobody took it: leave the queue with the 503
+                    self.queue.remove(mine)
+                    raise
+            mine.done.wait()  # a batch holds it: its answer is coming
+        else:
+            try:
+                while not mine.done.is_set():
+                    self._run_batch()
+            finally:
+                self.service.lock.release()
+        if mine.error is not None:
+            raise mine.error
+        return mine.text or "", mine.prompt_tokens
+
+    def _run_batch(self) -> None:
+        with self.queue_lock:
+            batch, self.queue = self.queue[: self.max_batch], self.queue[self.max_batch :]
+        backend = self.service.backend
+        try:
+            ready = [(p, self._request(backend, p)) for p in batch]
+            ready = [(p, r) for p, r in ready if r is not None]
+            results = backend.generate_until([r for _, r in ready]) if ready else []
+            for (pending, _), result in zip(ready, results, strict=True):
+                pending.text = result.text
+        except BaseException as exc:  # a model failure: every request of the batch gets it
+            for pending in batch:
+                pending.error = pending.error or exc
+        finally:
+            for pending in batch:
+                pending.done.set()
+
+    @staticmethod
+    def _request(backend, pending: Pending) -> GenerationRequest | None:
+        """The generation request of one conversation, or None after recording why it cannot run."""
+        s = pending.settings
+        try:
+            context = backend.chat_context(pending.messages)
+            pending.prompt_tokens = len(backend.chat_prompt_ids(pending.messages))
+        except ValueError as exc:
+            pending.error = RequestError(400, str(exc))
+            return None
+        limit = getattr(backend, "max_length", None)
+        if limit is not None and pending.prompt_tokens + s["max_tokens"] > limit:
+            pending.error = RequestError(
+                400, f"the conversation is {pending.prompt_tokens} tokens; with max_tokens={s['max_tokens']} it "
+                f"exceeds the model's {limit}-token window: shorten it or lower max_tokens", param="messages",
+            )  # fmt: skip
+            return None
+        seed = s["seed"] if s["seed"] is not None else random.SystemRandom().randrange(2**31)
+        return GenerationRequest(
+            context=context, until=tuple(s["stop"]), max_gen_toks=s["max_tokens"], do_sample=s["temperature"] > 0,
+            temperature=s["temperature"], top_p=s["top_p"], seed=seed,
+        )  # fmt: skip
