@@ -25,12 +25,20 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from arena import exports, selectors
+from arena import selectors_catalogue as catalogue
 from arena.models import Battle, LiveRating, RatingSnapshot, Vote
 from arena.redaction import turn_public
 from arena.selectors import EXPORT_COLUMNS
 from common.api_params import validated_query
 from common.public_ids import battle_id
-from common.query import CategoryParam, LanguageParam, whole_number
+from common.query import (
+    CategoryParam,
+    LanguageParam,
+    LicenceParam,
+    OrganisationParam,
+    YesNoParam,
+    whole_number,
+)
 from common.streaming import streaming_download
 
 MAX_LIMIT = 1000
@@ -86,6 +94,11 @@ class SnapshotFilters(serializers.Serializer):
 class RatingsFilters(serializers.Serializer):
     method = serializers.ChoiceField(choices=RatingSnapshot.Method.values, default="bt")
     category = CategoryParam(default="overall")
+    # The board's catalogue filters, by the same rules (common.query): the same rows as the page.
+    organisation = OrganisationParam(required=False)
+    licence = LicenceParam(required=False)
+    open_weights = YesNoParam(required=False)
+    retired = YesNoParam(required=False, help_text="yes: include retired models (hidden by default, as on the board)")
 
 
 class TurnSerializer(serializers.Serializer):
@@ -142,6 +155,14 @@ class SnapshotSerializer(serializers.ModelSerializer):
         fields = SnapshotSummarySerializer.Meta.fields + ["settings", "rows", "extra"]
         read_only_fields = fields
 
+    def to_representation(self, instance):
+        """As stored, less the rows of models not shown publicly; withheld names are their stand-ins."""
+        data = super().to_representation(instance)
+        described = catalogue.descriptions()
+        hidden = {name for name, d in described.items() if not d["public"]}
+        data["rows"] = [row for row in data["rows"] if row.get("model") not in hidden]
+        return catalogue.masked(data, catalogue.withheld_names(described))
+
 
 class LiveRatingsSerializer(serializers.ModelSerializer):
     class Meta:
@@ -170,7 +191,20 @@ class RatingsSerializer(serializers.ModelSerializer):
     def get_live(self, obj) -> dict | None:
         """Bradley-Terry only: the category's live point ratings (newer than the snapshot's), or null."""
         live = selectors.live_rating(obj.category) if obj.method == "bt" else None
-        return None if live is None else LiveRatingsSerializer(live).data
+        if live is None:
+            return None
+        data = LiveRatingsSerializer(live).data
+        data["rows"] = catalogue.rows_public(data["rows"], *self.context["catalogue"])
+        return data
+
+    def to_representation(self, instance):
+        """Rows as the board shows them under the same filters (arena.selectors_catalogue.rows_public),
+        each with ``about`` (organisation, licence, parameter count, open weights, cutoff, link, retirement)."""
+        data = super().to_representation(instance)
+        described, filters = self.context["catalogue"]
+        data["rows"] = catalogue.rows_public(data["rows"], described, filters)
+        data["scale"] = instance.settings.get("anchor")
+        return catalogue.masked(data, catalogue.withheld_names(described))
 
 
 def _publish_delay() -> int:
@@ -243,7 +277,10 @@ class LiveRatingsView(APIView):
         row = selectors.live_rating(params["category"])
         if row is None:
             raise Http404(f"no live ratings for category {params['category']!r} yet")
-        return Response(LiveRatingsSerializer(row).data)
+        data = LiveRatingsSerializer(row).data
+        described = catalogue.descriptions()  # models not shown publicly left out, withheld names masked
+        data["rows"] = catalogue.rows_public(data["rows"], described, catalogue.BoardFilters(retired=True))
+        return Response(catalogue.masked(data, catalogue.withheld_names(described)))
 
 
 class RatingsView(APIView):
@@ -258,7 +295,8 @@ class RatingsView(APIView):
                 f"no {params['method']} snapshot for category {params['category']!r}; "
                 f"categories with snapshots: {selectors.snapshot_categories()}"
             )
-        return Response(RatingsSerializer(snapshot).data)
+        context = {"catalogue": (catalogue.descriptions(), catalogue.BoardFilters.of(params))}
+        return Response(RatingsSerializer(snapshot, context=context).data)
 
 
 def _stream(request, make: Callable[[], Iterator[bytes]], content_type: str, filename: str):

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from arena import api
+from arena import api, api_models
 from common.public_ids import legacy_route, register_converters
 
 register_converters()
@@ -18,4 +18,6 @@ urlpatterns = [
     path("snapshots/<int:pk>/", api.SnapshotDetail.as_view(), name="snapshot-detail"),
     path("ratings/", api.RatingsView.as_view(), name="ratings"),
     path("ratings/live/", api.LiveRatingsView.as_view(), name="ratings-live"),
+    path("models/", api_models.ModelList.as_view(), name="models"),
+    path("models.csv", api_models.ModelCsv.as_view(), name="models-csv"),
 ]

@@ -21,7 +21,8 @@ import re
 from datetime import UTC, date, datetime
 from urllib.parse import urlsplit
 
-from arena.models_catalogue import CUTOFF_PATTERN, LICENCE_PATTERN, MAX_PARAMETERS
+from arena.models_catalogue import CUTOFF_PATTERN, MAX_PARAMETERS
+from common.query import LICENCE_PATTERN
 
 DESCRIPTION_KEYS = {
     "organisation", "licence", "parameters", "open_weights", "knowledge_cutoff", "link", "public", "name_withheld",

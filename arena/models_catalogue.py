@@ -13,9 +13,16 @@ from django.core.validators import RegexValidator, URLValidator
 from django.db import models
 from django.db.models import Q
 
+from common.query import LICENCE_PATTERN  # one rule for the catalogue and the board's filter
+
 CUTOFF_PATTERN = r"^\d{4}(-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)?$"
-LICENCE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 .+_()/-]{0,99}$"
 MAX_PARAMETERS = 10**14  # 100 trillion: a bigger count is a typo
+
+
+def stand_in(pk: int) -> str:
+    """The name every public output (board, API, vote exports) uses for a model whose owner asked to
+    withhold its name."""
+    return f"withheld-{pk}"
 
 
 class LanguageModel(models.Model):

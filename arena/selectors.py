@@ -17,6 +17,7 @@ from django.db.models.functions import Least
 
 from arena import vote_columns
 from arena.models import Battle, LanguageModel, LiveRating, RatingSnapshot, Turn, Vote
+from arena.models_catalogue import stand_in
 from evalcore.ratings.battles import OUTCOME_NAMES, encode_winners
 
 # Vote.style_a / style_b keys, in the order of evalcore's STYLE_FEATURES. The vote service writes
@@ -221,7 +222,10 @@ def votes_for_export(*, until: datetime | None = None) -> Iterator[dict]:
     list_items_a, ..., bold_a, bold_b`` (the columns ``python -m evalcore rate --method style`` reads).
     Streams from a server-side cursor: never the whole table in memory.
     """
-    names = dict(LanguageModel.objects.values_list("id", "name"))
+    names = {  # a withheld name is its stand-in, as in every public output
+        pk: stand_in(pk) if withheld else name
+        for pk, name, withheld in LanguageModel.objects.values_list("id", "name", "name_withheld")
+    }
     counted = Vote.objects.filter(counted=True)
     if until is not None:  # a data release: the votes its snapshot covers
         counted = counted.filter(created_at__lte=until)

@@ -35,6 +35,7 @@ from concurrent.futures import Future
 from django.db import connection, transaction
 
 from arena.models import Battle, LanguageModel, Vote
+from arena.models_catalogue import stand_in
 from evalcore import csvsafe
 
 CHUNK_ROWS = 50_000
@@ -86,9 +87,11 @@ def _chunk_sql() -> str:
 
 
 def name_cells() -> tuple[list[int], list[str]]:
-    """Every model's id and its name as a CSV cell (formula-safe, quoted where needed)."""
+    """Every model's id and its name as a CSV cell (formula-safe, quoted where needed); a withheld name
+    is its stand-in (arena.models_catalogue.stand_in)."""
     ids, cells = [], []
-    for pk, name in LanguageModel.objects.values_list("id", "name"):
+    for pk, name, withheld in LanguageModel.objects.values_list("id", "name", "name_withheld"):
+        name = stand_in(pk) if withheld else name
         buffer = io.StringIO()
         csv.writer(buffer, lineterminator="").writerow([csvsafe.safe_cell(name), ""])
         ids.append(pk)

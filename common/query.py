@@ -26,6 +26,13 @@ CATEGORY_PATTERN = r"^[a-z_]+(:[A-Za-z0-9_-]{1,16})?$"
 LANGUAGE_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,15}$"
 CATEGORY_HELP = "overall, multi_turn, long_prompt, language:<code>, or a tagged category (name or name:value)"
 LANGUAGE_HELP = "a language code such as en or ja (any case)"
+# The arena board's catalogue filters (issue 31): an organisation is one line of printable text, a
+# licence a name such as apache-2.0, open weights and the retired toggle yes or no.
+ORGANISATION_PATTERN = r"^[^\x00-\x1f\x7f]{1,200}$"
+LICENCE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 .+_()/-]{0,99}$"
+ORGANISATION_HELP = "an organisation as the board lists it, e.g. HuggingFace"
+LICENCE_HELP = "a licence as the board lists it, e.g. apache-2.0"
+YES_NO = ("yes", "no")
 
 
 def query_problems(query, allowed) -> list[str]:
@@ -74,6 +81,27 @@ def language(raw: str) -> str:
     return value
 
 
+def organisation(raw: str) -> str:
+    value = str(raw).strip()
+    if not re.fullmatch(ORGANISATION_PATTERN[1:-1], value) or not value.isprintable():
+        raise ValueError(f"not an organisation ({ORGANISATION_HELP}): {value[:40]!r}")
+    return value
+
+
+def licence(raw: str) -> str:
+    value = str(raw).strip()
+    if not re.fullmatch(LICENCE_PATTERN[1:-1], value):
+        raise ValueError(f"not a licence name ({LICENCE_HELP}): {value[:40]!r}")
+    return value
+
+
+def yes_no(raw: str) -> str:
+    value = str(raw).strip().lower()
+    if value not in YES_NO:
+        raise ValueError(f"must be yes or no, got {value[:40]!r}")
+    return value
+
+
 # --- Django forms (the pages) ---------------------------------------------------------------------
 
 
@@ -108,6 +136,18 @@ class CategoryField(_RuleField):
 
 class LanguageField(_RuleField):
     rule = staticmethod(language)
+
+
+class OrganisationField(_RuleField):
+    rule = staticmethod(organisation)
+
+
+class LicenceField(_RuleField):
+    rule = staticmethod(licence)
+
+
+class YesNoField(_RuleField):
+    rule = staticmethod(yes_no)
 
 
 # --- DRF serializers (the API) --------------------------------------------------------------------
@@ -158,4 +198,47 @@ class LanguageParam(_RuleParam):
     def __init__(self, **kwargs):
         kwargs.setdefault("max_length", 16)
         kwargs.setdefault("help_text", LANGUAGE_HELP)
+        super().__init__(**kwargs)
+
+
+class _FilterParam(_RuleParam):
+    """A filter that may be given empty (the board's "All" choice): blank means no filter, as the pages'
+    forms read it."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("allow_blank", True)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and not data.strip():
+            return ""
+        return super().to_internal_value(data)
+
+
+class OrganisationParam(_FilterParam):
+    rule = staticmethod(organisation)
+    pattern = ORGANISATION_PATTERN
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("max_length", 200)
+        kwargs.setdefault("help_text", ORGANISATION_HELP)
+        super().__init__(**kwargs)
+
+
+class LicenceParam(_FilterParam):
+    rule = staticmethod(licence)
+    pattern = LICENCE_PATTERN
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("max_length", 100)
+        kwargs.setdefault("help_text", LICENCE_HELP)
+        super().__init__(**kwargs)
+
+
+class YesNoParam(_FilterParam):
+    rule = staticmethod(yes_no)
+    pattern = r"^\s*([Yy][Ee][Ss]|[Nn][Oo])\s*$"
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("help_text", "yes or no")
         super().__init__(**kwargs)

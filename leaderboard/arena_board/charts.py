@@ -95,3 +95,33 @@ def snapshot_figures(rows: list[dict], extra: dict, method_label: str) -> SafeSt
         )
         figures["battles"] = _heatmap(extra, keep, "battles", f"Battles per pair{top}", percent=False)
     return json_script(figures, "arena-figures")
+
+
+def history_figure(history: list[dict], changes: list[dict], title: str) -> SafeString:
+    """A ``<script type="application/json" id="arena-history">`` element: one model's rating (with its
+    interval as whiskers) at each stored refit, oldest first; a dotted line where the scale's anchor
+    changed (numbers either side of it are on different scales)."""
+    trace = {
+        "type": "scatter", "mode": "lines+markers", "name": "rating",
+        "x": [p["at"].isoformat() for p in history], "y": [p["rating"] for p in history],
+        "error_y": {
+            "type": "data", "symmetric": False, "thickness": 1.2, "width": 3,
+            "array": [None if p["ci_high"] is None else p["ci_high"] - p["rating"] for p in history],
+            "arrayminus": [None if p["ci_low"] is None else p["rating"] - p["ci_low"] for p in history],
+        },
+        "text": [f"{p['votes']} votes; scale: {p['scale']}" for p in history],
+        "hovertemplate": "%{x}: %{y:.0f} (%{text})<extra></extra>",
+        "marker": {"size": 7, "color": "#2f5bd3"},
+    }  # fmt: skip
+    layout = _layout(title, 380, "refit", "rating (95% interval)")
+    layout["shapes"] = [
+        {"type": "line", "xref": "x", "yref": "paper", "x0": c["at"].isoformat(), "x1": c["at"].isoformat(),
+         "y0": 0, "y1": 1, "line": {"dash": "dot", "color": "#a05a00"}}
+        for c in changes
+    ]  # fmt: skip
+    layout["annotations"] = [
+        {"x": c["at"].isoformat(), "xref": "x", "y": 1, "yref": "paper", "text": "scale changed",
+         "showarrow": False, "yanchor": "bottom", "font": {"color": "#a05a00", "size": 11}}
+        for c in changes
+    ]  # fmt: skip
+    return json_script({"history": {"data": [trace], "layout": layout}}, "arena-history")

@@ -17,6 +17,7 @@ from django.utils.safestring import mark_safe
 from arena import selectors as arena_selectors
 from arena.categories import category_label as arena_category_label
 from arena.models import RatingSnapshot
+from arena.selectors_catalogue import BoardFilters, descriptions, filter_choices, rows_public
 from leaderboard.arena_board.category_board import (
     categories_counted,
     category_check,
@@ -75,6 +76,8 @@ def _interval_rows(rows: list[dict], elo: dict[str, dict]) -> list[dict]:
                 "elo": None if elo_row is None else elo_row["rating"],
                 "elo_low": None if elo_row is None else elo_row["ci_low"],
                 "elo_high": None if elo_row is None else elo_row["ci_high"],
+                "about": row.get("about", {}),
+                "retired": bool(row.get("about", {}).get("retired_at")),
             }
         )
     return shown
@@ -100,6 +103,18 @@ def before_after_rows(snapshot_rows: list[dict], before: dict | None) -> dict | 
     return {"vote_count": before.get("vote_count"), "rows": rows}
 
 
+def scale_sentence(anchor: dict | None) -> str:
+    """What the numbers are relative to (arena.ratings_anchor)."""
+    if not anchor or not anchor.get("model"):
+        return "Ratings are centred on a mean of 1000."
+    if anchor.get("applied"):
+        return f"Ratings are anchored: {anchor['model']} is held at {anchor['rating']:g}."
+    return (
+        f"Ratings are centred on a mean of 1000 until the anchor model, {anchor['model']}, has votes here "
+        f"(it will then be held at {anchor['rating']:g})."
+    )
+
+
 def arena_board(
     *,
     method: str,
@@ -108,11 +123,17 @@ def arena_board(
     snapshot: RatingSnapshot | None,
     elo: RatingSnapshot | None,
     counts: dict[str, int] | None = None,
+    described: dict | None = None,
+    filters: BoardFilters = BoardFilters(),
 ) -> dict:
     """Everything the board shows for one method (``bt`` or ``style``) and category, as plain data.
 
     ``snapshot`` is None when no refit has run yet; ``rows`` is empty while there are too few votes.
+    ``described`` (the catalogue, :func:`arena.selectors_catalogue.descriptions`) and ``filters`` pick the
+    rows shown (:func:`arena.selectors_catalogue.rows_public`): never a model that is not public, retired
+    ones only on request; ranks stay those of the whole fit.
     """
+    described = {} if described is None else described
     board = {
         "method": method,
         "method_label": METHODS[method],
@@ -123,12 +144,16 @@ def arena_board(
         "snapshot": None,
         "rows": [],
         "figures": None,
+        "filters": filters,
+        "choices": {"organisations": [], "licences": []},
     }
     if snapshot is None:
         return board
     board["category_check"] = category_check(category, snapshot.settings)
     elo_rows = {r["model"]: r for r in elo.rows} if elo is not None else {}
     settings = snapshot.settings
+    public = rows_public(snapshot.rows, described, filters)
+    everyone = rows_public(snapshot.rows, described, BoardFilters(retired=True))
     board.update(
         snapshot={
             "id": snapshot.id,
@@ -144,25 +169,31 @@ def arena_board(
             "min_votes": settings.get("min_votes"),
             "provisional_votes": settings.get("provisional_votes"),
         },
-        rows=_interval_rows(snapshot.rows, elo_rows),
+        rows=_interval_rows(public, elo_rows),
+        rated=len(everyone),
+        retired_hidden=0 if filters.retired else sum(1 for r in everyone if r["about"].get("retired_at")),
+        choices=filter_choices(snapshot.rows, described),
+        scale=scale_sentence(settings.get("anchor")),
         notes=list(snapshot.extra.get("notes", [])),
         coefficients=snapshot.extra.get("coefficients", []),
         elo_note=ELO_NOTE.format(
             k=(elo.settings.get("k", 4.0) if elo else 4.0),
             orders=(elo.settings.get("orders", 0) if elo else 0),
         ),
-        any_tied=any(r.get("tied_with_above") for r in snapshot.rows),
-        any_provisional=any(r.get("provisional") for r in snapshot.rows),
-        before_after=before_after_rows(snapshot.rows, snapshot.extra.get("before_voter_exclusion")),
+        any_tied=any(r.get("tied_with_above") for r in public),
+        any_provisional=any(r.get("provisional") for r in public),
+        before_after=before_after_rows(public, snapshot.extra.get("before_voter_exclusion")),
     )
-    if snapshot.rows:
-        board["figures"] = snapshot_figures(snapshot.rows, snapshot.extra, METHODS[method])
+    if public:
+        board["figures"] = snapshot_figures(public, snapshot.extra, METHODS[method])
     return board
 
 
-def arena_board_page(*, method: str, category: str) -> dict:
-    """The rendered board for the page: ``html`` (safe), ``has_figures``, ``known`` (category exists)."""
+def arena_board_page(*, method: str, category: str, filters: BoardFilters = BoardFilters()) -> dict:
+    """The rendered board for the page: ``html`` (safe), ``has_figures``, ``known`` (category exists).
+    Rendered once per set of snapshots, catalogue and filters (a retirement changes the board without a refit)."""
     categories, counts = categories_counted()  # the categories with snapshots, and each one's votes
+    described = descriptions()
     key = (
         method,
         category,
@@ -170,6 +201,8 @@ def arena_board_page(*, method: str, category: str) -> dict:
         arena_selectors.snapshot_latest_id("elo", category),
         tuple(categories),
         category_stamp(category),
+        filters,
+        hash(repr(sorted(described.items()))),
     )
     with _LOCK:
         if key in _RENDERED:
@@ -177,12 +210,18 @@ def arena_board_page(*, method: str, category: str) -> dict:
             return _RENDERED[key]
     snapshot = arena_selectors.snapshot_by_id(key[2]) if key[2] else None
     elo = arena_selectors.snapshot_by_id(key[3]) if key[3] else None
-    board = arena_board(method=method, category=category, categories=categories, snapshot=snapshot, elo=elo, counts=counts)
+    board = arena_board(
+        method=method, category=category, categories=categories, snapshot=snapshot, elo=elo, counts=counts,
+        described=described, filters=filters,
+    )  # fmt: skip
     page = {
         "html": mark_safe(render_to_string("leaderboard/_arena_board.html", {"board": board})),
         "has_figures": bool(board["figures"]),
         "known": category == "overall" or category in categories,
         "intervals": {r["model"]: r for r in board["rows"]},
+        "described": described,
+        "filters": filters,
+        "catalogue": key[-1],
         "refit_at": snapshot.created_at if snapshot is not None else None,
         "refit_votes": snapshot.vote_count if snapshot is not None else None,
     }
@@ -232,14 +271,15 @@ def arena_live_html(*, category: str, page: dict, now: datetime) -> str:
     stamp = arena_selectors.live_rating_stamp(category)
     if stamp is None:
         return ""
-    key = (category, stamp["id"], stamp["fitted_at"], stamp["high_water"], page.get("refit_at"))
+    key = (category, stamp["id"], stamp["fitted_at"], stamp["high_water"], page.get("refit_at"), page.get("filters"), page.get("catalogue"))
     with _LOCK:
         table = _LIVE_TABLES.get(key)
     if table is None:
         row = arena_selectors.live_rating(category)
         if row is None:
             return ""
-        rows = live_rows(row.rows, page.get("intervals", {}))
+        shown = rows_public(row.rows, page.get("described", {}), page.get("filters", BoardFilters()))
+        rows = live_rows(shown, page.get("intervals", {}))
         table = render_to_string("leaderboard/_arena_live_table.html", {"rows": rows, "notes": row.notes})
         with _LOCK:
             _LIVE_TABLES[key] = table

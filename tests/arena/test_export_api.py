@@ -172,7 +172,7 @@ def test_snapshot_and_ratings_api(client):
     votes_create(STRENGTHS, 120, seed=6)
     snapshots_refit(rounds=ROUNDS)
     listing = client.get("/api/snapshots/?method=style").json()
-    assert listing["count"] == 4  # overall, language:en, multi_turn, long_prompt
+    assert listing["count"] == 5  # overall, language:en, multi_turn, long_prompt, no_ties
     assert all(s["method"] == "style" for s in listing["results"])
     assert "rows" not in listing["results"][0]
     snap_id = client.get("/api/snapshots/?method=bt&category=overall").json()["results"][0]["id"]

@@ -49,7 +49,7 @@ def rated(db):
 
 def test_table_intervals_elo_and_statistical_ties(client, rated, django_assert_max_num_queries):
     before = RatingSnapshot.objects.count()
-    with django_assert_max_num_queries(6):  # snapshots only: no vote is read, nothing is fitted
+    with django_assert_max_num_queries(7):  # snapshots and the catalogue only: no vote is read, nothing is fitted
         response = client.get("/leaderboard/arena/")
     assert response.status_code == 200
     html = response.content.decode()

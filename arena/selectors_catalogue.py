@@ -1,0 +1,230 @@
+"""Reads of the catalogue for the public: what each model is, which rows of a snapshot the public sees
+(filters by organisation, licence and open weights; retired models on request; models not public never),
+names withheld at their owner's request, the public record of retirements, and a model's rating history.
+
+The board (:mod:`leaderboard.arena_board`) and the API (``/api/ratings/``, ``/api/models/``) both filter
+through :func:`rows_public`, so the same query gets the same rows on the page and in the API.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from django.db import connection
+from django.db.models import Count, JSONField, Max, Min, Q
+from django.db.models.expressions import RawSQL
+
+from arena.models import Battle, LanguageModel, RatingSnapshot
+from arena.models_catalogue import stand_in
+
+DESCRIPTION_FIELDS = (
+    "name", "organisation", "licence", "parameter_count", "open_weights", "knowledge_cutoff", "link",
+    "public", "name_withheld", "retired_at", "retired_reason", "in_arena",
+)  # fmt: skip
+EXPORT_FIELDS = (
+    "model", "organisation", "licence", "parameter_count", "open_weights", "knowledge_cutoff", "link",
+    "retired_at", "retired_reason",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class BoardFilters:
+    """The board's (and /api/ratings/'s) catalogue filters; None: not filtered."""
+
+    organisation: str | None = None
+    licence: str | None = None
+    open_weights: bool | None = None
+    retired: bool = False  # show retired models too
+
+    @classmethod
+    def of(cls, values: dict) -> BoardFilters:
+        """From validated query values (common.query rules): ``open_weights`` and ``retired`` are yes/no."""
+        weights = values.get("open_weights") or None
+        return cls(
+            organisation=values.get("organisation") or None,
+            licence=values.get("licence") or None,
+            open_weights=None if weights is None else weights == "yes",
+            retired=values.get("retired") == "yes",
+        )
+
+    @property
+    def narrowing(self) -> bool:
+        return self.organisation is not None or self.licence is not None or self.open_weights is not None
+
+
+def parameters_label(count: int | None) -> str:
+    """135000000 -> "135M", 1700000000 -> "1.7B"; "" when unknown."""
+    if not count:
+        return ""
+    for size, suffix in ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")):
+        if count >= size:
+            return f"{count / size:.3g}{suffix}"
+    return str(count)
+
+
+def descriptions() -> dict[str, dict]:
+    """Every catalogue model's description by name (one small query: the catalogue has hundreds of rows)."""
+    found = {}
+    for row in LanguageModel.objects.values(*DESCRIPTION_FIELDS):
+        row["parameters"] = parameters_label(row["parameter_count"])
+        found[row["name"]] = row
+    return found
+
+
+def withheld_names(described: dict[str, dict] | None = None) -> dict[str, str]:
+    """Names whose owner asked to withhold them, each with the stand-in every public output uses."""
+    if described is None:
+        rows = LanguageModel.objects.filter(name_withheld=True).values_list("name", "pk")
+    else:
+        rows = [(name, None) for name, d in described.items() if d["name_withheld"]]
+        ids = dict(LanguageModel.objects.filter(name__in=[n for n, _ in rows]).values_list("name", "pk"))
+        rows = [(name, ids.get(name)) for name, _ in rows]
+    return {name: stand_in(pk) for name, pk in rows}
+
+
+def masked(value, names: dict[str, str]):
+    """``value`` (JSON) with every string, and every key, equal to a withheld name replaced by its stand-in."""
+    if not names:
+        return value
+    if isinstance(value, str):
+        return names.get(value, value)
+    if isinstance(value, list):
+        return [masked(v, names) for v in value]
+    if isinstance(value, dict):
+        return {names.get(k, k): masked(v, names) for k, v in value.items()}
+    return value
+
+
+def rows_public(
+    rows: list[dict], described: dict[str, dict], filters: BoardFilters = BoardFilters()
+) -> list[dict]:
+    """The rows of a snapshot the public sees under ``filters``, each with its model's description.
+
+    Models not public are never shown (their names, in others' ``tied_with``, are withheld where asked);
+    retired models only with ``filters.retired``. Ranks stay those of the whole fit.
+    """
+    withheld = withheld_names(described) if any(d["name_withheld"] for d in described.values()) else {}
+    never = {name for name, d in described.items() if not d["public"]}
+    shown = []
+    for row in rows:
+        d = described.get(row["model"])
+        if d is not None and not d["public"]:
+            continue
+        if d is not None and d["retired_at"] is not None and not filters.retired:
+            continue
+        if filters.narrowing and (
+            d is None
+            or (
+                filters.organisation is not None
+                and d["organisation"].casefold() != filters.organisation.casefold()
+            )
+            or (filters.licence is not None and d["licence"].casefold() != filters.licence.casefold())
+            or (filters.open_weights is not None and d["open_weights"] != filters.open_weights)
+        ):
+            continue
+        row = dict(row)
+        if never and isinstance(row.get("tied_with"), list):  # not named beside the others either
+            row["tied_with"] = [name for name in row["tied_with"] if name not in never]
+        row = masked(row, withheld)
+        row["about"] = _about(d)
+        shown.append(row)
+    return shown
+
+
+def _about(d: dict | None) -> dict:
+    if d is None:
+        return {key: None for key in EXPORT_FIELDS[1:]} | {"parameters": ""}
+    return {
+        "organisation": d["organisation"], "licence": d["licence"], "parameter_count": d["parameter_count"],
+        "parameters": d["parameters"], "open_weights": d["open_weights"], "knowledge_cutoff": d["knowledge_cutoff"],
+        "link": d["link"], "retired_at": d["retired_at"], "retired_reason": d["retired_reason"],
+    }  # fmt: skip
+
+
+def filter_choices(rows: list[dict], described: dict[str, dict]) -> dict[str, list[str]]:
+    """The organisations and licences of the public models in ``rows`` (the board's drop-downs)."""
+    public = [
+        described[r["model"]] for r in rows if r["model"] in described and described[r["model"]]["public"]
+    ]
+    return {
+        "organisations": sorted({d["organisation"] for d in public if d["organisation"]}, key=str.casefold),
+        "licences": sorted({d["licence"] for d in public if d["licence"]}, key=str.casefold),
+    }
+
+
+def models_public() -> list[dict]:
+    """The catalogue's arena models the public may see (``/api/models/``): every model shown on the
+    board or retired from it, with its description; models not public are left out."""
+    battled = set(Battle.objects.values_list("model_a__name", flat=True).distinct())
+    battled |= set(Battle.objects.values_list("model_b__name", flat=True).distinct())
+    out = []
+    for name, d in sorted(descriptions().items()):
+        if d["public"] and (d["in_arena"] or name in battled):
+            out.append({"model": name, **{k: v for k, v in _about(d).items() if k != "parameters"}})
+    return out
+
+
+def retirements_public() -> dict:
+    """The public record (``/leaderboard/arena/retired/``): every retired model with its date and reason,
+    and every model that battled but was never shown publicly (its name where not withheld), with the
+    dates of its first and last battle and the count per organisation."""
+    dates = _battle_dates()
+    retired, hidden = [], []
+    for model in LanguageModel.objects.filter(Q(retired_at__isnull=False) | Q(public=False)).order_by("name"):
+        first, last, battles = dates.get(model.pk, (None, None, 0))
+        if not model.public and battles == 0:
+            continue  # never tested in the arena: nothing to record
+        entry = {
+            "model": "" if model.name_withheld else model.name, "withheld": model.name_withheld,
+            "organisation": model.organisation or "(not stated)", "first_battle": first, "last_battle": last,
+            "battles": battles, "retired_at": model.retired_at, "retired_reason": model.retired_reason,
+        }  # fmt: skip
+        (retired if model.public else hidden).append(entry)
+    retired.sort(key=lambda e: (e["retired_at"], e["model"]), reverse=True)
+    per_org = Counter(e["organisation"] for e in hidden)
+    return {"retired": retired, "hidden": hidden, "hidden_by_organisation": sorted(per_org.items())}
+
+
+def _battle_dates() -> dict[int, tuple]:
+    """(first battle, last battle, battles) per model id, over both sides."""
+    found: dict[int, list] = {}
+    for side in ("model_a", "model_b"):
+        for pk, first, last, n in (
+            Battle.objects.values(side).annotate(first=Min("created_at"), last=Max("created_at"), n=Count("id"))
+            .order_by().values_list(side, "first", "last", "n")
+        ):  # fmt: skip
+            have = found.setdefault(pk, [first, last, 0])
+            have[0], have[1], have[2] = min(have[0], first), max(have[1], last), have[2] + n
+    return {pk: tuple(v) for pk, v in found.items()}
+
+
+def rating_history(name: str, *, method: str = "bt", category: str = "overall") -> list[dict]:
+    """The model's row in each stored snapshot of ``method`` and ``category``, oldest first, with the
+    snapshot's time, vote count and anchor (only the model's row is read from each snapshot's JSON on
+    PostgreSQL)."""
+    snapshots = RatingSnapshot.objects.filter(method=method, category=category).order_by("created_at", "id")
+    if connection.vendor == "postgresql":
+        row_sql = (
+            "jsonb_path_query_first(rows, '$[*] ? (@.model == $name)', jsonb_build_object('name', %s::text))"
+        )
+        rows = snapshots.annotate(row=RawSQL(row_sql, [name], output_field=JSONField())).values_list(
+            "id", "created_at", "vote_count", "settings__anchor", "row"
+        )
+    else:
+        rows = (
+            (pk, created, votes, anchor, next((r for r in all_rows if r.get("model") == name), None))
+            for pk, created, votes, anchor, all_rows in snapshots.values_list(
+                "id", "created_at", "vote_count", "settings__anchor", "rows"
+            )
+        )
+    history = []
+    for pk, created, votes, anchor, row in rows:
+        if not isinstance(row, dict) or row.get("rating") is None:
+            continue
+        history.append({
+            "snapshot": pk, "at": created, "votes": votes, "rating": row["rating"], "ci_low": row.get("ci_low"),
+            "ci_high": row.get("ci_high"), "rank": row.get("rank_ub"), "battles": row.get("battles"),
+            "anchor": anchor if isinstance(anchor, dict) else None,
+        })  # fmt: skip
+    return history

@@ -1,0 +1,55 @@
+"""One arena model's page (what it is, its retirement, its rating across refits) and the public record of
+retired and unreleased models: plain data for the templates, read from arena's selectors."""
+
+from __future__ import annotations
+
+from arena import selectors as arena_selectors
+from arena.selectors_catalogue import descriptions, rating_history, retirements_public
+from leaderboard.arena_board.charts import history_figure
+from leaderboard.arena_board.page import METHODS, category_label
+
+
+def _anchor_label(anchor: dict | None) -> str:
+    if not anchor or not anchor.get("model"):
+        return "centred (mean 1000)"
+    if not anchor.get("applied"):
+        return f"centred until {anchor['model']} has votes"
+    return f"{anchor['model']} at {anchor['rating']:g}"
+
+
+def arena_model_page(name: str, *, method: str, category: str) -> dict | None:
+    """The page's context, or None when there is no such public model (not in the catalogue, or tested
+    but not shown publicly: its page does not exist)."""
+    about = descriptions().get(name)
+    if about is None or not about["public"]:
+        return None
+    history = rating_history(name, method=method, category=category)
+    changes = []
+    for before, after in zip(history, history[1:]):
+        if _anchor_label(before["anchor"]) != _anchor_label(after["anchor"]):
+            changes.append(
+                {
+                    "at": after["at"],
+                    "was": _anchor_label(before["anchor"]),
+                    "now": _anchor_label(after["anchor"]),
+                }
+            )
+    for point in history:
+        point["scale"] = _anchor_label(point["anchor"])
+    title = f"{name}: {METHODS[method]} rating, {category_label(category).lower()}, across refits"
+    return {
+        "model": name,
+        "about": about,
+        "method": method,
+        "methods": list(METHODS.items()),
+        "category": category,
+        "categories": [(c, category_label(c)) for c in arena_selectors.snapshot_categories()]
+        or [("overall", "Overall")],
+        "history": list(reversed(history)),  # newest first in the table
+        "anchor_changes": changes,
+        "figure": history_figure(history, changes, title) if history else None,
+    }
+
+
+def arena_retired_page() -> dict:
+    return retirements_public()
