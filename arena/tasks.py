@@ -247,7 +247,6 @@ def release_build() -> dict:
 
 # --- Prompt categories ---------------------------------------------------------------------------
 # Asked for by the live fit after votes (arena.dispatch.categories_tag_schedule, debounced) and by beat.
-CATEGORIES_RUNNING_KEY = "arena:categories_tag:running"
 CATEGORIES_BATCHES_PER_TASK = 8  # then the task sends itself again, so other judge work gets a turn
 
 
@@ -256,29 +255,25 @@ def categories_tag() -> dict:
     """Tag new votes' first prompts with the configured category protocols
     (:func:`arena.services.categories.votes_categorize`), a batch at a time, then ask for a refit.
 
-    One run at a time (a lock that expires after 15 minutes if its holder died). Resumable: a killed
-    worker's task is redelivered (acks late), its stored tags are found in the cache, and its claimed
-    votes are still pending."""
+    Runs may overlap (a beat run meeting a vote's): each claims other votes (row locks, skipped by the
+    other) and a tag stored twice is stored once. No lock: a killed worker leaves none behind, so the
+    next run (redelivered, the next vote's or beat's) resumes at once; its stored tags are found in the
+    cache and its claimed votes are still pending."""
     spec = categories.tagger_spec()
     if spec is None:
         return {"skipped": "no tagger configured (ARENA_CATEGORY_TAGGER)"}
-    if not cache.add(CATEGORIES_RUNNING_KEY, 1, timeout=15 * 60):
-        return {"skipped": "another tagging run is going"}
     totals: dict[str, int] = {}
-    try:
-        for _ in range(CATEGORIES_BATCHES_PER_TASK):
-            summary = categories_services.votes_categorize(
-                lambda: pool.get(("tagger", spec), lambda: load_model(spec)),
-                batch=int(getattr(settings, "ARENA_CATEGORY_BATCH", 32)),
-                max_attempts=int(getattr(settings, "ARENA_CATEGORY_MAX_ATTEMPTS", 3)),
-            )
-            for key, value in summary.items():
-                totals[key] = totals.get(key, 0) + value
-            if not summary["claimed"]:
-                break
-        more = categories_services.categorization_pending()
-    finally:
-        cache.delete(CATEGORIES_RUNNING_KEY)
+    for _ in range(CATEGORIES_BATCHES_PER_TASK):
+        summary = categories_services.votes_categorize(
+            lambda: pool.get(("tagger", spec), lambda: load_model(spec)),
+            batch=int(getattr(settings, "ARENA_CATEGORY_BATCH", 32)),
+            max_attempts=int(getattr(settings, "ARENA_CATEGORY_MAX_ATTEMPTS", 3)),
+        )
+        for key, value in summary.items():
+            totals[key] = totals.get(key, 0) + value
+        if not summary["claimed"]:
+            break
+    more = categories_services.categorization_pending()
     if more:
         categories_tag_schedule(countdown=0)
     if totals.get("done") or totals.get("tagged"):

@@ -26,11 +26,13 @@ from evalcore.categories import prompt_sha256, tag_prompts, tagger_key
 
 log = logging.getLogger(__name__)
 MAX_ERROR_CHARS = 500
+NO_PROMPT = "the battle has no first prompt"
 
 
 def votes_enlist(*, limit: int) -> int:
     """Give up to ``limit`` votes without one a pending categorization row (their first prompt's hash);
-    how many were added. Votes whose battle has no first turn (never the case for a cast vote) are skipped."""
+    how many were added. A vote whose battle has no first turn (never the case for a cast vote) gets a
+    failed row saying so, so it is not looked at again."""
     votes = list(
         Vote.objects.filter(categorization__isnull=True).order_by("id").values_list("id", "battle_id")[:limit]
     )
@@ -41,8 +43,9 @@ def votes_enlist(*, limit: int) -> int:
     )
     rows = [
         VoteCategorization(vote_id=vote_id, prompt_sha256=prompt_sha256(prompts[battle_id]))
-        for vote_id, battle_id in votes
         if battle_id in prompts
+        else VoteCategorization(vote_id=vote_id, status=VoteCategorization.Status.FAILED, error=NO_PROMPT)
+        for vote_id, battle_id in votes
     ]
     return len(VoteCategorization.objects.bulk_create(rows, ignore_conflicts=True))
 

@@ -294,3 +294,23 @@ def test_the_staff_page_samples_confirms_and_corrects(published):
     assert staff.get("/leaderboard/review/categories/?category=nope").status_code == 400
     assert staff.get("/leaderboard/review/categories/?category=coding&seed=-1").status_code == 400
     assert TagReview.objects.count() == 1 and TagReview.objects.get(tag=tag).value is False
+
+
+def test_the_task_tags_every_vote_then_asks_for_a_refit(configured, settings, celery_eager):
+    from arena.tasks import categories_tag
+
+    settings.ARENA_CATEGORY_BATCH = 4
+    settings.ARENA_REFIT_ROUNDS = 20
+    votes = votes_with_prompts(12)
+    orphan = votes_create(STRENGTHS, 1, seed=8)[
+        0
+    ]  # a vote whose battle has no turn: failed, not retried forever
+    totals = categories_tag()
+    assert totals["refit_scheduled"] is True
+    # In batches of four, then the refit it asks for (run in place here, as every task sent).
+    assert VoteCategorization.objects.filter(status="done").count() == len(votes)
+    failed = VoteCategorization.objects.get(vote=orphan)
+    assert failed.status == "failed" and failed.error == "the battle has no first prompt"
+    assert RatingSnapshot.objects.filter(category="overall").exists()  # the refit ran
+    settings.ARENA_CATEGORY_TAGGER = None
+    assert categories_tag() == {"skipped": "no tagger configured (ARENA_CATEGORY_TAGGER)"}
