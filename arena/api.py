@@ -27,6 +27,7 @@ from rest_framework.views import APIView
 from arena import exports, selectors
 from arena import selectors_catalogue as catalogue
 from arena.models import Battle, LiveRating, RatingSnapshot, Vote
+from arena.models_catalogue import public_name
 from arena.redaction import turn_public
 from arena.selectors import EXPORT_COLUMNS
 from common.api_params import validated_query
@@ -115,8 +116,8 @@ class TurnSerializer(serializers.Serializer):
 
 class BattleSerializer(serializers.ModelSerializer):
     public_id = serializers.SerializerMethodField(help_text="32 hex digits: votes.csv's question_id (docs/api.md, Ids)")
-    model_a = serializers.CharField(source="model_a.name")
-    model_b = serializers.CharField(source="model_b.name")
+    model_a = serializers.SerializerMethodField()
+    model_b = serializers.SerializerMethodField()
     winner = serializers.CharField(source="vote.winner")
     model_a_position = serializers.CharField(source="vote.model_a_position")
     turn_count = serializers.IntegerField(source="vote.turn_count")
@@ -140,6 +141,12 @@ class BattleSerializer(serializers.ModelSerializer):
 
     def get_public_id(self, obj) -> str:
         return battle_id(obj.public_id)
+
+    def get_model_a(self, obj) -> str:
+        return public_name(obj.model_a)  # a withheld name is its stand-in
+
+    def get_model_b(self, obj) -> str:
+        return public_name(obj.model_b)
 
 
 class SnapshotSummarySerializer(serializers.ModelSerializer):

@@ -22,7 +22,7 @@ from datetime import UTC, date, datetime
 from urllib.parse import urlsplit
 
 from arena.models_catalogue import CUTOFF_PATTERN, MAX_PARAMETERS
-from common.query import LICENCE_PATTERN
+from common.query import LICENCE_PATTERN, ORGANISATION_PATTERN
 
 DESCRIPTION_KEYS = {
     "organisation", "licence", "parameters", "open_weights", "knowledge_cutoff", "link", "public", "name_withheld",
@@ -130,8 +130,11 @@ def description_fields(raw: dict, where: str) -> dict:
             f"{where}.name_withheld",
             "only a model that is not public (public: false) can have its name withheld",
         )
+    organisation = _text(raw.get("organisation"), f"{where}.organisation", 200)
+    if organisation and not re.fullmatch(ORGANISATION_PATTERN[1:-1], organisation):
+        _fail(f"{where}.organisation", "must be one line of text without invisible or control characters")
     return {
-        "organisation": _text(raw.get("organisation"), f"{where}.organisation", 200),
+        "organisation": organisation,
         "licence": licence,
         "parameter_count": parameter_count(raw.get("parameters"), f"{where}.parameters"),
         "open_weights": _flag(raw.get("open_weights"), f"{where}.open_weights", False),

@@ -13,7 +13,10 @@ from django.core.validators import RegexValidator, URLValidator
 from django.db import models
 from django.db.models import Q
 
-from common.query import LICENCE_PATTERN  # one rule for the catalogue and the board's filter
+from common.query import (  # one rule for the catalogue and the board's filter
+    LICENCE_PATTERN,
+    ORGANISATION_PATTERN,
+)
 
 CUTOFF_PATTERN = r"^\d{4}(-(0[1-9]|1[0-2])(-(0[1-9]|[12]\d|3[01]))?)?$"
 MAX_PARAMETERS = 10**14  # 100 trillion: a bigger count is a typo
@@ -23,6 +26,11 @@ def stand_in(pk: int) -> str:
     """The name every public output (board, API, vote exports) uses for a model whose owner asked to
     withhold its name."""
     return f"withheld-{pk}"
+
+
+def public_name(model) -> str:
+    """The name the public sees for ``model`` (a LanguageModel): its own, or its stand-in if withheld."""
+    return stand_in(model.pk) if model.name_withheld else model.name
 
 
 class LanguageModel(models.Model):
@@ -59,8 +67,9 @@ class LanguageModel(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     # What the model is, shown on the board and in the exports (filterable: organisation, licence, open weights).
     organisation = models.CharField(
-        max_length=200, blank=True, help_text="Who publishes it, e.g. HuggingFace."
-    )
+        max_length=200, blank=True, help_text="Who publishes it, e.g. HuggingFace.",
+        validators=[RegexValidator(ORGANISATION_PATTERN, "one line of text without invisible or control characters")],
+    )  # fmt: skip
     licence = models.CharField(
         max_length=100,
         blank=True,

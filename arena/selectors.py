@@ -320,8 +320,8 @@ def battles_voted(
         .prefetch_related(Prefetch("turns", queryset=Turn.objects.order_by("index")))
         .order_by("-vote__created_at", "-id")
     )
-    if model:
-        qs = qs.filter(Q(model_a__name=model) | Q(model_b__name=model))
+    if model:  # a withheld name finds nothing (the public knows the model by its stand-in only)
+        qs = qs.filter(Q(model_a__name=model, model_a__name_withheld=False) | Q(model_b__name=model, model_b__name_withheld=False))
     if winner:
         qs = qs.filter(vote__winner=winner)
     if language is not None:

@@ -28,7 +28,10 @@ CATEGORY_HELP = "overall, multi_turn, long_prompt, language:<code>, or a tagged 
 LANGUAGE_HELP = "a language code such as en or ja (any case)"
 # The arena board's catalogue filters (issue 31): an organisation is one line of printable text, a
 # licence a name such as apache-2.0, open weights and the retired toggle yes or no.
-ORGANISATION_PATTERN = r"^[^\x00-\x1f\x7f]{1,200}$"
+# Control and invisible format characters (C0, C1, soft hyphen, zero-width and bidirectional controls,
+# line/paragraph separators, BOM, specials) are refused; the pattern is the whole rule, so the schema
+# states exactly what the server takes.
+ORGANISATION_PATTERN = r"^[^\x00-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff0-\uffff]{1,200}$"
 LICENCE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9 .+_()/-]{0,99}$"
 ORGANISATION_HELP = "an organisation as the board lists it, e.g. HuggingFace"
 LICENCE_HELP = "a licence as the board lists it, e.g. apache-2.0"
@@ -83,7 +86,7 @@ def language(raw: str) -> str:
 
 def organisation(raw: str) -> str:
     value = str(raw).strip()
-    if not re.fullmatch(ORGANISATION_PATTERN[1:-1], value) or not value.isprintable():
+    if not re.fullmatch(ORGANISATION_PATTERN[1:-1], value):
         raise ValueError(f"not an organisation ({ORGANISATION_HELP}): {value[:40]!r}")
     return value
 

@@ -32,8 +32,10 @@ from django.db.models import Count
 
 from arena import selectors
 from arena.models import BattleHold, DataRelease, RatingSnapshot, Vote
+from arena.models_catalogue import public_name
 from arena.moderation import MODERATION_VERSION
 from arena.redaction import turn_public
+from arena.selectors_catalogue import masked, withheld_names
 from arena.services.base import ArenaError
 from evalcore.privacy.redact import REDACTOR_VERSION
 
@@ -80,8 +82,8 @@ def _battles_table(snapshot: RatingSnapshot):
         turns = [turn_public(t) for t in battle.turns.all()]
         vote = battle.vote
         rows["question_id"].append(battle.public_id.hex)
-        rows["model_a"].append(battle.model_a.name)
-        rows["model_b"].append(battle.model_b.name)
+        rows["model_a"].append(public_name(battle.model_a))  # a withheld name is its stand-in
+        rows["model_b"].append(public_name(battle.model_b))
         rows["winner"].append(vote.winner)
         rows["tstamp"].append(vote.created_at.timestamp())
         rows["turn"].append(vote.turn_count)
@@ -122,8 +124,9 @@ def _ratings_rows(snapshot: RatingSnapshot) -> list[dict]:
     latest: dict[tuple[str, str], RatingSnapshot] = {}
     for snap in RatingSnapshot.objects.filter(created_at__lte=snapshot.created_at).order_by("created_at", "id"):
         latest[(snap.method, snap.category)] = snap
+    withheld = withheld_names()
     for (method, category), snap in sorted(latest.items()):
-        for row in snap.rows:
+        for row in masked(snap.rows, withheld):
             rows.append({
                 "method": method, "category": category, "snapshot_id": snap.pk, "model": row.get("model"),
                 "rating": row.get("rating"), "ci_low": row.get("ci_low"), "ci_high": row.get("ci_high"),

@@ -106,6 +106,7 @@ HOSTILE = [
     ("    organisation: [1, 2]\n", "organisation: must be one line"),
     ('    organisation: "Acme\\nEvil"\n', "organisation: must be one line"),
     ('    organisation: "Acme\\u202eevil"\n', "organisation: must be one line"),
+    ('    organisation: "Ac\\u200bme"\n', "organisation: must be one line of text without invisible"),
     ('    licence: "<script>"\n', "licence: letters, digits"),
     ("    parameters: lots\n", "parameters: expected a whole number"),
     ("    parameters: -5\n", "parameters: must be between"),

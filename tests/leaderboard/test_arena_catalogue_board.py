@@ -15,7 +15,8 @@ import pytest
 
 from arena import selectors
 from arena.live import live_refit
-from arena.models import LanguageModel
+from arena.api import BattleSerializer
+from arena.models import Battle, LanguageModel
 from arena.models_catalogue import stand_in
 from arena.ratings import snapshots_refit
 from tests.arena.vote_data import T0, votes_create
@@ -154,6 +155,8 @@ def test_a_withheld_name_appears_in_no_public_output(client, described):
         "beta",
         "gamma",
     }  # not-public rows left out
+    battle = Battle.objects.filter(model_a__name=SECRET).select_related("model_a", "model_b", "vote").first()
+    assert BattleSerializer(battle).data["model_a"] == stand_in(secret_pk)  # published battles too
     assert client.get(f"/leaderboard/arena/models/{SECRET}/").status_code == 404
     assert client.get("/leaderboard/arena/models/epsilon/").status_code == 404
 
