@@ -30,6 +30,7 @@ from arena.services.moderation import battles_moderate
 from arena.services.redaction import published_redact
 from arena.services.voters import voters_flag as voters_flag_run
 from arena.streams import battle_group
+from common.public_ids import battle_id
 from evalcore.models import load_backend
 from workers import metrics
 from workers.queues import DEFAULT, GENERATE, JUDGE, LONG_TASK_OPTIONS
@@ -83,7 +84,7 @@ def battle_generate(self, turn_id: int, side: str) -> str:
         return "already finished"
     battle = turn.battle
     model = battle.model_a if side == "a" else battle.model_b
-    log.info("battle %s turn %s side %s: generating", battle.public_id, turn.index, side)
+    log.info("battle %s turn %s side %s: generating", battle_id(battle.public_id), turn.index, side)
     publish = Publisher(battle_group(battle.public_id), {"turn": turn.index, "side": side})
     publish("battle.start")
     text = ""
@@ -107,7 +108,7 @@ def battle_generate(self, turn_id: int, side: str) -> str:
                     return "reaped"  # failed by the reaper meanwhile; it told the browsers
                 last_save = now
     except (Exception, SoftTimeLimitExceeded) as exc:
-        log.exception("battle %s turn %s side %s failed", battle.public_id, turn.index, side)
+        log.exception("battle %s turn %s side %s failed", battle_id(battle.public_id), turn.index, side)
         generation.turn_side_fail(turn_id, side, text, f"{type(exc).__name__}: {exc}")
         publish("battle.error", message=SIDE_FAILED_MESSAGE)
         metrics.battle_side_observe(side, "error", time.time() - turn.created_at.timestamp())

@@ -42,7 +42,7 @@ def start(client: Client):
 
 @pytest.mark.parametrize(
     "path",
-    ["/arena/battles/", f"/arena/battles/{uuid.UUID(int=1)}/vote/", f"/arena/battles/{uuid.UUID(int=2)}/turns/"],
+    ["/arena/battles/", f"/arena/battles/{uuid.UUID(int=1).hex}/vote/", f"/arena/battles/{uuid.UUID(int=2).hex}/turns/"],
 )
 def test_posts_without_a_session_are_refused_and_make_no_session(path):
     client = Client()
@@ -60,7 +60,7 @@ def test_a_forged_cookie_is_no_session(settings):
         assert start(client).status_code == 403
     client.cookies[settings.SESSION_COOKIE_NAME] = "<script>" + "x" * 5000
     assert start(client).status_code == 403
-    assert client.get(f"/arena/battles/{uuid.uuid4()}/").status_code == 404
+    assert client.get(f"/arena/battles/{uuid.uuid4().hex}/").status_code == 404
     assert Session.objects.count() == 0 and Battle.objects.count() == 0
 
 
