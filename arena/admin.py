@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from arena.models import LanguageModel, VoterFlag
+from arena.models import LanguageModel, PromptTag, VoteCategorization, VoterFlag
 
 
 @admin.register(LanguageModel)
@@ -31,3 +31,33 @@ class VoterFlagAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(PromptTag)
+class PromptTagAdmin(ReadOnlyAdmin):
+    """Read-only: tags are the tagger's (docs/categories.md); staff check them on
+    /leaderboard/review/categories/, which shows only published prompts, redacted. No prompt text here."""
+
+    list_display = ("created_at", "category", "value", "score", "protocol", "protocol_version", "tagger_name")
+    list_filter = ("category", "value", "protocol", "protocol_version")
+    search_fields = ("prompt_sha256", "tagger")
+
+
+@admin.register(VoteCategorization)
+class VoteCategorizationAdmin(ReadOnlyAdmin):
+    """Read-only: the tagging queue's state per vote (pending, done, failed with the error)."""
+
+    list_display = ("vote_id", "status", "attempts", "updated_at", "error")
+    list_filter = ("status",)
+    search_fields = ("prompt_sha256",)

@@ -314,3 +314,18 @@ def test_the_task_tags_every_vote_then_asks_for_a_refit(configured, settings, ce
     assert RatingSnapshot.objects.filter(category="overall").exists()  # the refit ran
     settings.ARENA_CATEGORY_TAGGER = None
     assert categories_tag() == {"skipped": "no tagger configured (ARENA_CATEGORY_TAGGER)"}
+
+
+def test_the_django_admin_lists_tags_and_the_queue_read_only(configured, tagger_backend, client):
+    votes_with_prompts(4)
+    drain(Loader(tagger_backend))
+    admin = get_user_model().objects.create_superuser("root", "root@example.org", "pw-root-123")
+    client.force_login(admin)
+    for name in ("prompttag", "votecategorization"):
+        page = client.get(f"/admin/arena/{name}/")
+        assert page.status_code == 200
+        assert ("mentions_code" if name == "prompttag" else "done") in page.content.decode()
+        assert client.get(f"/admin/arena/{name}/add/").status_code == 403
+    tag = PromptTag.objects.first()
+    assert client.post(f"/admin/arena/prompttag/{tag.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert PromptTag.objects.filter(pk=tag.pk).exists()
