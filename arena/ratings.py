@@ -107,7 +107,9 @@ def snapshots_compute(
     phases["read"] = time.monotonic() - mark
     mark = time.monotonic()
     tagged, made_by = selectors_categories.tag_masks(votes)
-    drafts = snapshots_draft(votes, **params, elo_states=states, style_starts=starts, tagged=tagged)
+    anchor = anchor_configured()
+    anchor = None if anchor is None else (anchor["model"], anchor["rating"])  # BT and style fit with it
+    drafts = snapshots_draft(votes, **params, elo_states=states, style_starts=starts, tagged=tagged, anchor=anchor)
     for d in drafts:
         if d.category in made_by:  # the tagger and protocol version behind a tagged category
             d.settings["tags"] = made_by[d.category]
@@ -129,7 +131,10 @@ def drafts_anchor(drafts: list[Draft]) -> None:
     the anchor (and a change of it) in ``settings["anchor"]``."""
     anchor, previous = anchor_configured(), anchors_latest()
     for d in drafts:
-        d.rows, d.settings["anchor"], notes = anchor_record(d.rows, anchor, previous.get((d.method, d.category)))
+        fitted = d.settings.pop("anchored_in_fit", False)
+        d.rows, d.settings["anchor"], notes = anchor_record(
+            d.rows, anchor, previous.get((d.method, d.category)), anchored_in_fit=fitted
+        )
         if d.rows and notes:
             d.extra["notes"] = list(d.extra.get("notes", [])) + notes
 
@@ -149,8 +154,10 @@ def _integrity_record(drafts: list[Draft], integrity: dict, *, rounds, seed, min
     draft = Draft("bt", "overall", len(before), None, None)
     draft.settings["provisional_votes"] = overall.settings["provisional_votes"]
     battles = category_battles(before, np.ones(len(before), dtype=bool))
-    fit_bt(battles, draft, rounds=rounds, seed=seed, counts=aggregate(battles))
-    rows = anchor_record(draft.rows, anchor_configured(), None)[0]  # on the board's scale
+    anchor = anchor_configured()
+    anchor = None if anchor is None else (anchor["model"], anchor["rating"])
+    fit_bt(battles, draft, rounds=rounds, seed=seed, counts=aggregate(battles), anchor=anchor)  # the board's scale
+    rows = draft.rows
     overall.extra["before_voter_exclusion"] = {
         "vote_count": len(before), "rows": rows, "notes": draft.extra.get("notes", []),
     }  # fmt: skip

@@ -4,10 +4,12 @@ joins (docs/arena-ratings.md, "The anchor").
 A Bradley-Terry fit fixes only differences between models; evalcore centres the ratings on a mean of
 1000, so a new strong model lowers everyone else's number by its share of the mean. LMArena instead pins
 one model at a fixed score. With ``ARENA_ANCHOR_MODEL`` and ``ARENA_ANCHOR_RATING`` set, every rating of a
-snapshot (and its interval bounds, and the live board's point ratings) is shifted by one constant so
-that the anchor model's rating is exactly ``ARENA_ANCHOR_RATING``; differences, intervals' widths, ranks,
-win matrices and style coefficients are unchanged. The anchor's own interval is then the uncertainty of
-the others relative to it (its bootstrap spread is moved with it, as LMArena reports).
+snapshot is put on the scale where the anchor model's rating is exactly ``ARENA_ANCHOR_RATING``:
+Bradley-Terry and style fits hold it there in the point fit and in every bootstrap round (evalcore's
+``anchor``, as FastChat anchors each bootstrap sample), so the anchor's interval has zero width and the
+others' intervals are those of their difference to it; Elo and the live board's point ratings are
+shifted by one constant (:func:`anchor_record`, :func:`rows_shifted`). Point differences, ranks' order,
+win matrices and style coefficients are those of the centred fit.
 
 Until the anchor model has a finite rating in a category (no votes there yet), that category keeps the
 centring and its snapshot says so (``settings["anchor"]["applied"]`` False, and a note). Every snapshot
@@ -22,6 +24,7 @@ import math
 from django.conf import settings
 
 RATING_KEYS = ("rating", "ci_low", "ci_high")
+CENTRE = 1000.0  # evalcore's centring: the mean rating (evalcore.ratings.BASE_RATING)
 
 
 def anchor_configured() -> dict | None:
@@ -63,13 +66,21 @@ def _same(a: dict | None, b: dict | None) -> bool:
     return key(a) == key(b)
 
 
-def anchor_record(rows: list[dict], anchor: dict | None, previous: dict | None) -> tuple[list[dict], dict, list[str]]:
+def anchor_record(
+    rows: list[dict], anchor: dict | None, previous: dict | None, *, anchored_in_fit: bool = False
+) -> tuple[list[dict], dict, list[str]]:
     """``(rows, settings["anchor"], notes)`` for one snapshot: ``rows`` anchored where the anchor model has a
-    rating, else as fitted (centred); ``previous`` is the last refit's ``settings["anchor"]`` (None: none)."""
+    rating, else as fitted (centred); ``previous`` is the last refit's ``settings["anchor"]`` (None: none).
+    ``anchored_in_fit``: the fit itself held the anchor in every bootstrap round (Bradley-Terry and style),
+    so the rows are kept; ``shift`` is then their mean less 1000 (what centring would have subtracted)."""
     notes: list[str] = []
     shift = anchor_shift(rows, anchor)
     if anchor is None:
         record = {"model": None, "rating": None, "applied": False, "shift": 0.0}
+    elif anchored_in_fit:
+        ratings = [r["rating"] for r in rows if isinstance(r.get("rating"), int | float) and math.isfinite(r["rating"])]
+        mean = sum(ratings) / len(ratings) if ratings else CENTRE
+        record = {**anchor, "applied": True, "shift": mean - CENTRE, "intervals": "relative to the anchor"}
     else:
         record = {**anchor, "applied": shift is not None, "shift": shift or 0.0}
         if shift is None:

@@ -97,6 +97,7 @@ def snapshots_draft(
     elo_states: dict[str, dict] | None = None,
     style_starts: dict[str, tuple] | None = None,
     tagged: dict[str, np.ndarray] | None = None,
+    anchor: tuple[str, float] | None = None,
 ) -> list[Draft]:
     """Fit every category and method; nothing is written. See the module docstring. ``elo_states``: the
     last refit's ``elo_state`` per category, for Elo to continue from where it matches; ``style_starts``:
@@ -125,11 +126,11 @@ def snapshots_draft(
         fits, cost = [], 0.0
         for draft in drafts[-3:]:
             if draft.method == "bt":
-                fits.append(partial(fit_bt, rounds=rounds, seed=seed))
+                fits.append(partial(fit_bt, rounds=rounds, seed=seed, anchor=anchor))
                 cost += 1.5 * rounds / 1000
             elif draft.method == "style":
                 start = (style_starts or {}).get(category)
-                fits.append(partial(fit_style, rounds=rounds, seed=seed, budget=style_budget, start=start))
+                fits.append(partial(fit_style, rounds=rounds, seed=seed, budget=style_budget, start=start, anchor=anchor))
                 cost += 4e-7 * n * max(1, style_rounds(n, rounds, style_budget))
             else:
                 fits.append(partial(fit_elo, orders=elo_orders, seed=seed, state=state))

@@ -128,13 +128,26 @@ def _with_fallback(fit, rounds: int) -> tuple[object, list[str]]:
     return fit(FALLBACK_PRIOR), [note]
 
 
-def fit_bt(battles: Battles, draft: Draft, *, rounds: int, seed: int, counts: PairCounts) -> None:
-    """Bradley-Terry with percentile bootstrap intervals into ``draft`` (method ``bt``)."""
+def _anchor_in(anchor: tuple[str, float] | None, models, draft: Draft) -> tuple[str, float] | None:
+    """The anchor to fit with (every bootstrap round held at it, as LMArena does), or None while the
+    anchor model has no votes here (arena.ratings_anchor then records the centring)."""
+    if anchor is None or anchor[0] not in models:
+        return None
+    draft.settings["anchored_in_fit"] = True
+    return anchor
+
+
+def fit_bt(
+    battles: Battles, draft: Draft, *, rounds: int, seed: int, counts: PairCounts, anchor: tuple | None = None
+) -> None:
+    """Bradley-Terry with percentile bootstrap intervals into ``draft`` (method ``bt``); ``anchor``:
+    ``(model, rating)`` to hold fixed in the point fit and every round."""
+    anchor = _anchor_in(anchor, counts.models, draft)
 
     def fit(prior):
         return bootstrap_bradley_terry(
             counts, rounds=rounds, rng=np.random.default_rng(seed), ties=TIES, prior=prior, level=LEVEL,
-            keep_samples=False,
+            keep_samples=False, anchor=anchor,
         )  # fmt: skip
 
     result, notes = _with_fallback(fit, rounds)
@@ -150,15 +163,18 @@ def style_rounds(n: int, rounds: int, budget: int) -> int:
 
 
 def fit_style(
-    battles: Battles, draft: Draft, *, rounds: int, seed: int, budget: int, counts: PairCounts, start=None
+    battles: Battles, draft: Draft, *, rounds: int, seed: int, budget: int, counts: PairCounts, start=None,
+    anchor: tuple | None = None,
 ) -> None:
-    """Style-controlled BT into ``draft`` (method ``style``), Newton's method from ``start`` if given."""
+    """Style-controlled BT into ``draft`` (method ``style``), Newton's method from ``start`` if given;
+    ``anchor`` as for :func:`fit_bt`."""
     used = style_rounds(len(battles), rounds, budget)
+    anchor = _anchor_in(anchor, battles.models, draft)
 
     def fit(prior):
         return fit_style_controlled(
             battles, ties=TIES, prior=prior, rounds=used, rng=np.random.default_rng(seed), level=LEVEL,
-            counts=counts, start=start,
+            counts=counts, start=start, anchor=anchor,
         )  # fmt: skip
 
     style, notes = _with_fallback(fit, used)

@@ -108,7 +108,8 @@ def scale_sentence(anchor: dict | None) -> str:
     if not anchor or not anchor.get("model"):
         return "Ratings are centred on a mean of 1000."
     if anchor.get("applied"):
-        return f"Ratings are anchored: {anchor['model']} is held at {anchor['rating']:g}."
+        relative = " (in every bootstrap round: the others' intervals are relative to it)" if anchor.get("intervals") else ""
+        return f"Ratings are anchored: {anchor['model']} is held at {anchor['rating']:g}{relative}."
     return (
         f"Ratings are centred on a mean of 1000 until the anchor model, {anchor['model']}, has votes here "
         f"(it will then be held at {anchor['rating']:g})."

@@ -34,7 +34,7 @@ def test_a_prefork_worker_refits_with_forked_fits(redis_url, start_worker, proce
     wait_for_row(lambda: RatingSnapshot.objects.filter(method="style", category="language:de").count(), bool,
                  timeout=180, what="the worker's refit", log=lambda: processes.log_of(worker))  # fmt: skip
     stored = {(s.method, s.category): s for s in RatingSnapshot.objects.all()}
-    assert len(stored) == 15  # overall, multi_turn, long_prompt, two languages x bt, elo, style
+    assert len(stored) == 18  # overall, multi_turn, long_prompt, no_ties, two languages x bt, elo, style
     params = selectors.snapshot_latest("bt").settings["refit"]
     assert params["rounds"] == 200
     _, drafts, _ = snapshots_compute(params)  # here, in this process

@@ -39,18 +39,32 @@ def test_anchor_record_shifts_ratings_and_bounds_and_says_what_it_did():
     ]
     shifted, record, notes = anchor_record(rows, {"model": "b", "rating": 1200.0}, None)
     assert record == {"model": "b", "rating": 1200.0, "applied": True, "shift": 250.0} and notes == []
-    assert [(r["rating"], r["ci_low"], r["ci_high"]) for r in shifted] == [(1350.0, 1330.0, 1370.0), (1200.0, None, 1240.0)]
+    assert [(r["rating"], r["ci_low"], r["ci_high"]) for r in shifted] == [
+        (1350.0, 1330.0, 1370.0),
+        (1200.0, None, 1240.0),
+    ]
     assert rows[0]["rating"] == 1100.0  # the fitted rows are not changed in place
     # Not rated yet: centred as fitted, and said so.
-    same, record, notes = anchor_record(rows, {"model": "c", "rating": 1200.0}, {"model": "c", "rating": 1200.0})
+    same, record, notes = anchor_record(
+        rows, {"model": "c", "rating": 1200.0}, {"model": "c", "rating": 1200.0}
+    )
     assert same == rows and record["applied"] is False and "centred" in notes[0] and "c" in notes[0]
     # A change of anchor is recorded, with both scales named.
     _, record, notes = anchor_record(rows, {"model": "a", "rating": 1000.0}, {"model": "b", "rating": 1200.0})
     assert record["changed_from"] == {"model": "b", "rating": 1200.0}
     assert "was b at 1200, now a at 1000" in notes[-1]
-    _, record, notes = anchor_record(rows, None, {"model": "b", "rating": 1200.0, "applied": True, "shift": 3.0})
+    _, record, notes = anchor_record(
+        rows, None, {"model": "b", "rating": 1200.0, "applied": True, "shift": 3.0}
+    )
     assert record["model"] is None and "now centred (no anchor)" in notes[-1]
     assert rows_shifted([{"model": "x", "rating": None}], 5.0) == [{"model": "x", "rating": None}]
+    # Anchored by the fit itself: rows kept, the shift is what centring would have taken away.
+    fitted = [
+        {"model": "a", "rating": 1300.0, "ci_low": 1290.0, "ci_high": 1310.0},
+        {"model": "b", "rating": 1200.0, "ci_low": 1200.0, "ci_high": 1200.0},
+    ]
+    same, record, notes = anchor_record(fitted, {"model": "b", "rating": 1200.0}, None, anchored_in_fit=True)
+    assert same == fitted and record["applied"] and record["shift"] == pytest.approx(250.0) and notes == []
 
 
 # --- On the refit ----------------------------------------------------------------------------------
@@ -59,7 +73,7 @@ def test_anchor_record_shifts_ratings_and_bounds_and_says_what_it_did():
 @pytest.mark.django_db
 def test_the_refit_holds_the_anchor_at_its_rating_and_records_changes(settings):
     strengths = {"alpha": 1.0, "beta": 0.0, "gamma": -1.0}
-    votes_create(strengths, 400, seed=4, language=["en", "de"])
+    votes = votes_create(strengths, 400, seed=4, language=["en", "de"])
     snapshots_refit(rounds=40, seed=1, min_category_votes=50)
     centred = {m: by_model(latest(m)) for m in ("bt", "style", "elo")}
     assert latest("bt").settings["anchor"] == {"model": None, "rating": None, "applied": False, "shift": 0.0}
@@ -70,14 +84,38 @@ def test_the_refit_holds_the_anchor_at_its_rating_and_records_changes(settings):
         rows = by_model(snapshot)
         assert rows["beta"]["rating"] == pytest.approx(1250.0, abs=1e-4), method
         shift = 1250.0 - centred[method]["beta"]["rating"]
-        for name, row in rows.items():  # one constant: differences and interval widths unchanged
-            for key in ("rating", "ci_low", "ci_high"):
-                assert row[key] == pytest.approx(centred[method][name][key] + shift, abs=1e-4), (method, name, key)
+        for name, row in rows.items():  # point ratings: one constant, differences unchanged
+            assert row["rating"] == pytest.approx(centred[method][name]["rating"] + shift, abs=1e-4), (
+                method,
+                name,
+            )
+            if method == "elo":  # Elo is shifted as a whole, bounds included
+                for key in ("ci_low", "ci_high"):
+                    assert row[key] == pytest.approx(centred[method][name][key] + shift, abs=1e-4), (
+                        name,
+                        key,
+                    )
+        if method != "elo":  # BT and style hold the anchor in every bootstrap round: zero width
+            assert rows["beta"]["ci_low"] == pytest.approx(1250.0, abs=1e-4) == rows["beta"]["ci_high"]
         anchor = snapshot.settings["anchor"]
         assert anchor["applied"] and anchor["shift"] == pytest.approx(shift, abs=1e-4)
         assert anchor["changed_from"] == {"model": None, "rating": None}
         assert any("anchor changed" in note for note in snapshot.extra["notes"])
     assert by_model(latest("bt", "language:de"))["beta"]["rating"] == pytest.approx(1250.0, abs=1e-4)
+    # The BT snapshot is evalcore's anchored bootstrap on the same votes (python -m evalcore rate --anchor).
+    counts = aggregate(
+        battles_from_arrays(
+            [v.model_a.name for v in votes], [v.model_b.name for v in votes], [v.winner for v in votes]
+        )
+    )
+    expected = bootstrap_bradley_terry(
+        counts, rounds=40, rng=np.random.default_rng(1), anchor=("beta", 1250.0)
+    )
+    expected = mark_provisional(expected, counts, min_battles=300)
+    rows = by_model(latest("bt"))
+    for want in expected.to_rows():
+        for key in ("rating", "ci_low", "ci_high"):
+            assert rows[want["model"]][key] == pytest.approx(want[key], abs=1e-4), (want["model"], key)
     # The live board's point ratings are on the same scale.
     live_refit()
     live = {row["model"]: row["rating"] for row in LiveRating.objects.get(category="overall").rows}
@@ -143,9 +181,13 @@ def test_the_view_without_ties_fits_only_decided_votes():
     snapshot = latest("bt", "no_ties")
     assert snapshot.vote_count == len(decided) and latest("bt").vote_count == len(votes)
     counts = aggregate(
-        battles_from_arrays([v.model_a.name for v in decided], [v.model_b.name for v in decided], [v.winner for v in decided])
+        battles_from_arrays(
+            [v.model_a.name for v in decided], [v.model_b.name for v in decided], [v.winner for v in decided]
+        )
     )
-    expected = mark_provisional(bootstrap_bradley_terry(counts, rounds=40, rng=np.random.default_rng(7)), counts, min_battles=300)
+    expected = mark_provisional(
+        bootstrap_bradley_terry(counts, rounds=40, rng=np.random.default_rng(7)), counts, min_battles=300
+    )
     rows = by_model(snapshot)
     for want in expected.to_rows():
         for key in ("rating", "ci_low", "ci_high"):
@@ -174,14 +216,21 @@ def test_votes_past_the_daily_cap_are_kept_but_not_counted_and_the_snapshot_says
     ]  # fmt: skip
     assert [c.counted for c in cast] == [True, True, False, False]
     assert {c.excluded_reason for c in cast[2:]} == {"daily_cap"}
-    other = services.vote_cast(public_id=_finished_battle(a, b, "light").public_id, winner="tie", session_hash="light", ip_hash="i")
+    other = services.vote_cast(
+        public_id=_finished_battle(a, b, "light").public_id, winner="tie", session_hash="light", ip_hash="i"
+    )
     assert other.counted
     assert Vote.objects.filter(session_hash="heavy").count() == 4  # kept
     snapshots_refit(rounds=20)
     snapshot = latest("bt")
     assert snapshot.vote_count == 60 + 2 + 1
-    assert snapshot.settings["integrity"]["daily_cap"] == 2 and snapshot.settings["integrity"]["daily_vote_cap"] == 2
-    assert any("2 votes past the daily cap of 2 votes per voter a day" in note for note in snapshot.extra["notes"])
+    assert (
+        snapshot.settings["integrity"]["daily_cap"] == 2
+        and snapshot.settings["integrity"]["daily_vote_cap"] == 2
+    )
+    assert any(
+        "2 votes past the daily cap of 2 votes per voter a day" in note for note in snapshot.extra["notes"]
+    )
 
 
 @pytest.mark.django_db
