@@ -31,6 +31,7 @@ from pathlib import Path
 from evalcore.engine.sandbox import PROGRAM_DIR, SandboxUnavailable, check_limits, launch, require_jail
 
 JAILSIDE = Path(__file__).with_name("jailside.py")
+JAILWIRE = Path(__file__).with_name("jailwire.py")  # imported by jailside.py, beside it in the jail
 STARTUP_SLACK = 5.0  # seconds for the jail and its two interpreters to start, beyond the tests' own limit
 
 
@@ -79,7 +80,8 @@ def _referee_jail():
 
 
 def _run(jail, candidate: str, tests: str, timeout: float, memory_mb: int, guard: bool, main: bool) -> TestVerdict:
-    files = {"jailside.py": JAILSIDE.read_text(), "candidate.py": candidate, "tests.py": tests}
+    files = {"jailside.py": JAILSIDE.read_text(), "jailwire.py": JAILWIRE.read_text(), "candidate.py": candidate,
+             "tests.py": tests}  # fmt: skip
     args = (f"{PROGRAM_DIR}/jailside.py", "referee", repr(timeout), "1" if guard else "0", "1" if main else "0")
     done = launch(jail, files, args, timeout + 1 + STARTUP_SLACK, memory_mb)
     found = static_tampering(candidate)

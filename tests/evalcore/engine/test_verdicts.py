@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from evalcore.engine import jail_cgroup, jailside, sandbox
+from evalcore.engine import jail_cgroup, jailwire, sandbox
 from evalcore.engine.jail_cgroup import CgroupUnavailable, find_root
 from evalcore.engine.sandbox import SandboxUnavailable, run_program
 from evalcore.engine.verdicts import run_tests, static_tampering
@@ -38,11 +38,11 @@ def _refuse(value):
 
 def test_plain_values_round_trip_exactly():
     for value in VALUES:
-        again = jailside.decode(jailside.encode(value, _refuse), _refuse)
+        again = jailwire.decode(jailwire.encode(value, _refuse), _refuse)
         assert again == value and type(again) is type(value), value
-    nan = jailside.decode(jailside.encode(math.nan, _refuse), _refuse)
+    nan = jailwire.decode(jailwire.encode(math.nan, _refuse), _refuse)
     assert math.isnan(nan)
-    assert math.copysign(1, jailside.decode(jailside.encode(-0.0, _refuse), _refuse)) == -1
+    assert math.copysign(1, jailwire.decode(jailwire.encode(-0.0, _refuse), _refuse)) == -1
 
 
 def test_values_that_are_not_plain_become_references():
@@ -51,12 +51,12 @@ def test_values_that_are_not_plain_become_references():
             return True
 
     refs = []
-    encoded = jailside.encode([Sneaky(5), object()], lambda v: refs.append(v) or {"r": len(refs) - 1})
+    encoded = jailwire.encode([Sneaky(5), object()], lambda v: refs.append(v) or {"r": len(refs) - 1})
     assert encoded == {"l": [{"i": "0x5"}, {"r": 0}]}  # the int subclass crosses as a plain int
     deep: list = []
-    for _ in range(jailside.MAX_DEPTH + 5):
+    for _ in range(jailwire.MAX_DEPTH + 5):
         deep = [deep]
-    assert "r" in str(jailside.encode(deep, lambda v: {"r": 0}))  # too deep: a reference, not a crash
+    assert "r" in str(jailwire.encode(deep, lambda v: {"r": 0}))  # too deep: a reference, not a crash
 
 
 @pytest.mark.parametrize(
@@ -65,24 +65,24 @@ def test_values_that_are_not_plain_become_references():
      [1, 2], 3.5, {"rg": ["0x1"]}, {"c": ["1"]}],
 )  # fmt: skip
 def test_malformed_values_are_refused(message):
-    with pytest.raises((jailside.ProtocolError, ValueError, TypeError)):
-        jailside.decode(message, lambda ref: pytest.fail("no reference expected"))
+    with pytest.raises((jailwire.ProtocolError, ValueError, TypeError)):
+        jailwire.decode(message, lambda ref: pytest.fail("no reference expected"))
 
 
 def test_oversized_or_broken_frames_are_refused():
     read, write = os.pipe()
     try:
-        os.write(write, (jailside.MAX_MESSAGE + 1).to_bytes(4, "big"))
-        with pytest.raises(jailside.ProtocolError, match="over the"):
-            jailside.receive(read)
+        os.write(write, (jailwire.MAX_MESSAGE + 1).to_bytes(4, "big"))
+        with pytest.raises(jailwire.ProtocolError, match="over the"):
+            jailwire.receive(read)
         os.write(write, (3).to_bytes(4, "big") + b"{{{")
-        with pytest.raises(jailside.ProtocolError, match="not JSON"):
-            jailside.receive(read)
+        with pytest.raises(jailwire.ProtocolError, match="not JSON"):
+            jailwire.receive(read)
         os.write(write, (10).to_bytes(4, "big") + b"12")
         os.close(write)
         write = -1
-        with pytest.raises(jailside.HostGone):
-            jailside.receive(read)
+        with pytest.raises(jailwire.HostGone):
+            jailwire.receive(read)
     finally:
         os.close(read)
         if write >= 0:
