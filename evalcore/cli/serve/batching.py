@@ -2,9 +2,11 @@
 
 Each request renders its conversation with the model's chat template, joins the queue, then waits
 for the model lock (:meth:`ModelService.acquire`, with its bounds and 503s). Whoever holds the lock
-takes every queued request (at most ``max_batch``) and answers them with one
+takes the queued requests (at most ``max_batch``) and answers them with one
 ``backend.generate_until`` call, so concurrent clients share forward passes, and rows that share a
-prefix (the same few-shot examples) share its computation. A request answered by another's batch
+prefix (the same few-shot examples) share its computation. On the CPU only requests that share at
+least half of the first one's prompt join its batch (:meth:`ChatBatcher._joins`); the others wait
+for the next. A request answered by another's batch
 finds its answer when its own turn at the lock comes, and leaves at once. A lone request is a batch
 of one. Streamed requests, and backends without a chat template, keep the one-request path.
 
@@ -14,6 +16,7 @@ paths); a sampled answer follows its request's ``seed`` (random when none is giv
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 from dataclasses import dataclass, field
@@ -69,20 +72,42 @@ class ChatBatcher:
 
     def _run_batch(self) -> None:
         with self.queue_lock:
-            batch, self.queue = self.queue[: self.max_batch], self.queue[self.max_batch :]
+            taken, self.queue = self.queue[: self.max_batch], self.queue[self.max_batch :]
         backend = self.service.backend
+        batch, ready = [], []
         try:
-            ready = [(p, self._request(backend, p)) for p in batch]
-            ready = [(p, r) for p, r in ready if r is not None]
+            for pending in taken:
+                request = self._request(backend, pending)
+                if request is None or not ready or self._joins(backend, ready[0][1].context, request.context):
+                    batch.append(pending)
+                    if request is not None:
+                        ready.append((pending, request))
+            later = [p for p in taken if p not in batch]
+            if later:  # back to the front of the queue, in order, for the next batch
+                with self.queue_lock:
+                    self.queue[:0] = later
             results = backend.generate_until([r for _, r in ready]) if ready else []
             for (pending, _), result in zip(ready, results, strict=True):
                 pending.text = result.text
         except BaseException as exc:  # a model failure: every request of the batch gets it
-            for pending in batch:
+            for pending in batch or taken:
                 pending.error = pending.error or exc
+            batch = batch or taken
         finally:
             for pending in batch:
                 pending.done.set()
+
+    @staticmethod
+    def _joins(backend, first: str, other: str) -> bool:
+        """Whether ``other`` joins ``first``'s batch. On a GPU every row does. On the CPU a pass costs
+        about as much per row as alone, so a batch pays only through a shared prefix (computed once:
+        the same few-shot examples) and costs the lone row's prompt-lookup speculation: rows join
+        when they share at least half of the first row's prompt (docs/PERFORMANCE.md, "Chat
+        benchmarks")."""
+        device = getattr(getattr(backend, "device", None), "type", "cpu")
+        if device != "cpu":
+            return True
+        return len(os.path.commonprefix([first, other])) * 2 >= len(first)
 
     @staticmethod
     def _request(backend, pending: Pending) -> GenerationRequest | None:
