@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from arena import selectors
-from arena.live import live_refit
 from arena.api import BattleSerializer
+from arena.live import live_refit
 from arena.models import Battle, LanguageModel
 from arena.models_catalogue import stand_in
 from arena.ratings import snapshots_refit
@@ -215,5 +215,8 @@ def test_the_model_page_charts_its_rating_across_refits_and_marks_a_change_of_an
     gamma = client.get("/leaderboard/arena/models/gamma/").content.decode()
     assert "retired 2026-11-30: superseded by beta" in gamma
     assert client.get("/leaderboard/arena/models/nobody/").status_code == 404
+    hostile = client.get("/leaderboard/arena/models/%3Cscript%3Ealert(1)%3C%2Fscript%3E/")
+    assert hostile.status_code == 404 and "<script>alert" not in hostile.content.decode()
+    assert client.get("/leaderboard/arena/models/" + "x" * 5000 + "/").status_code == 404
     assert client.get("/leaderboard/arena/models/alpha/?method=elo").status_code == 400
     assert client.get("/leaderboard/arena/models/alpha/?category=no_ties").status_code == 200
