@@ -58,13 +58,16 @@ def tag_masks(votes: VoteColumns) -> tuple[dict[str, np.ndarray], dict[str, dict
 def tags_sample(category: str, *, size: int = SAMPLE_SIZE, seed: int | None = None) -> list[dict]:
     """Up to ``size`` tags of ``category`` drawn at random among the prompts of published battles (no one
     on staff reads a prompt before the public may), each with the prompt as published (redacted),
-    the tag and the reviews it already has. ``seed``: the draw (None: a fresh one)."""
+    the tag and the reviews it already has; only tags of the configured protocol and tagger when the
+    category is configured. ``seed``: the draw (None: a fresh one)."""
     delay = int(settings.ARENA_PUBLISH_DELAY_S)
     published = battles_published(delay_s=delay).values("vote__id")
     shas = VoteCategorization.objects.filter(vote_id__in=published).values("prompt_sha256")
-    tag_ids = list(
-        PromptTag.objects.filter(category=category, prompt_sha256__in=shas).values_list("id", flat=True)
-    )
+    tags = PromptTag.objects.filter(category=category, prompt_sha256__in=shas)
+    protocol = next((p for p in categories.category_protocols() if p.category == category), None)
+    if protocol is not None:  # the tags the board's category is made of: this protocol, this tagger
+        tags = tags.filter(protocol_sha256=protocol.sha256, tagger_name=categories.tagger_name())
+    tag_ids = list(tags.values_list("id", flat=True))
     chosen = random.Random(seed).sample(sorted(tag_ids), min(size, len(tag_ids)))
     tags = {t.id: t for t in PromptTag.objects.filter(id__in=chosen)}
     reviews: dict[int, list] = {}

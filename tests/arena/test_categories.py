@@ -237,6 +237,8 @@ def test_staff_check_published_tags_and_the_agreement_has_a_wilson_interval(publ
         assert found[key] == pytest.approx(want[key], abs=1e-12)
     assert 0 < found["ci_low"] < 0.875 < found["ci_high"] <= 1
 
+    api = Client().get("/api/ratings/?category=mentions_code")
+    assert api.status_code == 200 and api.json()["category"] == "mentions_code"
     board = Client().get("/leaderboard/arena/?category=mentions_code")
     assert board.status_code == 200
     html = board.content.decode()
