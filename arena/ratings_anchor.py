@@ -78,7 +78,11 @@ def anchor_record(
     if anchor is None:
         record = {"model": None, "rating": None, "applied": False, "shift": 0.0}
     elif anchored_in_fit:
-        ratings = [r["rating"] for r in rows if isinstance(r.get("rating"), int | float) and math.isfinite(r["rating"])]
+        ratings = [
+            r["rating"]
+            for r in rows
+            if isinstance(r.get("rating"), int | float) and math.isfinite(r["rating"])
+        ]
         mean = sum(ratings) / len(ratings) if ratings else CENTRE
         record = {**anchor, "applied": True, "shift": mean - CENTRE, "intervals": "relative to the anchor"}
     else:
@@ -92,7 +96,13 @@ def anchor_record(
             rows = rows_shifted(rows, shift)
     if previous is not None and not _same(previous, record):
         record["changed_from"] = {"model": previous.get("model"), "rating": previous.get("rating")}
-        was = "centred (no anchor)" if not previous.get("model") else f"{previous['model']} at {previous.get('rating'):g}"
+        was = (
+            "centred (no anchor)"
+            if not previous.get("model")
+            else f"{previous['model']} at {previous.get('rating'):g}"
+        )
         now = "centred (no anchor)" if anchor is None else f"{anchor['model']} at {anchor['rating']:g}"
-        notes.append(f"The scale's anchor changed with this refit: was {was}, now {now}; earlier numbers are on the old scale.")
+        notes.append(
+            f"The scale's anchor changed with this refit: was {was}, now {now}; earlier numbers are on the old scale."
+        )
     return rows, record, notes
