@@ -15,7 +15,7 @@ from django.test import Client
 
 from arena.models import PromptTag, RatingSnapshot, TagReview, Turn, Vote, VoteCategorization
 from arena.ratings import snapshots_refit
-from arena.selectors import votes_counted_columns
+from arena.selectors import _names_table, _read_orm, votes_counted_columns
 from arena.selectors_categories import category_agreement, tag_masks, tags_sample
 from arena.services.base import ArenaError
 from arena.services.categories import categorizations_retry, tag_review_record, votes_categorize
@@ -191,7 +191,12 @@ def test_each_tagged_category_gets_its_own_fits_and_too_few_votes_none(configure
 def test_tag_masks_follow_the_vote_ids_in_vote_order(configured, tagger_backend):
     votes_with_prompts(16)
     drain(Loader(tagger_backend))
-    columns = votes_counted_columns()
+    columns = votes_counted_columns()  # PostgreSQL's packed reader
+    in_order = list(
+        Vote.objects.filter(counted=True).order_by("created_at", "id").values_list("id", flat=True)
+    )
+    assert columns.vote_id.tolist() == in_order
+    assert _read_orm(_names_table()[1])["vote_id"].tolist() == in_order  # SQLite's reader, on the same votes
     masks, made_by = tag_masks(columns)
     assert set(masks) == {"mentions_code", "coding"} and made_by["coding"]["protocol"] == "coding"
     by_vote = dict(VoteCategorization.objects.values_list("vote_id", "prompt_sha256"))
