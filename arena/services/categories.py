@@ -97,7 +97,7 @@ def votes_categorize(load_tagger: Callable[[], object], *, batch: int = 32, max_
     if not rows:
         return summary
     backend = load_tagger()
-    key = tagger_key(backend)
+    key = tagger_key(backend)[:300]  # the column's width (an endpoint's key holds its URL)
     texts = _first_prompts(rows)
     errors: dict[str, str] = {}
     have: dict[str, set[str]] = {sha: set() for sha in texts}  # prompt hash -> protocol hashes tagged
