@@ -88,15 +88,19 @@ def style_starts_latest() -> dict[str, tuple[dict[str, float], np.ndarray]]:
     return starts
 
 
+_CONFIGURED = object()  # snapshots_compute's default anchor: the one in the settings
+
+
 def snapshots_compute(
-    params: dict, *, resume: bool = False, phases: dict | None = None
+    params: dict, *, resume: bool = False, phases: dict | None = None, anchor=_CONFIGURED
 ) -> tuple[selectors.VoteColumns, list[Draft], dict]:
     """The counted votes (duplicate prompts counted once: :mod:`arena.vote_filters`), every snapshot fitted
     from them with ``params`` (the keyword arguments of :func:`~arena.ratings_draft.snapshots_draft` and
     ``duplicate_percentile``, as a refit records them in ``settings["refit"]``), and what the filters left
     out; nothing is written.
     ``resume``: Elo continues the last refit's replays where they match (a verification replays all);
-    ``phases`` receives the seconds spent reading and fitting."""
+    ``phases`` receives the seconds spent reading and fitting; ``anchor``: ``{"model", "rating"}`` or None
+    (centred) instead of the settings' (a verification uses the one the snapshots recorded)."""
     params = dict(params)
     percentile = float(params.pop("duplicate_percentile", vote_filters.DUPLICATE_PERCENTILE))
     phases = {} if phases is None else phases
@@ -107,13 +111,13 @@ def snapshots_compute(
     phases["read"] = time.monotonic() - mark
     mark = time.monotonic()
     tagged, made_by = selectors_categories.tag_masks(votes)
-    anchor = anchor_configured()
-    anchor = None if anchor is None else (anchor["model"], anchor["rating"])  # BT and style fit with it
-    drafts = snapshots_draft(votes, **params, elo_states=states, style_starts=starts, tagged=tagged, anchor=anchor)
+    anchor = anchor_configured() if anchor is _CONFIGURED else anchor
+    held = None if anchor is None else (anchor["model"], anchor["rating"])  # BT and style fit with it
+    drafts = snapshots_draft(votes, **params, elo_states=states, style_starts=starts, tagged=tagged, anchor=held)
     for d in drafts:
         if d.category in made_by:  # the tagger and protocol version behind a tagged category
             d.settings["tags"] = made_by[d.category]
-    drafts_anchor(drafts)
+    drafts_anchor(drafts, anchor)
     phases["fit"] = time.monotonic() - mark
     return votes, drafts, integrity
 
@@ -126,10 +130,10 @@ def anchors_latest() -> dict[tuple[str, str], dict]:
     return {(ids[pk], category): anchor if isinstance(anchor, dict) else {"model": None} for pk, category, anchor in rows}
 
 
-def drafts_anchor(drafts: list[Draft]) -> None:
+def drafts_anchor(drafts: list[Draft], anchor: dict | None) -> None:
     """Put every snapshot on the anchored scale where it can be (:mod:`arena.ratings_anchor`), recording
     the anchor (and a change of it) in ``settings["anchor"]``."""
-    anchor, previous = anchor_configured(), anchors_latest()
+    previous = anchors_latest()
     for d in drafts:
         fitted = d.settings.pop("anchored_in_fit", False)
         d.rows, d.settings["anchor"], notes = anchor_record(

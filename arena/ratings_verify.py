@@ -51,7 +51,9 @@ def snapshots_verify(*, tolerance: float = 1e-6) -> tuple[int, list[str]]:
     params = (latest.get(("bt", "overall")) or next(iter(latest.values()))).settings.get("refit")
     if not params:
         return 0, ["the latest snapshots do not record their refit parameters (written before they did)"]
-    _, drafts, _ = snapshots_compute(params)
+    recorded = (latest.get(("bt", "overall")) or next(iter(latest.values()))).settings.get("anchor") or {}
+    anchor = {"model": recorded["model"], "rating": recorded["rating"]} if recorded.get("model") else None
+    _, drafts, _ = snapshots_compute(params, anchor=anchor)  # on the scale the snapshots were written on
     fresh = {(d.method, d.category): d for d in drafts}
     problems = []
     for key, snapshot in latest.items():

@@ -12,6 +12,7 @@ from arena.live import live_refit
 from arena.models import Battle, LanguageModel, LiveRating, Turn, Vote
 from arena.ratings import snapshots_refit
 from arena.ratings_anchor import anchor_record, rows_shifted
+from arena.ratings_verify import snapshots_verify
 from evalcore.ratings import aggregate, battles_from_arrays, bootstrap_bradley_terry
 from evalcore.ratings.provisional import mark_provisional
 from tests.arena.vote_data import T0, votes_create
@@ -243,3 +244,16 @@ def test_no_cap_by_default(settings):
         for _ in range(5)
     ]  # fmt: skip
     assert all(c.counted for c in cast)
+
+
+@pytest.mark.django_db
+def test_verification_refits_on_the_scale_the_snapshots_were_written_on(settings):
+    settings.ARENA_ANCHOR_MODEL, settings.ARENA_ANCHOR_RATING = "beta", 1100.0
+    votes_create({"alpha": 1.0, "beta": 0.0, "gamma": -1.0}, 300, seed=13)
+    snapshots_refit(rounds=20, seed=4)
+    settings.ARENA_ANCHOR_MODEL = "gamma"  # changed since: not yet refitted
+    checked, problems = snapshots_verify()
+    assert checked > 0 and problems == []
+    first = Vote.objects.order_by("id")[0]
+    Vote.objects.filter(pk=first.pk).update(winner="model_a" if first.winner != "model_a" else "model_b")
+    assert snapshots_verify()[1]  # a changed vote is still found
