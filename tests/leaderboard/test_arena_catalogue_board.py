@@ -211,6 +211,9 @@ def test_the_model_page_charts_its_rating_across_refits_and_marks_a_change_of_an
     assert trace["y"][-1] == pytest.approx(ratings[0], abs=1e-4)
     assert figure["history"]["layout"]["shapes"], "the change of anchor is drawn"
     assert "The scale changed" in html and "beta at 1100" in html
+    board = client.get("/leaderboard/arena/").content.decode()
+    assert "Ratings are anchored: beta is held at 1100 (in every bootstrap round" in board
+    assert client.get("/api/ratings/").json()["scale"]["model"] == "beta"
     assert "HuggingFace" in html and "apache-2.0" in html
     gamma = client.get("/leaderboard/arena/models/gamma/").content.decode()
     assert "retired 2026-11-30: superseded by beta" in gamma
