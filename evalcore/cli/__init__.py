@@ -26,6 +26,7 @@ SUBCOMMAND_MODULES = (
     "evalcore.cli.judge",
     "evalcore.cli.categorize",
     "evalcore.cli.contamination",
+    "evalcore.cli.reward",
 )
 
 

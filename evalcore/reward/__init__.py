@@ -1,0 +1,27 @@
+"""Reward models on preference pairs: sequence-classification reward models and DPO implicit rewards.
+
+See ``docs/reward-models.md``. The public API::
+
+    read_reward_pairs(["NAME=PATH", ...]) -> (list[RewardPair], list[PairsFile])   # pairs.py
+    SequenceClassifierReward(path=..., dtype=...)                                  # classifier.py
+    classifier_rewards(model, pairs) -> list[PairReward]                           # scoring.py
+    dpo_rewards(policy, reference, pairs, beta=) -> list[PairReward]
+    reward_report(records, files) -> dict   # accuracy overall and per category, Wilson 95% intervals
+
+``SequenceClassifierReward`` imports torch and transformers when constructed, not here.
+"""
+
+from evalcore.reward.pairs import PairsFile, RewardPair, parse_pairs_spec, read_reward_pairs
+from evalcore.reward.scoring import PairReward, classifier_rewards, dpo_context, dpo_rewards, reward_report
+
+__all__ = [
+    "PairReward",
+    "PairsFile",
+    "RewardPair",
+    "classifier_rewards",
+    "dpo_context",
+    "dpo_rewards",
+    "parse_pairs_spec",
+    "read_reward_pairs",
+    "reward_report",
+]

@@ -1,0 +1,127 @@
+"""Rewards of chosen and rejected answers, and accuracy per category with Wilson intervals.
+
+Two kinds of reward model:
+
+- a sequence-classification model (:class:`~evalcore.reward.classifier.SequenceClassifierReward`): the
+  reward is its score of the conversation;
+- a DPO policy against its reference (any two backends with ``loglikelihood``): the implicit reward
+  ``beta * (log p_policy(answer | prompt) - log p_ref(answer | prompt))``, the answer's tokens scored
+  after the prompt rendered as a user turn by the chat template (the end-of-turn text the template
+  closes the answer with is part of the answer).
+
+A pair is ``correct`` when the chosen answer's reward is strictly higher, ``tie`` when both are equal
+(a tie is never correct: it counts in ``n`` as a miss and is counted apart), else ``wrong``. A pair
+too long for the model is ``skipped`` and left out of every figure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from evalcore.judging.audit import rate
+from evalcore.models.base import LoglikelihoodRequest
+from evalcore.reward.pairs import PairsFile, RewardPair
+
+OUTCOMES = ("correct", "wrong", "tie")
+
+
+@dataclass(frozen=True)
+class PairReward:
+    """The rewards of one pair; ``logprobs`` (DPO only) holds the four sums behind them."""
+
+    pair_id: str
+    category: str
+    label: int
+    status: str  # "ok" or "skipped"
+    reward_chosen: float | None = None
+    reward_rejected: float | None = None
+    outcome: str | None = None  # "correct", "wrong" or "tie" when ok
+    logprobs: dict | None = None
+    reason: str | None = None
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def _outcome(chosen: float, rejected: float) -> str:
+    return "correct" if chosen > rejected else "tie" if chosen == rejected else "wrong"
+
+
+def _record(pair: RewardPair, chosen, rejected, logprobs=None) -> PairReward:
+    if chosen is None or rejected is None:
+        return PairReward(pair.pair_id, pair.category, pair.label, "skipped",
+                          reason="the conversation is longer than the model's max_length")  # fmt: skip
+    if not (math.isfinite(chosen) and math.isfinite(rejected)):
+        raise ValueError(
+            f"pair {pair.pair_id}: the model gave a reward that is not finite ({chosen}, {rejected})"
+        )
+    return PairReward(
+        pair.pair_id, pair.category, pair.label, "ok", chosen, rejected, _outcome(chosen, rejected), logprobs
+    )
+
+
+def classifier_rewards(model, pairs: Sequence[RewardPair]) -> list[PairReward]:
+    """Score every pair's chosen and rejected answer with a sequence-classification reward model
+    (all conversations in one call, so the model batches them)."""
+    values = model.rewards([(p.prompt, a) for p in pairs for a in (p.chosen, p.rejected)])
+    return [_record(p, values[2 * i], values[2 * i + 1]) for i, p in enumerate(pairs)]
+
+
+def dpo_context(backend, prompt: str, answer: str) -> tuple[str, str]:
+    """(context, continuation) for log p(answer | prompt): the prompt as a user turn with the assistant's
+    turn opened, and the answer as the template closes it; ``prompt + "\\n\\n"`` and the bare answer
+    for a model without a chat template."""
+    tokenizer = getattr(backend, "tokenizer", None)
+    if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+        return f"{prompt}\n\n", answer
+    context = backend.chat_context([{"role": "user", "content": prompt}])
+    full = tokenizer.apply_chat_template([{"role": "user", "content": prompt}, {"role": "assistant", "content": answer}],
+                                         tokenize=False)  # fmt: skip
+    return (context, full[len(context) :]) if full.startswith(context) else (context, answer)
+
+
+def dpo_rewards(policy, reference, pairs: Sequence[RewardPair], *, beta: float) -> list[PairReward]:
+    """DPO implicit rewards of every pair. ``reference`` may be ``policy`` itself (every reward is 0)."""
+    if isinstance(beta, bool) or not isinstance(beta, int | float) or not (math.isfinite(beta) and beta > 0):
+        raise ValueError(f"beta must be a positive number, got {beta!r}")
+    sums = {}
+    for role, backend in (("policy", policy), ("reference", reference)):
+        if role == "reference" and reference is policy:
+            sums[role] = sums["policy"]
+            continue
+        requests = [
+            LoglikelihoodRequest(*dpo_context(backend, p.prompt, a))
+            for p in pairs
+            for a in (p.chosen, p.rejected)
+        ]
+        sums[role] = [r.logprob for r in backend.loglikelihood(requests)]
+    records = []
+    for i, pair in enumerate(pairs):
+        lp = {"policy_chosen": sums["policy"][2 * i], "policy_rejected": sums["policy"][2 * i + 1],
+              "reference_chosen": sums["reference"][2 * i], "reference_rejected": sums["reference"][2 * i + 1]}  # fmt: skip
+        chosen = beta * (lp["policy_chosen"] - lp["reference_chosen"])
+        rejected = beta * (lp["policy_rejected"] - lp["reference_rejected"])
+        records.append(_record(pair, chosen, rejected, lp))
+    return records
+
+
+def _figure(records: Sequence[PairReward]) -> dict:
+    scored = [r for r in records if r.status == "ok"]
+    figure = rate([float(r.outcome == "correct") for r in scored])
+    figure.update({o: sum(1 for r in scored if r.outcome == o) for o in OUTCOMES})
+    figure["skipped"] = len(records) - len(scored)
+    return figure
+
+
+def reward_report(records: Sequence[PairReward], files: Sequence[PairsFile]) -> dict:
+    """Accuracy (share of pairs whose chosen answer gets the higher reward) overall and per category.
+
+    Each figure is ``{value, ci_low, ci_high, n, interval: "wilson", correct, wrong, tie, skipped}``;
+    ``value`` and the interval are None when no pair of it was scored. Categories come in file order.
+    """
+    categories = {f.category: _figure([r for r in records if r.category == f.category]) for f in files}
+    return {"pairs": len(records), "overall": _figure(records), "categories": categories,
+            "pairs_files": [f.as_dict() for f in files],
+            "skipped_pairs": [r.pair_id for r in records if r.status != "ok"]}  # fmt: skip
