@@ -81,7 +81,10 @@ def read_reward_pairs(
         category, path = parse_pairs_spec(spec)
         if any(f.category == category for f in files):
             raise ValueError(f"two pairs files make category {category!r}; name them NAME=PATH")
-        items = read_pairs(path)
+        try:
+            items = read_pairs(path)
+        except ValueError as exc:  # with several files, every message names its file
+            raise ValueError(str(exc) if str(path) in str(exc) else f"{path}: {exc}") from None
         for item in items:
             for field, text in (
                 ("input", item.question),
