@@ -9,6 +9,7 @@ from leaderboard.board import views as board_views
 from leaderboard.judging import views as judging_views
 from leaderboard.review import tag_views
 from leaderboard.review import views as review_views
+from leaderboard.rewards import views as rewards_views
 from leaderboard.runs import views as runs_views
 from leaderboard.submissions import tus
 from leaderboard.submissions import views as submissions_views
@@ -33,6 +34,9 @@ urlpatterns = [
     path("judges/<rowid:config_id>/models/<rowid:model_id>/", judging_views.judge_judgments, name="judge-judgments"),
     path("judges/<rowid:config_id>/judgments.csv", judging_views.judgments_csv, name="judge-judgments-csv"),
     path("judges/<rowid:config_id>/judgments.jsonl", judging_views.judgments_jsonl, name="judge-judgments-jsonl"),
+    path("rewards/", rewards_views.reward_models, name="rewards"),
+    path("rewards/reward-models.csv", rewards_views.reward_models_csv, name="rewards-csv"),
+    path("rewards/reward-models.json", rewards_views.reward_models_json, name="rewards-json"),
     path("compare/", board_views.compare, name="compare"),
     path("plotly-<str:version>.min.js", board_views.plotly_js, name="plotly-js"),
     path("accounts/", accounts_views.account, name="account"),

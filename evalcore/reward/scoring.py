@@ -45,7 +45,7 @@ class PairReward:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
 
-def _outcome(chosen: float, rejected: float) -> str:
+def outcome_of(chosen: float, rejected: float) -> str:
     return "correct" if chosen > rejected else "tie" if chosen == rejected else "wrong"
 
 
@@ -58,7 +58,14 @@ def _record(pair: RewardPair, chosen, rejected, logprobs=None) -> PairReward:
             f"pair {pair.pair_id}: the model gave a reward that is not finite ({chosen}, {rejected})"
         )
     return PairReward(
-        pair.pair_id, pair.category, pair.label, "ok", chosen, rejected, _outcome(chosen, rejected), logprobs
+        pair.pair_id,
+        pair.category,
+        pair.label,
+        "ok",
+        chosen,
+        rejected,
+        outcome_of(chosen, rejected),
+        logprobs,
     )
 
 

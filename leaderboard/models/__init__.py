@@ -32,6 +32,7 @@ from leaderboard.models.judging import (  # noqa: F401
     Judgment,
     JudgmentCacheEntry,
 )
+from leaderboard.models.rewards import RewardKind, RewardModelResult  # noqa: F401
 from leaderboard.models.submissions import (  # noqa: F401
     NEEDS_BASE_MODEL,
     REVIEW_ACTIONS,

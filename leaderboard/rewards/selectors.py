@@ -1,0 +1,55 @@
+"""Reward-model reads for the page and the downloads: results grouped by the pairs they were scored on."""
+
+from __future__ import annotations
+
+from django.db.models import F
+
+from leaderboard.models import RewardModelResult
+
+FIGURE_FIELDS = ("value", "ci_low", "ci_high", "n", "correct", "wrong", "tie", "skipped")
+
+
+def _results():
+    return RewardModelResult.objects.order_by("pairs_key", F("accuracy").desc(nulls_last=True), "name")
+
+
+def _cell(figure: dict) -> dict:
+    return {k: figure.get(k) for k in FIGURE_FIELDS}
+
+
+def reward_boards() -> list[dict]:
+    """One board per set of pairs files: ``{pairs_key, files, rows}``, rows by overall accuracy, each
+    ``{name, kind, weights, beta, overall, categories}`` with ``categories`` in the files' order."""
+    boards: dict[str, dict] = {}
+    for result in _results():
+        report = result.report
+        files = report.get("pairs_files", [])
+        board = boards.setdefault(
+            result.pairs_key, {"pairs_key": result.pairs_key, "files": files, "rows": []}
+        )
+        board["rows"].append({
+            "name": result.name, "kind": result.get_kind_display(), "weights": result.weights_sha256[:12],
+            "beta": (report.get("protocol") or {}).get("beta"), "overall": _cell(report["overall"]),
+            "categories": [_cell(report["categories"][f["category"]]) for f in files],
+        })  # fmt: skip
+    return list(boards.values())
+
+
+def reward_rows() -> list[dict]:
+    """Every figure of every result, one row per (model, category), ``overall`` first: the downloads."""
+    rows = []
+    for result in _results():
+        report = result.report
+        reference = report.get("reference") or {}
+        common = {"model": result.name, "kind": result.kind, "pairs_key": result.pairs_key,
+                  "weights_sha256": result.weights_sha256, "reference_weights_sha256": reference.get("weights_sha256", ""),
+                  "beta": (report.get("protocol") or {}).get("beta"), "imported_at": result.imported_at.isoformat()}  # fmt: skip
+        for category, figure in [("overall", report["overall"]), *report["categories"].items()]:
+            rows.append(
+                {
+                    **common,
+                    "category": category,
+                    **{("accuracy" if k == "value" else k): figure.get(k) for k in FIGURE_FIELDS},
+                }
+            )
+    return rows

@@ -1,0 +1,144 @@
+"""Reward models on the board: ``manage.py reward_import`` stores an ``evalcore reward --out`` folder after
+recomputing its figures (a tampered or malformed one is refused, nothing stored), /leaderboard/rewards/
+lists each model's accuracy and Wilson interval overall and per category (compared only on the same
+pairs), linked from the navigation, and reward-models.csv / .json carry the same figures."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from evalcore.reward.pairs import PairsFile
+from evalcore.reward.scoring import PairReward, outcome_of, reward_report
+from leaderboard.models import RewardModelResult
+
+pytestmark = pytest.mark.django_db
+Z95 = 1.959963984540054
+FILES = [PairsFile("llmbar", "llmbar.json", "a" * 64, 6), PairsFile("mt-bench", "mt.jsonl", "b" * 64, 4)]
+
+
+def wilson(successes: int, n: int) -> tuple[float, float]:
+    p = successes / n
+    centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
+    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def out_folder(tmp_path, name: str, margins: list[float], files=FILES, kind="classifier"):
+    """What ``evalcore reward --out`` writes, for rewards chosen = 1 + margin, rejected = 1."""
+    folder = tmp_path / name
+    folder.mkdir()
+    ids = [f"{f.category}/{i}" for f in files for i in range(f.pairs)]
+    records = [
+        PairReward(pid, pid.split("/")[0], 1, "ok", 1.0 + m, 1.0, outcome_of(1.0 + m, 1.0))
+        for pid, m in zip(ids, margins)
+    ]
+    report = {"kind": kind, "model": {"backend": "hf", "name": name, "weights_sha256": "c" * 64},
+              "protocol": {"interval": "wilson", "beta": 0.1 if kind == "dpo" else None}, **reward_report(records, files)}  # fmt: skip
+    (folder / "report.json").write_text(json.dumps(report))
+    (folder / "rewards.jsonl").write_text("".join(json.dumps(r.as_dict()) + "\n" for r in records))
+    return folder
+
+
+# rm-good: 8 of 10 correct (llmbar 5/6, mt-bench 3/4); rm-tie: 4 correct, 2 ties
+GOOD = [1, 1, 1, 1, 1, -1, 1, 1, 1, -1]
+TIES = [1, 0, 1, -1, 0, -1, 1, -1, 1, -1]
+
+
+@pytest.fixture
+def imported(tmp_path):
+    call_command("reward_import", "rm-good", str(out_folder(tmp_path, "good", GOOD)))
+    call_command("reward_import", "rm-tie", str(out_folder(tmp_path, "tie", TIES, kind="dpo")))
+    other = [PairsFile("llmbar", "other.json", "d" * 64, 2)]
+    call_command("reward_import", "rm-good", str(out_folder(tmp_path, "other", [1, -1], files=other)))
+
+
+def test_import_and_page(client, imported):
+    assert RewardModelResult.objects.count() == 3
+    response = client.get("/leaderboard/rewards/")
+    page = response.content.decode()
+    assert response.status_code == 200 and 'href="/leaderboard/rewards/"' in page  # the navigation links it
+    assert page.count('class="reward-board"') == 2  # two sets of pairs, never mixed
+    first = page.index("rm-good")
+    assert first < page.index("rm-tie")  # sorted by overall accuracy
+    low, high = wilson(8, 10)
+    assert f'0.800 <span class="ci">[{low:.3f}, {high:.3f}]</span>' in page
+    low, high = wilson(5, 6)
+    assert f'0.833 <span class="ci">[{low:.3f}, {high:.3f}]</span>' in page
+    assert "n=10, 2 ties" in page and "DPO implicit reward (β 0.1)" in page
+
+
+def test_reimport_replaces(tmp_path, imported):
+    call_command("reward_import", "rm-good", str(out_folder(tmp_path, "again", TIES)))
+    assert RewardModelResult.objects.count() == 3
+    assert RewardModelResult.objects.get(
+        name="rm-good", report__pairs_files__0__sha256="a" * 64
+    ).accuracy == pytest.approx(0.4)
+
+
+def test_downloads(client, imported):
+    rows = list(
+        csv.DictReader(io.StringIO(client.get("/leaderboard/rewards/reward-models.csv").content.decode()))
+    )
+    data = json.loads(client.get("/leaderboard/rewards/reward-models.json").content)["rows"]
+    assert len(rows) == len(data) == 3 * 3 - 1  # overall + two categories, overall + one category
+    good = {
+        r["category"]: r for r in data if r["model"] == "rm-good" and r["pairs_key"] == data[0]["pairs_key"]
+    }
+    assert set(good) == {"overall", "llmbar", "mt-bench"}
+    for category, correct, n in (("overall", 8, 10), ("llmbar", 5, 6), ("mt-bench", 3, 4)):
+        assert good[category]["accuracy"] == pytest.approx(correct / n, abs=1e-12)
+        assert (good[category]["ci_low"], good[category]["ci_high"]) == pytest.approx(
+            wilson(correct, n), abs=1e-12
+        )
+    tie = next(r for r in rows if r["model"] == "rm-tie" and r["category"] == "overall")
+    assert (tie["tie"], tie["correct"], tie["kind"], tie["beta"]) == ("2", "4", "dpo", "0.1")
+    assert float(tie["ci_low"]) == wilson(4, 10)[0]  # written exactly (repr)
+
+
+@pytest.mark.parametrize("url", ["/leaderboard/rewards/", "/leaderboard/rewards/reward-models.csv",
+                                 "/leaderboard/rewards/reward-models.json"])  # fmt: skip
+def test_query_parameters_are_refused(client, url):
+    for query in ("?sort=accuracy", "?x=1&x=2"):
+        response = client.get(url + query)
+        assert response.status_code == 400 and "parameter" in response.content.decode()
+    assert client.post(url).status_code == 405
+
+
+def _tamper(folder, edit):
+    report = json.loads((folder / "report.json").read_text())
+    edit(report)
+    (folder / "report.json").write_text(json.dumps(report))
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda f: _tamper(f, lambda r: r["overall"].update(correct=9)), "overall correct (9) does not match"),
+    (lambda f: _tamper(f, lambda r: r["categories"]["llmbar"].update(value=0.9)), "llmbar value (0.9) does not match"),
+    (lambda f: _tamper(f, lambda r: r.update(kind="oracle")), "kind must be one of"),
+    (lambda f: _tamper(f, lambda r: r.pop("pairs_files")), "has no pairs_files"),
+    (lambda f: (f / "rewards.jsonl").write_text('{"pair_id": "llmbar/0"'), "is not valid JSON"),
+    (lambda f: (f / "rewards.jsonl").write_text(json.dumps({"pair_id": "llmbar/0", "category": "llmbar", "label": 1,
+        "status": "ok", "reward_chosen": 2.0, "reward_rejected": 1.0, "outcome": "tie"})), "does not follow from its rewards"),
+    (lambda f: (f / "rewards.jsonl").write_text(json.dumps({"pair_id": "x/0", "category": "x", "label": 1,
+        "status": "ok", "reward_chosen": "NaN", "reward_rejected": 1.0, "outcome": "tie"})), "must be a finite number"),
+    (lambda f: (f / "report.json").unlink(), "report.json does not exist"),
+])  # fmt: skip
+def test_bad_folders_are_refused(tmp_path, change, message):
+    folder = out_folder(tmp_path, "bad", GOOD)
+    change(folder)
+    with pytest.raises(CommandError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        call_command("reward_import", "rm-bad", str(folder))
+    assert not RewardModelResult.objects.exists()
+    with pytest.raises(CommandError, match="1 to 100 printable"):
+        call_command("reward_import", "  ", str(out_folder(tmp_path, "fine", GOOD)))
+
+
+def test_empty_page(client):
+    page = client.get("/leaderboard/rewards/").content.decode()
+    assert "No reward model is stored yet" in page
