@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evalcore.reward import parse_pairs_spec, read_reward_pairs
+from evalcore.reward.stored import verify_report
 from tests.fuzz.strategies import documented, json_values, scalars
 
 PAIR = st.fixed_dictionaries(
@@ -40,3 +41,25 @@ def test_reward_pairs_files(tmp_path_factory, first, second, prefix, max_field_c
 @given(st.text(max_size=40))
 def test_pairs_spec(spec):
     documented(lambda: parse_pairs_spec(spec))
+
+
+REPORT_KEYS = ["kind", "model", "protocol", "pairs_files", "overall", "categories", "pair_id", "category", "label", "status",
+               "reward_chosen", "reward_rejected", "outcome", "logprobs", "sha256", "pairs", "value", "n"]  # fmt: skip
+GOOD_REPORT = {"kind": "dpo", "model": {}, "protocol": {}, "pairs_files": [{"category": "a", "sha256": "0" * 64, "pairs": 1}],
+               "overall": {"value": 1.0, "n": 1}, "categories": {"a": {"value": 1.0, "n": 1}}}  # fmt: skip
+GOOD_ROW = {"pair_id": "a/0", "category": "a", "label": 1, "status": "ok", "reward_chosen": 1.0, "reward_rejected": 0.0,
+            "outcome": "correct"}  # fmt: skip
+
+
+@st.composite
+def spoiled(draw, base: dict):
+    data = json.loads(json.dumps(base))
+    for _ in range(draw(st.integers(0, 3))):
+        data[draw(st.sampled_from(REPORT_KEYS))] = draw(scalars | json_values(st.sampled_from(REPORT_KEYS)))
+    return data
+
+
+@given(spoiled(GOOD_REPORT) | json_values(), st.lists(spoiled(GOOD_ROW) | json_values(), max_size=3))
+def test_stored_reward_run(report, rows):
+    """What ``manage.py reward_import`` reads (report.json, rewards.jsonl parsed): checked or refused."""
+    documented(lambda: verify_report(report, rows))

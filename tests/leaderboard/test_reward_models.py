@@ -142,3 +142,43 @@ def test_bad_folders_are_refused(tmp_path, change, message):
 def test_empty_page(client):
     page = client.get("/leaderboard/rewards/").content.decode()
     assert "No reward model is stored yet" in page
+
+
+def test_a_real_evalcore_run_imports(client, smollm2_dir, tmp_path):
+    """``python -m evalcore reward`` (a DPO policy against itself on the real SmolLM2: every pair a tie)
+    then ``reward_import``: the page shows accuracy 0 with its Wilson interval and the ties."""
+    from evalcore.cli import main
+
+    pairs = tmp_path / "short.json"
+    pairs.write_text(
+        json.dumps(
+            [
+                {"input": f"Say {w}.", "output_1": w, "output_2": "No.", "label": 1}
+                for w in ("hi", "yes", "ok")
+            ]
+        )
+    )
+    out = tmp_path / "out"
+    args = f"path={smollm2_dir},device=cpu,threads=1"
+    assert (
+        main(
+            [
+                "reward",
+                "--model",
+                "hf",
+                "--model-args",
+                args,
+                "--ref-model-args",
+                args,
+                str(pairs),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    call_command("reward_import", "smollm2-dpo-self", str(out))
+    result = RewardModelResult.objects.get()
+    assert (result.kind, result.accuracy, result.report["overall"]["tie"]) == ("dpo", 0.0, 3)
+    page = client.get("/leaderboard/rewards/").content.decode()
+    assert f'0.000 <span class="ci">[0.000, {wilson(0, 3)[1]:.3f}]</span>' in page and "n=3, 3 ties" in page

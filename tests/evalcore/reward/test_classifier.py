@@ -120,3 +120,19 @@ def test_too_long_pairs_are_skipped_not_truncated(reward_dir, pairs_files, tmp_p
     skipped = [r["pair_id"] for r in rows if r["status"] == "skipped"]
     assert skipped and report["skipped_pairs"] == skipped and report["overall"]["skipped"] == len(skipped)
     assert report["overall"]["n"] == len(rows) - len(skipped)
+
+
+def test_the_site_importer_accepts_the_run_and_refuses_a_changed_reward(run):
+    from evalcore.reward.stored import verify_report
+
+    report, rows = run
+    checked = verify_report(report, rows)
+    assert checked["overall"] == report["overall"] and len(checked["pairs_key"]) == 64
+    changed = [dict(r) for r in rows]
+    correct = next(r for r in changed if r["outcome"] == "correct")
+    correct["reward_chosen"] = correct["reward_rejected"] - 1  # now wrong, but still labelled correct
+    with pytest.raises(ValueError, match="does not follow from its rewards"):
+        verify_report(report, changed)
+    correct["outcome"] = "wrong"
+    with pytest.raises(ValueError, match="overall value .* does not match"):
+        verify_report(report, changed)
