@@ -139,7 +139,9 @@ def main() -> int:
     parser.add_argument(
         "--lmeval-concurrent", action="store_true", help="also run lm-eval with num_concurrent=C"
     )
-    parser.add_argument("--repeat", type=int, default=1, help="rounds (alternating order); the best wall is kept")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds (alternating order); the best wall is kept"
+    )
     args = parser.parse_args()
     gen_kwargs = {"max_gen_toks": args.max_gen_toks}
     out = ROOT / "bench" / "out" / "chat"

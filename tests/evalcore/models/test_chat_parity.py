@@ -77,6 +77,7 @@ def endpoint(smollm2_dir):
     return f"http://{host}:{port}/v1"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_lm_eval_local_chat_completions_and_openai_chat_agree_per_document(case, endpoint, harness_tasks):
     from lm_eval import simple_evaluate

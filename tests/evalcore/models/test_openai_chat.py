@@ -200,6 +200,7 @@ def test_completions_logprobs_scores_through_the_same_server(endpoint):
     assert answer[0].num_tokens >= 1
 
 
+@pytest.mark.slow
 def test_predict_only_then_rescore_equals_a_normal_run(endpoint, tmp_path, capsys):
     common = ["run", "--model", "openai-chat", "--model-args", f"base_url={endpoint},concurrency=2",
               "--tasks", "bbh_cot_fewshot_date_understanding", "--limit", "2", "--num-fewshot", "0",
