@@ -4,7 +4,7 @@ examples are one user message or alternating turns, and gen_prefix is a final as
 
 The expected conversations and texts were printed by lm-eval 0.4.13's own ``Task.fewshot_context`` on
 this task file (system_instruction, apply_chat_template, fewshot_as_multiturn, gen_prefix), and are
-pinned here; the network-free parity with its client is tests/evalcore/models/test_chat_parity.py."""
+pinned here; parity with its client through evalcore serve: tests/evalcore/models/test_chat_parity.py."""
 
 from __future__ import annotations
 
