@@ -154,9 +154,8 @@ def _progress_bar(task: str, total: int, enabled: bool):
 
 
 def _json_messages(messages: list[dict]) -> str:
-    return json.dumps(
-        messages, ensure_ascii=False
-    )  # the prompt a chat endpoint gets (the harness logs the same)
+    """The prompt recorded for a chat endpoint: its messages' JSON (the harness logs the same)."""
+    return json.dumps(messages, ensure_ascii=False)
 
 
 def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, limit=None, seed=0,
@@ -178,7 +177,7 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
     template = apply_chat_template or sends_messages
     options = ChatOptions(template, system_instruction or None, fewshot_as_multiturn and template)
     chat = _json_messages if sends_messages else backend.chat_context
-    gen_kwargs = dict(gen_kwargs or {})
+    gen_kwargs = parse_gen_kwargs(gen_kwargs)  # checked here too: callers may come straight to a task
     records = build_records(
         config,
         num_fewshot=num_fewshot,
