@@ -32,6 +32,7 @@ from leaderboard.models import (
     JudgeRun,
     MemorisationProbe,
     ReviewAction,
+    RewardModelResult,
     SampleRecord,
     ScanTaskResult,
     Score,
@@ -322,3 +323,19 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def revoke(self, request, queryset):
         revoked = tokens.tokens_revoke(queryset.values_list("pk", flat=True))
         self.message_user(request, f"{revoked} tokens revoked.")
+
+
+@admin.register(RewardModelResult)
+class RewardModelResultAdmin(admin.ModelAdmin):
+    """Reward models come in through ``manage.py reward_import`` (figures recomputed from the per-pair
+    rewards); here staff see and delete them, never edit a figure."""
+
+    list_display = ("name", "kind", "accuracy", "pairs_key", "imported_at")
+    list_filter = ("kind",)
+    readonly_fields = ("name", "kind", "pairs_key", "weights_sha256", "accuracy", "report", "imported_at")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

@@ -182,3 +182,21 @@ def test_a_real_evalcore_run_imports(client, smollm2_dir, tmp_path):
     assert (result.kind, result.accuracy, result.report["overall"]["tie"]) == ("dpo", 0.0, 3)
     page = client.get("/leaderboard/rewards/").content.decode()
     assert f'0.000 <span class="ci">[0.000, {wilson(0, 3)[1]:.3f}]</span>' in page and "n=3, 3 ties" in page
+
+
+def test_admin_lists_read_only(client, imported):
+    from django.contrib.auth import get_user_model
+
+    admin = get_user_model().objects.create_superuser("admin@example.org", "admin@example.org", "pw-admin-42")
+    client.force_login(admin)
+    listing = client.get("/admin/leaderboard/rewardmodelresult/")
+    assert listing.status_code == 200 and "rm-tie" in listing.content.decode()
+    assert client.get("/admin/leaderboard/rewardmodelresult/add/").status_code == 403
+    pk = RewardModelResult.objects.get(name="rm-tie").pk
+    assert (
+        client.post(
+            f"/admin/leaderboard/rewardmodelresult/{pk}/change/", {"name": "x", "accuracy": "1"}
+        ).status_code
+        == 403
+    )
+    assert RewardModelResult.objects.get(pk=pk).accuracy == pytest.approx(0.4)
