@@ -37,6 +37,7 @@ urlpatterns = [
     path("rewards/", rewards_views.reward_models, name="rewards"),
     path("rewards/reward-models.csv", rewards_views.reward_models_csv, name="rewards-csv"),
     path("rewards/reward-models.json", rewards_views.reward_models_json, name="rewards-json"),
+    path("rewards/<rowid:result_id>/report.json", rewards_views.reward_result_report, name="reward-report"),
     path("compare/", board_views.compare, name="compare"),
     path("plotly-<str:version>.min.js", board_views.plotly_js, name="plotly-js"),
     path("accounts/", accounts_views.account, name="account"),

@@ -14,6 +14,7 @@ reward against that reference (any backend with log-likelihoods: hf, vllm). Writ
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -77,6 +78,12 @@ def _checked(args: argparse.Namespace) -> tuple[bool, float]:
     return dpo, beta
 
 
+def _template_sha256(model) -> str | None:
+    """SHA-256 of the chat template that shapes the conversations (None without one)."""
+    template = getattr(getattr(model, "tokenizer", None), "chat_template", None)
+    return hashlib.sha256(template.encode()).hexdigest() if isinstance(template, str) else None
+
+
 def _write(path: Path, text: str) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text, encoding="utf-8")
@@ -110,6 +117,7 @@ def run_reward(args: argparse.Namespace) -> int:
         model = SequenceClassifierReward(**model_args)
         records = classifier_rewards(model, pairs)
         report = {"kind": "classifier", "model": model.identity.as_dict()}
+        protocol.update(chat_template_sha256=_template_sha256(model))
         protocol.update(reward="the score head's output at the conversation's last token",
                         conversation="prompt as a user turn, answer as the assistant's, chat template (plain text without one)",
                         max_length=model.max_length)  # fmt: skip

@@ -28,7 +28,7 @@ def reward_boards() -> list[dict]:
             result.pairs_key, {"pairs_key": result.pairs_key, "files": files, "rows": []}
         )
         board["rows"].append({
-            "name": result.name, "kind": result.get_kind_display(), "weights": result.weights_sha256[:12],
+            "pk": result.pk, "name": result.name, "kind": result.get_kind_display(), "weights": result.weights_sha256[:12],
             "beta": (report.get("protocol") or {}).get("beta"), "overall": _cell(report["overall"]),
             "categories": [_cell(report["categories"][f["category"]]) for f in files],
         })  # fmt: skip
@@ -53,3 +53,7 @@ def reward_rows() -> list[dict]:
                 }
             )
     return rows
+
+
+def reward_result_get(result_id: int) -> RewardModelResult | None:
+    return RewardModelResult.objects.filter(pk=result_id).first()

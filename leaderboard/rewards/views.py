@@ -3,7 +3,7 @@ intervals, and the same figures as CSV and JSON. No query parameter is taken (a 
 
 from __future__ import annotations
 
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from common.http import read_only
@@ -37,3 +37,16 @@ def reward_models_csv(request):
 @read_only
 def reward_models_json(request):
     return _download(request, rewards_json, "application/json", "reward-models.json")
+
+
+@read_only
+def reward_result_report(request, result_id: int):
+    """``/leaderboard/rewards/<id>/report.json``: one result as stored: figures, model, protocol and every
+    pair's rewards (enough to recompute each figure)."""
+    result = selectors.reward_result_get(result_id)
+    if result is None:
+        raise Http404("no such reward-model result")
+    bad = query_empty(request)
+    if bad is not None:
+        return bad
+    return JsonResponse({"name": result.name, **result.report}, json_dumps_params={"ensure_ascii": False})

@@ -200,3 +200,14 @@ def test_admin_lists_read_only(client, imported):
         == 403
     )
     assert RewardModelResult.objects.get(pk=pk).accuracy == pytest.approx(0.4)
+
+
+def test_each_result_downloads_with_its_protocol_and_pairs(client, imported):
+    result = RewardModelResult.objects.get(name="rm-tie")
+    page = client.get("/leaderboard/rewards/").content.decode()
+    assert f'href="/leaderboard/rewards/{result.pk}/report.json"' in page
+    data = client.get(f"/leaderboard/rewards/{result.pk}/report.json").json()
+    assert data["name"] == "rm-tie" and data["kind"] == "dpo" and data["protocol"]["beta"] == 0.1
+    assert len(data["records"]) == 10 and sum(r["outcome"] == "tie" for r in data["records"]) == 2
+    assert client.get(f"/leaderboard/rewards/{result.pk}/report.json?x=1").status_code == 400
+    assert client.get("/leaderboard/rewards/999999/report.json").status_code == 404

@@ -85,6 +85,10 @@ def test_report_recomputes_from_rewards(run):
     report, rows = run
     assert report["kind"] == "classifier" and report["model"]["backend"] == "hf"
     assert report["protocol"]["interval"] == "wilson" and "tie" in report["protocol"]["tie_rule"]
+    assert (
+        len(report["protocol"]["chat_template_sha256"]) == 64
+        and report["protocol"]["code_version"]["evalcore"]
+    )
     assert [f["category"] for f in report["pairs_files"]] == ["llmbar", "mt-bench"]
     assert all(len(f["sha256"]) == 64 for f in report["pairs_files"])
     ties = [r for r in rows if r["outcome"] == "tie"]
