@@ -68,21 +68,22 @@ class LanguageModel(models.Model):
     # What the model is, shown on the board and in the exports (filterable: organisation, licence, open weights).
     # Database defaults too: rows written by SQL (bulk loads, bench/scale_data.py) need not name these columns.
     organisation = models.CharField(
-        max_length=200, blank=True, db_default="", help_text="Who publishes it, e.g. HuggingFace.",
+        max_length=200, blank=True, default="", db_default="", help_text="Who publishes it, e.g. HuggingFace.",
         validators=[RegexValidator(ORGANISATION_PATTERN, "one line of text without invisible or control characters")],
     )  # fmt: skip
     licence = models.CharField(
         max_length=100,
         blank=True,
+        default="",
         db_default="",
         validators=[RegexValidator(LICENCE_PATTERN, "a licence name such as apache-2.0")],
     )
     parameter_count = models.PositiveBigIntegerField(null=True, blank=True, help_text="Where known.")
     open_weights = models.BooleanField(default=False, db_default=False, help_text="Anyone may download the weights.")
     knowledge_cutoff = models.CharField(
-        max_length=10, blank=True, db_default="", validators=[RegexValidator(CUTOFF_PATTERN, "YYYY, YYYY-MM or YYYY-MM-DD")]
+        max_length=10, blank=True, default="", db_default="", validators=[RegexValidator(CUTOFF_PATTERN, "YYYY, YYYY-MM or YYYY-MM-DD")]
     )
-    link = models.URLField(max_length=500, blank=True, db_default="", validators=[URLValidator(schemes=["http", "https"])])
+    link = models.URLField(max_length=500, blank=True, default="", db_default="", validators=[URLValidator(schemes=["http", "https"])])
     # Tested in the arena but never shown on the board (public off); the public record of such models
     # then withholds the name where the owner asked (the organisation's count is still shown).
     public = models.BooleanField(default=True, db_default=True, help_text="Shown on the arena board.")
@@ -90,7 +91,7 @@ class LanguageModel(models.Model):
         default=False, db_default=False, help_text="Not public: the owner asked to withhold the name."
     )
     retired_at = models.DateTimeField(null=True, blank=True, help_text="Retired: no longer battles.")
-    retired_reason = models.CharField(max_length=300, blank=True, db_default="")
+    retired_reason = models.CharField(max_length=300, blank=True, default="", db_default="")
 
     class Meta:
         app_label = "arena"
