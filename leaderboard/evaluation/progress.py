@@ -69,5 +69,15 @@ class CountingBackend(Backend):
     def chat_context(self, messages) -> str:
         return self.inner.chat_context(messages)
 
+    # What the engine asks of a backend beyond its methods: the wrapped one's answer (a chat-only endpoint
+    # gets conversations, not plain prompts; its log-likelihood tasks are refused up front).
+    @property
+    def sends_messages(self) -> bool:
+        return bool(getattr(self.inner, "sends_messages", False))
+
+    @property
+    def scores_loglikelihood(self) -> bool:
+        return bool(getattr(self.inner, "scores_loglikelihood", True))
+
     def close(self) -> None:
         self.inner.close()

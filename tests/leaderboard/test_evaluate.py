@@ -224,6 +224,24 @@ def test_counting_backend_reports_requests_done(tiny_dir):
     assert (backend.done, backend.total) == (5, 5)
     backend.reset()
     assert (backend.done, backend.total) == (0, 0)
+    assert backend.sends_messages is False and backend.scores_loglikelihood is True  # the hf backend's
+
+
+def test_counting_backend_says_what_a_chat_endpoint_is():
+    """The runner asks its backend whether it sends conversations and scores log-likelihoods: the
+    leaderboard's wrapper answers for a chat-only endpoint as the endpoint does (no request is made)."""
+    from evalcore.models import load_backend
+    from leaderboard.evaluation.progress import CountingBackend
+
+    chat = load_backend("openai-chat", base_url="http://127.0.0.1:9/v1", model="m")
+    try:
+        wrapped = CountingBackend(chat, lambda done, total: None)
+        assert wrapped.sends_messages is True and wrapped.scores_loglikelihood is False
+        with_logprobs = load_backend("openai-chat", base_url="http://127.0.0.1:9/v1", model="m", completions_logprobs=True)
+        assert CountingBackend(with_logprobs, lambda done, total: None).scores_loglikelihood is True
+        with_logprobs.close()
+    finally:
+        chat.close()
 
 
 @pytest.mark.django_db
