@@ -196,11 +196,15 @@ def test_run_program_returns_after_every_process_is_gone_and_reaps_the_init(ends
     program = (
         "import os, subprocess, time\n"
         f"daemon = subprocess.Popen(['/bin/bash', '-c', 'exec -a {marker} sleep 600'], start_new_session=True)\n"
-        # wait until the daemon runs under its marker (not a fixed sleep): the test then proves it is gone
+        # wait until the daemon runs under its marker (not a fixed sleep): the test then proves it is gone.
+        # argv[0], not anywhere in the command line: bash's own "-c" argument holds the marker before its
+        # exec, and during the exec the command line reads empty for a moment (a flake seen once).
         "deadline = time.monotonic() + 20\n"
-        f"while b'{marker}' not in open(f'/proc/{{daemon.pid}}/cmdline', 'rb').read() and time.monotonic() < deadline:\n"
+        "def argv0():\n"
+        "    return open(f'/proc/{daemon.pid}/cmdline', 'rb').read().split(b'\\0')[0]\n"
+        f"while argv0() != b'{marker}' and time.monotonic() < deadline:\n"
         "    time.sleep(0.01)\n"
-        f"assert b'{marker}' in open(f'/proc/{{daemon.pid}}/cmdline', 'rb').read()\n"
+        f"assert argv0() == b'{marker}'\n"
         + ("time.sleep(600)\n" if ends != "by itself" else "")
     )
     for _ in range(5):  # the old jail returned early about once in two runs
