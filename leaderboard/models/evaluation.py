@@ -38,10 +38,14 @@ class RunStatus(models.TextChoices):
     RUNNING = "RUNNING"
     FINISHED = "FINISHED"
     FAILED = "FAILED"
+    SKIPPED = "SKIPPED"  # not run, with the reason in ``protocol`` (a log-likelihood task an endpoint cannot score)
 
 
 class EvaluationRun(models.Model):
-    """One task of a suite run on one submission: its results, protocol and code version."""
+    """One task of a suite run on one submission: its results, protocol and code version.
+
+    SKIPPED: the task was not run, ``protocol["skipped"]`` says why (no scores, not on the board).
+    """
 
     Status = RunStatus
 

@@ -28,6 +28,19 @@ class Precision(models.TextChoices):
 class Source(models.TextChoices):
     UPLOAD = "upload", "Uploaded files"
     STORE = "store", "Shared model store"
+    ENDPOINT = "endpoint", "Arena model's endpoint"
+
+
+ENDPOINT = Source.ENDPOINT
+# An endpoint evaluation has no files: no weights hash, no folder, no byte count (and the parameter
+# count and precision only where the catalogue knows them). Uploads and store folders keep every fact.
+_NO_FILES = Q(
+    source=ENDPOINT, weight_sha256="", tensors_sha256="", storage_path="", total_bytes__isnull=True
+) & ~Q(endpoint={})
+_FILES = (
+    ~Q(source=ENDPOINT) & ~Q(weight_sha256="") & ~Q(storage_path="")
+    & Q(total_bytes__isnull=False, parameter_count__isnull=False) & Q(endpoint={})
+)  # fmt: skip
 
 
 class SubmissionStatus(models.TextChoices):
@@ -60,7 +73,12 @@ def new_public_id() -> str:
 
 
 class Submission(models.Model):
-    """A checkpoint an owner submitted, its validation facts, and where its evaluation stands."""
+    """A checkpoint an owner submitted, its validation facts, and where its evaluation stands.
+
+    Or (``source`` ``endpoint``) an arena model evaluated through the endpoint that serves it, requested
+    by staff from the admin: no files, so no weights hash, folder or byte count; ``endpoint`` holds the
+    backend and arguments it was run with, frozen when it was requested (keys are only named, never held).
+    """
 
     ModelType = ModelType
     Precision = Precision
@@ -77,21 +95,33 @@ class Submission(models.Model):
     model_type = models.CharField(max_length=16, choices=ModelType.choices)
     base_model = models.CharField(max_length=200, blank=True)
     licence = models.CharField(max_length=100)
-    precision = models.CharField(max_length=16, choices=Precision.choices, default=Precision.BFLOAT16)
+    precision = models.CharField(
+        max_length=16, choices=Precision.choices, default=Precision.BFLOAT16, blank=True,
+        help_text="Empty only for an endpoint evaluation (the server's precision is not known).",
+    )  # fmt: skip
     apply_chat_template = models.BooleanField(default=False)
     private = models.BooleanField(default=False, help_text="Visible only to its owner until published.")
     source = models.CharField(max_length=8, choices=Source.choices)
-    architecture = models.CharField(max_length=100)
+    architecture = models.CharField(max_length=100, blank=True)
     weight_sha256 = models.CharField(
-        max_length=64, help_text="SHA-256 over the safetensors files' names and bytes, in sorted name order."
-    )
+        max_length=64, blank=True,
+        help_text="SHA-256 over the safetensors files' names and bytes, in sorted name order (empty: an endpoint).",
+    )  # fmt: skip
     tensors_sha256 = models.CharField(
         max_length=64, blank=True, db_index=True,
         help_text="SHA-256 over each tensor's name, dtype, shape and SHA-256 of its bytes: the same whatever the files' layout.",
     )  # fmt: skip
-    parameter_count = models.BigIntegerField(help_text="Read from the safetensors headers.")
-    total_bytes = models.BigIntegerField()
-    storage_path = models.CharField(max_length=1000, help_text="The checkpoint folder the worker loads.")
+    parameter_count = models.BigIntegerField(
+        null=True, blank=True, help_text="Read from the safetensors headers (an endpoint: the catalogue's, where known)."
+    )
+    total_bytes = models.BigIntegerField(null=True, blank=True)
+    storage_path = models.CharField(
+        max_length=1000, blank=True, help_text="The checkpoint folder the worker loads (empty: an endpoint)."
+    )
+    endpoint = models.JSONField(
+        default=dict, blank=True,
+        help_text='An endpoint evaluation\'s {"backend", "args"}, frozen when requested (no secrets: keys by api_key_env).',
+    )  # fmt: skip
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     failure_reason = models.CharField(max_length=1000, blank=True)
     log_tail = models.TextField(blank=True)
@@ -123,7 +153,8 @@ class Submission(models.Model):
                 condition=Q(model_type__in=ModelType.values), name="submission_type_valid"
             ),
             models.CheckConstraint(
-                condition=Q(precision__in=Precision.values), name="submission_precision_valid"
+                condition=Q(precision__in=Precision.values) | Q(source=ENDPOINT, precision=""),
+                name="submission_precision_valid",
             ),
             models.CheckConstraint(condition=Q(source__in=Source.values), name="submission_source_valid"),
             models.CheckConstraint(
@@ -137,11 +168,22 @@ class Submission(models.Model):
                 condition=~Q(status=SubmissionStatus.FAILED) | ~Q(failure_reason=""),
                 name="submission_failure_has_reason",
             ),  # fmt: skip
-            models.CheckConstraint(condition=Q(parameter_count__gt=0), name="submission_parameters_positive"),
-            models.CheckConstraint(condition=Q(total_bytes__gt=0), name="submission_bytes_positive"),
+            models.CheckConstraint(
+                condition=Q(parameter_count__isnull=True) | Q(parameter_count__gt=0), name="submission_parameters_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(total_bytes__isnull=True) | Q(total_bytes__gt=0), name="submission_bytes_positive"
+            ),
+            models.CheckConstraint(condition=_FILES | _NO_FILES, name="submission_files_unless_endpoint"),
             # One live evaluation per set of weights: a failed one may be submitted again.
             models.UniqueConstraint(
-                fields=["weight_sha256"], condition=~Q(status="FAILED"), name="submission_unique_live_weights"
+                fields=["weight_sha256"], condition=~Q(status="FAILED") & ~Q(source=ENDPOINT),
+                name="submission_unique_live_weights",
+            ),
+            # One live endpoint evaluation per arena model (a second click while one is queued adds none).
+            models.UniqueConstraint(
+                fields=["language_model"], condition=Q(source=ENDPOINT) & ~Q(status="FAILED"),
+                name="submission_one_live_endpoint_run",
             ),
         ]
 
@@ -151,6 +193,10 @@ class Submission(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE
+
+    @property
+    def is_endpoint(self) -> bool:
+        return self.source == Source.ENDPOINT
 
 
 class ReviewKind(models.TextChoices):
