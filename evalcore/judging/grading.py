@@ -5,19 +5,40 @@
     protocol = load_protocol("mt-bench-single")
     grades = grade_answers(judge, protocol, [GradeItem("q1", "What is 2+2?", "4")])
 
+Two-turn questions (MT-Bench's format, :mod:`evalcore.judging.questions`) are graded per turn with a
+protocol family (:class:`GradingProtocols`: plain and reference-guided, turn 1 alone and turn 2 in
+context)::
+
+    family = load_grading_protocols("mt-bench")
+    references = judge_references(judge, questions, max_new_tokens=1024, cache=cache)   # optional
+    grades = grade_conversations(judge, family, questions, answers, references=references, cache=cache)
+
 Grades are cached like judgments (same key: judge, protocol hash, prompt sha256). An answer whose
 score is missing or out of range is a failed grade, never a default score.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
+from evalcore.judging.answering import answer_questions
 from evalcore.judging.cache import JudgmentCache
-from evalcore.judging.judge import generate_texts, parse_score, prompt_sha256
-from evalcore.judging.protocol import JudgeProtocol
+from evalcore.judging.judge import generate_texts, judge_key, parse_score, prompt_sha256
+from evalcore.judging.protocol import JudgeProtocol, load_protocol
+from evalcore.judging.questions import JudgeQuestion
 from evalcore.models.base import Backend
+
+# Bundled protocol families: single, single_multi, reference, reference_multi (file stems).
+FAMILIES = {
+    "mt-bench": ("mt-bench-single", "mt-bench-single-multi", "mt-bench-single-reference",
+                 "mt-bench-single-reference-multi"),
+}  # fmt: skip
+REFERENCE_CATEGORIES = ("math", "reasoning", "coding")  # MT-Bench's reference-guided categories
+MAX_ERROR_CHARS = 500
 
 
 @dataclass(frozen=True)
@@ -41,6 +62,9 @@ class Grade:
     raw: str | None = None
     error: str | None = None
     cached: bool = False
+    protocol: str | None = None  # grade_conversations: the protocol's name ...
+    protocol_sha256: str | None = None  # ... and hash
+    reference: bool | None = None  # grade_conversations: graded against a reference answer
 
     def as_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -54,24 +78,267 @@ def grade_answers(backend: Backend, protocol: JudgeProtocol, items: Sequence[Gra
     for index, item in enumerate(items):
         if not item.answer.strip():
             raise ValueError(f"item {item.item_id} (index {index}): the answer is empty")
-    conversations = [protocol.messages(question=i.question, answer=i.answer, reference=i.reference) for i in items]
-    shas = [prompt_sha256(c, None) for c in conversations]
-    found = cache.lookup(shas) if cache is not None else {}
-    todo = [i for i, sha in enumerate(shas) if sha not in found]
-    texts = generate_texts(backend, [conversations[i] for i in todo], max_new_tokens=protocol.verdict.max_new_tokens)
+    slots = [
+        _Slot(i.item_id, protocol, protocol.messages(question=i.question, answer=i.answer, reference=i.reference), cache)
+        for i in items
+    ]  # fmt: skip
+    return _grade_slots(backend, slots)
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """One prompt to grade: its id, protocol, judge conversation, cache and extra Grade fields."""
+
+    item_id: int | str
+    protocol: JudgeProtocol
+    messages: list
+    cache: JudgmentCache | None
+    extra: tuple = ()
+
+
+def _grade_slots(backend: Backend, slots: Sequence[_Slot]) -> list[Grade]:
+    """Grade every slot (cached ones read back), generating the rest in one batch per answer length."""
+    shas = [prompt_sha256(s.messages, None) for s in slots]
+    found: dict[int, dict] = {}
+    by_cache: dict[int, list[int]] = {}
+    for i, slot in enumerate(slots):
+        if slot.cache is not None:
+            by_cache.setdefault(id(slot.cache), []).append(i)
+    for indices in by_cache.values():
+        hits = slots[indices[0]].cache.lookup(shas[i] for i in indices)
+        found.update({i: hits[shas[i]] for i in indices if shas[i] in hits})
+    todo = [i for i in range(len(slots)) if i not in found]
+    by_length: dict[int, list[int]] = {}
+    for i in todo:
+        by_length.setdefault(slots[i].protocol.verdict.max_new_tokens, []).append(i)
     fresh: dict[int, Grade] = {}
-    for i, text in zip(todo, texts):
-        item, sha = items[i], shas[i]
-        if isinstance(text, BaseException):
-            fresh[i] = Grade(item.item_id, sha, "failed", error=" ".join(str(text).split())[:500] or type(text).__name__)
-            continue
-        try:
-            fresh[i] = Grade(item.item_id, sha, "ok", score=parse_score(protocol, text), raw=text)
-        except ValueError as exc:
-            fresh[i] = Grade(item.item_id, sha, "failed", raw=text, error=str(exc))
-    if cache is not None:
-        cache.save_fields({g.prompt_sha256: {"score": g.score, "raw": g.raw} for g in fresh.values() if g.status == "ok"})
-    return [
-        fresh[i] if i in fresh else Grade(items[i].item_id, shas[i], "ok", cached=True, **found[shas[i]])
-        for i in range(len(items))
-    ]
+    for max_new_tokens, indices in by_length.items():
+        texts = generate_texts(backend, [slots[i].messages for i in indices], max_new_tokens=max_new_tokens)
+        for i, text in zip(indices, texts):
+            fresh[i] = _graded(slots[i], shas[i], text)
+    to_save: dict[int, dict[str, dict]] = {}
+    for i, grade in fresh.items():
+        if grade.status == "ok" and slots[i].cache is not None:
+            to_save.setdefault(id(slots[i].cache), {})[grade.prompt_sha256] = {
+                "score": grade.score, "raw": grade.raw}
+    caches = {id(s.cache): s.cache for s in slots if s.cache is not None}
+    for key, fields in to_save.items():
+        caches[key].save_fields(fields)
+    out = []
+    for i, slot in enumerate(slots):
+        if i in fresh:
+            out.append(fresh[i])
+        else:
+            stored = {k: found[i].get(k) for k in ("score", "raw")}
+            out.append(Grade(slot.item_id, shas[i], "ok", cached=True, **stored, **dict(slot.extra)))
+    return out
+
+
+def _graded(slot: _Slot, sha: str, text: str | BaseException) -> Grade:
+    extra = dict(slot.extra)
+    if isinstance(text, BaseException):
+        error = " ".join(str(text).split())[:MAX_ERROR_CHARS] or type(text).__name__
+        return Grade(slot.item_id, sha, "failed", error=error, **extra)
+    try:
+        return Grade(slot.item_id, sha, "ok", score=parse_score(slot.protocol, text), raw=text, **extra)
+    except ValueError as exc:
+        return Grade(slot.item_id, sha, "failed", raw=text, error=str(exc), **extra)
+
+
+# -- conversations: one grade per turn ----------------------------------------------------------------
+@dataclass(frozen=True)
+class GradingProtocols:
+    """A family of single-answer protocols: ``single`` grades turn 1, ``single_multi`` turn 2 in
+    context; ``reference`` and ``reference_multi`` do the same against reference answers, for
+    questions whose category is in ``reference_categories`` (compared case-insensitively) and that
+    have a reference. A missing member falls back to the plain one (a family without
+    ``single_multi`` grades one-turn questions only)."""
+
+    single: JudgeProtocol
+    single_multi: JudgeProtocol | None = None
+    reference: JudgeProtocol | None = None
+    reference_multi: JudgeProtocol | None = None
+    reference_categories: tuple[str, ...] = REFERENCE_CATEGORIES
+
+    def __post_init__(self) -> None:
+        roles = (("single", 1, False), ("single_multi", 2, False), ("reference", 1, True), ("reference_multi", 2, True))
+        for role, turns, guided in roles:
+            protocol = getattr(self, role)
+            if protocol is None:
+                if role == "single":
+                    raise ValueError("a grading family needs its single protocol")
+                continue
+            if not isinstance(protocol, JudgeProtocol) or protocol.kind != "single":
+                raise ValueError(f"{role}: a grading family holds single-answer protocols")
+            if protocol.turns != turns:
+                raise ValueError(f"{role}: protocol {protocol.name!r} grades {protocol.turns} turn(s), this role {turns}")
+            if protocol.uses_reference != guided:
+                needs = "needs a reference placeholder" if guided else "must not need a reference"
+                raise ValueError(f"{role}: protocol {protocol.name!r} {needs}")
+        if isinstance(self.reference_categories, str) or not all(
+                isinstance(c, str) for c in self.reference_categories):
+            raise ValueError("reference_categories must be a tuple of category names")
+
+    @property
+    def sha256(self) -> str:
+        """Over the four protocols' hashes (None for a missing one) and the reference categories."""
+        members = [getattr(self, r) for r in ("single", "single_multi", "reference", "reference_multi")]
+        content = {"protocols": [p.sha256 if p is not None else None for p in members],
+                   "reference_categories": sorted(c.strip().lower() for c in self.reference_categories)}
+        return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+    def guided(self, category: str) -> bool:
+        """Whether a question of ``category`` is graded against its reference (when it has one)."""
+        return category.strip().lower() in {c.strip().lower() for c in self.reference_categories}
+
+
+def load_grading_protocols(name: str | Path = "mt-bench") -> GradingProtocols:
+    """A bundled family by name (``mt-bench``: ``mt-bench-single``, ``-single-multi``,
+    ``-single-reference``, ``-single-reference-multi``), or one single-answer protocol (a bundled
+    name or a YAML file) as a family of one."""
+    if str(name) in FAMILIES:
+        single, multi, reference, reference_multi = (load_protocol(n) for n in FAMILIES[str(name)])
+        return GradingProtocols(single, multi, reference, reference_multi)
+    protocol = load_protocol(name)
+    if protocol.kind != "single" or protocol.turns != 1 or protocol.uses_reference:
+        raise ValueError(
+            f"{str(name)!r} is neither a grading family ({', '.join(FAMILIES)}) nor a one-turn single-answer "
+            "protocol without a reference"
+        )
+    return GradingProtocols(single=protocol)
+
+
+def grade_conversations(
+    judge: Backend,
+    protocols: GradingProtocols,
+    questions: Sequence[JudgeQuestion],
+    answers: Sequence[Sequence[str]],
+    *,
+    references: dict[str, Sequence[str]] | None = None,
+    cache: JudgmentCache | None = None,
+) -> list[Grade]:
+    """Grade the answer to every turn of every question.
+
+    Parameters
+    ----------
+    judge : Backend
+    protocols : GradingProtocols
+        Turn 1 is graded alone, turn 2 in context (the judge sees the first question and answer,
+        then grades the answer to the second question).
+    questions : sequence of JudgeQuestion, length n
+    answers : sequence of tuples of str, length n
+        ``answers[i][t]``: the answer to turn ``t + 1`` of question ``i`` (one per turn).
+    references : dict, optional
+        ``question_id -> one reference answer per turn`` (e.g. from :func:`judge_references`); it
+        takes precedence over a question's own ``references``. A question whose category is in
+        ``protocols.reference_categories`` and that has a reference is graded with the
+        reference-guided protocol; without one, with the plain protocol.
+    cache : JudgmentCache, optional
+        Its store and judge key; each grade is stored under the cache's protocol hash combined with
+        the hash of the protocol that made it (unless they are the same), so re-running costs
+        nothing and a changed member protocol never hits a stale grade. Failed grades are not stored.
+
+    Returns
+    -------
+    list of Grade, one per (question, turn), in order
+        ``item_id`` is ``"{question_id}/t{turn}"`` (turn 1-based); ``protocol``,
+        ``protocol_sha256`` and ``reference`` say how each was graded.
+    """
+    slots = conversation_slots(protocols, questions, answers, references=references, cache=cache)
+    return _grade_slots(judge, slots)
+
+
+def conversation_slots(protocols: GradingProtocols, questions: Sequence[JudgeQuestion],
+                       answers: Sequence[Sequence[str]], *, references=None, cache=None) -> list[_Slot]:
+    """The judge prompts of :func:`grade_conversations` (validated before any model call)."""
+    if isinstance(protocols, JudgeProtocol):
+        protocols = GradingProtocols(single=protocols)
+    if not isinstance(protocols, GradingProtocols):
+        raise ValueError(f"protocols must be a GradingProtocols, got {type(protocols).__name__}")
+    if len(answers) != len(questions):
+        raise ValueError(f"{len(answers)} answer tuples for {len(questions)} questions")
+    references = dict(references or {})
+    caches: dict[str, JudgmentCache | None] = {}
+    slots = []
+    for index, (question, turns) in enumerate(zip(questions, answers)):
+        where = f"question {question.question_id!r} (index {index})"
+        if isinstance(turns, str) or len(turns) != len(question.turns) or not all(isinstance(a, str) for a in turns):
+            raise ValueError(f"{where}: needs {len(question.turns)} answer string(s), one per turn")
+        if len(question.turns) > 1 and protocols.single_multi is None:
+            raise ValueError(f"{where} has two turns, and the protocol {protocols.single.name!r} grades one turn only; "
+                             "use a family with a multi-turn protocol (load_grading_protocols('mt-bench'))")  # fmt: skip
+        refs = tuple(references[question.question_id]) if question.question_id in references else question.references
+        if refs and (len(refs) != len(question.turns) or not all(isinstance(r, str) for r in refs)):
+            raise ValueError(f"{where}: {len(refs)} reference(s) for {len(question.turns)} turn(s)")
+        guided = bool(refs) and protocols.guided(question.category)
+        for turn in range(1, len(question.turns) + 1):
+            plain, with_ref = (protocols.single, protocols.reference) if turn == 1 else \
+                (protocols.single_multi, protocols.reference_multi)
+            protocol = with_ref if guided and with_ref is not None else plain
+            messages = protocol.conversation_messages(questions=question.turns[:turn], answers=tuple(turns[:turn]),
+                                                      references=refs[:turn] if protocol.uses_reference else None)
+            if protocol.sha256 not in caches:
+                caches[protocol.sha256] = _cache_for(cache, protocol)
+            extra = (("protocol", protocol.name), ("protocol_sha256", protocol.sha256),
+                     ("reference", protocol.uses_reference))
+            slots.append(_Slot(f"{question.question_id}/t{turn}", protocol, messages, caches[protocol.sha256], extra))
+    return slots
+
+
+def _cache_for(cache: JudgmentCache | None, protocol: JudgeProtocol) -> JudgmentCache | None:
+    if cache is None or cache.protocol_sha256 == protocol.sha256:
+        return cache
+    combined = hashlib.sha256(f"{cache.protocol_sha256}:{protocol.sha256}".encode()).hexdigest()
+    return JudgmentCache(cache.store, judge_key=cache.judge_key, protocol_sha256=combined)
+
+
+def judge_references(
+    judge: Backend,
+    questions: Sequence[JudgeQuestion],
+    *,
+    max_new_tokens: int,
+    cache: JudgmentCache | None = None,
+    categories: Sequence[str] | None = None,
+) -> dict[str, tuple[str, ...]]:
+    """The judge's own answers to the questions, to grade against (Arena-Hard's instruction: the
+    judge answers first). Greedy, both turns in context (:func:`answer_questions`).
+
+    Parameters
+    ----------
+    judge : Backend
+    questions : sequence of JudgeQuestion
+    max_new_tokens : int
+        Per turn.
+    cache : JudgmentCache, optional
+        Its store holds each question's references under ``reference:<judge key>:<sha256 of the
+        turns and max_new_tokens>`` (the protocol plays no part), so a re-run generates nothing.
+    categories : sequence of str, optional
+        Only questions of these categories (e.g. ``family.reference_categories``); default all.
+
+    Returns
+    -------
+    dict
+        ``question_id -> one reference per turn``; a question for which the judge wrote an empty
+        answer to some turn is left out (it is then graded without a reference).
+    """
+    wanted = None if categories is None else {c.strip().lower() for c in categories}
+    chosen = [q for q in questions if wanted is None or q.category.strip().lower() in wanted]
+    identity = cache.judge_key if cache is not None else judge_key(judge)
+    keys = [_reference_key(identity, q, max_new_tokens) for q in chosen]
+    stored = cache.store.get_many(keys) if cache is not None else {}
+    missing = [i for i, key in enumerate(keys) if key not in stored]
+    written = answer_questions(judge, [chosen[i] for i in missing], max_new_tokens=max_new_tokens)
+    fresh = {keys[i]: {"turns": list(turns)} for i, turns in zip(missing, written)}
+    if cache is not None and fresh:
+        cache.store.put_many(fresh)
+    out = {}
+    for question, key in zip(chosen, keys):
+        turns = tuple((fresh.get(key) or stored.get(key) or {}).get("turns") or ())
+        if len(turns) == len(question.turns) and all(isinstance(t, str) and t.strip() for t in turns):
+            out[question.question_id] = turns
+    return out
+
+
+def _reference_key(identity: str, question: JudgeQuestion, max_new_tokens: int) -> str:
+    payload = json.dumps({"turns": list(question.turns), "max_new_tokens": max_new_tokens}, ensure_ascii=False)
+    return f"reference:{identity}:{hashlib.sha256(payload.encode('utf-8')).hexdigest()}"

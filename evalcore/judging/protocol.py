@@ -19,6 +19,12 @@ min, max}``) for single-answer grading. Placeholders are ``{question}``, ``{answ
 ``{answer_b}`` (pairwise) or ``{answer}`` (single), and optionally ``{reference}``. Any other
 ``{identifier}`` in a template, an unknown key, a missing placeholder or two verdict strings whose
 first token ids coincide is refused with a ValueError naming the problem.
+
+A single-answer protocol may grade the second turn of a conversation in context (MT-Bench's
+multi-turn judge): ``turns: 2`` makes its placeholders ``{question_1}``, ``{answer_1}``,
+``{question_2}``, ``{answer_2}`` (all required) and optionally ``{reference_1}``, ``{reference_2}``.
+``turns`` is 1 when absent, and a one-turn protocol's hash and ``as_dict()`` do not mention it (so
+the hashes of protocols written before it existed, and the judgments cached under them, stand).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +46,10 @@ WINNERS = ("A", "B", "tie")
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 REQUIRED = {"pairwise": ("question", "answer_a", "answer_b"), "single": ("question", "answer")}
 OPTIONAL = ("reference",)
-TOP_KEYS = {"name", "kind", "system", "user", "verdict", "source", "description"}
+REQUIRED_TWO_TURN = ("question_1", "answer_1", "question_2", "answer_2")
+OPTIONAL_TWO_TURN = ("reference_1", "reference_2")
+TURNS = (1, 2)
+TOP_KEYS = {"name", "kind", "system", "user", "verdict", "source", "description", "turns"}
 BUNDLED_DIR = Path(__file__).resolve().parent / "protocols"
 
 
@@ -84,7 +94,7 @@ class Verdict:
 @dataclass(frozen=True)
 class JudgeProtocol:
     """A validated judge protocol (see the module docs). ``sha256`` covers everything that changes a
-    judgment (kind, system, user, verdict), not the name, source or description."""
+    judgment (kind, turns, system, user, verdict), not the name, source or description."""
 
     name: str
     kind: str
@@ -93,20 +103,32 @@ class JudgeProtocol:
     system: str | None = None
     source: str = ""
     description: str = ""
+    turns: int = 1
+
+    @property
+    def reference_placeholders(self) -> tuple[str, ...]:
+        """The reference placeholders the templates use (``("reference",)``, or some of
+        ``("reference_1", "reference_2")`` for a two-turn protocol)."""
+        names = OPTIONAL if self.turns == 1 else OPTIONAL_TWO_TURN
+        found = set(PLACEHOLDER.findall(self.user)) | set(PLACEHOLDER.findall(self.system or ""))
+        return tuple(n for n in names if n in found)
 
     @property
     def uses_reference(self) -> bool:
-        return "{reference}" in self.user or "{reference}" in (self.system or "")
+        return bool(self.reference_placeholders)
 
     def as_dict(self) -> dict:
         out = {"name": self.name, "kind": self.kind, "system": self.system, "user": self.user}
+        if self.turns != 1:  # absent for one turn: the dicts (and hashes) of older protocols are unchanged
+            out["turns"] = self.turns
         out["verdict"] = self.verdict.as_dict()
         out.update(source=self.source, description=self.description)
         return out
 
     @property
     def sha256(self) -> str:
-        content = {k: v for k, v in self.as_dict().items() if k in ("kind", "system", "user", "verdict")}
+        hashed = ("kind", "turns", "system", "user", "verdict")
+        content = {k: v for k, v in self.as_dict().items() if k in hashed}
         return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
     def messages(self, *, question: str, answer_a: str = "", answer_b: str = "", answer: str = "",
@@ -115,8 +137,33 @@ class JudgeProtocol:
         pass (so text inside an answer that looks like a placeholder is left alone)."""
         values = {"question": question, "answer_a": answer_a, "answer_b": answer_b, "answer": answer,
                   "reference": reference if reference is not None else ""}
+        if self.turns != 1:
+            raise ValueError(f"protocol {self.name!r} grades two turns: build its prompt with conversation_messages")
         if self.uses_reference and reference is None:
             raise ValueError(f"protocol {self.name!r} is reference-guided: every item needs a reference")
+        return self._render(values)
+
+    def conversation_messages(self, *, questions: Sequence[str], answers: Sequence[str],
+                              references: Sequence[str] | None = None) -> list[dict]:
+        """The judge conversation grading the last answer of a conversation: ``questions`` and
+        ``answers`` hold one entry per turn (as many as the protocol's ``turns``), ``references`` one
+        reference answer per turn (needed when the protocol is reference-guided, else ignored)."""
+        if len(questions) != self.turns or len(answers) != self.turns:
+            raise ValueError(
+                f"protocol {self.name!r} grades {self.turns} turn(s); got {len(questions)} question(s) "
+                f"and {len(answers)} answer(s)"
+            )
+        if self.uses_reference and (references is None or len(references) != self.turns):
+            raise ValueError(f"protocol {self.name!r} is reference-guided: it needs a reference answer per turn")
+        refs = list(references) if references is not None and len(references) == self.turns else None
+        if self.turns == 1:
+            return self.messages(question=questions[0], answer=answers[0], reference=refs[0] if refs else None)
+        values = {"question_1": questions[0], "answer_1": answers[0], "question_2": questions[1],
+                  "answer_2": answers[1], "reference_1": refs[0] if refs else "", "reference_2": refs[1] if refs else ""}
+        return self._render(values)
+
+    def _render(self, values: dict[str, str]) -> list[dict]:
+        """Fill the placeholders in one pass (validation guarantees every one is in ``values``)."""
 
         def fill(template: str) -> str:
             return PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
@@ -191,27 +238,34 @@ def protocol_from_dict(data, *, where: str = "protocol") -> JudgeProtocol:
     kind = data["kind"]
     if kind not in KINDS:
         raise ValueError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}")
+    turns = data.get("turns", 1)
+    if isinstance(turns, bool) or turns not in TURNS:
+        raise ValueError(f"{where}: turns must be 1 or 2, got {turns!r}")
+    if turns == 2 and kind != "single":
+        raise ValueError(f"{where}: turns: 2 grades the second turn of a conversation; it needs kind single")
     system = data.get("system") or None
-    check_placeholders(data["user"], system, kind=kind, where=where)
+    check_placeholders(data["user"], system, kind=kind, where=where, turns=turns)
     verdict = parse_verdict(data["verdict"], kind=kind, where=where)
     return JudgeProtocol(name=data["name"], kind=kind, user=data["user"], verdict=verdict, system=system,
-                         source=data.get("source") or "", description=data.get("description") or "")
+                         source=data.get("source") or "", description=data.get("description") or "", turns=turns)
 
 
-def check_placeholders(user: str, system: str | None, *, kind: str, where: str) -> None:
+def check_placeholders(user: str, system: str | None, *, kind: str, where: str, turns: int = 1) -> None:
     """Refuse a template missing a required placeholder, or naming an unknown or foreign one."""
-    allowed = set(REQUIRED[kind]) | set(OPTIONAL)
+    required = REQUIRED[kind] if turns == 1 else REQUIRED_TWO_TURN
+    allowed = set(required) | set(OPTIONAL if turns == 1 else OPTIONAL_TWO_TURN)
+    what = f"{kind} protocol" if turns == 1 else "two-turn single protocol"
     for name, template in (("user", user), ("system", system or "")):
         for found in PLACEHOLDER.findall(template):
             if found not in allowed:
                 raise ValueError(
-                    f"{where}: {name} template has placeholder {{{found}}}, not allowed in a {kind} protocol "
+                    f"{where}: {name} template has placeholder {{{found}}}, not allowed in a {what} "
                     f"(allowed: {', '.join('{' + a + '}' for a in sorted(allowed))})"
                 )
     present = set(PLACEHOLDER.findall(user))
-    for required in REQUIRED[kind]:
-        if required not in present:
-            raise ValueError(f"{where}: user template is missing the placeholder {{{required}}}")
+    for name in required:
+        if name not in present:
+            raise ValueError(f"{where}: user template is missing the placeholder {{{name}}}")
 
 
 def parse_verdict(data, *, kind: str, where: str) -> Verdict:
