@@ -1,0 +1,92 @@
+"""grade_summary: means of 1-10 grades with a paired bootstrap over questions, per category and turn."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from evalcore.judging.scores import grade_summary, split_turn
+
+SCORES = {
+    "a": {"q1/t1": 8, "q1/t2": 6, "q2/t1": 7, "q2/t2": None, "q3/t1": 9, "q3/t2": 5},
+    "b": {"q1/t1": 5, "q1/t2": 4, "q2/t1": 6, "q2/t2": 3, "q3/t1": 7, "q3/t2": 2},
+}
+
+
+def test_means_failed_counts_and_json():
+    out = grade_summary(SCORES, rounds=200, seed=1)
+    assert out["a"]["mean"] == pytest.approx((8 + 6 + 7 + 9 + 5) / 5) and out["a"]["n"] == 5
+    assert out["a"]["failed"] == 1 and out["b"]["failed"] == 0
+    assert out["b"]["mean"] == pytest.approx(27 / 6)
+    for entry in out.values():
+        assert entry["ci_low"] <= entry["mean"] <= entry["ci_high"]
+    json.dumps(out, allow_nan=False)
+
+
+def test_the_same_resampled_questions_serve_every_model():
+    """b = a + 1 on every item: with paired resampling b's interval is a's shifted by exactly 1."""
+    a = {f"q{i}": float(i % 7) for i in range(30)}
+    out = grade_summary({"a": a, "b": {k: v + 1 for k, v in a.items()}}, rounds=300, seed=3)
+    assert out["b"]["ci_low"] == pytest.approx(out["a"]["ci_low"] + 1)
+    assert out["b"]["ci_high"] == pytest.approx(out["a"]["ci_high"] + 1)
+
+
+def test_deterministic_for_a_seed_and_seed_matters():
+    a = {f"q{i}": float((i * 37) % 10 + 1) for i in range(40)}
+    assert grade_summary({"a": a}, seed=5) == grade_summary({"a": a}, seed=5)
+    assert grade_summary({"a": a}, seed=5)["a"]["ci_low"] != grade_summary({"a": a}, seed=6)["a"]["ci_low"] or \
+        grade_summary({"a": a}, seed=5)["a"]["ci_high"] != grade_summary({"a": a}, seed=6)["a"]["ci_high"]
+    # The order of the models or items in the dicts changes nothing.
+    reordered = dict(reversed(list(a.items())))
+    assert grade_summary({"a": reordered}, seed=5)["a"] == grade_summary({"a": a}, seed=5)["a"]
+
+
+def test_categories_by_item_then_by_question_and_turns():
+    cats = {"q1": "writing", "q2": "math", "q3/t2": "math"}  # q3/t1 has none
+    out = grade_summary(SCORES, categories=cats, rounds=100)
+    b = out["b"]
+    assert b["by_category"]["writing"]["mean"] == pytest.approx(4.5) and b["by_category"]["writing"]["n"] == 2
+    assert b["by_category"]["math"]["mean"] == pytest.approx((6 + 3 + 2) / 3)
+    assert any("1 item(s) have no category" in note for note in b["notes"])
+    assert b["by_turn"]["t1"]["mean"] == pytest.approx(6.0) and b["by_turn"]["t2"]["mean"] == pytest.approx(3.0)
+    assert list(b["by_turn"]) == ["t1", "t2"]
+    assert "by_turn" not in grade_summary({"a": {"x": 1.0, "y": 2.0}})["a"]
+    assert split_turn("q81/t2") == ("q81", "t2") and split_turn("q81/x") == ("q81/x", None)
+
+
+def test_degenerate_inputs_give_none_and_a_note():
+    assert grade_summary({}) == {}
+    failed = grade_summary({"a": {"x": None, "y": None}})["a"]
+    assert failed["mean"] is None and failed["ci_low"] is None and failed["failed"] == 2 and failed["notes"]
+    one = grade_summary({"a": {"x": 7}})["a"]
+    assert one["mean"] == 7.0 and one["ci_low"] is None and one["ci_high"] is None and one["notes"]
+    # Two turns of one question are one resampling unit: still no interval.
+    turns = grade_summary({"a": {"q/t1": 7, "q/t2": 3}})["a"]
+    assert turns["mean"] == 5.0 and turns["ci_low"] is None
+    assert grade_summary({"a": {}})["a"]["mean"] is None
+    constant = grade_summary({"a": {"x": 4, "y": 4, "z": 4}})["a"]
+    assert constant["ci_low"] == constant["ci_high"] == 4.0
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"a": {"q1": float("nan")}}, "model 'a', item 'q1': score nan is not finite"),
+    ({"a": {"q1": math.inf}}, "model 'a', item 'q1': score inf is not finite"),
+    ({"a": {"q1": True}}, "model 'a', item 'q1': score True is not a number"),
+    ({"a": {"q1": "7"}}, "model 'a', item 'q1': score '7' is not a number"),
+    ({"a": [7]}, "model 'a' must map item ids"),
+    ([("a", {})], "scores must be a dict"),
+    ({"": {"q": 1}}, "model name '' must be"),
+    ({"a": {None: 1}}, "item id None"),
+])  # fmt: skip
+def test_hostile_inputs_are_refused_with_the_place(bad, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        grade_summary(bad)
+
+
+def test_bad_options_are_refused():
+    with pytest.raises(ValueError, match="rounds"):
+        grade_summary(SCORES, rounds=0)
+    with pytest.raises(ValueError, match="categories"):
+        grade_summary(SCORES, categories={"q1": 3})
