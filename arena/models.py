@@ -342,5 +342,7 @@ class DataRelease(models.Model):
         return f"release {self.version}"
 
 
-# Prompt categories tagged by a model (their tables live in arena.models_categories; Django finds them here).
+# Prompt categories tagged by a model and each model's rating across refits, kept past snapshot pruning
+# (their tables live in arena.models_categories and arena.models_history; Django finds them here).
 from arena.models_categories import PromptTag, TagReview, VoteCategorization  # noqa: E402, F401
+from arena.models_history import RatingPoint  # noqa: E402, F401

@@ -4,9 +4,10 @@
 :mod:`evalcore.ratings`, and writes all the :class:`~arena.models.RatingSnapshot` rows of one refit in a
 single transaction, so a page never sees half a refit. This module holds the refit's entry points and
 what touches the stored snapshots: the check that anything changed, the integrity record, the write and
-the pruning, and what the next refit continues from (the last Elo replays and style fits). Which
-categories there are and how their fits are scheduled: :mod:`arena.ratings_draft`; the methods, their
-intervals, costs, provisional models and the fallback prior: :mod:`arena.ratings_fits`.
+the pruning (each model's points across refits, written in the same transaction, outlive it:
+:mod:`arena.ratings_history`), and what the next refit continues from (the last Elo replays and style
+fits). Which categories there are and how their fits are scheduled: :mod:`arena.ratings_draft`; the
+methods, their intervals, costs, provisional models and the fallback prior: :mod:`arena.ratings_fits`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from arena.models import RatingSnapshot
 from arena.ratings_anchor import anchor_configured, anchor_record
 from arena.ratings_draft import category_battles, snapshots_draft
 from arena.ratings_fits import STYLE_BUDGET, Draft, fit_bt
+from arena.ratings_history import history_record, history_thin
 from evalcore.ratings import BASE_RATING, ELO_PER_LOGIT, STYLE_FEATURES, aggregate
 from evalcore.ratings.provisional import DEFAULT_MIN_BATTLES
 
@@ -245,9 +247,8 @@ def snapshots_refit(
         for obj in objects:
             obj.save(force_insert=True)
         known = {d.category: d.counts for d in drafts if d.counts is not None}
-        live.base_store(
-            votes, high_water=high_water, refit_at=objects[0].created_at or datetime.now(UTC), known=known
-        )
+        refit_at = objects[0].created_at if objects else datetime.now(UTC)
+        live.base_store(votes, high_water=high_water, refit_at=refit_at, known=known)
         for d in drafts:
             old = RatingSnapshot.objects.filter(method=d.method, category=d.category).order_by(
                 "-created_at", "-id"
@@ -255,6 +256,10 @@ def snapshots_refit(
             stale = list(old.values_list("id", flat=True))
             if stale:
                 RatingSnapshot.objects.filter(id__in=stale).delete()
+        # Each model's points outlive the pruning (arena.ratings_history): written with their snapshots,
+        # thinned where they aged past a week since the previous refit.
+        history_record(objects)
+        history_thin(now=refit_at, since=None if latest is None else latest.created_at)
     phases["write"] = time.monotonic() - mark
     return {
         "written": len(objects),

@@ -11,11 +11,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from django.db import connection
-from django.db.models import Count, JSONField, Max, Min, Q
-from django.db.models.expressions import RawSQL
+from django.db.models import Count, Max, Min, Q
 
-from arena.models import Battle, LanguageModel, RatingSnapshot
+from arena.models import Battle, LanguageModel, RatingPoint
 from arena.models_catalogue import stand_in
 
 DESCRIPTION_FIELDS = (
@@ -200,31 +198,20 @@ def _battle_dates() -> dict[int, tuple]:
 
 
 def rating_history(name: str, *, method: str = "bt", category: str = "overall") -> list[dict]:
-    """The model's row in each stored snapshot of ``method`` and ``category``, oldest first, with the
-    snapshot's time, vote count and anchor (only the model's row is read from each snapshot's JSON on
-    PostgreSQL)."""
-    snapshots = RatingSnapshot.objects.filter(method=method, category=category).order_by("created_at", "id")
-    if connection.vendor == "postgresql":
-        row_sql = (
-            "jsonb_path_query_first(rows, '$[*] ? (@.model == $name)', jsonb_build_object('name', %s::text))"
-        )
-        rows = snapshots.annotate(row=RawSQL(row_sql, [name], output_field=JSONField())).values_list(
-            "id", "created_at", "vote_count", "settings__anchor", "row"
-        )
-    else:
-        rows = (
-            (pk, created, votes, anchor, next((r for r in all_rows if r.get("model") == name), None))
-            for pk, created, votes, anchor, all_rows in snapshots.values_list(
-                "id", "created_at", "vote_count", "settings__anchor", "rows"
-            )
-        )
-    history = []
-    for pk, created, votes, anchor, row in rows:
-        if not isinstance(row, dict) or row.get("rating") is None:
-            continue
-        history.append({
-            "snapshot": pk, "at": created, "votes": votes, "rating": row["rating"], "ci_low": row.get("ci_low"),
-            "ci_high": row.get("ci_high"), "rank": row.get("rank_ub"), "battles": row.get("battles"),
-            "anchor": anchor if isinstance(anchor, dict) else None,
-        })  # fmt: skip
-    return history
+    """The model's point in each refit of ``method`` and ``category``, oldest first, with the refit's time,
+    vote count and anchor, read from the history that outlives snapshot pruning
+    (:mod:`arena.ratings_history`: every refit of the last week, then the last of each UTC day).
+    ``snapshot`` is the id of the snapshot the point came from, which may since have been pruned. A model
+    the catalogue marks not public (or name-withheld) has no history here."""
+    hidden = LanguageModel.objects.filter(name=name).filter(Q(public=False) | Q(name_withheld=True)).exists()
+    if hidden:
+        return []
+    points = RatingPoint.objects.filter(model=name, method=method, category=category).order_by("at", "snapshot_id")
+    return [
+        {
+            "snapshot": p.snapshot_id, "at": p.at, "votes": p.vote_count, "rating": p.rating, "ci_low": p.ci_low,
+            "ci_high": p.ci_high, "rank": p.rank, "battles": p.battles,
+            "anchor": {"model": p.anchor_model or None, "rating": p.anchor_rating, "applied": p.anchor_applied},
+        }  # fmt: skip
+        for p in points
+    ]
