@@ -239,7 +239,7 @@ def protocol_from_dict(data, *, where: str = "protocol") -> JudgeProtocol:
     if kind not in KINDS:
         raise ValueError(f"{where}: kind {kind!r} is not one of {', '.join(KINDS)}")
     turns = data.get("turns", 1)
-    if isinstance(turns, bool) or turns not in TURNS:
+    if not isinstance(turns, int) or isinstance(turns, bool) or turns not in TURNS:
         raise ValueError(f"{where}: turns must be 1 or 2, got {turns!r}")
     if turns == 2 and kind != "single":
         raise ValueError(f"{where}: turns: 2 grades the second turn of a conversation; it needs kind single")

@@ -230,6 +230,8 @@ def _references(value, n_turns: int, where: str) -> tuple[str, ...]:
 
 def _question_id(value, where: str) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
+        if not -(10**18) < value < 10**18:
+            raise ValueError(f"{where}: the id is an integer with more than 18 digits")
         value = str(value)
     if not isinstance(value, str):
         raise ValueError(f"{where}: the id must be a string or an integer, got {type(value).__name__}")
