@@ -175,9 +175,10 @@ class GradingProtocols:
             if protocol.uses_reference != guided:
                 needs = "needs a reference placeholder" if guided else "must not need a reference"
                 raise ValueError(f"{role}: protocol {protocol.name!r} {needs}")
-        if isinstance(self.reference_categories, str) or not all(
-                isinstance(c, str) for c in self.reference_categories):
+        categories = self.reference_categories
+        if isinstance(categories, str) or not all(isinstance(c, str) for c in categories):
             raise ValueError("reference_categories must be a tuple of category names")
+        object.__setattr__(self, "reference_categories", tuple(categories))  # a list given: still hashable
 
     @property
     def sha256(self) -> str:
@@ -321,6 +322,10 @@ def judge_references(
         ``question_id -> one reference per turn``; a question for which the judge wrote an empty
         answer to some turn is left out (it is then graded without a reference).
     """
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+    if isinstance(categories, str):
+        raise ValueError("categories must be a sequence of category names, not one string")
     wanted = None if categories is None else {c.strip().lower() for c in categories}
     chosen = [q for q in questions if wanted is None or q.category.strip().lower() in wanted]
     identity = cache.judge_key if cache is not None else judge_key(judge)

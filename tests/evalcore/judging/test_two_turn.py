@@ -126,6 +126,7 @@ def test_one_turn_hashes_are_unchanged_and_the_family_loads():
         ({"turns": 3}, "turns must be 1 or 2, got 3"),
         ({"turns": True}, "turns must be 1 or 2, got True"),
         ({"turns": "2"}, "turns must be 1 or 2"),
+        ({"turns": 2.0}, "turns must be 1 or 2, got 2.0"),
         ({"kind": "pairwise"}, "turns: 2 grades the second turn of a conversation; it needs kind single"),
         ({"turns": 1}, "placeholder {question_1}, not allowed in a single protocol"),
     ],
@@ -174,6 +175,11 @@ def test_families_and_inputs_are_checked_before_any_model_call():
         grade_conversations(None, family, questions, [("a", "b"), ("c",)])
     with pytest.raises(ValueError, match="question 'math-1' \\(index 0\\): 1 reference"):
         grade_conversations(None, family, questions, answers, references={"math-1": ("only one",)})
+    with pytest.raises(ValueError, match="max_new_tokens must be a positive integer"):
+        judge_references(None, questions, max_new_tokens=0)
+    with pytest.raises(ValueError, match="not one string"):
+        judge_references(None, questions, max_new_tokens=4, categories="math")
+    assert GradingProtocols(single=family.single, reference_categories=["math"]).reference_categories == ("math",)
     one_turn = [JudgeQuestion("q", ("Hi?",))]  # a family of one grades one-turn questions
     assert [s.protocol.name for s in conversation_slots(GradingProtocols(single=family.single), one_turn, [("Hello",)])] \
         == ["mt-bench-single"]  # fmt: skip
