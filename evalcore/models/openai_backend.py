@@ -24,11 +24,17 @@ seconds) is raised at once as :class:`EndpointTimeout`, since the server may sti
 request. Model arguments may arrive typed (``max_retries=3``, ``verify=false`` from
 :func:`evalcore.models.parse_model_args`) or as strings (older callers); booleans are refused where a
 number is expected.
+
+Token usage: every answer's ``usage`` (``prompt_tokens``, ``completion_tokens``; in a stream, the chunk
+that carries it) is added to a running total, :attr:`OpenAIBackend.token_usage`, which also counts the
+answers that came without one (most hosted APIs send none in a stream unless asked): what judging
+costs in tokens (:mod:`evalcore.judging.cost`).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -182,6 +188,8 @@ class OpenAIBackend(Backend):
                            and not is_loopback(host), insecure=insecure)  # fmt: skip
         self.api_key_env = api_key_env
         self.prefix_text = str(prefix_text) if prefix_text else None
+        self._usage_lock = threading.Lock()
+        self._usage = {"prompt_tokens": 0, "completion_tokens": 0, "responses": 0, "responses_without_usage": 0}
         self._client = EndpointClient(
             self.base_url, headers=self._headers, timeout=self.timeout, max_retries=self.max_retries,
             backoff=self.backoff, verify=verify, use_env_proxies=not is_loopback(host),
@@ -217,6 +225,29 @@ class OpenAIBackend(Backend):
     def __repr__(self) -> str:
         return f"OpenAIBackend(base_url={self.base_url!r}, model={self.model!r})"
 
+    @property
+    def token_usage(self) -> dict:
+        """Running totals over every generation, scoring and chat answer so far: ``prompt_tokens`` and
+        ``completion_tokens`` (summed from the answers' ``usage``), ``responses``, and
+        ``responses_without_usage`` (answers that carried no usage: their tokens are not in the sums)."""
+        with self._usage_lock:
+            return dict(self._usage)
+
+    def _count_usage(self, usage) -> None:
+        counts = {}
+        if isinstance(usage, dict):
+            for key in ("prompt_tokens", "completion_tokens"):
+                value = usage.get(key)
+                if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                    counts[key] = value
+        with self._usage_lock:
+            self._usage["responses"] += 1
+            if len(counts) < 2:
+                self._usage["responses_without_usage"] += 1
+                return
+            for key, value in counts.items():
+                self._usage[key] += value
+
     # ----------------------------------------------------------------------------------------------
     def stream_chat(self, messages: Sequence[dict], params: ChatParams | dict | None = None) -> Iterator[str]:
         params = ChatParams.from_mapping(params)
@@ -242,11 +273,15 @@ class OpenAIBackend(Backend):
     def _stream_deltas(self, payload: dict) -> Iterator[str]:
         events = self._client.events("POST", "/chat/completions", payload)
         finished = False
+        usage = None
         try:
             for data in events:
                 if data.strip() == "[DONE]":
+                    self._count_usage(usage)
+                    usage = False  # counted
                     return
                 event = parse_json(data, "stream event")
+                usage = event.get("usage") or usage
                 if event.get("error"):
                     raise EndpointError(f"the endpoint reported an error mid-stream: {message_of(event)}")
                 choices = event.get("choices") or []
@@ -257,6 +292,8 @@ class OpenAIBackend(Backend):
                     yield delta
         finally:
             events.close()
+        if usage is not False:
+            self._count_usage(usage)
         if not finished:  # closed without [DONE] or a finish_reason: the answer may be cut short
             raise EndpointError(f"the stream from {self.base_url} ended before the answer was complete")
 
@@ -368,7 +405,10 @@ class OpenAIBackend(Backend):
         return headers
 
     def _json(self, method: str, path: str, payload: dict | None = None) -> dict:
-        return self._client.json(method, path, payload)
+        body = self._client.json(method, path, payload)
+        if method == "POST":  # an answer (GET /models is not one)
+            self._count_usage(body.get("usage") if isinstance(body, dict) else None)
+        return body
 
     def close(self) -> None:
         self._client.close()
