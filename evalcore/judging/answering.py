@@ -10,14 +10,22 @@ turn 2]``. Backends that render chat prompts themselves (``hf``, ``vllm``) answe
 batch through ``generate_until``; the others (an OpenAI-compatible chat endpoint) answer one chat
 request per turn. Sampling (``temperature > 0``) is seeded with ``seed + question index``, whatever the
 batch, so a retry gives the same answers (the site's single-turn answers follow the same rule).
+``temperatures`` sets the temperature by category: MT-Bench's answers were generated with
+:data:`MT_BENCH_TEMPERATURES` (FastChat llm_judge's ``temperature_config``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from evalcore.judging.questions import JudgeQuestion
 from evalcore.models.base import Backend, GenerationRequest
+
+# The temperature FastChat's gen_model_answer.py uses for each MT-Bench category (its temperature_config).
+MT_BENCH_TEMPERATURES = {
+    "writing": 0.7, "roleplay": 0.7, "extraction": 0.0, "math": 0.0, "coding": 0.0, "reasoning": 0.0,
+    "stem": 0.1, "humanities": 0.1,
+}  # fmt: skip
 
 
 def answer_questions(
@@ -30,6 +38,7 @@ def answer_questions(
     seed: int = 0,
     system_prompt: str | None = None,
     progress: Callable[[int], None] | None = None,
+    temperatures: Mapping[str, float] | None = None,
 ) -> list[tuple[str, ...]]:
     """Each question's answer to each of its turns.
 
@@ -46,6 +55,9 @@ def answer_questions(
         Sent as the system message of every conversation.
     progress : callable(k), optional
         Called with the number of turns just answered.
+    temperatures : mapping category -> temperature, optional
+        Overrides ``temperature`` for the questions of these categories (case-insensitive), e.g.
+        :data:`MT_BENCH_TEMPERATURES`.
 
     Returns
     -------
@@ -55,19 +67,24 @@ def answer_questions(
     """
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
-    if not 0.0 <= float(temperature) <= 10.0 or not 0.0 < float(top_p) <= 1.0:
-        raise ValueError(f"temperature must be in [0, 10] and top_p in (0, 1], got {temperature!r}, {top_p!r}")
+    by_category = {str(k).strip().lower(): v for k, v in (temperatures or {}).items()}
+    for value in (temperature, *by_category.values()):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 10.0:
+            raise ValueError(f"a temperature must be a number in [0, 10], got {value!r}")
+    if isinstance(top_p, bool) or not isinstance(top_p, int | float) or not 0.0 < top_p <= 1.0:
+        raise ValueError(f"top_p must be a number in (0, 1], got {top_p!r}")
     for index, question in enumerate(questions):
         if not isinstance(question, JudgeQuestion):
             raise ValueError(f"question {index} is a {type(question).__name__}, not a JudgeQuestion")
     system = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    heat = [float(by_category.get(q.category.strip().lower(), temperature)) for q in questions]
     answers: list[list[str]] = [[] for _ in questions]
     most_turns = max((len(q.turns) for q in questions), default=0)
     for turn in range(most_turns):
         asking = [i for i, q in enumerate(questions) if len(q.turns) > turn]
         conversations = [_conversation(system, questions[i], answers[i], turn) for i in asking]
-        texts = _generate(backend, conversations, [seed + i for i in asking], max_new_tokens=max_new_tokens,
-                          temperature=float(temperature), top_p=float(top_p), progress=progress)  # fmt: skip
+        texts = _generate(backend, conversations, [seed + i for i in asking], [heat[i] for i in asking],
+                          max_new_tokens=max_new_tokens, top_p=float(top_p), progress=progress)  # fmt: skip
         for i, text in zip(asking, texts):
             answers[i].append(text)
     return [tuple(a) for a in answers]
@@ -81,23 +98,21 @@ def _conversation(system: list[dict], question: JudgeQuestion, earlier: list[str
     return [*messages, {"role": "user", "content": question.turns[turn]}]
 
 
-def _generate(backend: Backend, conversations: list[list[dict]], seeds: list[int], *, max_new_tokens: int,
-              temperature: float, top_p: float, progress) -> list[str]:  # fmt: skip
+def _generate(backend: Backend, conversations: list[list[dict]], seeds: list[int], temperatures: list[float], *,
+              max_new_tokens: int, top_p: float, progress) -> list[str]:  # fmt: skip
     try:
         contexts = [backend.chat_context(messages) for messages in conversations]
     except ValueError:  # the backend sends conversations, not rendered prompts
         contexts = None
     if contexts is not None:
         requests = [
-            GenerationRequest(context=c, max_gen_toks=max_new_tokens, do_sample=temperature > 0,
-                              temperature=temperature, top_p=top_p, seed=s)
-            for c, s in zip(contexts, seeds)
+            GenerationRequest(context=c, max_gen_toks=max_new_tokens, do_sample=t > 0, temperature=t, top_p=top_p, seed=s)
+            for c, s, t in zip(contexts, seeds, temperatures)
         ]  # fmt: skip
         return [r.text for r in backend.generate_until(requests, progress=progress)]
-    params = {"max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p}
     out = []
-    for messages, s in zip(conversations, seeds):
-        out.append(backend.chat(messages, {**params, "seed": s}))
+    for messages, s, t in zip(conversations, seeds, temperatures):
+        out.append(backend.chat(messages, {"max_new_tokens": max_new_tokens, "temperature": t, "top_p": top_p, "seed": s}))
         if progress is not None:
             progress(1)
     return out

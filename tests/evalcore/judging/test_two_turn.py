@@ -20,7 +20,7 @@ from evalcore.judging import (
     prompt_sha256,
     protocol_from_dict,
 )
-from evalcore.judging.answering import answer_questions
+from evalcore.judging.answering import MT_BENCH_TEMPERATURES, answer_questions
 from evalcore.judging.grading import (
     GradingProtocols,
     conversation_slots,
@@ -95,6 +95,8 @@ def test_one_turn_hashes_are_unchanged_and_the_family_loads():
     for name, sha in PINNED.items():
         protocol = load_protocol(name)
         assert protocol.sha256 == sha and "turns" not in protocol.as_dict()
+    # the bundled sample covers MT-Bench's eight categories, each with FastChat's answer temperature
+    assert {q.category for q in read_questions(SAMPLE_QUESTIONS)} == set(MT_BENCH_TEMPERATURES)
     family = load_grading_protocols()
     assert (family.single.name, family.single_multi.name, family.reference.name, family.reference_multi.name) == (
         "mt-bench-single", "mt-bench-single-multi", "mt-bench-single-reference", "mt-bench-single-reference-multi"
@@ -304,6 +306,13 @@ def test_answers_and_grades_through_a_chat_endpoint(scripted):  # noqa: F811 - t
          {"role": "user", "content": "And of Italy?"}],
     ]  # fmt: skip
     assert [(b["seed"], b["max_tokens"], b["temperature"]) for b in bodies] == [(3, 5, 0.0), (4, 5, 0.0), (3, 5, 0.0)]
+    answer_questions(model, questions, max_new_tokens=5, temperatures={"STEM": 0.5})  # a temperature by category
+    assert [body["temperature"] for _, body in script.seen[3:]] == [0.5, 0.0, 0.5]
+    for bad in ({"temperature": -1.0}, {"temperature": float("nan")}, {"temperatures": {"stem": True}},
+                {"top_p": 0.0}, {"max_new_tokens": 0}):
+        with pytest.raises(ValueError, match="temperature|top_p|max_new_tokens"):
+            answer_questions(model, questions, **{"max_new_tokens": 5, **bad})
+    assert len(script.seen) == 6  # refused before any request
 
     script, url = scripted(events("The answer is fine. Rating: [[7]]"))
     judge = load_backend("openai", base_url=url, model="judge")
