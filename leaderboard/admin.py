@@ -12,6 +12,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.html import format_html
 
+from leaderboard import catalogue_admin  # noqa: F401 - Admin › Language models gains "Evaluate this arena model"
 from leaderboard.accounts import tokens
 from leaderboard.judging.services import (
     AUDIT_LIMIT_DEFAULT,

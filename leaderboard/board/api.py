@@ -69,7 +69,7 @@ class SubmissionSerializer(serializers.ModelSerializer):
         model = Submission
         fields = [
             "id", "model_name", "language_model", "model_type", "base_model", "licence", "precision",
-            "parameter_count", "architecture", "weight_sha256", "apply_chat_template", "created_at",
+            "parameter_count", "architecture", "weight_sha256", "source", "apply_chat_template", "created_at",
             "finished_at", "hidden",
         ]  # fmt: skip
         read_only_fields = fields

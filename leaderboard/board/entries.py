@@ -1,5 +1,9 @@
 """The board's entries: one per finished submission, one cell per benchmark, built once and kept.
 
+An arena model evaluated through its endpoint is a submission of its own catalogue entry (source
+``endpoint``): its row carries its scores beside its arena rating and judge score, marked "endpoint"
+in the type and precision columns (its parameter count only where the catalogue knows it).
+
 The whole set (every finished submission with its benchmark cells, arena rating and "best of K"
 badge) is built from three queries and kept per process, keyed by a fingerprint of what it reads
 (two aggregate queries and the latest arena snapshot id). Nothing is fitted or bootstrapped here.
@@ -43,8 +47,10 @@ def _finite(x):
     return x if x is not None and math.isfinite(x) else None
 
 
-def parameters_label(count: int) -> str:
-    """135M, 1.7B, 12B: how model sizes are usually written."""
+def parameters_label(count: int | None) -> str:
+    """135M, 1.7B, 12B: how model sizes are usually written ("–" not known: an endpoint's model)."""
+    if count is None:
+        return "–"
     if count >= 1e9:
         return f"{count / 1e9:.1f}B".replace(".0B", "B") if count < 1e11 else f"{count / 1e9:.0f}B"
     if count >= 1e6:
@@ -243,6 +249,7 @@ def _build() -> dict:
             "finished_at",
             "language_model__name",
             "language_model_id",
+            "source",
         )  # fmt: skip
     )
     judge_info, judged = board_judge_cells()
@@ -252,11 +259,14 @@ def _build() -> dict:
     for sub in subs:
         cells = {key: _cell(parts) for key, parts in scores.get(sub["id"], {}).items()}
         arena = arena_rows.get(sub["language_model__name"])
+        endpoint = sub["source"] == Submission.Source.ENDPOINT  # an arena model scored through its endpoint
+        type_label = type_labels.get(sub["model_type"], sub["model_type"])
         entries.append({
             "id": sub["id"], "public_id": sub["public_id"], "model": sub["model_name"], "owner_id": sub["owner_id"],
-            "type": sub["model_type"], "type_label": type_labels.get(sub["model_type"], sub["model_type"]),
-            "base_model": sub["base_model"], "parameters": sub["parameter_count"],
-            "parameters_label": parameters_label(sub["parameter_count"]), "precision": sub["precision"],
+            "type": sub["model_type"], "type_label": f"{type_label} · endpoint" if endpoint else type_label,
+            "base_model": sub["base_model"], "parameters": sub["parameter_count"], "endpoint": endpoint,
+            "parameters_label": parameters_label(sub["parameter_count"]),
+            "precision": "endpoint" if endpoint and not sub["precision"] else sub["precision"],
             "private": sub["private"], "review_state": sub["review_state"], "created_at": sub["created_at"],
             "hidden": sub["review_state"] == Submission.Review.HIDDEN,
             "arena": None if arena is None else {

@@ -61,7 +61,7 @@ def _entries_matching(entries: list[dict], viewer, *, show_hidden: bool, model_t
             continue
         if model_type and entry["type"] != model_type:
             continue
-        if bucket and not bucket[1] <= entry["parameters"] < bucket[2]:
+        if bucket and (entry["parameters"] is None or not bucket[1] <= entry["parameters"] < bucket[2]):
             continue
         if needle and needle not in entry["model"].lower() and needle not in entry["base_model"].lower():
             continue

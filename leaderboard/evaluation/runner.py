@@ -3,12 +3,20 @@
 Results are keyed (submission, suite, task), (run, metric) and (run, doc_id): a retry after a
 worker died skips tasks already FINISHED and overwrites anything half-written, never duplicating
 rows. Scores that change are kept in :class:`leaderboard.models.ScoreHistory`.
+
+An endpoint submission (an arena model served by an OpenAI-compatible endpoint) is run through the
+``openai-chat`` backend: generation tasks as conversations, the server applying the chat template.
+Log-likelihood tasks are scored through the server's ``/completions`` when one probe request shows
+that it returns prompt log-probabilities; otherwise each is stored SKIPPED with the reason, and the
+rest of the suite runs. The protocol records the backend, the endpoint URL (without credentials),
+who applied the chat template and the generation settings.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import urllib.parse
 from pathlib import Path
 
 from django.conf import settings
@@ -20,6 +28,8 @@ from evalcore.engine import evaluate_task
 from evalcore.engine.cache import CachedBackend, RequestCache
 from evalcore.engine.results import SAMPLE_FIELDS
 from evalcore.engine.results import code_version as engine_code_version
+from evalcore.models.base import LoglikelihoodRequest
+from evalcore.models.endpoint import EndpointError
 from leaderboard.evaluation import contamination
 from leaderboard.evaluation.progress import CountingBackend
 from leaderboard.evaluation.score_store import json_safe, scores_replace
@@ -76,23 +86,104 @@ def _request_cache_remove(submission_id: int) -> None:
         Path(f"{request_cache_path(submission_id)}{suffix}").unlink(missing_ok=True)
 
 
+def url_redacted(url: str) -> str:
+    """``url`` without user name, password, query or fragment: what a protocol may show of an endpoint."""
+    parts = urllib.parse.urlsplit(str(url))
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _endpoint_protocol(submission: Submission, model, config) -> dict:
+    """What an endpoint run adds to a task's protocol: backend, URL, who applied the chat template."""
+    generation = config.output_type == "generate_until"
+    template = "applied by the server (chat completions)" if generation else (
+        "the served model's tokenizer (tokenizer=DIR)" if model.tokenizer is not None else "none: plain prompts"
+    )  # fmt: skip
+    return {
+        "backend": submission.endpoint.get("backend", ""),
+        "url": url_redacted(model.base_url),
+        "served_model": model.model_name,
+        "api": "chat/completions" if generation else "completions (echo, logprobs)",
+        "chat_template": template,
+        "api_key_env": model.api_key_env or None,
+    }
+
+
 def _task_run(submission: Submission, suite: BenchmarkSuite, model, backend, config, entry: dict,
               code_version: dict):  # fmt: skip
     """Evaluate one task of the plan and store it; the engine's task result."""
     log.info("task %s: num_fewshot=%s limit=%s", config.task, entry["num_fewshot"], entry["limit"])
-    extra = {"apply_chat_template": True} if submission.apply_chat_template else {}
+    template = submission.apply_chat_template
+    if submission.is_endpoint and config.output_type != "generate_until":
+        template = template and model.tokenizer is not None  # through /completions only with the model's template
+    extra = {"apply_chat_template": True} if template else {}
     result = evaluate_task(backend, config, num_fewshot=entry["num_fewshot"], limit=entry["limit"], seed=SEED, **extra)
+    identity = model.identity.as_dict()
     protocol = {
         **result.protocol,
         "suite": {"name": suite.name, "version": suite.version},
-        "model": model.identity.as_dict(),
+        "model": identity,
         "precision": submission.precision,
-        "apply_chat_template": submission.apply_chat_template,
+        "apply_chat_template": template,
         "seed": SEED,
     }
+    if submission.is_endpoint:
+        identity["extra"] = {**identity.get("extra", {}), "base_url": url_redacted(model.base_url)}
+        protocol["endpoint"] = _endpoint_protocol(submission, model, config)
     run_store(submission=submission, suite=suite, task_result=result, protocol=protocol, code_version=code_version)
     tampering_flag(submission.pk, config.task, protocol, len(result.records))
     return result
+
+
+def run_skip(*, submission: Submission, suite: BenchmarkSuite, config, reason: str, protocol: dict) -> EvaluationRun:
+    """Store a task that was not run as SKIPPED with ``reason`` (a retry that can run it overwrites it)."""
+    with transaction.atomic():
+        run, _ = EvaluationRun.objects.select_for_update().get_or_create(submission=submission, suite=suite,
+                                                                        task=config.task)  # fmt: skip
+        run.status = EvaluationRun.Status.SKIPPED
+        run.results = {}
+        run.protocol = json_safe({"task": config.task, "output_type": config.output_type, "skipped": reason,
+                                  "suite": {"name": suite.name, "version": suite.version}, **protocol})  # fmt: skip
+        run.config_sha256 = config.sha256[:64]
+        run.finished_at = timezone.now()
+        run.full_clean()
+        run.save()
+        run.scores.all().delete()
+        run.samples.all().delete()
+    return run
+
+
+def _endpoint_load(submission: Submission, plan: list):
+    """The ``openai-chat`` backend of an endpoint submission, scoring log-likelihoods through the
+    server's ``/completions`` if one probe request shows it can; (backend, why it cannot or "")."""
+    spec = submission.endpoint
+    if spec.get("backend") != "openai-chat" or not isinstance(spec.get("args"), dict):
+        raise RuntimeError(f"submission {submission.pk} has no usable endpoint ({spec!r})")
+    model = evalcore.models.load_backend("openai-chat", **{**spec["args"], "completions_logprobs": True})
+    if all(config.output_type == "generate_until" for config, _ in plan):
+        return model, ""
+    try:
+        model.loglikelihood([LoglikelihoodRequest(context="The capital of France is", continuation=" Paris")])
+    except (EndpointError, ValueError) as exc:
+        if isinstance(exc, EndpointError) and exc.status is None:
+            model.close()
+            raise  # unreachable (after the client's retries): the run fails with this reason
+        model.completions_logprobs = False
+        return model, f"the endpoint gives no prompt log-probabilities on /completions ({exc})"[:500]
+    return model, ""
+
+
+def _skip_reason(model, config, loglikelihood_refused: str) -> str:
+    """Why an endpoint cannot score ``config`` (empty: it can)."""
+    if config.output_type == "generate_until":
+        return ""
+    if loglikelihood_refused:
+        return f"log-likelihood task ({config.output_type}) not scored: {loglikelihood_refused}"
+    if config.output_type == "loglikelihood_rolling" and not model.prefix_text:
+        return "rolling log-likelihood task not scored: the endpoint's model_args give no prefix_text (its BOS text)"
+    return ""
 
 
 def _plan_run(submission: Submission, suite: BenchmarkSuite, plan: list, finished: set, progress: dict) -> None:
@@ -103,14 +194,22 @@ def _plan_run(submission: Submission, suite: BenchmarkSuite, plan: list, finishe
         progress["requests"] = {"done": done, "total": total}
         submission_progress(submission_id, progress)
 
-    log.info("loading %s (%s) from %s", submission.model_name, submission.precision, submission.storage_path)
-    model = evalcore.models.load_backend(
-        settings.LEADERBOARD_EVAL_BACKEND,
-        **{**settings.LEADERBOARD_EVAL_BACKEND_ARGS, "path": submission.storage_path, "dtype": submission.precision},
-    )
+    refused = ""
+    if submission.is_endpoint:
+        log.info("evaluating %s through its endpoint %s", submission.model_name,
+                 url_redacted(submission.endpoint.get("args", {}).get("base_url", "")))  # fmt: skip
+        model, refused = _endpoint_load(submission, plan)
+        if refused:
+            log.warning("%s: %s; its log-likelihood tasks are skipped", submission.model_name, refused)
+    else:
+        log.info("loading %s (%s) from %s", submission.model_name, submission.precision, submission.storage_path)
+        model = evalcore.models.load_backend(
+            settings.LEADERBOARD_EVAL_BACKEND,
+            **{**settings.LEADERBOARD_EVAL_BACKEND_ARGS, "path": submission.storage_path, "dtype": submission.precision},
+        )
     cache = None
     try:
-        if model.identity.weights_sha256 != submission.weight_sha256:
+        if not submission.is_endpoint and model.identity.weights_sha256 != submission.weight_sha256:
             raise RuntimeError("the checkpoint's weights changed after it was submitted (their hash differs)")
         cache = RequestCache(request_cache_path(submission_id))
         cached = CachedBackend(model, cache)
@@ -118,6 +217,15 @@ def _plan_run(submission: Submission, suite: BenchmarkSuite, plan: list, finishe
         code_version = engine_code_version()
         for config, entry in plan:
             if config.task in finished:
+                continue
+            reason = _skip_reason(model, config, refused) if submission.is_endpoint else ""
+            if reason:
+                run_skip(submission=submission, suite=suite, config=config, reason=reason,
+                         protocol={"endpoint": _endpoint_protocol(submission, model, config)})  # fmt: skip
+                log.info("task %s skipped: %s", config.task, reason)
+                progress["tasks"][config.task] = f"skipped: {reason}"[:300]
+                progress["tasks_done"] += 1
+                submission_progress(submission_id, progress)
                 continue
             progress.update(current_task=config.task, requests={"done": 0, "total": 0})
             progress["tasks"][config.task] = "running"

@@ -86,6 +86,9 @@ def submission_results(submission: Submission) -> list[dict]:
             "n_docs": run.protocol.get("n_docs"),
             "config_sha256": run.config_sha256,
             "wall_time_s": run.wall_time_s,
+            "skipped": run.protocol.get("skipped", "") if run.status == EvaluationRun.Status.SKIPPED else "",
+            "endpoint": run.protocol.get("endpoint"),
+            "decoding": run.protocol.get("decoding"),
             "scores": [
                 {
                     "metric": s.metric, "value": s.value, "stderr": s.stderr, "ci_low": s.ci_low,

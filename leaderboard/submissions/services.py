@@ -1,4 +1,5 @@
-"""Submission services: create and enqueue submissions, requeue failed ones, publish private variants.
+"""Submission services: create and enqueue submissions, requeue failed ones, publish private variants,
+and queue an arena model's evaluation through its endpoint (staff, from the admin).
 
 A submission's checkpoint was fully checked by :class:`leaderboard.submissions.forms.SubmissionForm`
 before it reaches :func:`submission_create`, which adds the rules that need the database (rate
@@ -9,13 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
+import urllib.parse
 import uuid
 from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.urls import reverse
@@ -321,3 +324,84 @@ def submission_publish(*, submission_id: int, owner) -> Submission:
                 submission.review_state, submission.review_reason = Submission.Review.FLAGGED, reason
             submission.save(update_fields=["private", "review_state", "review_reason"])
     return submission
+
+
+ENDPOINT_BACKEND = "openai-chat"  # the engine's chat-completions backend: the server applies the chat template
+_SECRET_ARG = re.compile(r"(^|_)(api_?key|key|token|secret|password|passwd|auth\w*)$", re.IGNORECASE)
+
+
+def endpoint_spec(model: LanguageModel) -> dict:
+    """How a worker evaluates arena ``model`` through the endpoint that serves it: ``{"backend", "args"}``.
+
+    Only an OpenAI-compatible endpoint (catalogue backend ``openai``) qualifies: a model served from
+    local weights (``hf``, ``vllm``) is a checkpoint, evaluated from its folder as a store submission
+    (its weights hashed). Arguments that would hold a secret are refused: a key is named by ``api_key_env``.
+    Raises ValidationError with what to fix.
+    """
+    if model.backend != LanguageModel.Backend.OPENAI:
+        if model.backend:
+            raise ValidationError(
+                f"{model.name} is served from local weights ({model.backend} backend), not by an endpoint: "
+                "evaluate its checkpoint as a submission from the model store instead (its weights are then hashed)."
+            )
+        raise ValidationError(f"{model.name} has no backend: give it an OpenAI-compatible endpoint (backend openai).")
+    args = dict(model.model_args or {})
+    url = args.get("base_url")
+    parts = urllib.parse.urlsplit(url.strip()) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationError(f"{model.name} has no endpoint: its model_args need base_url, an http(s) URL such as "
+                              "http://127.0.0.1:8000/v1.")  # fmt: skip
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise ValidationError(f"{model.name}'s base_url carries credentials or a query: give the API root only, "
+                              "and name the variable that holds the key in api_key_env.")  # fmt: skip
+    secrets_given = sorted(key for key in args if key != "api_key_env" and _SECRET_ARG.search(str(key)))
+    if secrets_given:
+        raise ValidationError(f"{model.name}'s model_args hold {', '.join(secrets_given)}: a key is never stored; "
+                              "name the environment variable that holds it in api_key_env.")  # fmt: skip
+    return {"backend": ENDPOINT_BACKEND, "args": args}
+
+
+def endpoint_evaluation_request(*, model: LanguageModel, requested_by) -> tuple[Submission, bool]:
+    """Queue the benchmark suite on arena ``model`` through its endpoint (staff only): (submission, created).
+
+    A weightless submission (source ``endpoint``) of the model's own catalogue entry, so its scores land
+    on the board row that carries the model's arena rating and judge score; run by the ``evaluate``
+    worker like any submission. One is queued or running: that one is returned, nothing sent (two
+    clicks at once are kept apart by a lock and a unique constraint). The last one failed with the same
+    endpoint: it is requeued (tasks it finished are kept). Refused (ValidationError): a model without an
+    endpoint, one already evaluated, one whose checkpoint was submitted (it has its row already).
+    """
+    if not (requested_by.is_authenticated and requested_by.is_staff):
+        raise PermissionDenied("Only staff can evaluate an arena model.")
+    spec = endpoint_spec(model)
+    with transaction.atomic():
+        LanguageModel.objects.select_for_update().filter(pk=model.pk).first()  # one request per model at a time
+        theirs = Submission.objects.filter(language_model=model).exclude(status=Submission.Status.FAILED)
+        live = theirs.filter(source=Submission.Source.ENDPOINT).first()
+        if live is not None and live.is_active:
+            return live, False
+        if live is not None:
+            raise ValidationError(f"{model.name} was already evaluated through its endpoint ({live.get_status_display().lower()}"
+                                  f" {live.finished_at:%Y-%m-%d %H:%M}): its scores are on the board.")  # fmt: skip
+        checkpoint = theirs.first()
+        if checkpoint is not None:
+            raise ValidationError(f"{model.name}'s checkpoint was submitted ({checkpoint}): its board row already "
+                                  "carries the arena rating; evaluate that, not the endpoint.")  # fmt: skip
+        failed = (
+            Submission.objects.filter(language_model=model, source=Submission.Source.ENDPOINT, endpoint=spec)
+            .order_by("-id")
+            .first()
+        )
+        if failed is not None:  # the same endpoint failed before (unreachable?): run it again, resuming
+            return submission_requeue(failed), True
+        submission = Submission(
+            owner=requested_by, model_name=model.name, language_model=model, model_type=Submission.ModelType.CHAT,
+            base_model=model.family, licence=model.licence or "unknown", precision="", apply_chat_template=True,
+            source=Submission.Source.ENDPOINT, architecture="", parameter_count=model.parameter_count,
+            endpoint=spec,
+        )  # fmt: skip
+        submission.full_clean()
+        submission.save()
+        submission_enqueue(submission)
+    log.info("endpoint evaluation %s of %s queued by %s", submission.pk, model.name, requested_by.pk)
+    return submission, True
