@@ -8,8 +8,10 @@
 Turn 2 is generated after ``[system?, user: turn 1, assistant: the model's own turn-1 answer, user:
 turn 2]``. Backends that render chat prompts themselves (``hf``, ``vllm``) answer each turn in one
 batch through ``generate_until``; the others (an OpenAI-compatible chat endpoint) answer one chat
-request per turn. Sampling (``temperature > 0``) is seeded with ``seed + question index``, whatever the
-batch, so a retry gives the same answers (the site's single-turn answers follow the same rule).
+request per turn (``openai-chat`` too when given ``tokenizer=DIR``: that template serves its
+log-likelihood tasks, and the endpoint applies its own to conversations). Sampling (``temperature >
+0``) is seeded with ``seed + question index``, whatever the batch, so a retry gives the same answers
+(the site's single-turn answers follow the same rule).
 ``temperatures`` sets the temperature by category: MT-Bench's answers were generated with
 :data:`MT_BENCH_TEMPERATURES` (FastChat llm_judge's ``temperature_config``).
 """
@@ -100,10 +102,12 @@ def _conversation(system: list[dict], question: JudgeQuestion, earlier: list[str
 
 def _generate(backend: Backend, conversations: list[list[dict]], seeds: list[int], temperatures: list[float], *,
               max_new_tokens: int, top_p: float, progress) -> list[str]:  # fmt: skip
-    try:
-        contexts = [backend.chat_context(messages) for messages in conversations]
-    except ValueError:  # the backend sends conversations, not rendered prompts
-        contexts = None
+    contexts = None
+    if not getattr(backend, "sends_messages", False):  # openai-chat renders a template only for log-likelihoods
+        try:
+            contexts = [backend.chat_context(messages) for messages in conversations]
+        except ValueError:  # the backend sends conversations, not rendered prompts
+            contexts = None
     if contexts is not None:
         requests = [
             GenerationRequest(context=c, max_gen_toks=max_new_tokens, do_sample=t > 0, temperature=t, top_p=top_p, seed=s)

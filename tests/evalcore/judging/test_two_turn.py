@@ -291,7 +291,7 @@ def test_judge_written_references_are_cached(judge):
 
 
 # -- an OpenAI-compatible chat endpoint ------------------------------------------------------------------------
-def test_answers_and_grades_through_a_chat_endpoint(scripted):  # noqa: F811 - the fixture
+def test_answers_and_grades_through_a_chat_endpoint(scripted, smollm2_dir):  # noqa: F811 - the fixture
     script, url = scripted(events("Paris."))
     model = load_backend("openai", base_url=url, model="m")
     questions = [JudgeQuestion("geo", ("Capital of France?", "And of Italy?"), "stem"), JudgeQuestion("hi", ("Hi",))]
@@ -313,6 +313,10 @@ def test_answers_and_grades_through_a_chat_endpoint(scripted):  # noqa: F811 - t
         with pytest.raises(ValueError, match="temperature|top_p|max_new_tokens"):
             answer_questions(model, questions, **{"max_new_tokens": 5, **bad})
     assert len(script.seen) == 6  # refused before any request
+    # openai-chat renders its tokenizer's template only for log-likelihood tasks: answers go as messages
+    chat = load_backend("openai-chat", base_url=url, model="m", tokenizer=str(smollm2_dir))
+    assert answer_questions(chat, questions[:1], max_new_tokens=5) == [("Paris.", "Paris.")]
+    assert script.seen[-1][1]["messages"] == bodies[2]["messages"]
 
     script, url = scripted(events("The answer is fine. Rating: [[7]]"))
     judge = load_backend("openai", base_url=url, model="judge")
