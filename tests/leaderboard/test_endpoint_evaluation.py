@@ -110,6 +110,11 @@ def test_admin_evaluates_an_endpoint_model_onto_its_board_row(client, staff, eag
     assert row["type_label"] == "Chat · endpoint" and row["precision"] == "endpoint"
     assert row["parameters_label"] == "135M"
     entries._KEPT.clear()
+    protocol = client.get(f"/leaderboard/runs/{row['cells']['gsm8k']['run_id']}/").content.decode()  # the cell's link
+    assert f"openai-chat at <code>{url}</code>" in protocol and "applied by the server" in protocol
+    assert "weights not seen: an arena model served by an endpoint" in protocol
+    mine = client.get("/leaderboard/submissions/").content.decode()
+    assert "smol-chat" in mine and "None" not in mine
     shown = client.get(f"/leaderboard/submissions/{submission.public_id}/").content.decode()
     assert "evaluated through the endpoint that serves it" in shown
     assert f"Through openai-chat at {url}" in shown and "applied by the server" in shown
