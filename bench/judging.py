@@ -5,6 +5,13 @@ pairs, judged in both orders with the bundled ``alpacaeval-logprob`` protocol. T
 
 - ``--workload audit`` (default): LLMBar pairs, as ``judge audit`` judges them (a pair's two orders
   share their question);
+- ``--workload panel``: what a judge panel costs (no peer loop; the ratios are between the panel's judges):
+  two judges, SmolLM2 through the ``hf`` backend and the same model behind ``python -m evalcore serve``
+  through the ``openai`` backend (started here), both with ``alpacaeval-logprob``, judge the same LLMBar
+  pairs in both orders, each through :class:`evalcore.judging.cost.MeteredBackend`; prints seconds and
+  prompt / completion tokens per 1,000 judgments for each judge and for the panel (the two together),
+  the panel's pooled Bradley-Terry agreement between the judges, and max |p_first difference| between
+  the two engines (the same model: must be <= 1e-4). Writes ``bench/out/judging_panel.json``.
 - ``--workload run``: the static-score workload of ``judge run``, built from real answers: MT-Bench's
   human-judgment file holds up to six models' answers to each of its questions; the first answer of
   each question (in file order) plays the baseline and every other answer a candidate model, and the
@@ -26,7 +33,7 @@ code 1 otherwise). Writes ``bench/out/judging.json``.
 
 Usage::
 
-    python bench/judging.py [--workload audit|run] [--pairs 100] [--model DIR] [--device cpu|cuda]
+    python bench/judging.py [--workload audit|run|panel] [--pairs 100] [--model DIR] [--device cpu|cuda]
                               [--threads 2] [--budget N] [--rounds 4]
 """
 
@@ -92,7 +99,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     data = Path(os.environ.get("PODIUM_DATA_DIR", ROOT.parent / "shared" / "data"))
     models = Path(os.environ.get("PODIUM_MODELS_DIR", ROOT / "var" / "models"))
-    parser.add_argument("--workload", choices=("audit", "run"), default="audit")
+    parser.add_argument("--workload", choices=("audit", "run", "panel"), default="audit")
     parser.add_argument("--pairs", type=int, default=100, help="pairs (each judged in both orders)")
     parser.add_argument("--pairs-file", default=None,
                         help="default: judges/llmbar_natural.json (audit), judges/mtbench_human_majority.json (run)")  # fmt: skip
@@ -113,6 +120,8 @@ def main() -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.workload == "panel":
+        return panel_cost(args, data)
     judge = load_backend("hf", path=args.model, dtype="float32", device=args.device)
     protocol = load_protocol("alpacaeval-logprob", tokenizer=judge.tokenizer)
     token_ids = protocol.verdict_token_ids(judge.tokenizer)
@@ -174,6 +183,100 @@ def main() -> int:
     print(f"exact-method ceiling: {summary['trie_tokens']} distinct prefix tokens, "
           f"{summary['exact_flop_ceiling']:.2f}x fewer matmul FLOPs than the plain loop")
     print(f"ratio {summary['ratio']:.2f}x   max |p_first diff| {diff:.2e}   load {load_before:.1f} -> {summary['load_average_after']:.1f}")
+    return 0 if diff <= TOLERANCE else 1
+
+
+def start_serve(model_dir: str, threads: int):
+    """``python -m evalcore serve`` on a free port with the same model; (process, base_url)."""
+    import re
+    import subprocess
+    import tempfile
+
+    log = tempfile.NamedTemporaryFile("w+", prefix="bench-serve-", suffix=".log", delete=False)
+    command = [sys.executable, "-m", "evalcore", "serve", "--model", "hf", "--model-args",
+               f"path={model_dir},dtype=float32,device=cpu,threads={threads}", "--port", "0"]  # fmt: skip
+    process = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=log,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and process.poll() is None:
+        match = re.search(r"at (http://127\.0\.0\.1:\d+/v1)", Path(log.name).read_text())
+        if match:
+            return process, match.group(1), log.name
+        time.sleep(0.2)
+    process.terminate()
+    raise RuntimeError(f"evalcore serve did not start:\n{Path(log.name).read_text()[-2000:]}")
+
+
+def panel_cost(args, data: Path) -> int:
+    """Seconds and tokens per 1,000 judgments of a two-judge panel (see the module docs)."""
+    import torch
+
+    from evalcore.judging import judge_pairs, load_protocol, read_pairs
+    from evalcore.judging.cost import MeteredBackend, cost_per_1000, logprob_prompt_tokens
+    from evalcore.judging.panel import panel_pairwise
+    from evalcore.models import load_backend
+
+    threads = torch.get_num_threads()
+    pairs = read_pairs(args.pairs_file or str(data / "judges" / "llmbar_natural.json"))[: args.pairs]
+    process, url, log = start_serve(args.model, threads)
+    try:
+        judges = {
+            "hf": load_backend("hf", path=args.model, dtype="float32", device=args.device),
+            "serve": load_backend("openai", base_url=url, tokenizer=args.model, top_logprobs=20),
+        }
+        protocol = load_protocol("alpacaeval-logprob", tokenizer=judges["hf"].tokenizer)
+        warm = [pairs[0]]
+        for backend in judges.values():  # warm-up: first-call costs (threads, connection) out of the figure
+            judge_pairs(backend, protocol, warm)
+        load_before = os.getloadavg()[0]
+        results, votes, p_first = {}, {}, {}
+        for name, backend in judges.items():
+            metered = MeteredBackend(backend)
+            with metered:
+                judgments = judge_pairs(metered, protocol, pairs)
+            if metered.prompt_tokens is None:  # log-prob verdicts on the model directly: count their prompts
+                metered.add_tokens(prompt=logprob_prompt_tokens(backend.tokenizer, protocol, pairs, judgments=judgments))
+            failed = [j for j in judgments if not j.ok]
+            if failed:
+                print(f"{name}: {len(failed)} judgments failed; first: {failed[0].error}")
+                return 1
+            made = sum(not j.cached for j in judgments)
+            results[name] = {**metered.as_dict(), **cost_per_1000(seconds=metered.seconds, judgments=made,
+                             prompt_tokens=metered.prompt_tokens, completion_tokens=metered.completion_tokens)}  # fmt: skip
+            p_first[name] = [j.p_first for j in judgments]
+            votes[name] = [("answer_1", "answer_2", f"{j.pair_id}/{j.order}", j.p_first if j.order == "ab"
+                            else 1.0 - j.p_first) for j in judgments]  # fmt: skip
+        judges["hf"].close()
+        judges["serve"].close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        Path(log).unlink(missing_ok=True)
+    per = [results[n] for n in judges]
+    panel = {k: sum(r[k] for r in per) if all(r[k] is not None for r in per) else None
+             for k in ("seconds_per_1000", "prompt_tokens_per_1000", "completion_tokens_per_1000")}  # fmt: skip
+    diff = max(abs(a - b) for a, b in zip(p_first["hf"], p_first["serve"]))
+    cheapest = min(per, key=lambda r: r["seconds_per_1000"])
+    summary = {
+        "workload": "panel", "pairs": len(pairs), "judgments_per_judge": 2 * len(pairs), "threads": threads,
+        "protocol": protocol.name, "judges": results, "panel": panel,
+        "panel_over_cheapest_judge": panel["seconds_per_1000"] / cheapest["seconds_per_1000"],
+        "serve_over_hf": results["serve"]["seconds_per_1000"] / results["hf"]["seconds_per_1000"],
+        "max_abs_p_first_diff": diff, "panel_pairwise": panel_pairwise(votes, rounds=200, seed=0),
+        "load_average_before": load_before, "load_average_after": os.getloadavg()[0],
+    }  # fmt: skip
+    out = Path(args.out).with_name("judging_panel.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"panel workload: {len(pairs)} LLMBar pairs x 2 orders = {2 * len(pairs)} judgments per judge, "
+          f"{protocol.name}, {threads} threads")
+    for name, r in results.items():
+        print(f"{name:6s} {r['seconds']:8.2f} s  {r['seconds_per_1000']:9.1f} s/1000  "
+              f"{r['prompt_tokens_per_1000']:11,.0f} prompt + {r['completion_tokens_per_1000']:7,.0f} completion tokens/1000")
+    print(f"panel  {panel['seconds_per_1000']:20.1f} s/1000  {panel['prompt_tokens_per_1000']:11,.0f} prompt + "
+          f"{panel['completion_tokens_per_1000']:7,.0f} completion tokens/1000")
+    print(f"panel / cheapest judge {summary['panel_over_cheapest_judge']:.2f}x   serve / hf {summary['serve_over_hf']:.2f}x   "
+          f"max |p_first diff| {diff:.2e}   load {load_before:.1f} -> {summary['load_average_after']:.1f}")
     return 0 if diff <= TOLERANCE else 1
 
 
