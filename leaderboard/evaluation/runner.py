@@ -239,7 +239,10 @@ def _plan_run(submission: Submission, suite: BenchmarkSuite, plan: list, finishe
             progress["tasks"][config.task] = "finished"
             progress["tasks_done"] += 1
             submission_progress(submission_id, progress)
-        _probe_run(submission, plan, backend, progress)
+        if submission.is_endpoint:  # a chat model asked to go on with a text answers it instead: no evidence either way
+            log.info("%s: no memorisation probe (it continues text; a chat endpoint answers it)", submission.model_name)
+        else:
+            _probe_run(submission, plan, backend, progress)
     finally:
         if cache is not None:
             cache.close()
@@ -276,7 +279,8 @@ def submission_run_suite(submission_id: int) -> None:
         "tasks": {config.task: ("finished" if config.task in finished else "waiting") for config, _ in plan},
     }
     submission_progress(submission_id, progress)
-    if progress["tasks_done"] == len(plan) and not contamination.probe_pending(submission, plan):
+    probes = [] if submission.is_endpoint else contamination.probe_pending(submission, plan)
+    if progress["tasks_done"] == len(plan) and not probes:
         contamination.flag_check(submission_id)
         return
     _plan_run(submission, suite, plan, finished, progress)

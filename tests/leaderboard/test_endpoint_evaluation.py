@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from arena.models import LanguageModel
 from leaderboard.board import entries
 from leaderboard.board.selectors import board_table
-from leaderboard.models import EvaluationRun, Score, Submission
+from leaderboard.models import EvaluationRun, MemorisationProbe, Score, Submission
 from leaderboard.submissions.services import endpoint_evaluation_request
 from leaderboard.tasks import submission_evaluate  # noqa: F401 - known here, so an eager send runs it in place
 from tests.conftest import free_port
@@ -37,7 +37,7 @@ CHANGELIST = "/admin/arena/languagemodel/"
 @pytest.fixture
 def eager(settings, celery_eager, submissions_dir):
     settings.LEADERBOARD_SUITE_TASKS = SUITE
-    settings.LEADERBOARD_PROBE_LIMIT = 0  # the memorisation probe is the checkpoints' (tests/leaderboard/test_evaluate.py)
+    settings.LEADERBOARD_PROBE_LIMIT = 4  # on (as for checkpoints): an endpoint evaluation runs none
 
 
 @pytest.fixture
@@ -95,6 +95,7 @@ def test_admin_evaluates_an_endpoint_model_onto_its_board_row(client, staff, eag
     assert mmlu.protocol["apply_chat_template"] is False and mmlu.protocol["endpoint"]["chat_template"] == "none: plain prompts"
     assert Score.objects.filter(run=mmlu, metric="acc").get().n == 2
     assert Score.objects.filter(run=gsm8k).exists()
+    assert not MemorisationProbe.objects.filter(submission=submission).exists()  # a chat model would not continue text
 
     # The board: one row for the model, with its scores, its arena rating and its judge score (the judge
     # column is keyed by the catalogue model, as the arena rating is by its name: a stand-in cell here).
