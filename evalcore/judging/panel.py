@@ -42,6 +42,7 @@ from evalcore.judging.scores import (
     bootstrap_mean,
     checked_scores,
     item_key,
+    json_safe,
     resampling_weights,
     split_turn,
 )
@@ -225,14 +226,14 @@ def panel_grades(per_judge: dict[str, dict[str, dict[str, float | None]]], *, ro
             draws = np.full(rounds, np.nan)
         entry["pearson"] = {**_interval(draws, r, rounds), "cells": int(shared.sum())}
         result_judges[judge] = entry
-    return {
+    return json_safe({
         "method": "mean of per-judge z-scores",
         "models": result_models,
         "judges": result_judges,
         "most_disagreeing": _most_disagreeing([{j: e[f]["value"] for j, e in result_judges.items()}
                                                for f in ("pearson", "kendall_tau")]),
         "notes": notes, "rounds": rounds, "seed": seed, "level": LEVEL,
-    }  # fmt: skip
+    })  # fmt: skip
 
 
 def _most_disagreeing(figures: list[dict[str, float | None]]) -> str | None:
@@ -384,11 +385,11 @@ def panel_pairwise(per_judge: dict[str, list[tuple[str, str, str, float | None]]
             agree.append(float(won == top[0][0]))
         judges_out[judge] = {"judgments": len(rows), "failed": sum(1 for r in rows if r[3] is None),
                              "agreement": _wilson(agree), "agreement_pairwise": _wilson(matches)}  # fmt: skip
-    return {
+    return json_safe({
         "method": "bradley_terry_pooled",
         "ratings": ratings, "prior": prior,
         "judges": judges_out,
         "most_disagreeing": _most_disagreeing([{j: e[f]["value"] for j, e in judges_out.items()}
                                                for f in ("agreement", "agreement_pairwise")]),
         "notes": notes, "rounds": rounds, "seed": seed, "level": LEVEL,
-    }  # fmt: skip
+    })  # fmt: skip

@@ -82,6 +82,20 @@ def checked_scores(scores, what: str = "scores") -> dict[str, dict[str, float | 
     return out
 
 
+def json_safe(value):
+    """``value`` with every non-finite float (numpy's too) replaced by None and numpy scalars made plain:
+    what a JSONField stores (a last guard; the figures are built finite or None)."""
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return float(value) if math.isfinite(value) else None
+    return value
+
+
 def resampling_weights(units: int, *, rounds: int, seed: int) -> np.ndarray:
     """Multinomial bootstrap counts, shape (rounds, units): how often each unit is drawn per round."""
     rng = np.random.default_rng(seed)
@@ -202,4 +216,4 @@ def grade_summary(scores: dict[str, dict[str, float | None]], *, categories: dic
             }  # fmt: skip
         entry.update(notes=notes, rounds=rounds, seed=seed, level=level)
         out[model] = entry
-    return out
+    return json_safe(out)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 
-from evalcore.judging.scores import grade_summary, split_turn
+from evalcore.judging.scores import grade_summary, json_safe, split_turn
 
 SCORES = {
     "a": {"q1/t1": 8, "q1/t2": 6, "q2/t1": 7, "q2/t2": None, "q3/t1": 9, "q3/t2": 5},
@@ -90,3 +91,8 @@ def test_bad_options_are_refused():
         grade_summary(SCORES, rounds=0)
     with pytest.raises(ValueError, match="categories"):
         grade_summary(SCORES, categories={"q1": 3})
+
+
+def test_json_safe_guard():
+    assert json_safe({"a": np.float64("nan"), "b": (np.int64(3), float("inf"), 0.5), "c": "x"}) == \
+        {"a": None, "b": [3, None, 0.5], "c": "x"}
