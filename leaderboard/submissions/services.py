@@ -46,7 +46,9 @@ def checkpoint_limits() -> checkpoints.Limits:
 
 def _rate_limit_check(owner) -> None:
     since = timezone.now() - timedelta(days=7)
-    recent = Submission.objects.filter(owner=owner, created_at__gte=since).count()
+    recent = (  # staff's endpoint evaluations of arena models are not uploads
+        Submission.objects.filter(owner=owner, created_at__gte=since).exclude(source=Submission.Source.ENDPOINT).count()
+    )
     limit = settings.LEADERBOARD_SUBMISSIONS_PER_WEEK
     if recent >= limit:
         raise ValidationError(f"You have made {recent} submissions in the last 7 days; the limit is {limit} a week.")

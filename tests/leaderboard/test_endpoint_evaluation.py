@@ -19,7 +19,7 @@ from arena.models import LanguageModel
 from leaderboard.board import entries
 from leaderboard.board.selectors import board_table
 from leaderboard.models import EvaluationRun, MemorisationProbe, Score, Submission
-from leaderboard.submissions.services import endpoint_evaluation_request
+from leaderboard.submissions.services import endpoint_evaluation_request, rules_check
 from leaderboard.tasks import submission_evaluate  # noqa: F401 - known here, so an eager send runs it in place
 from tests.conftest import free_port
 from tests.evalcore.models.test_openai_backend import scripted  # noqa: F401 - a fixture
@@ -172,7 +172,7 @@ def test_an_unreachable_endpoint_fails_with_the_reason_and_a_click_requeues_it(c
     assert Submission.objects.filter(language_model=model).count() == 2
 
 
-def test_a_second_click_while_queued_adds_nothing(client, staff, eager, django_capture_on_commit_callbacks):
+def test_a_second_click_while_queued_adds_nothing(client, staff, eager, settings, django_capture_on_commit_callbacks):
     model = arena_model("queued", "http://127.0.0.1:9/v1")
     first = evaluate(client, model, django_capture_on_commit_callbacks, execute=False)  # the worker never ran it
     submission = Submission.objects.get(language_model=model)
@@ -183,6 +183,8 @@ def test_a_second_click_while_queued_adds_nothing(client, staff, eager, django_c
         response = client.post(f"{CHANGELIST}{model.pk}/evaluate/")
     assert response.status_code == 302 and response["Location"] == f"{CHANGELIST}{model.pk}/change/"
     assert not sent and Submission.objects.filter(language_model=model).count() == 1
+    settings.LEADERBOARD_SUBMISSIONS_PER_WEEK = 1
+    rules_check(staff, "staff/own-upload")  # an evaluation of an arena model is not one of the staff's uploads
     assert client.get(f"{CHANGELIST}{model.pk}/evaluate/").status_code == 405
 
 
