@@ -183,6 +183,9 @@ def test_a_second_click_while_queued_adds_nothing(client, staff, eager, settings
         response = client.post(f"{CHANGELIST}{model.pk}/evaluate/")
     assert response.status_code == 302 and response["Location"] == f"{CHANGELIST}{model.pk}/change/"
     assert not sent and Submission.objects.filter(language_model=model).count() == 1
+    for page in (f"/admin/leaderboard/submission/{submission.pk}/change/", f"/leaderboard/review/{submission.public_id}/",
+                 f"/leaderboard/submissions/{submission.public_id}/", "/leaderboard/submissions/"):  # fmt: skip
+        assert client.get(page).status_code == 200, page
     settings.LEADERBOARD_SUBMISSIONS_PER_WEEK = 1
     rules_check(staff, "staff/own-upload")  # an evaluation of an arena model is not one of the staff's uploads
     assert client.get(f"{CHANGELIST}{model.pk}/evaluate/").status_code == 405
