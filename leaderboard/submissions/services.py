@@ -390,7 +390,8 @@ def endpoint_evaluation_request(*, model: LanguageModel, requested_by) -> tuple[
             raise ValidationError(f"{model.name}'s checkpoint was submitted ({checkpoint}): its board row already "
                                   "carries the arena rating; evaluate that, not the endpoint.")  # fmt: skip
         failed = (
-            Submission.objects.filter(language_model=model, source=Submission.Source.ENDPOINT, endpoint=spec)
+            Submission.objects.filter(language_model=model, source=Submission.Source.ENDPOINT, endpoint=spec,
+                                      status=Submission.Status.FAILED)
             .order_by("-id")
             .first()
         )
@@ -398,7 +399,7 @@ def endpoint_evaluation_request(*, model: LanguageModel, requested_by) -> tuple[
             return submission_requeue(failed), True
         submission = Submission(
             owner=requested_by, model_name=model.name, language_model=model, model_type=Submission.ModelType.CHAT,
-            base_model=model.family, licence=model.licence or "unknown", precision="", apply_chat_template=True,
+            licence=model.licence or "unknown", precision="", apply_chat_template=True,
             source=Submission.Source.ENDPOINT, architecture="", parameter_count=model.parameter_count,
             endpoint=spec,
         )  # fmt: skip
