@@ -8,7 +8,8 @@ pairs, judged in both orders with the bundled ``alpacaeval-logprob`` protocol. T
 - ``--workload panel``: what a judge panel costs (no peer loop; the ratios are between the panel's judges):
   two judges, SmolLM2 through the ``hf`` backend and the same model behind ``python -m evalcore serve``
   through the ``openai`` backend (started here), both with ``alpacaeval-logprob``, judge the same LLMBar
-  pairs in both orders, each through :class:`evalcore.judging.cost.MeteredBackend`; prints seconds and
+  pairs in both orders, each through :class:`evalcore.judging.cost.MeteredBackend`, alternating over
+  ``--rounds`` slices of the pairs (which judge goes first changes every slice); prints seconds and
   prompt / completion tokens per 1,000 judgments for each judge and for the panel (the two together),
   the panel's pooled Bradley-Terry agreement between the judges, and max |p_first difference| between
   the two engines (the same model: must be <= 1e-4). Writes ``bench/out/judging_panel.json``.
@@ -229,20 +230,27 @@ def panel_cost(args, data: Path) -> int:
         for backend in judges.values():  # warm-up: first-call costs (threads, connection) out of the figure
             judge_pairs(backend, protocol, warm)
         load_before = os.getloadavg()[0]
+        # Alternate the judges over slices of the pairs (the first judge changes every slice), so that a
+        # change in the machine's load hits both.
+        metered = {name: MeteredBackend(backend) for name, backend in judges.items()}
+        judged = {name: [] for name in judges}
+        step = -(-len(pairs) // max(1, args.rounds))
+        for k, lo in enumerate(range(0, len(pairs), step)):
+            for name in (list(judges) if k % 2 == 0 else list(reversed(judges))):
+                with metered[name]:
+                    judged[name] += judge_pairs(metered[name], protocol, pairs[lo : lo + step])
         results, votes, p_first = {}, {}, {}
         for name, backend in judges.items():
-            metered = MeteredBackend(backend)
-            with metered:
-                judgments = judge_pairs(metered, protocol, pairs)
-            if metered.prompt_tokens is None:  # log-prob verdicts on the model directly: count their prompts
-                metered.add_tokens(prompt=logprob_prompt_tokens(backend.tokenizer, protocol, pairs, judgments=judgments))
+            meter, judgments = metered[name], judged[name]
+            if meter.prompt_tokens is None:  # log-prob verdicts on the model directly: count their prompts
+                meter.add_tokens(prompt=logprob_prompt_tokens(backend.tokenizer, protocol, pairs, judgments=judgments))
             failed = [j for j in judgments if not j.ok]
             if failed:
                 print(f"{name}: {len(failed)} judgments failed; first: {failed[0].error}")
                 return 1
             made = sum(not j.cached for j in judgments)
-            results[name] = {**metered.as_dict(), **cost_per_1000(seconds=metered.seconds, judgments=made,
-                             prompt_tokens=metered.prompt_tokens, completion_tokens=metered.completion_tokens)}  # fmt: skip
+            results[name] = {**meter.as_dict(), **cost_per_1000(seconds=meter.seconds, judgments=made,
+                             prompt_tokens=meter.prompt_tokens, completion_tokens=meter.completion_tokens)}  # fmt: skip
             p_first[name] = [j.p_first for j in judgments]
             votes[name] = [("answer_1", "answer_2", f"{j.pair_id}/{j.order}", j.p_first if j.order == "ab"
                             else 1.0 - j.p_first) for j in judgments]  # fmt: skip
@@ -259,7 +267,7 @@ def panel_cost(args, data: Path) -> int:
     cheapest = min(per, key=lambda r: r["seconds_per_1000"])
     summary = {
         "workload": "panel", "pairs": len(pairs), "judgments_per_judge": 2 * len(pairs), "threads": threads,
-        "protocol": protocol.name, "judges": results, "panel": panel,
+        "protocol": protocol.name, "rounds": args.rounds, "judges": results, "panel": panel,
         "panel_over_cheapest_judge": panel["seconds_per_1000"] / cheapest["seconds_per_1000"],
         "serve_over_hf": results["serve"]["seconds_per_1000"] / results["hf"]["seconds_per_1000"],
         "max_abs_p_first_diff": diff, "panel_pairwise": panel_pairwise(votes, rounds=200, seed=0),
