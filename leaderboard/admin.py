@@ -14,6 +14,7 @@ from django.utils.html import format_html
 
 from leaderboard import catalogue_admin  # noqa: F401 - Admin › Language models gains "Evaluate this arena model"
 from leaderboard.accounts import tokens
+from leaderboard.judging.panels import panel_refresh
 from leaderboard.judging.services import (
     AUDIT_LIMIT_DEFAULT,
     AUDIT_PAIRS_DEFAULT,
@@ -30,6 +31,7 @@ from leaderboard.models import (
     EvaluationRun,
     JudgeAudit,
     JudgeConfig,
+    JudgePanel,
     JudgeRun,
     MemorisationProbe,
     ReviewAction,
@@ -198,7 +200,8 @@ class JudgeConfigForm(forms.ModelForm):
     class Meta:
         model = JudgeConfig
         fields = ["name", "judge_model", "judge_backend", "judge_model_args", "protocol_name", "protocol_yaml",
-                  "baseline", "instructions", "max_new_tokens", "active"]  # fmt: skip
+                  "baseline", "instructions", "questions_file", "references_file", "reference_mode", "max_new_tokens",
+                  "active"]  # fmt: skip
 
     def _post_clean(self):
         super()._post_clean()
@@ -212,9 +215,9 @@ class JudgeConfigForm(forms.ModelForm):
 @admin.register(JudgeConfig)
 class JudgeConfigAdmin(admin.ModelAdmin):
     form = JudgeConfigForm
-    list_display = ("name", "judge_model", "judge_backend", "protocol_name", "baseline", "active", "created_at")
-    list_filter = ("active",)
-    readonly_fields = ("protocol_sha256", "instructions_sha256", "created_at")
+    list_display = ("name", "kind", "judge_model", "judge_backend", "protocol_name", "baseline", "active", "created_at")
+    list_filter = ("active", "kind")
+    readonly_fields = ("kind", "protocol_sha256", "instructions_sha256", "created_at")
     actions = ["judge_every_model", "audit"]
 
     @admin.action(description="Judge every arena model and finished submission with the selected judges")
@@ -230,6 +233,41 @@ class JudgeConfigAdmin(admin.ModelAdmin):
         for config in queryset:
             judge_audit_request(config)
         self.message_user(request, f"{queryset.count()} audit(s) queued on the judge queue.")
+
+
+class JudgePanelForm(forms.ModelForm):
+    """A panel combines two or more judges of one kind (pairwise or single-answer)."""
+
+    class Meta:
+        model = JudgePanel
+        fields = ["name", "description", "members"]
+
+    def clean_members(self):
+        members = list(self.cleaned_data.get("members") or [])
+        if len(members) < 2:
+            raise ValidationError("a panel combines at least two judges")
+        if len({m.kind for m in members}) > 1:
+            raise ValidationError("a panel combines judges of one kind: choose only pairwise or only single-answer judges")
+        return self.cleaned_data["members"]
+
+
+@admin.register(JudgePanel)
+class JudgePanelAdmin(admin.ModelAdmin):
+    form = JudgePanelForm
+    list_display = ("name", "refreshed_at", "created_at")
+    readonly_fields = ("report", "refreshed_at", "created_at")
+    filter_horizontal = ("members",)
+    actions = ["refresh"]
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        panel_refresh(form.instance.pk)  # from the stored grades and judgments: no model call
+
+    @admin.action(description="Recompute the selected panels from their judges' stored results")
+    def refresh(self, request, queryset):
+        for panel in queryset:
+            panel_refresh(panel.pk)
+        self.message_user(request, f"{queryset.count()} panel(s) recomputed.")
 
 
 @admin.register(JudgeRun)

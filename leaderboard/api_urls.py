@@ -26,4 +26,7 @@ urlpatterns = [
     path("judges/", judging_api.JudgeList.as_view(), name="judge-list"),
     path("judges/<int:pk>/", judging_api.JudgeDetail.as_view(), name="judge-detail"),
     path("judges/<int:pk>/judgments/", judging_api.JudgmentList.as_view(), name="judgment-list"),
+    path("judges/<int:pk>/grades/", judging_api.GradeList.as_view(), name="grade-list"),
+    path("judges/panels/", judging_api.PanelList.as_view(), name="panel-list"),
+    path("judges/panels/<int:pk>/", judging_api.PanelDetail.as_view(), name="panel-detail"),
 ]

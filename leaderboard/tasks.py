@@ -23,6 +23,7 @@ from leaderboard.evaluation.runner import submission_run_suite
 from leaderboard.evaluation.scans import scan_execute
 from leaderboard.judging import states as judge_states
 from leaderboard.judging.audits import judge_audit_execute
+from leaderboard.judging.panels import panels_refresh_after_run
 from leaderboard.judging.runner import judge_run_execute
 from leaderboard.judging.services import judge_runs_request_for_submission
 from leaderboard.submissions import lifecycle, transfers
@@ -147,6 +148,10 @@ def judge_run(self, run_id: int) -> str:
         log.exception("judge run %s failed", run_id)
         judge_states.judge_run_fail(run_id, reason=redact_paths(f"{type(exc).__name__}: {exc}"))
         return "failed"
+    try:  # the panels this judge sits on see the new scores; a panel that cannot be formed says why
+        panels_refresh_after_run(run_id)
+    except Exception:  # noqa: BLE001 - the run itself finished; the panel keeps its previous report
+        log.exception("refreshing the panels after judge run %s failed", run_id)
     return "finished"
 
 

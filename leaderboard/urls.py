@@ -31,6 +31,7 @@ urlpatterns = [
     path("runs/<rowid:run_id>/samples.jsonl", runs_views.run_samples_jsonl, name="run-samples-jsonl"),
     path("judges/", judging_views.judges, name="judges"),
     path("judges/<rowid:config_id>/", judging_views.judge_detail, name="judge"),
+    path("judges/panels/<rowid:panel_id>/", judging_views.panel_detail, name="judge-panel"),
     path("judges/<rowid:config_id>/models/<rowid:model_id>/", judging_views.judge_judgments, name="judge-judgments"),
     path("judges/<rowid:config_id>/judgments.csv", judging_views.judgments_csv, name="judge-judgments-csv"),
     path("judges/<rowid:config_id>/judgments.jsonl", judging_views.judgments_jsonl, name="judge-judgments-jsonl"),

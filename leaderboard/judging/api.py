@@ -12,7 +12,7 @@ from arena.api import StrictLimitOffsetPagination
 from common.api_params import validated_query
 from common.query import WholeNumberParam
 from leaderboard.judging import selectors
-from leaderboard.models import JudgeConfig, Judgment
+from leaderboard.models import JudgeConfig, JudgeGrade, JudgePanel, Judgment
 
 
 class JudgmentFilters(serializers.Serializer):
@@ -25,18 +25,22 @@ class NoFilters(serializers.Serializer):
 
 
 class JudgeConfigSerializer(serializers.ModelSerializer):
-    baseline = serializers.CharField(source="baseline.name")
+    baseline = serializers.CharField(source="baseline.name", allow_null=True, default=None,
+                                     help_text="null for single-answer grading (no baseline)")  # fmt: skip
     judge_model = serializers.CharField(source="judge_model.name", allow_null=True, default=None)
-    instructions = serializers.SerializerMethodField()
+    instructions = serializers.SerializerMethodField(help_text="how many questions (instructions) the judge uses")
 
     class Meta:
         model = JudgeConfig
-        fields = ["id", "name", "judge_model", "judge_backend", "protocol_name", "protocol_sha256", "baseline",
-                  "instructions", "instructions_sha256", "max_new_tokens", "active", "created_at"]  # fmt: skip
+        fields = ["id", "name", "kind", "judge_model", "judge_backend", "protocol_name", "protocol_sha256", "baseline",
+                  "instructions", "questions_file", "reference_mode", "instructions_sha256", "max_new_tokens", "active",
+                  "created_at"]  # fmt: skip
         read_only_fields = fields
 
-    def get_instructions(self, obj) -> int:
-        return len(obj.instructions)
+    def get_instructions(self, obj) -> int | None:
+        if obj.kind == JudgeConfig.Kind.PAIRWISE:
+            return len(obj.instructions)
+        return selectors.question_count(obj)
 
 
 class JudgeScoreSerializer(serializers.Serializer):
@@ -44,7 +48,9 @@ class JudgeScoreSerializer(serializers.Serializer):
     model_id = serializers.IntegerField()
     run_id = serializers.IntegerField(allow_null=True, help_text="null for the baseline row")
     baseline = serializers.BooleanField(help_text="the baseline itself: 50% by construction")
-    value = serializers.FloatField(help_text="LC win rate (percent), or the win rate when LC is not available")
+    kind = serializers.CharField(required=False, help_text="pairwise, or single (value is a mean grade on 1-10)")
+    value = serializers.FloatField(help_text="LC win rate (percent), or the win rate when LC is not available; "
+                                             "the mean grade for single-answer judges")  # fmt: skip
     ci_low = serializers.FloatField(allow_null=True)
     ci_high = serializers.FloatField(allow_null=True)
     lc = serializers.BooleanField(help_text="whether value is length-controlled")
@@ -61,6 +67,10 @@ class JudgeScoreSerializer(serializers.Serializer):
         "ci_high); null when it could not be fitted or for runs stored before it was kept",
     )
     arena = serializers.DictField(allow_null=True)
+    by_category = serializers.DictField(required=False, help_text="single-answer judges: the mean grade per category "
+                                                                  "(mean, ci_low, ci_high, n)")  # fmt: skip
+    by_turn = serializers.DictField(required=False, help_text="single-answer judges: the mean grade per turn")
+    cost = serializers.DictField(required=False, allow_null=True, help_text="the run's cost per 1,000 judgments")
 
 
 class JudgeDetailSerializer(serializers.Serializer):
@@ -68,13 +78,47 @@ class JudgeDetailSerializer(serializers.Serializer):
     judge_key = serializers.CharField()
     scores = JudgeScoreSerializer(many=True, source="rows")
     correlation = serializers.DictField(help_text="Spearman's rho with arena ratings, bootstrap 95% interval")
-    audit = serializers.SerializerMethodField()
+    audit = serializers.SerializerMethodField(help_text="the newest audit")
+    audits = serializers.SerializerMethodField(help_text="the latest audit on each human-labelled set")
+    cost = serializers.DictField(allow_null=True, help_text="mean time and tokens per 1,000 judgments over its runs")
+    panels = serializers.SerializerMethodField(help_text="the panels this judge sits on and its agreement with each")
 
     def get_audit(self, obj) -> dict | None:
-        audit = obj["audit"]
-        if audit is None:
-            return None
-        return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in audit.items()}
+        return _plain(obj["audit"])
+
+    def get_audits(self, obj) -> list[dict]:
+        return [_plain(a) for a in obj["audits"]]
+
+    def get_panels(self, obj) -> list[dict]:
+        return [{"id": p["panel"].pk, "name": p["panel"].name, "agreement": p["agreement"],
+                 "most_disagreeing": p["most_disagreeing"]} for p in obj["panels"]]  # fmt: skip
+
+
+def _plain(audit: dict | None) -> dict | None:
+    if audit is None:
+        return None
+    return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in audit.items()}
+
+
+class GradeSerializer(serializers.ModelSerializer):
+    model = serializers.CharField(source="run.model.name")
+    model_id = serializers.IntegerField(source="run.model_id")
+    run = serializers.IntegerField(source="run_id")
+
+    class Meta:
+        model = JudgeGrade
+        fields = ["id", "run", "model", "model_id", "idx", "question_id", "category", "turn", "score", "reference",
+                  "raw", "prompt_sha256", "protocol_sha256", "ok", "error"]  # fmt: skip
+        read_only_fields = fields
+
+
+class PanelSerializer(serializers.ModelSerializer):
+    members = serializers.SlugRelatedField(many=True, read_only=True, slug_field="name")
+
+    class Meta:
+        model = JudgePanel
+        fields = ["id", "name", "description", "members", "report", "refreshed_at"]
+        read_only_fields = fields
 
 
 class JudgmentSerializer(serializers.ModelSerializer):
@@ -127,3 +171,39 @@ class JudgmentList(generics.ListAPIView):
         params = validated_query(self.request, JudgmentFilters, drop_blank=True)
         config = _config(self.kwargs["pk"])
         return selectors.judgments_queryset(config, params.get("model"), self.request.user)
+
+
+@extend_schema(
+    parameters=[JudgmentFilters],
+    summary="A single-answer judge's grades: each question's turns, graded alone (turn 2 in context)",
+)
+class GradeList(generics.ListAPIView):
+    serializer_class = GradeSerializer
+    pagination_class = StrictLimitOffsetPagination
+
+    def get_queryset(self):
+        params = validated_query(self.request, JudgmentFilters, drop_blank=True)
+        config = _config(self.kwargs["pk"])
+        return selectors.grades_queryset(config, params.get("model"), self.request.user)
+
+
+@extend_schema(summary="Judge panels: several judges combined, with each judge's agreement with the panel")
+class PanelList(generics.ListAPIView):
+    serializer_class = PanelSerializer
+    pagination_class = StrictLimitOffsetPagination
+
+    def get_queryset(self):
+        validated_query(self.request, NoFilters, drop_blank=True)
+        return JudgePanel.objects.prefetch_related("members").order_by("id")
+
+
+@extend_schema(summary="A judge panel: panel scores with intervals and each judge's agreement with the rest")
+class PanelDetail(generics.RetrieveAPIView):
+    serializer_class = PanelSerializer
+
+    def get_object(self):
+        validated_query(self.request, NoFilters, drop_blank=True, paged=False)
+        panel = JudgePanel.objects.prefetch_related("members").filter(pk=self.kwargs["pk"]).first()
+        if panel is None:
+            raise Http404("no such panel")
+        return panel

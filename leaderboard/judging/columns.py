@@ -30,8 +30,21 @@ def judge_fingerprint_sql() -> str:
     return f"(SELECT {values} FROM {config} c LEFT JOIN {run} r ON r.config_id = c.id)"
 
 
+def grade_cell(run: JudgeRun) -> dict:
+    """A single-answer run's cell: the mean grade (1-10) with its 95% bootstrap interval."""
+    r = run.results or {}
+    return {
+        "value": r.get("score"), "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high"), "lc": False, "run_id": run.pk,
+        "kind": "single", "win_rate": None, "n": r.get("n", 0), "config_id": run.config_id, "standard_error": None,
+        "lc_standard_error": None, "bradley_terry": None, "bradley_terry_style": None, "failed_pairs": r.get("failed", 0),
+        "by_category": r.get("by_category") or {}, "by_turn": r.get("by_turn") or {}, "cost": r.get("cost"),
+    }  # fmt: skip
+
+
 def judge_cell(run: JudgeRun) -> dict:
     r = run.results or {}
+    if r.get("kind") == "single":
+        return grade_cell(run)
     lc = r.get("lc_win_rate")
     value, low, high = (lc, r.get("lc_ci_low"), r.get("lc_ci_high")) if lc is not None else (r.get("win_rate"), None, None)
     if lc is None and r.get("win_rate") is not None and r.get("standard_error") is not None:
@@ -41,7 +54,7 @@ def judge_cell(run: JudgeRun) -> dict:
         "win_rate": r.get("win_rate"), "n": r.get("n", 0), "config_id": run.config_id,
         "standard_error": r.get("standard_error"), "lc_standard_error": r.get("lc_standard_error"),
         "bradley_terry": r.get("bradley_terry"), "bradley_terry_style": r.get("bradley_terry_style"),
-        "failed_pairs": r.get("failed_pairs", 0),
+        "failed_pairs": r.get("failed_pairs", 0), "kind": "pairwise", "cost": r.get("cost"),
     }  # fmt: skip
 
 
@@ -55,7 +68,9 @@ def board_judge_cells() -> tuple[dict | None, dict[int, dict]]:
     ).select_related("config__baseline").order_by("id")  # fmt: skip
     judge, cells = None, {}
     for run in runs:
-        judge = {"id": run.config_id, "name": run.config.name, "baseline": run.config.baseline.name}
+        config = run.config
+        judge = {"id": run.config_id, "name": config.name, "kind": config.kind,
+                 "baseline": config.baseline.name if config.baseline_id else ""}  # fmt: skip
         cell = judge_cell(run)
         if cell["value"] is not None:
             cells[run.model_id] = cell

@@ -16,7 +16,14 @@ from django.conf import settings
 import evalcore.models
 from arena.models import LanguageModel
 from evalcore.judging import JudgeProtocol, bundled_protocols, load_protocol
+from evalcore.judging.grading import GradingProtocols, load_grading_protocols
 from evalcore.judging.protocol import protocol_from_dict
+from evalcore.judging.questions import (
+    SAMPLE_QUESTIONS,
+    JudgeQuestion,
+    questions_from_items,
+    read_questions,
+)
 from leaderboard.models import JudgeConfig, Submission
 from workers.runtime import pool
 
@@ -26,6 +33,8 @@ MAX_INSTRUCTION_CHARS = 20_000
 MAX_PROTOCOL_CHARS = 50_000
 BACKENDS = ("hf", "vllm", "openai")
 SUBMISSION_KEY = "submission"
+SAMPLE_NAME = "sample"  # questions_file: the bundled two-turn sample set
+GRADING_FAMILIES = {"mt-bench-single": "mt-bench"}  # a bundled single protocol -> its family
 
 
 def default_instructions(limit: int | None = None) -> list[str]:
@@ -73,9 +82,56 @@ def protocol_of(config: JudgeConfig, *, tokenizer=None) -> JudgeProtocol:
         if name not in bundled_protocols():
             raise ValueError(f"protocol {name!r} is not bundled; choose one of {', '.join(bundled_protocols())}")
         protocol = load_protocol(name, tokenizer=tokenizer)
-    if protocol.kind != "pairwise":
-        raise ValueError(f"protocol {protocol.name!r} grades single answers; a judge config needs a pairwise one")
     return protocol
+
+
+def grading_protocols_of(config: JudgeConfig) -> GradingProtocols:
+    """A single-answer config's protocol family: the bundled MT-Bench family (plain and
+    reference-guided, turn 1 and turn 2 in context) for ``mt-bench-single``, else its one protocol."""
+    protocol = protocol_of(config)
+    if protocol.kind != "single":
+        raise ValueError(f"protocol {protocol.name!r} compares pairs; grading needs a single-answer protocol")
+    if not config.protocol_yaml.strip() and config.protocol_name.strip() in GRADING_FAMILIES:
+        return load_grading_protocols(GRADING_FAMILIES[config.protocol_name.strip()])
+    return GradingProtocols(single=protocol)
+
+
+def _data_file(name: str, field: str) -> Path:
+    """``name`` under PODIUM_DATA_DIR (no absolute path, no ``..``); ValueError naming the field."""
+    rel = Path(name)
+    if rel.is_absolute() or ".." in rel.parts or not name.strip():
+        raise ValueError(f"{field}: give a path relative to PODIUM_DATA_DIR, without '..'")
+    if not settings.PODIUM_DATA_DIR:
+        raise ValueError(f"{field}: PODIUM_DATA_DIR is not set")
+    path = Path(settings.PODIUM_DATA_DIR) / rel
+    if not path.is_file():
+        raise ValueError(f"{field}: {name} is not a file under PODIUM_DATA_DIR")
+    return path
+
+
+def questions_of(config: JudgeConfig) -> list[JudgeQuestion]:
+    """The config's questions: its ``questions_file`` (``sample``: the bundled two-turn set) with its
+    ``references_file``, else its ``instructions``; ValueError naming the problem."""
+    name = config.questions_file.strip()
+    if name and config.kind != "single":
+        raise ValueError("questions_file: pairwise judges take their instructions from the instructions field")
+    if name:
+        path = SAMPLE_QUESTIONS if name == SAMPLE_NAME else _data_file(name, "questions_file")
+        refs = _data_file(config.references_file.strip(), "references_file") if config.references_file.strip() else None
+        questions = read_questions(path, references_path=refs)
+    else:
+        if config.references_file.strip():
+            raise ValueError("references_file: it completes a questions_file; give both or neither")
+        questions = questions_from_items(config.instructions)
+    if len(questions) > MAX_INSTRUCTIONS:
+        raise ValueError(f"at most {MAX_INSTRUCTIONS} questions, got {len(questions)}")
+    return questions
+
+
+def grading_key(config: JudgeConfig, family: GradingProtocols) -> str:
+    """What keys a single-answer config's grades: its protocol family and its reference mode."""
+    payload = json.dumps({"protocols": family.sha256, "reference_mode": config.reference_mode})
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
 def _resolved(args: dict) -> dict:
@@ -107,10 +163,12 @@ def answerer_of(model: LanguageModel) -> tuple[tuple[str, tuple], dict]:
     """How to load ``model`` and decode its answers: (pool key, generation settings).
 
     A finished submission registered under this catalogue entry is loaded from its checkpoint and
-    answers greedily; an arena model from its backend, with its system prompt and decoding settings.
+    answers greedily; an arena model (including one evaluated through its endpoint: that submission
+    has no checkpoint) from its backend, with its system prompt and decoding settings.
     """
     submission = (
-        Submission.objects.filter(language_model=model, status=Submission.Status.FINISHED).order_by("-id").first()
+        Submission.objects.filter(language_model=model, status=Submission.Status.FINISHED)
+        .exclude(source=Submission.Source.ENDPOINT).order_by("-id").first()
     )
     if submission is not None:
         args = {**settings.LEADERBOARD_EVAL_BACKEND_ARGS, "path": submission.storage_path, "dtype": submission.precision}

@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from evalcore.judging import JudgmentCache, PairItem, judge_key, judge_pairs
+from evalcore.judging.cost import MeteredBackend, cost_per_1000, logprob_prompt_tokens
 from evalcore.judging.run import Instruction, judge_run
 from evalcore.models.base import GenerationRequest
 from leaderboard.judging.configs import (
@@ -27,6 +28,7 @@ from leaderboard.judging.configs import (
     model_load,
     protocol_of,
 )
+from leaderboard.judging.grading_runner import grade_run_execute
 from leaderboard.judging.states import answers_claim, judge_run_progress
 from leaderboard.judging.store import DatabaseStore
 from leaderboard.models import JudgeAnswer, JudgeConfig, JudgeRun, Judgment
@@ -66,7 +68,8 @@ def answers_generate(backend, instructions: list[str], *, generation: dict, max_
 
 
 def _stored_answers(model, set_sha: str) -> dict[int, str]:
-    return dict(JudgeAnswer.objects.filter(model=model, instructions_sha256=set_sha).values_list("idx", "text"))
+    rows = JudgeAnswer.objects.filter(model=model, instructions_sha256=set_sha, turn=1).values_list("idx", "text")
+    return dict(rows)
 
 
 def answers_ensure(model, instructions: list[str], set_sha: str, *, max_new_tokens: int, report,
@@ -99,7 +102,7 @@ def answers_ensure(model, instructions: list[str], set_sha: str, *, max_new_toke
         texts = answers_generate(model_load(spec), [instructions[i] for i in missing], generation=generation,
                                  max_new_tokens=max_new_tokens, progress=progress)  # fmt: skip
         rows = [JudgeAnswer(model=model, instructions_sha256=set_sha, idx=i, text=t) for i, t in zip(missing, texts)]
-        JudgeAnswer.objects.bulk_create(rows, update_conflicts=True, unique_fields=["model", "instructions_sha256", "idx"],
+        JudgeAnswer.objects.bulk_create(rows, update_conflicts=True, unique_fields=["model", "instructions_sha256", "idx", "turn"],
                                         update_fields=["text"])  # fmt: skip
         stored.update(zip(missing, texts))
     elif waited:
@@ -149,11 +152,15 @@ def _judgments_store(run: JudgeRun, judged) -> None:
 
 
 def judge_run_execute(run_id: int) -> None:
-    """Judge a RUNNING run's model against the baseline and store everything; raises on failure."""
+    """Judge a RUNNING run's model against the baseline (a single-answer config: grade its answers,
+    :mod:`leaderboard.judging.grading_runner`) and store everything; raises on failure."""
     run = JudgeRun.objects.select_related("config", "config__baseline", "config__judge_model", "model").get(pk=run_id)
     if run.status != JudgeRun.Status.RUNNING:
         raise RuntimeError(f"judge run {run_id} is {run.status}, not RUNNING")
     config = run.config
+    if config.kind == JudgeConfig.Kind.SINGLE:
+        grade_run_execute(run_id)
+        return
     if run.model_id == config.baseline_id:
         raise ValueError(f"{run.model.name} is this judge's baseline: it is not judged against itself")
     instructions = instructions_check(config.instructions)
@@ -180,14 +187,24 @@ def judge_run_execute(run_id: int) -> None:
     items = [Instruction(str(i), text) for i, text in enumerate(instructions)]
     base, mine = answers[config.baseline.name], answers[run.model.name]
     pairs = [PairItem(f"{run.model.name}/{ins.instruction_id}", ins.text, base[k], mine[k]) for k, ins in enumerate(items)]
-    own = judge_pairs(judge, protocol, pairs, cache=cache)
+    metered = MeteredBackend(judge)
+    started = time.monotonic()
+    own = judge_pairs(metered, protocol, pairs, cache=cache)
     fresh = sum(1 for j in own if not j.cached)
+    seconds = time.monotonic() - started
+    # Tokens as the backend's calls show them (endpoints, generated verdicts); the hf log-prob path reads
+    # the model directly, so its prompts are counted with the judge's tokenizer (cached ones left out).
+    tokenizer = getattr(judge, "tokenizer", None)
+    if metered.prompt_tokens is None and protocol.verdict.method == "logprob" and tokenizer is not None:
+        metered.add_tokens(prompt=logprob_prompt_tokens(tokenizer, protocol, pairs, judgments=own))
+    cost = cost_per_1000(seconds=seconds, judgments=fresh, prompt_tokens=metered.prompt_tokens,
+                         completion_tokens=metered.completion_tokens) if fresh else None  # fmt: skip
     log.info("judge run %s: %d judgments, %d computed, %d from the cache", run_id, len(own), fresh, len(own) - fresh)
     _judgments_store(run, [(run.model.name, j) for j in own])
-    _scores_refresh(run_id, judge, protocol, cache, items, answers, keys, progress, fresh)
+    _scores_refresh(run_id, judge, protocol, cache, items, answers, keys, progress, fresh, cost)
 
 
-def _scores_refresh(run_id, judge, protocol, cache, items, answers, keys, progress, fresh) -> None:
+def _scores_refresh(run_id, judge, protocol, cache, items, answers, keys, progress, fresh, cost=None) -> None:
     """Refit the scores of every model judged under the same config, judge and protocol (their verdicts
     come from the cache), then mark the run FINISHED; serialised per config, so two runs finishing at
     once each see the other."""
@@ -205,15 +222,16 @@ def _scores_refresh(run_id, judge, protocol, cache, items, answers, keys, progre
         ratings = (results.get("bradley_terry") or {}).get("ratings", {})
         styled = (results.get("bradley_terry_style") or {}).get("ratings", {})
         for peer in JudgeRun.objects.select_for_update().filter(pk__in=[p.pk for p in peers]).select_related("model"):
-            computed = (peer.results or {}).get("judgments_computed")
+            kept = {k: (peer.results or {}).get(k) for k in ("judgments_computed", "cost")}
             peer.results = run_results(results["models"][peer.model.name], ratings.get(peer.model.name), results["notes"],
                                        styled.get(peer.model.name))  # fmt: skip
-            peer.results["judgments_computed"] = computed
+            peer.results.update(kept)
             peer.save(update_fields=["results", "updated_at"])
         run = JudgeRun.objects.select_for_update().get(pk=run_id)
         run.results = run_results(results["models"][run.model.name], ratings.get(run.model.name), results["notes"],
                                   styled.get(run.model.name))  # fmt: skip
         run.results["judgments_computed"] = fresh
+        run.results["cost"] = cost
         run.status = JudgeRun.Status.FINISHED
         run.finished_at = timezone.now()
         run.failure_reason = ""

@@ -8,8 +8,17 @@ from arena.models import LanguageModel
 from evalcore.judging import JudgeProtocol
 from evalcore.stats.rank_correlation import spearman_interval
 from leaderboard.judging.columns import judge_cells
-from leaderboard.judging.configs import protocol_of
-from leaderboard.models import JudgeAnswer, JudgeAudit, JudgeConfig, JudgeRun, Judgment, Submission
+from leaderboard.judging.configs import protocol_of, questions_of
+from leaderboard.models import (
+    JudgeAnswer,
+    JudgeAudit,
+    JudgeConfig,
+    JudgeGrade,
+    JudgePanel,
+    JudgeRun,
+    Judgment,
+    Submission,
+)
 
 AUDIT_FIGURES = (
     ("accuracy_swap_average", "Accuracy, swap-and-average"),
@@ -19,6 +28,8 @@ AUDIT_FIGURES = (
     ("consistency", "Consistency: the same winner in both orders"),
     ("first_position_rate", "Rate of choosing the first position"),
     ("kappa", "Cohen's kappa against the labels"),
+    ("accuracy_grades", "Accuracy: the answer people preferred graded higher"),
+    ("tie_rate_grades", "Rate of equal grades (counted as wrong)"),
 )
 CORRELATION_ROUNDS = 2000
 
@@ -43,6 +54,10 @@ def judge_configs() -> list[JudgeConfig]:
     return list(JudgeConfig.objects.select_related("baseline", "judge_model").order_by("-active", "id"))
 
 
+def panels() -> list:
+    return list(JudgePanel.objects.prefetch_related("members").order_by("id"))
+
+
 def judge_config_get(config_id: int) -> JudgeConfig | None:
     return JudgeConfig.objects.select_related("baseline", "judge_model").filter(pk=config_id).first()
 
@@ -65,7 +80,7 @@ def judge_scores(config: JudgeConfig, viewer=None) -> list[dict]:
     for model_id, cell in cells.items():
         rows.append({**cell, "baseline": False, "model_id": model_id, "model": names[model_id],
                      "arena": arena.get(names[model_id])})  # fmt: skip
-    if rows:  # the baseline against itself: exactly 50% by construction (AlpacaEval lists it so)
+    if rows and config.baseline_id is not None:  # the baseline against itself: exactly 50% by construction (AlpacaEval lists it so)
         baseline = config.baseline
         rows.append({"model_id": baseline.pk, "model": baseline.name, "run_id": None, "value": 50.0, "ci_low": None,
                      "ci_high": None, "lc": True, "win_rate": 50.0, "n": len(config.instructions), "config_id": config.pk,
@@ -87,6 +102,29 @@ def audit_latest(config: JudgeConfig) -> JudgeAudit | None:
     return config.audits.filter(status=JudgeAudit.Status.FINISHED).order_by("-finished_at", "-id").first()
 
 
+def audits_latest(config: JudgeConfig) -> list[JudgeAudit]:
+    """The latest finished audit on each labelled set (MT-Bench's human votes, LLMBar, ...), newest first."""
+    latest: dict[str, JudgeAudit] = {}
+    for audit in config.audits.filter(status=JudgeAudit.Status.FINISHED).order_by("-finished_at", "-id"):
+        latest.setdefault(audit.pairs_file, audit)
+    return list(latest.values())
+
+
+def judge_cost(config: JudgeConfig) -> dict | None:
+    """What this judge costs per 1,000 judgments (or grades): the mean over its finished runs that
+    computed any (runs served from the cache cost nothing and are left out), with the run count."""
+    costs = [r["cost"] for r in config.runs.filter(status=JudgeRun.Status.FINISHED).values_list("results", flat=True)
+             if isinstance(r, dict) and isinstance(r.get("cost"), dict)]  # fmt: skip
+    if not costs:
+        return None
+    out: dict = {"runs": len(costs)}
+    for key in ("seconds_per_1000", "prompt_tokens_per_1000", "completion_tokens_per_1000"):
+        values = [c[key] for c in costs if isinstance(c.get(key), (int, float))]
+        out[key] = sum(values) / len(values) if values else None
+    out["judgments"] = sum(int(c.get("judgments") or 0) for c in costs)
+    return out
+
+
 def audit_summary(audit: JudgeAudit | None) -> dict | None:
     """The audit's figures with intervals, and whether the judge is no better than chance (accuracy's
     interval, swap-and-average, contains 50%)."""
@@ -94,14 +132,14 @@ def audit_summary(audit: JudgeAudit | None) -> dict | None:
         return None
     report = audit.report
     figures = [{"key": key, "label": label, **report[key]} for key, label in AUDIT_FIGURES if key in report]
-    accuracy = report.get("accuracy_swap_average") or {}
+    accuracy = report.get("accuracy_swap_average") or report.get("accuracy_grades") or {}
     low, high = accuracy.get("ci_low"), accuracy.get("ci_high")
     return {
         "id": audit.pk, "pairs_file": audit.pairs_file, "pairs": report.get("pairs"), "limit": audit.limit,
         "failed_pairs": len(report.get("failed_pairs", [])), "ties": report.get("ties_swap_average"),
         "figures": figures, "finished_at": audit.finished_at, "judge_key": audit.judge_key,
         "chance": low is not None and high is not None and low <= 0.5 <= high,
-        "protocol_sha256": audit.protocol_sha256,
+        "protocol_sha256": audit.protocol_sha256, "kind": report.get("kind", "pairwise"),
     }  # fmt: skip
 
 
@@ -110,18 +148,51 @@ def judge_page(config: JudgeConfig, viewer=None) -> dict:
     protocol, protocol_error = _protocol_or_error(config)
     rows = judge_scores(config, viewer)
     latest = config.runs.filter(status=JudgeRun.Status.FINISHED).exclude(judge_key="").order_by("-id").first()
-    audit = audit_summary(audit_latest(config))
+    audits = [audit_summary(a) for a in audits_latest(config)]
+    audit = audits[0] if audits else None
     judge_name = config.judge_model.name if config.judge_model_id else config.judge_model_args.get("path", "")
     return {
         "config": config, "protocol": protocol, "protocol_error": protocol_error,
         "judge_name": judge_name, "judge_backend": config.judge_model.backend if config.judge_model_id else config.judge_backend,
         "judge_key": latest.judge_key if latest else (audit or {}).get("judge_key", ""),
-        "rows": rows, "correlation": judge_arena_correlation(rows), "audit": audit,
-        "instructions": len(config.instructions),
+        "rows": rows, "correlation": judge_arena_correlation(rows), "audit": audit, "audits": audits,
+        "instructions": len(config.instructions) if config.kind == JudgeConfig.Kind.PAIRWISE else question_count(config),
+        "cost": judge_cost(config), "panels": panels_of(config), "categories": _cells(rows),
         "pending": config.runs.filter(status__in=JudgeRun.ACTIVE).count(),
         "failed": list(config.runs.filter(status=JudgeRun.Status.FAILED).exclude(model_id__in=hidden_model_ids(viewer))
                        .select_related("model").order_by("-id")[:10]),
     }  # fmt: skip
+
+
+def question_count(config: JudgeConfig) -> int | None:
+    try:
+        return len(questions_of(config))
+    except ValueError:
+        return None
+
+
+def _cells(rows: list[dict]) -> list[str]:
+    """The category columns of a single-answer judge's table (first-seen order); each row gets its
+    ``category_cells`` and ``turn_cells`` (turns 1 and 2) in column order."""
+    seen: dict[str, None] = {}
+    for r in rows:
+        for category in r.get("by_category") or {}:
+            seen.setdefault(category, None)
+    for r in rows:
+        by_category, by_turn = r.get("by_category") or {}, r.get("by_turn") or {}
+        r["category_cells"] = [(c, by_category.get(c)) for c in seen]
+        r["turn_cells"] = [(t, by_turn.get(t, by_turn.get(f"t{t}"))) for t in ("1", "2")]
+    return list(seen)
+
+
+def panels_of(config: JudgeConfig) -> list[dict]:
+    """The panels this judge sits on, with its agreement with the rest of each panel."""
+    out = []
+    for panel in config.panels.order_by("id"):
+        report = panel.report or {}
+        mine = (report.get("judges") or {}).get(config.name)
+        out.append({"panel": panel, "agreement": mine, "most_disagreeing": report.get("most_disagreeing") == config.name})
+    return out
 
 
 def judged_model_run(config: JudgeConfig, model_id: int, viewer=None) -> JudgeRun | None:
@@ -162,6 +233,28 @@ def judgments_of_run(run: JudgeRun) -> list[dict]:
     return out
 
 
+def grades_of_run(run: JudgeRun) -> list[dict]:
+    """Per question of a single-answer run: each turn's question, the model's answer and its grade."""
+    try:
+        questions = questions_of(run.config)
+    except ValueError:
+        questions = []
+    answers = {(idx, turn): text for idx, turn, text in JudgeAnswer.objects.filter(
+        model_id=run.model_id, instructions_sha256=run.instructions_sha256).values_list("idx", "turn", "text")}  # fmt: skip
+    by_idx: dict[int, list] = {}
+    for g in JudgeGrade.objects.filter(run=run).order_by("idx", "turn"):
+        by_idx.setdefault(g.idx, []).append(g)
+    out = []
+    for idx, grades in sorted(by_idx.items()):
+        q = questions[idx] if idx < len(questions) else None
+        turns = [{"turn": g.turn, "question": q.turns[g.turn - 1] if q and g.turn <= len(q.turns) else "",
+                  "answer": answers.get((idx, g.turn), ""), "grade": g,
+                  "reference": q.references[g.turn - 1] if q and g.reference == "given" and g.turn <= len(q.references) else ""}
+                 for g in grades]  # fmt: skip
+        out.append({"idx": idx, "question_id": grades[0].question_id, "category": grades[0].category, "turns": turns})
+    return out
+
+
 def _first_score(j: Judgment) -> float:
     if j.p_first is not None:
         return j.p_first
@@ -192,3 +285,52 @@ def judgments_queryset(config: JudgeConfig, model_id: int | None = None, viewer=
     if model_id is not None:
         runs = runs.filter(model_id=model_id)
     return Judgment.objects.filter(run__in=runs).select_related("run", "run__model").order_by("run_id", "idx", "order")
+
+
+def grades_queryset(config: JudgeConfig, model_id: int | None = None, viewer=None):
+    """Grades of the config's finished runs the viewer may see, for the API and the downloads."""
+    runs = config.runs.filter(status=JudgeRun.Status.FINISHED).exclude(model_id__in=hidden_model_ids(viewer))
+    if model_id is not None:
+        runs = runs.filter(model_id=model_id)
+    return JudgeGrade.objects.filter(run__in=runs).select_related("run", "run__model").order_by("run_id", "idx", "turn")
+
+
+def grades_for_export(config: JudgeConfig, model_id: int | None = None, viewer=None):
+    """Every stored grade of a single-answer config's finished runs, as flat records."""
+    for g in grades_queryset(config, model_id, viewer).iterator(chunk_size=500):
+        yield {
+            "run_id": g.run_id, "config": config.name, "model": g.run.model.name, "question_id": g.question_id,
+            "category": g.category, "turn": g.turn, "score": g.score, "status": "ok" if g.ok else "failed",
+            "error": g.error, "reference": g.reference, "prompt_sha256": g.prompt_sha256,
+            "protocol_sha256": g.protocol_sha256, "raw": g.raw,
+        }  # fmt: skip
+
+
+def panel_page(panel, viewer=None) -> dict:
+    """What a panel's page shows: its members, the panel score of every model the viewer may see (best
+    first), each judge's agreement with the rest of the panel, and the judge that disagrees most.
+
+    Single-answer panels: the mean standardised grade, and each judge's Pearson correlation over
+    (model, question) scores and Kendall tau over model means with the other judges. Pairwise panels:
+    the pooled Bradley-Terry rating, and each judge's agreement with the other judges' majority."""
+    report = panel.report or {}
+    hidden = set(LanguageModel.objects.filter(pk__in=hidden_model_ids(viewer)).values_list("name", flat=True))
+    scores = report.get("models") if report.get("kind") == JudgeConfig.Kind.SINGLE else report.get("ratings")
+    rows = []
+    for name, figures in (scores or {}).items():
+        if name in hidden or not isinstance(figures, dict):
+            continue
+        rows.append({"model": name, "value": figures.get("mean", figures.get("rating")), "ci_low": figures.get("ci_low"),
+                     "ci_high": figures.get("ci_high"), "n": figures.get("n")})  # fmt: skip
+    rows.sort(key=lambda r: (r["value"] is None, -(r["value"] or 0.0)))
+    judges = []
+    for name, figures in (report.get("judges") or {}).items():
+        figures = figures if isinstance(figures, dict) else {}
+        measures = [("Pearson r with the other judges, over (model, question) grades", figures.get("pearson")),
+                    ("Kendall tau with the other judges, over model means", figures.get("kendall_tau")),
+                    ("share of judgments matching the other judges' majority", figures.get("agreement"))]  # fmt: skip
+        judges.append({"name": name, "most_disagreeing": report.get("most_disagreeing") == name,
+                       "measures": [(label, m) for label, m in measures if isinstance(m, dict)],
+                       "failed": figures.get("failed", 0), "n": figures.get("n", figures.get("judgments"))})  # fmt: skip
+    return {"panel": panel, "members": list(panel.members.order_by("id")), "report": report, "rows": rows,
+            "judges": judges, "error": report.get("error"), "notes": report.get("notes") or []}  # fmt: skip

@@ -12,13 +12,18 @@ from django.utils import timezone
 
 from arena.models import LanguageModel
 from evalcore.judging import Judgment, audit_report, read_pairs
+from evalcore.judging.questions import questions_sha256
 from leaderboard import dispatch
 from leaderboard.judging.configs import (
+    SAMPLE_NAME,
     default_instructions,
+    grading_key,
+    grading_protocols_of,
     instructions_check,
     instructions_sha256,
     judge_spec,
     protocol_of,
+    questions_of,
 )
 from leaderboard.models import JudgeAudit, JudgeConfig, JudgeRun, Submission
 
@@ -26,22 +31,51 @@ AUDIT_PAIRS_DEFAULT = "judges/llmbar_natural.json"
 AUDIT_LIMIT_DEFAULT = 24
 
 
+def _checked(field: str, check):
+    try:
+        return check()
+    except ValueError as exc:
+        raise ValidationError({field: str(exc)}) from None
+
+
 def judge_config_check(config: JudgeConfig) -> None:
-    """Fill the defaults and hashes of ``config``; ValidationError naming the field at fault."""
-    if not config.instructions:
-        config.instructions = default_instructions()
-    for field, check in (("instructions", lambda: instructions_check(config.instructions)),
-                         ("judge_model_args", lambda: judge_spec(config)),
-                         ("protocol_yaml" if config.protocol_yaml.strip() else "protocol_name",
-                          lambda: protocol_of(config))):  # fmt: skip
-        try:
-            check()
-        except ValueError as exc:
-            raise ValidationError({field: str(exc)}) from None
+    """Fill the defaults and hashes of ``config``; ValidationError naming the field at fault.
+
+    The protocol decides the kind: a pairwise config needs a baseline and one-turn instructions (the
+    bundled LLMBar slice by default); a single-answer config has no baseline and takes its questions
+    from ``instructions`` or ``questions_file`` (the bundled two-turn sample by default).
+    """
+    protocol_field = "protocol_yaml" if config.protocol_yaml.strip() else "protocol_name"
+    protocol = _checked(protocol_field, lambda: protocol_of(config))
+    config.kind = protocol.kind
+    _checked("judge_model_args", lambda: judge_spec(config))
     if config.judge_model_id is None and not isinstance(config.judge_model_args.get("path", ""), str):
         raise ValidationError({"judge_model_args": "path must be a string"})
-    config.protocol_sha256 = protocol_of(config).sha256
-    config.instructions_sha256 = instructions_sha256(config.instructions, config.max_new_tokens)
+    if config.kind == JudgeConfig.Kind.PAIRWISE:
+        if config.questions_file.strip() or config.references_file.strip():
+            raise ValidationError({"questions_file": "pairwise judges take their instructions from the instructions field"})
+        if config.baseline_id is None:
+            raise ValidationError({"baseline": "a pairwise protocol compares every answer with a baseline: choose one"})
+        if not config.instructions:
+            config.instructions = default_instructions()
+        _checked("instructions", lambda: instructions_check(config.instructions))
+        config.protocol_sha256 = protocol.sha256
+        config.instructions_sha256 = instructions_sha256(config.instructions, config.max_new_tokens)
+    else:
+        if config.baseline_id is not None:
+            raise ValidationError({"baseline": "single-answer grading has no baseline: leave it empty"})
+        if config.references_file.strip() and not config.questions_file.strip():
+            raise ValidationError({"references_file": "reference answers complete a questions_file: give both or neither"})
+        if not config.instructions and not config.questions_file.strip():
+            config.questions_file = SAMPLE_NAME
+        field = "questions_file" if config.questions_file.strip() else "instructions"
+        questions = _checked(field, lambda: questions_of(config))
+        family = _checked(protocol_field, lambda: grading_protocols_of(config))
+        if family.single_multi is None and any(len(q.turns) > 1 for q in questions):
+            raise ValidationError({field: "two-turn questions need a protocol family that grades the second turn in context "
+                                          "(the bundled mt-bench-single); this protocol grades one turn"})  # fmt: skip
+        config.protocol_sha256 = grading_key(config, family)
+        config.instructions_sha256 = questions_sha256(questions, config.max_new_tokens)
     config.full_clean()
 
 

@@ -13,8 +13,9 @@ from django.shortcuts import render
 from common.http import read_only
 from common.streaming import streaming_download
 from leaderboard.judging import selectors
-from leaderboard.judging.exports import judgments_csv_chunks, judgments_jsonl_chunks
+from leaderboard.judging.exports import GRADE_FIELDS, judgments_csv_chunks, judgments_jsonl_chunks
 from leaderboard.judging.forms import JudgmentsExportForm, JudgmentsForm
+from leaderboard.models import JudgeConfig, JudgePanel
 from leaderboard.query_forms import query_bad, query_empty, query_validate
 
 PAGE_SIZE = 10
@@ -33,7 +34,7 @@ def judges(request):
     bad = query_empty(request)
     if bad is not None:
         return bad
-    return render(request, "leaderboard/judges.html", {"configs": selectors.judge_configs()})
+    return render(request, "leaderboard/judges.html", {"configs": selectors.judge_configs(), "panels": selectors.panels()})
 
 
 @read_only
@@ -56,7 +57,8 @@ def judge_judgments(request, config_id: int, model_id: int):
     form, errors = query_validate(request, JudgmentsForm)
     if errors:
         return query_bad(request, "leaderboard/judgments.html", errors, config=config, run=run)
-    pages = Paginator(selectors.judgments_of_run(run), PAGE_SIZE)
+    rows = selectors.grades_of_run(run) if config.kind == JudgeConfig.Kind.SINGLE else selectors.judgments_of_run(run)
+    pages = Paginator(rows, PAGE_SIZE)
     number = form.cleaned_data["page"] or 1
     if number > pages.num_pages:
         return query_bad(request, "leaderboard/judgments.html", [f"page: there are {pages.num_pages} pages"],
@@ -70,6 +72,9 @@ def _export(request, config_id: int, chunks, content_type: str, extension: str):
     if errors:
         return JsonResponse({"detail": errors}, status=400)
     model_id, viewer = form.cleaned_data["model"], request.user
+    if config.kind == JudgeConfig.Kind.SINGLE:
+        return streaming_download(request, lambda: chunks(selectors.grades_for_export(config, model_id, viewer), GRADE_FIELDS),
+                                  content_type, f"grades-{config.pk}.{extension}")  # fmt: skip
     return streaming_download(request, lambda: chunks(selectors.judgments_for_export(config, model_id, viewer)),
                               content_type, f"judgments-{config.pk}.{extension}")  # fmt: skip
 
@@ -82,3 +87,16 @@ def judgments_csv(request, config_id: int):
 @read_only
 def judgments_jsonl(request, config_id: int):
     return _export(request, config_id, judgments_jsonl_chunks, "application/x-ndjson; charset=utf-8", "jsonl")
+
+
+@read_only
+def panel_detail(request, panel_id: int):
+    """``/leaderboard/judges/panels/<id>/``: the panel's scores with intervals, each judge's agreement
+    with the rest of the panel, and which judge disagrees most."""
+    panel = JudgePanel.objects.prefetch_related("members").filter(pk=panel_id).first()
+    if panel is None:
+        raise Http404("no such panel")
+    bad = query_empty(request)
+    if bad is not None:
+        return bad
+    return render(request, "leaderboard/judge_panel.html", selectors.panel_page(panel, request.user))

@@ -26,11 +26,15 @@ from leaderboard.models.judging import (  # noqa: F401
     JudgeAnswer,
     JudgeAudit,
     JudgeConfig,
+    JudgeGrade,
+    JudgeKind,
     JudgeOrder,
+    JudgePanel,
     JudgeRun,
     JudgeRunStatus,
     Judgment,
     JudgmentCacheEntry,
+    ReferenceMode,
 )
 from leaderboard.models.rewards import RewardKind, RewardModelResult  # noqa: F401
 from leaderboard.models.submissions import (  # noqa: F401

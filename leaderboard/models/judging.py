@@ -17,14 +17,34 @@ class JudgeRunStatus(models.TextChoices):
     FAILED = "FAILED"
 
 
+class JudgeKind(models.TextChoices):
+    PAIRWISE = "pairwise", "pairwise against a baseline"
+    SINGLE = "single", "single-answer grading (1-10)"
+
+
+class ReferenceMode(models.TextChoices):
+    GIVEN = "given", "the questions' own reference answers"
+    JUDGE = "judge", "the judge writes its own reference first"
+    NONE = "none", "no reference"
+
+
 class JudgeConfig(models.Model):
-    """A judge an admin configured: the judge model, its protocol, the baseline and the instructions.
+    """A judge an admin configured: the judge model, its protocol, the baseline and the questions.
+
+    A ``pairwise`` config compares each model's answer with the baseline's; a ``single`` one grades
+    each answer alone on the protocol's scale (MT-Bench's 1-10), one grade per turn of two-turn
+    questions, reference-guided for the maths, reasoning and coding questions (``reference_mode``).
+    The questions are ``instructions`` (strings, or objects with ``turns``, ``category``,
+    ``reference``) or a FastChat ``question.jsonl`` under ``PODIUM_DATA_DIR`` (``questions_file``).
 
     The judge is an arena catalogue model (``judge_model``) or a checkpoint given as ``judge_backend``
     plus ``judge_model_args`` (``path``, ``dtype``). The protocol is a bundled name or YAML text;
     ``protocol_sha256`` and ``instructions_sha256`` are computed on save (see
     :func:`leaderboard.judging.services.judge_config_save`).
     """
+
+    Kind = JudgeKind
+    ReferenceMode = ReferenceMode
 
     name = models.CharField(max_length=100, unique=True)
     judge_model = models.ForeignKey(LanguageModel, on_delete=models.PROTECT, null=True, blank=True, related_name="+",
@@ -34,8 +54,19 @@ class JudgeConfig(models.Model):
     protocol_name = models.CharField(max_length=100, blank=True, help_text="A bundled protocol, e.g. alpacaeval-logprob.")
     protocol_yaml = models.TextField(blank=True, help_text="Or the protocol's YAML text (used when given).")
     protocol_sha256 = models.CharField(max_length=64, blank=True, editable=False)
-    baseline = models.ForeignKey(LanguageModel, on_delete=models.PROTECT, related_name="+")
-    instructions = models.JSONField(default=list, blank=True, help_text="A list of instruction strings.")
+    kind = models.CharField(max_length=16, choices=JudgeKind.choices, default=JudgeKind.PAIRWISE, editable=False,
+                            help_text="The protocol's kind, set when the config is saved.")  # fmt: skip
+    baseline = models.ForeignKey(LanguageModel, on_delete=models.PROTECT, related_name="+", null=True, blank=True,
+                                 help_text="The model every answer is compared with (pairwise protocols only).")  # fmt: skip
+    instructions = models.JSONField(default=list, blank=True,
+                                    help_text='A list of questions: strings, or {"turns": [..], "category": .., "reference": ..}.')  # fmt: skip
+    questions_file = models.CharField(max_length=300, blank=True,
+                                      help_text="Or a FastChat question.jsonl under PODIUM_DATA_DIR (e.g. judges/mt_bench/question.jsonl), "
+                                                "or 'sample' for the bundled two-turn set.")  # fmt: skip
+    references_file = models.CharField(max_length=300, blank=True,
+                                       help_text="Optional reference answers for questions_file (FastChat reference_answer/*.jsonl).")  # fmt: skip
+    reference_mode = models.CharField(max_length=8, choices=ReferenceMode.choices, default=ReferenceMode.GIVEN,
+                                      help_text="Single-answer grading of maths, reasoning and coding questions.")  # fmt: skip
     max_new_tokens = models.PositiveIntegerField(default=128, help_text="Answer length limit for every model.",
                                                  validators=[MinValueValidator(1), MaxValueValidator(4096)])
     instructions_sha256 = models.CharField(max_length=64, blank=True, editable=False,
@@ -50,6 +81,10 @@ class JudgeConfig(models.Model):
             models.CheckConstraint(condition=~Q(name=""), name="judgeconfig_name_not_empty"),
             models.CheckConstraint(condition=Q(max_new_tokens__gte=1) & Q(max_new_tokens__lte=4096),
                                    name="judgeconfig_max_new_tokens_range"),  # fmt: skip
+            models.CheckConstraint(condition=Q(kind__in=JudgeKind.values), name="judgeconfig_kind_valid"),
+            models.CheckConstraint(condition=~Q(kind=JudgeKind.PAIRWISE) | Q(baseline__isnull=False),
+                                   name="judgeconfig_pairwise_has_baseline"),  # fmt: skip
+            models.CheckConstraint(condition=Q(reference_mode__in=ReferenceMode.values), name="judgeconfig_reference_mode_valid"),
         ]
 
     def __str__(self) -> str:
@@ -100,18 +135,21 @@ class JudgeRun(models.Model):
 
 
 class JudgeAnswer(models.Model):
-    """A model's answer to one instruction of an instruction set (generated once, reused by every run)."""
+    """A model's answer to one turn of one question of a question set (generated once, reused by every
+    run); ``turn`` 2 was generated with the model's own turn-1 answer in the conversation."""
 
     model = models.ForeignKey(LanguageModel, on_delete=models.CASCADE, related_name="judge_answers")
     instructions_sha256 = models.CharField(max_length=64)
     idx = models.PositiveIntegerField()
+    turn = models.PositiveSmallIntegerField(default=1)
     text = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["model", "instructions_sha256", "idx"]
+        ordering = ["model", "instructions_sha256", "idx", "turn"]
         constraints = [
-            models.UniqueConstraint(fields=["model", "instructions_sha256", "idx"], name="judgeanswer_unique"),
+            models.UniqueConstraint(fields=["model", "instructions_sha256", "idx", "turn"], name="judgeanswer_unique_turn"),
+            models.CheckConstraint(condition=Q(turn__gte=1) & Q(turn__lte=2), name="judgeanswer_turn_range"),
         ]
 
 
@@ -150,6 +188,56 @@ class Judgment(models.Model):
                                    name="judgment_p_first_range"),  # fmt: skip
             models.CheckConstraint(condition=Q(ok=True) | ~Q(error=""), name="judgment_failure_has_error"),
         ]
+
+
+class JudgeGrade(models.Model):
+    """One grade of a single-answer run: question ``idx``'s ``turn`` graded alone (turn 2 in context).
+
+    ``score`` on the protocol's scale when ``ok``; a failed grade keeps its error and never counts as a
+    score. ``reference`` says which reference guided it (``given``, ``judge`` or empty).
+    """
+
+    run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="grades")
+    idx = models.PositiveIntegerField()
+    turn = models.PositiveSmallIntegerField(default=1)
+    question_id = models.CharField(max_length=200)
+    category = models.CharField(max_length=100, blank=True)
+    score = models.FloatField(null=True, blank=True)
+    ok = models.BooleanField(default=True)
+    error = models.CharField(max_length=500, blank=True)
+    raw = models.TextField(blank=True)
+    reference = models.CharField(max_length=8, blank=True)
+    prompt_sha256 = models.CharField(max_length=64)
+    protocol_sha256 = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["run", "idx", "turn"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "idx", "turn"], name="judgegrade_unique_turn"),
+            models.CheckConstraint(condition=Q(turn__gte=1) & Q(turn__lte=2), name="judgegrade_turn_range"),
+            models.CheckConstraint(condition=Q(ok=True) | ~Q(error=""), name="judgegrade_failure_has_error"),
+            models.CheckConstraint(condition=Q(ok=False) | Q(score__isnull=False), name="judgegrade_ok_has_score"),
+        ]
+
+
+class JudgePanel(models.Model):
+    """Several judge configs of one kind combined: a panel score per model and each judge's agreement
+    with the others (``report``, from :mod:`evalcore.judging.panel`, refreshed when a member's run
+    finishes)."""
+
+    name = models.CharField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    members = models.ManyToManyField(JudgeConfig, related_name="panels")
+    report = models.JSONField(default=dict, blank=True)
+    refreshed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.CheckConstraint(condition=~Q(name=""), name="judgepanel_name_not_empty")]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class JudgmentCacheEntry(models.Model):

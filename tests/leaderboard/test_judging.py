@@ -63,6 +63,8 @@ def test_two_models_judged_in_both_orders_with_scores_and_a_free_rerun(setup, ea
     expected = 100 * sum(1 - o.swap_average for o in outcomes) / len(outcomes)  # answer_1 is the baseline's
     assert first.results["win_rate"] == pytest.approx(expected, abs=1e-9)
     assert len(first.judge_key) > 20 and first.protocol_sha256 == config.protocol_sha256
+    cost = first.results["cost"]  # the judge's time and prompt tokens per 1,000 judgments computed
+    assert cost["judgments"] == 2 * len(INSTRUCTIONS) and cost["seconds_per_1000"] > 0 and cost["prompt_tokens_per_1000"] > 100_000
 
     with django_capture_on_commit_callbacks(execute=True):
         second = judge_run_request(config, wordy)
@@ -110,7 +112,7 @@ def test_a_run_that_cannot_load_its_model_fails_with_the_reason(setup, eager, dj
 
 HOSTILE_CONFIGS = [
     ({"protocol_name": "../../etc/passwd"}, "protocol_name", "not bundled"),
-    ({"protocol_name": "mt-bench-single"}, "protocol_name", "single answers"),
+    ({"protocol_name": "mt-bench-single"}, "baseline", "no baseline"),  # single-answer grading: no baseline
     ({"protocol_yaml": "name: x\nkind: pairwise\nuser: '{question}'\nverdict: {method: logprob}"}, "protocol_yaml", ""),
     ({"protocol_yaml": "[unclosed"}, "protocol_yaml", "not valid YAML"),
     ({"instructions": ["ok", ""]}, "instructions", "instruction 1"),

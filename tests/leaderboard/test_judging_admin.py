@@ -28,7 +28,7 @@ def staff_client(client):
 def form(baseline, smollm2_dir, **changes) -> dict:
     data = {"name": "new-judge", "judge_backend": "hf", "judge_model_args": json.dumps({"path": str(smollm2_dir)}),
             "protocol_name": "arena-hard", "protocol_yaml": "", "baseline": baseline.pk, "instructions": "[]",
-            "max_new_tokens": "32", "active": "on"}  # fmt: skip
+            "max_new_tokens": "32", "active": "on", "questions_file": "", "references_file": "", "reference_mode": "given"}  # fmt: skip
     return {**data, **changes}
 
 

@@ -7,6 +7,10 @@ submission, the same catalogue entry as the greedy arena model, is judged when i
 now if it already has) and an audit on the first 16 labelled LLMBar pairs, which shows how far the
 small judge is from trustworthy (position bias, accuracy near chance). Interrupted runs are sent again.
 
+Also configures ``smollm2-grader``: the same SmolLM2 grading the arena models' answers to the bundled
+two-turn sample questions on MT-Bench's 1-10 scale (inactive: it does not judge new submissions). A
+135M judge rarely writes the ``[[n]]`` rating: most of its grades are stored as failed, with its text.
+
 ``--backend vllm`` (``PODIUM_DEMO_BACKEND=vllm make demo``) runs the judge on vLLM, with the engine
 arguments of the demo's vLLM arena models, so the worker's one engine serves the arena and the judge.
 """
@@ -32,6 +36,7 @@ DEMO_BASELINE = "smollm2-135m-t0.9"
 DEMO_INSTRUCTIONS = 8
 DEMO_MAX_NEW_TOKENS = 64
 DEMO_AUDIT_PAIRS = 16
+DEMO_GRADER = "smollm2-grader"
 
 
 # The same engine arguments as config/arena_models.demo.vllm.yaml: one pool key, one engine.
@@ -70,3 +75,21 @@ class Command(BaseCommand):
                     judge_audit_requeue(audit)
         self.stdout.write(f"Judge {name}: {len(queued)} model(s) queued for judging against {DEMO_BASELINE}; "
                           f"scores at /leaderboard/judges/{config.pk}/")  # fmt: skip
+        self._grader(backend)
+
+    def _grader(self, backend: str) -> None:
+        """The MT-Bench-style grader: SmolLM2 grades the arena models' answers to the bundled two-turn
+        sample (1-10, turn 2 in context, maths/reasoning/coding against the questions' references).
+        Inactive: it does not judge every new submission; its runs are queued here."""
+        name = DEMO_GRADER if backend == "hf" else f"{DEMO_GRADER}-{backend}"
+        config = JudgeConfig.objects.filter(name=name).first()
+        if config is None:
+            config = judge_config_save(JudgeConfig(
+                name=name, judge_backend=backend, judge_model_args=BACKEND_ARGS[backend], protocol_name="mt-bench-single",
+                questions_file="sample", max_new_tokens=DEMO_MAX_NEW_TOKENS, active=False,
+            ))  # fmt: skip
+        with transaction.atomic():
+            queued = [run for model in judge_candidates() if model.in_arena and (run := judge_run_request(config, model))]
+            for run in config.runs.filter(status__in=JudgeRun.ACTIVE).exclude(pk__in=[r.pk for r in queued]):
+                judge_run_requeue(run)
+        self.stdout.write(f"Grader {name}: {len(queued)} arena model(s) queued; grades at /leaderboard/judges/{config.pk}/")
