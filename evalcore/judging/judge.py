@@ -92,11 +92,17 @@ def _short(exc: BaseException) -> str:
 
 def generate_texts(backend: Backend, conversations: Sequence[list[dict]], *, max_new_tokens: int,
                    progress=None) -> list[str | BaseException]:
-    """Greedy answers to each conversation (or the exception that stopped it), in order."""
-    try:
-        contexts = [backend.chat_context(messages) for messages in conversations]
-    except ValueError:
-        contexts = None
+    """Greedy answers to each conversation (or the exception that stopped it), in order.
+
+    Backends that render chat prompts (hf, vllm) generate in one batch; a backend that sends messages
+    (``openai-chat``, even when given a tokenizer for log-likelihood tasks) gets one chat request per
+    conversation, so its server applies its own template once."""
+    contexts = None
+    if not getattr(backend, "sends_messages", False):
+        try:
+            contexts = [backend.chat_context(messages) for messages in conversations]
+        except ValueError:
+            contexts = None
     if contexts is not None:
         requests = [GenerationRequest(context=c, max_gen_toks=max_new_tokens) for c in contexts]
         try:

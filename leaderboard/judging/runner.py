@@ -52,10 +52,12 @@ def answers_generate(backend, instructions: list[str], *, generation: dict, max_
     system = [{"role": "system", "content": generation["system_prompt"]}] if generation.get("system_prompt") else []
     conversations = [[*system, {"role": "user", "content": text}] for text in instructions]
     temperature, top_p, seed = generation.get("temperature", 0.0), generation.get("top_p", 1.0), generation.get("seed", 0)
-    try:
-        contexts = [backend.chat_context(c) for c in conversations]
-    except ValueError:
-        contexts = None
+    contexts = None
+    if not getattr(backend, "sends_messages", False):  # openai-chat: the server applies its own template
+        try:
+            contexts = [backend.chat_context(c) for c in conversations]
+        except ValueError:
+            contexts = None
     if contexts is not None:
         requests = [
             GenerationRequest(context=c, max_gen_toks=max_new_tokens, do_sample=temperature > 0,

@@ -331,6 +331,12 @@ def test_answers_and_grades_through_a_chat_endpoint(scripted, smollm2_dir):  # n
     calls = len(script.seen)
     assert [g.cached for g in grade_conversations(judge, family, questions, answers, cache=cache)] == [True] * 3
     assert len(script.seen) == calls  # a re-run costs nothing
+    # An openai-chat judge given a tokenizer (for log-likelihood tasks) still sends the judge prompt as
+    # messages: the server applies its template once, never to a prompt already rendered by ours.
+    chat_judge = load_backend("openai-chat", base_url=url, model="judge", tokenizer=str(smollm2_dir))
+    grade_conversations(chat_judge, family, questions[1:], answers[1:])
+    sent = script.seen[-1][1]["messages"]
+    assert sent[-1]["role"] == "user" and "<|im_start|>" not in json.dumps(sent) and "Hi" in sent[-1]["content"]
 
     script, url = scripted((500, {"error": {"message": "engine died"}}, None))
     broken = load_backend("openai", base_url=url, model="judge", max_retries=0)
