@@ -254,8 +254,8 @@ def snapshots_refit(
                 "-created_at", "-id"
             )[KEEP_PER_KEY:]
             stale = list(old.values_list("id", flat=True))
-            if stale:
-                RatingSnapshot.objects.filter(id__in=stale).delete()
+            if stale:  # a snapshot a data release was built on is kept: the release names it (PROTECT)
+                RatingSnapshot.objects.filter(id__in=stale, releases__isnull=True).delete()
         # Each model's points outlive the pruning (arena.ratings_history): written with their snapshots,
         # thinned where they aged past a week since the previous refit.
         history_record(objects)

@@ -126,3 +126,15 @@ def test_the_command_the_page_and_the_staff_button(
         response = client.post("/arena/releases/new/")
     assert response.status_code == 302 and DataRelease.objects.count() == 2
     assert BattleHold.objects.count() == 1
+
+
+def test_pruning_keeps_the_snapshot_a_release_was_built_on(arena, tmp_path, monkeypatch):
+    """A release protects its snapshot; refits past the kept window prune around it instead of failing."""
+    release = release_build(out=tmp_path)
+    monkeypatch.setattr("arena.ratings.KEEP_PER_KEY", 1)
+    for seed in (3, 4):  # new votes each time: a refit with nothing new writes no snapshot
+        votes_create(STRENGTHS, 10, seed=seed, start=timezone.now() - timedelta(hours=seed))
+        snapshots_refit(rounds=ROUNDS, seed=SEED, elo_orders=10, min_votes=1)
+    assert RatingSnapshot.objects.filter(pk=release.snapshot_id).exists()
+    kept = RatingSnapshot.objects.filter(method=release.snapshot.method, category=release.snapshot.category)
+    assert kept.count() == 2  # the newest one and the release's
