@@ -163,12 +163,10 @@ class SnapshotSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def to_representation(self, instance):
-        """As stored, less the rows of models not shown publicly; withheld names are their stand-ins."""
+        """As stored, less the rows, matrix rows and columns and Elo state of models not shown publicly
+        (arena.selectors_catalogue.snapshot_public); withheld names are their stand-ins."""
         data = super().to_representation(instance)
-        described = catalogue.descriptions()
-        hidden = {name for name, d in described.items() if not d["public"]}
-        data["rows"] = [row for row in data["rows"] if row.get("model") not in hidden]
-        return catalogue.masked(data, catalogue.withheld_names(described))
+        return catalogue.snapshot_public(data, catalogue.descriptions())
 
 
 class LiveRatingsSerializer(serializers.ModelSerializer):

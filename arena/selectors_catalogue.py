@@ -121,13 +121,68 @@ def rows_public(
             or (filters.open_weights is not None and d["open_weights"] != filters.open_weights)
         ):
             continue
-        row = dict(row)
-        if never and isinstance(row.get("tied_with"), list):  # not named beside the others either
-            row["tied_with"] = [name for name in row["tied_with"] if name not in never]
-        row = masked(row, withheld)
+        row = masked(_row_without(row, never), withheld)
         row["about"] = _about(d)
         shown.append(row)
     return shown
+
+
+def _row_without(row: dict, never: set[str]) -> dict:
+    """A copy of ``row`` whose ``tied_with`` names none of ``never`` (not named beside the others either)."""
+    row = dict(row)
+    if never and isinstance(row.get("tied_with"), list):
+        row["tied_with"] = [name for name in row["tied_with"] if name not in never]
+    return row
+
+
+MATRIX_KEYS = ("win_rate", "battles", "predicted")  # square, in the order of extra["models"]
+
+
+def extra_public(extra: dict, described: dict[str, dict]) -> dict:
+    """A snapshot's ``extra`` as the public may see it: the win matrices without the rows and columns of
+    models not public, Elo's resumable state and the fit before voter exclusion without their ratings.
+
+    One rule for every rating surface (board, figures, API, data release): a model not shown publicly has
+    no published rating, win rate or battle count against others, neither under its name nor under a
+    stand-in; the ratings of the others were fitted with its votes and are unchanged by leaving it out.
+    Its votes stay in the vote exports (others' ratings are reproduced from them), a withheld name there
+    as its stand-in (:func:`arena.models_catalogue.stand_in`).
+    """
+    never = {name for name, d in described.items() if not d["public"]}
+    if not never or not isinstance(extra, dict):
+        return extra
+    out = dict(extra)
+    models = extra.get("models")
+    if isinstance(models, list):
+        keep = [i for i, name in enumerate(models) if name not in never]
+        out["models"] = [models[i] for i in keep]
+        for key in MATRIX_KEYS:
+            matrix = extra.get(key)
+            if isinstance(matrix, list) and len(matrix) == len(models):
+                out[key] = [[matrix[i][j] for j in keep] for i in keep]
+            elif key in out:
+                del out[key]  # not the shape expected: publish nothing rather than guess
+    elo = extra.get("elo_state")
+    if isinstance(elo, dict) and isinstance(elo.get("ratings"), dict):
+        out["elo_state"] = {**elo, "ratings": {k: v for k, v in elo["ratings"].items() if k not in never}}
+    before = extra.get("before_voter_exclusion")
+    if isinstance(before, dict) and isinstance(before.get("rows"), list):
+        rows = [_row_without(r, never) for r in before["rows"] if r.get("model") not in never]
+        out["before_voter_exclusion"] = {**before, "rows": rows}
+    return out
+
+
+def snapshot_public(data: dict, described: dict[str, dict]) -> dict:
+    """A snapshot's serialised ``rows``, ``extra`` and ``settings`` as the public may see them (the
+    snapshot API): rows of models not public left out (and out of others' ``tied_with``), the matrices
+    through :func:`extra_public`, every withheld name that is left replaced by its stand-in."""
+    never = {name for name, d in described.items() if not d["public"]}
+    data = dict(data)
+    if isinstance(data.get("rows"), list):
+        data["rows"] = [_row_without(r, never) for r in data["rows"] if r.get("model") not in never]
+    if "extra" in data:
+        data["extra"] = extra_public(data["extra"], described)
+    return masked(data, withheld_names(described))
 
 
 def _about(d: dict | None) -> dict:

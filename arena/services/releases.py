@@ -9,7 +9,8 @@ A release is one folder, laid out as a Hugging Face dataset repository (``datase
 - ``data/votes.parquet``: every counted vote the snapshot covers, in the columns of ``/api/votes.csv``
   (FastChat's, plus style counts): ``python -m evalcore rate data/votes.parquet`` reproduces the
   snapshot's ratings;
-- ``data/ratings.parquet``: every method's and category's ratings at the snapshot's refit;
+- ``data/ratings.parquet``: every method's and category's ratings at the snapshot's refit, of the models
+  shown publicly (the board's rule, :func:`arena.selectors_catalogue.rows_public`);
 - ``README.md``: the dataset card (fields, counts, date range, licence, redaction and moderation with
   their versions, what was held back and why, how to reproduce the ratings);
 - ``SHA256SUMS``: ``sha256sum -c`` checks every other file.
@@ -35,7 +36,7 @@ from arena.models import BattleHold, DataRelease, RatingSnapshot, Vote
 from arena.models_catalogue import public_name
 from arena.moderation import MODERATION_VERSION
 from arena.redaction import turn_public
-from arena.selectors_catalogue import masked, withheld_names
+from arena.selectors_catalogue import BoardFilters, descriptions, rows_public
 from arena.services.base import ArenaError
 from evalcore.privacy.redact import REDACTOR_VERSION
 
@@ -124,9 +125,10 @@ def _ratings_rows(snapshot: RatingSnapshot) -> list[dict]:
     latest: dict[tuple[str, str], RatingSnapshot] = {}
     for snap in RatingSnapshot.objects.filter(created_at__lte=snapshot.created_at).order_by("created_at", "id"):
         latest[(snap.method, snap.category)] = snap
-    withheld = withheld_names()
+    described = descriptions()  # the board's rule: models not public have no published rating
+    everyone = BoardFilters(retired=True)
     for (method, category), snap in sorted(latest.items()):
-        for row in masked(snap.rows, withheld):
+        for row in rows_public(snap.rows, described, everyone):
             rows.append({
                 "method": method, "category": category, "snapshot_id": snap.pk, "model": row.get("model"),
                 "rating": row.get("rating"), "ci_low": row.get("ci_low"), "ci_high": row.get("ci_high"),
@@ -254,7 +256,10 @@ this folder written {created}.
   language, anony, prompt_tokens`, and style counts `tokens_a/b, headers_a/b, list_items_a/b, bold_a/b`.
   No text. Every counted vote the snapshot covers, also those whose conversation is held back.
 - **ratings**: `method` (bt, elo, style), `category`, `snapshot_id`, `model`, `rating`, `ci_low`, `ci_high`
-  (95% bootstrap intervals), `rank`, `rank_ub`, `battles`.
+  (95% bootstrap intervals), `rank`, `rank_ub`, `battles`. Only models shown publicly (retired ones
+  included): a model tested but never shown has no rating row, though its votes are in **votes** and
+  **battles** (the others' ratings were fitted with them), its name there a stand-in `withheld-<id>`
+  where its owner asked to withhold it.
 
 ## Licence
 

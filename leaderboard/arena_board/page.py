@@ -17,7 +17,7 @@ from django.utils.safestring import mark_safe
 from arena import selectors as arena_selectors
 from arena.categories import category_label as arena_category_label
 from arena.models import RatingSnapshot
-from arena.selectors_catalogue import BoardFilters, descriptions, filter_choices, rows_public
+from arena.selectors_catalogue import BoardFilters, descriptions, extra_public, filter_choices, rows_public
 from leaderboard.arena_board.category_board import (
     categories_counted,
     category_check,
@@ -186,7 +186,7 @@ def arena_board(
         before_after=before_after_rows(public, snapshot.extra.get("before_voter_exclusion")),
     )
     if public:
-        board["figures"] = snapshot_figures(public, snapshot.extra, METHODS[method])
+        board["figures"] = snapshot_figures(public, extra_public(snapshot.extra, described), METHODS[method])
     return board
 
 
