@@ -31,7 +31,7 @@ import numpy as np
 from django.db import connection, transaction
 from django.db.models import Max
 
-from arena import selectors, vote_filters
+from arena import selectors, selectors_categories, vote_filters
 from arena.models import LanguageModel, LiveRating, PairCountBase, Vote
 from arena.ratings_anchor import anchor_configured, anchor_shift, rows_shifted
 from evalcore.ratings import Battles, PairCounts, aggregate, fit_bradley_terry
@@ -145,6 +145,8 @@ def base_store(
     rows = []
     known = known or {}
     masks = category_masks(votes.turn_count, votes.prompt_tokens, votes.language_masks(), votes.outcome)
+    for category, mask in selectors_categories.tag_masks(votes)[0].items():  # the tagged categories
+        masks.setdefault(category, mask)
     for category, mask in masks.items():
         if not mask.any() and category not in CORE_CATEGORIES:
             continue
@@ -324,7 +326,26 @@ def live_counts() -> LiveCounts:
     state = _settled(bases, name_of)
     fresh, high = delta_groups(state.upto)
     counts, votes = _add(state.counts, state.votes, fresh, name_of)
+    counts, votes = _with_tagged(counts, votes, state.base[0], name_of)
     return LiveCounts(counts, votes, max(state.high, high), state.base[0], state.base[1])
+
+
+def _with_tagged(counts: dict, votes: dict, base_high_water: int, name_of: dict[int, str]) -> tuple[dict, dict]:
+    """Each tagged category's base plus its tagged votes after the base. Read afresh at every fit, not
+    settled once: a vote's tag arrives after the vote (the tagging queue), and counts from then on."""
+    groups = selectors_categories.tagged_vote_groups(base_high_water, OUTCOMES, UNKNOWN_OUTCOME)
+    counts, votes = dict(counts), dict(votes)
+    for category, d in groups.items():
+        base = counts.get(category)
+        names = sorted({*(base.models if base is not None else ()), *(name_of[int(k)] for k in np.unique(d[:, :2]))})
+        index = {name: k for k, name in enumerate(names)}
+        a, b = (np.array([index[name_of[int(pk)]] for pk in d[:, side]], dtype=np.int64) for side in (0, 1))
+        parts = [Tally(a, b, d[:, 2], d[:, 3].astype(np.float64))]
+        if base is not None:
+            parts.append(_tally_of(base, index))
+        votes[category] = votes.get(category, 0) + int(d[:, 3].sum())
+        counts[category] = pair_counts(tuple(names), _join(*parts)) if names else None
+    return counts, votes
 
 
 # --- The fit ----------------------------------------------------------------------------------------
@@ -378,16 +399,7 @@ def live_refit(*, min_votes: int = 10, min_category_votes: int = 50) -> dict:
     seconds = round(time.monotonic() - started, 4)
     for obj in objects:
         obj.fit_seconds = seconds
-    fields = [
-        "fitted_at",
-        "fit_seconds",
-        "vote_count",
-        "high_water",
-        "base_high_water",
-        "base_refit_at",
-        "rows",
-        "notes",
-    ]
+    fields = ["fitted_at", "fit_seconds", "vote_count", "high_water", "base_high_water", "base_refit_at", "rows", "notes"]
     with transaction.atomic():
         LiveRating.objects.bulk_create(
             objects, update_conflicts=True, unique_fields=["category"], update_fields=fields

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db.models import Count, Max, Subquery
 
 from arena import categories
-from arena.models import PromptTag, RatingSnapshot, TagReview, Turn, VoteCategorization
+from arena.models import PromptTag, RatingSnapshot, TagReview, Turn, Vote, VoteCategorization
 from arena.redaction import turn_public
 from arena.selectors import VoteColumns, battles_published
 from evalcore.categories import agreement
@@ -34,6 +34,29 @@ def tagged_vote_ids(protocol_sha256: str, tagger_name: str) -> np.ndarray:
         "vote_id", flat=True
     )
     return np.sort(np.fromiter(ids.iterator(chunk_size=50_000), dtype=np.int64))
+
+
+def tagged_vote_groups(after_id: int, outcomes: dict[str, int], unknown: int) -> dict[str, np.ndarray]:
+    """The live board's votes of each configured tagged category: counted votes with an id above
+    ``after_id`` whose first prompt the tagger has put in the category by now, grouped in SQL, as rows
+    (model_a id, model_b id, outcome code from ``outcomes``, ``unknown`` for another winner, votes),
+    int64, shape (groups, 4). Empty when tagging is off."""
+    name = categories.tagger_name()
+    if not name:
+        return {}
+    found = {}
+    for protocol in categories.category_protocols():
+        prompts = PromptTag.objects.filter(protocol_sha256=protocol.sha256, tagger_name=name, value=True)
+        groups = (
+            Vote.objects.filter(
+                counted=True, id__gt=after_id, categorization__prompt_sha256__in=prompts.values("prompt_sha256")
+            )
+            .values("model_a", "model_b", "winner").annotate(n=Count("id")).order_by()
+            .values_list("model_a", "model_b", "winner", "n")
+        )  # fmt: skip
+        rows = [(a, b, outcomes.get(winner, unknown), n) for a, b, winner, n in groups]
+        found[protocol.category] = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    return found
 
 
 def tag_masks(votes: VoteColumns) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
