@@ -25,14 +25,39 @@ VENV_BIN = Path(sys.executable).parent
 FLOAT32_ATOL = 1e-4
 
 
+# Files whose tests load a real model or start real processes (servers, workers, a browser) take seconds to
+# minutes each, even when none of their tests is marked slow (a vLLM engine, a Celery worker, Chromium).
+HEAVY_FIXTURES = frozenset({
+    "smollm2", "smollm2_dir", "tiny_dir", "processes", "start_worker", "start_asgi_server", "browser",
+    "live_server", "transactional_db",
+})  # fmt: skip
+
+
+def scheduling_rank(item) -> int:
+    """0: a test marked slow; 1: a test that needs a real model or starts processes; 2: the rest."""
+    if item.get_closest_marker("slow"):
+        return 0
+    return 1 if HEAVY_FIXTURES.intersection(getattr(item, "fixturenames", ())) else 2
+
+
+def pytest_configure(config):
+    """Under pytest-xdist, keep the order below: by default xdist hands out the files with the most tests
+    first (``--loadscope-reorder``), which put the one-test files (the vLLM battle, the fault tests: minutes
+    each) at the end of the run, where one worker ran them while the other had nothing left."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
 def pytest_collection_modifyitems(items):
-    """Under pytest-xdist (``make test``), files with a test marked ``slow`` are handed out first, so no
-    worker starts a long file when the others are done. Every worker collects the same order."""
+    """Under pytest-xdist (``make test``), files with a test marked ``slow`` are handed out first, then files
+    whose tests load a real model or start processes, then the rest, so no worker starts a long file when
+    the others are done (longest first). Every worker collects the same order."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)  # stable: each file keeps its own order
-
+    rank: dict = {}
+    for item in items:
+        rank[item.path] = min(rank.get(item.path, 2), scheduling_rank(item))
+    items.sort(key=lambda item: rank[item.path])  # stable: each file keeps its own order
 
 
 @contextlib.contextmanager
