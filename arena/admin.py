@@ -1,6 +1,7 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 
 from arena.models import LanguageModel, PromptTag, VoteCategorization, VoterFlag
+from arena.services.categories import categorizations_retry
 
 
 @admin.register(LanguageModel)
@@ -56,8 +57,23 @@ class PromptTagAdmin(ReadOnlyAdmin):
 
 @admin.register(VoteCategorization)
 class VoteCategorizationAdmin(ReadOnlyAdmin):
-    """Read-only: the tagging queue's state per vote (pending, done, failed with the error)."""
+    """The tagging queue's state per vote (pending, done, failed with the error), read-only but for one
+    action: put the selected failed rows back in the queue (after the tagger was fixed), as
+    :func:`arena.services.categories.categorizations_retry` does for all of them."""
 
     list_display = ("vote_id", "status", "attempts", "updated_at", "error")
     list_filter = ("status",)
     search_fields = ("prompt_sha256",)
+    actions = ["retry_failed"]
+
+    def has_retry_permission(self, request) -> bool:
+        return request.user.has_perm("arena.change_votecategorization")
+
+    @admin.action(description="Retry the selected failed categorisations", permissions=["retry"])
+    def retry_failed(self, request, queryset):
+        selected = list(queryset.values_list("pk", flat=True))
+        count = categorizations_retry(selected)
+        skipped = len(selected) - count
+        note = f" ({skipped} selected were not failed: left as they are)" if skipped else ""
+        level = messages.SUCCESS if count else messages.WARNING
+        self.message_user(request, f"{count} failed categorisation(s) put back in the tagging queue{note}.", level)

@@ -13,12 +13,13 @@ row whose prompt still fails after ``max_attempts`` runs is marked failed with t
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 
 from arena import categories
+from arena.dispatch import categories_tag_schedule
 from arena.models import PromptTag, TagReview, Turn, Vote, VoteCategorization
 from arena.selectors_categories import tag_reviewable
 from arena.services.base import ArenaError
@@ -166,11 +167,17 @@ def categorization_pending() -> bool:
     )
 
 
-def categorizations_retry() -> int:
-    """Put every failed row back in the queue (after fixing the tagger); how many."""
-    return VoteCategorization.objects.filter(status=VoteCategorization.Status.FAILED).update(
-        status=VoteCategorization.Status.PENDING, attempts=0
-    )
+def categorizations_retry(ids: Iterable[int] | None = None) -> int:
+    """Put failed rows back in the queue (after fixing the tagger): every one, or those of ``ids`` (the
+    admin's selection; rows not failed are left as they are); how many. A tagging run is asked for
+    when any went back (:func:`arena.dispatch.categories_tag_schedule`, after the commit)."""
+    failed = VoteCategorization.objects.filter(status=VoteCategorization.Status.FAILED)
+    if ids is not None:
+        failed = failed.filter(pk__in=list(ids))
+    count = failed.update(status=VoteCategorization.Status.PENDING, attempts=0, error="")
+    if count:
+        transaction.on_commit(categories_tag_schedule)
+    return count
 
 
 def tag_review_record(*, tag_id: int, reviewer, value: object) -> TagReview:
