@@ -14,21 +14,12 @@ reward against that reference (any backend with log-likelihoods: hf, vllm). Writ
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import math
-import os
-from pathlib import Path
 
 from evalcore.cli import CliError, check_option
-from evalcore.engine.results import code_version
-from evalcore.models import load_backend, parse_model_args
-from evalcore.reward.classifier import SequenceClassifierReward
-from evalcore.reward.pairs import MAX_FIELD_CHARS, read_reward_pairs
-from evalcore.reward.scoring import classifier_rewards, dpo_rewards, reward_report
-
-DEFAULT_BETA = 0.1
-TIE_RULE = "a pair is correct when the chosen answer's reward is strictly higher; equal rewards are a tie, never correct"
+from evalcore.models import parse_model_args
+from evalcore.reward.pairs import MAX_FIELD_CHARS
+from evalcore.reward.run import DEFAULT_BETA, reward_files_write, reward_run
 
 
 def register(subparsers) -> None:
@@ -78,63 +69,25 @@ def _checked(args: argparse.Namespace) -> tuple[bool, float]:
     return dpo, beta
 
 
-def _template_sha256(model) -> str | None:
-    """SHA-256 of the chat template that shapes the conversations (None without one)."""
-    template = getattr(getattr(model, "tokenizer", None), "chat_template", None)
-    return hashlib.sha256(template.encode()).hexdigest() if isinstance(template, str) else None
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def run_reward(args: argparse.Namespace) -> int:
     dpo, beta = _checked(args)
-    pairs, files = read_reward_pairs(args.pairs, max_field_chars=args.max_field_chars)
-    if args.limit is not None:  # the first N of each file (pair ids end with the index in the file)
-        pairs = [p for p in pairs if int(p.pair_id.rsplit("/", 1)[1]) < args.limit]
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    model_args = parse_model_args(args.model_args)
-    protocol = {"tie_rule": TIE_RULE, "interval": "wilson", "level": 0.95, "limit": args.limit,
-                "max_field_chars": args.max_field_chars, "code_version": code_version()}  # fmt: skip
-    if dpo:
-        policy = load_backend(args.model, **model_args)
-        ref_name, ref_args = args.ref_model or args.model, parse_model_args(args.ref_model_args)
-        same = ref_name == args.model and ref_args == model_args
-        reference = policy if same else load_backend(ref_name, **ref_args)
-        records = dpo_rewards(policy, reference, pairs, beta=beta)
-        report = {
-            "kind": "dpo",
-            "model": policy.identity.as_dict(),
-            "reference": reference.identity.as_dict(),
-        }
-        protocol.update(beta=beta, reward="beta * (log p_policy(answer|prompt) - log p_reference(answer|prompt))",
-                        conversation="prompt as a user turn (chat template); the answer's tokens to the end of its turn")  # fmt: skip
-    else:
-        model = SequenceClassifierReward(**model_args)
-        records = classifier_rewards(model, pairs)
-        report = {"kind": "classifier", "model": model.identity.as_dict()}
-        protocol.update(chat_template_sha256=_template_sha256(model))
-        protocol.update(reward="the score head's output at the conversation's last token",
-                        conversation="prompt as a user turn, answer as the assistant's, chat template (plain text without one)",
-                        max_length=model.max_length)  # fmt: skip
-    report["protocol"] = protocol
-    report.update(reward_report(records, files))
-    _write(
-        out / "rewards.jsonl",
-        "".join(json.dumps(r.as_dict(), ensure_ascii=False, sort_keys=True) + "\n" for r in records),
-    )
-    _write(out / "report.json", json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    report, records = reward_run(
+        args.pairs, model=args.model, model_args=parse_model_args(args.model_args),
+        ref_model=args.ref_model, ref_model_args=parse_model_args(args.ref_model_args) if dpo else None,
+        beta=beta, limit=args.limit, max_field_chars=args.max_field_chars,
+    )  # fmt: skip
+    reward_files_write(args.out, report, records)
     _print_report(report)
     return 0
 
 
 def _print_report(report: dict) -> None:
     print(f"{'category':<28} {'accuracy':>8} {'95% interval':>18} {'n':>5} {'ties':>5} {'skipped':>7}")
-    for name, v in [("overall", report["overall"]), *report["categories"].items()]:
+    rows = [("overall", report["overall"])]
+    for category, figure in report["categories"].items():
+        rows.append((category, figure))
+        rows += [(f"  {subset}", v) for subset, v in report["subsets"].get(category, {}).items()]
+    for name, v in rows:
         value = "-" if v["value"] is None else f"{v['value']:.4f}"
         interval = "-" if v["value"] is None else f"[{v['ci_low']:.4f}, {v['ci_high']:.4f}]"
         print(f"{name[:28]:<28} {value:>8} {interval:>18} {v['n']:>5} {v['tie']:>5} {v['skipped']:>7}")

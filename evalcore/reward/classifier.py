@@ -103,8 +103,9 @@ class SequenceClassifierReward:
     def encode(self, prompt: str, answer: str) -> list[int]:
         return self.tokenizer(self.text(prompt, answer), add_special_tokens=False)["input_ids"]
 
-    def rewards(self, conversations: Sequence[tuple[str, str]]) -> list[float | None]:
-        """The reward of each (prompt, answer), in order; None where it is longer than ``max_length``."""
+    def rewards(self, conversations: Sequence[tuple[str, str]], *, progress=None) -> list[float | None]:
+        """The reward of each (prompt, answer), in order; None where it is longer than ``max_length``.
+        ``progress(n)`` is called after each forward pass with the number of distinct conversations it scored."""
         # Identical conversations (two identical answers) are computed once: their rewards tie exactly.
         encoded = [tuple(self.encode(p, a)) for p, a in conversations]
         unique = sorted(
@@ -121,6 +122,8 @@ class SequenceClassifierReward:
             batch = unique[start : start + rows]
             values.update(zip(batch, self._forward([list(ids) for ids in batch])))
             start += len(batch)
+            if progress is not None:
+                progress(len(batch))
         return [values.get(ids) for ids in encoded]
 
     def _forward(self, rows: list[list[int]]) -> list[float]:

@@ -3,12 +3,14 @@
 Each file is one category: ``NAME=PATH`` names it, a bare ``PATH`` takes the file's stem. Records are
 read by :func:`evalcore.judging.records.read_pairs` (the same rules and messages as ``judge audit``);
 this module adds what a reward run needs on top: a bound on each text (a reward model reads the
-whole conversation at once), distinct category names, and chosen/rejected from ``label``.
+whole conversation at once), distinct category names, chosen/rejected from ``label``, and each record's
+optional ``subset`` (RewardBench's records name theirs: ``alpacaeval-easy``, ``math-prm``, ...).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ from evalcore.judging.records import read_pairs
 
 MAX_FIELD_CHARS = 200_000
 MAX_FILES = 64
+MAX_SUBSETS = 256  # distinct subsets in one file (RewardBench has 23)
 CATEGORY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
@@ -25,7 +28,8 @@ CATEGORY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 class RewardPair:
     """One prompt with the answer people preferred (``chosen``) and the other (``rejected``).
 
-    ``pair_id`` is ``<category>/<index in its file>``; ``label`` is the file's (1: output_1 chosen).
+    ``pair_id`` is ``<category>/<index in its file>``; ``label`` is the file's (1: output_1 chosen);
+    ``subset`` is the record's ``subset`` (None when its file names none).
     """
 
     pair_id: str
@@ -34,6 +38,7 @@ class RewardPair:
     chosen: str
     rejected: str
     label: int
+    subset: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,8 @@ def read_reward_pairs(
             items = read_pairs(path)
         except ValueError as exc:  # with several files, every message names its file
             raise ValueError(str(exc) if str(path) in str(exc) else f"{path}: {exc}") from None
-        for item in items:
+        subsets = _subsets(path, len(items))
+        for item, subset in zip(items, subsets):
             for field, text in (
                 ("input", item.question),
                 ("output_1", item.answer_1),
@@ -99,11 +105,41 @@ def read_reward_pairs(
             )
             pairs.append(
                 RewardPair(
-                    f"{category}/{item.pair_id}", category, item.question, chosen, rejected, item.label
+                    f"{category}/{item.pair_id}", category, item.question, chosen, rejected, item.label, subset
                 )
             )
         files.append(PairsFile(category, str(path), _sha256(path), len(items)))
     return pairs, files
+
+
+def _subsets(path: Path, count: int) -> list[str | None]:
+    """Each record's ``subset`` in file order (all None when no record has one), from a file that
+    :func:`read_pairs` has accepted (so it parses, as a JSON list or as JSONL). Every record names one
+    or none does; a subset is a name like a category's (letters, digits, _ . -; up to 64)."""
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip().startswith("["):
+        records = json.loads(text)
+    else:
+        records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    if len(records) != count:  # the file changed under us
+        raise ValueError(f"{path}: the file changed while it was read")
+    present = [i for i, r in enumerate(records) if "subset" in r]
+    if not present:
+        return [None] * count
+    if len(present) != count:
+        missing = next(i for i, r in enumerate(records) if "subset" not in r)
+        raise ValueError(f"{path}: pair {missing} has no 'subset' while pair {present[0]} has one; "
+                         "give every pair a subset or none")  # fmt: skip
+    subsets = []
+    for i, record in enumerate(records):
+        subset = record["subset"]
+        if not isinstance(subset, str) or not CATEGORY_NAME.fullmatch(subset):
+            raise ValueError(f"{path}: pair {i}: 'subset' must be a name (letters, digits, _ . -; up to 64 "
+                             f"characters), got {str(subset)[:40]!r}")  # fmt: skip
+        subsets.append(subset)
+    if len(set(subsets)) > MAX_SUBSETS:
+        raise ValueError(f"{path}: more than {MAX_SUBSETS} distinct subsets")
+    return subsets
 
 
 def _sha256(path: Path) -> str:

@@ -12,6 +12,11 @@ Two kinds of reward model:
 A pair is ``correct`` when the chosen answer's reward is strictly higher, ``tie`` when both are equal
 (a tie is never correct: it counts in ``n`` as a miss and is counted apart), else ``wrong``. A pair
 too long for the model is ``skipped`` and left out of every figure.
+
+Pairs may carry a ``subset`` (RewardBench's records do). A category's figure is then RewardBench's
+section score: the mean of its subsets' accuracies weighted by each subset's number of scored pairs
+(:data:`CATEGORY_RULE`), which is the share of the category's scored pairs that are correct, so it keeps
+its Wilson interval; each subset gets its own figure too.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ from evalcore.models.base import LoglikelihoodRequest
 from evalcore.reward.pairs import PairsFile, RewardPair
 
 OUTCOMES = ("correct", "wrong", "tie")
+CATEGORY_RULE = ("a category's accuracy is the mean of its subsets' accuracies weighted by each subset's number "
+                 "of scored pairs (RewardBench's section score with weights = subset sizes), which equals the "
+                 "share of its scored pairs that are correct")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,7 @@ class PairReward:
     outcome: str | None = None  # "correct", "wrong" or "tie" when ok
     logprobs: dict | None = None
     reason: str | None = None
+    subset: str | None = None
 
     def as_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -52,7 +61,7 @@ def outcome_of(chosen: float, rejected: float) -> str:
 def _record(pair: RewardPair, chosen, rejected, logprobs=None) -> PairReward:
     if chosen is None or rejected is None:
         return PairReward(pair.pair_id, pair.category, pair.label, "skipped",
-                          reason="the conversation is longer than the model's max_length")  # fmt: skip
+                          reason="the conversation is longer than the model's max_length", subset=pair.subset)  # fmt: skip
     if not (math.isfinite(chosen) and math.isfinite(rejected)):
         raise ValueError(
             f"pair {pair.pair_id}: the model gave a reward that is not finite ({chosen}, {rejected})"
@@ -66,13 +75,16 @@ def _record(pair: RewardPair, chosen, rejected, logprobs=None) -> PairReward:
         rejected,
         outcome_of(chosen, rejected),
         logprobs,
+        subset=pair.subset,
     )
 
 
-def classifier_rewards(model, pairs: Sequence[RewardPair]) -> list[PairReward]:
+def classifier_rewards(model, pairs: Sequence[RewardPair], *, progress=None) -> list[PairReward]:
     """Score every pair's chosen and rejected answer with a sequence-classification reward model
-    (all conversations in one call, so the model batches them)."""
-    values = model.rewards([(p.prompt, a) for p in pairs for a in (p.chosen, p.rejected)])
+    (all conversations in one call, so the model batches them). ``progress(n)`` is called as
+    conversations are scored (it changes nothing in the computation)."""
+    conversations = [(p.prompt, a) for p in pairs for a in (p.chosen, p.rejected)]
+    values = model.rewards(conversations, progress=progress) if progress else model.rewards(conversations)
     return [_record(p, values[2 * i], values[2 * i + 1]) for i, p in enumerate(pairs)]
 
 
@@ -89,8 +101,9 @@ def dpo_context(backend, prompt: str, answer: str) -> tuple[str, str]:
     return (context, full[len(context) :]) if full.startswith(context) else (context, answer)
 
 
-def dpo_rewards(policy, reference, pairs: Sequence[RewardPair], *, beta: float) -> list[PairReward]:
-    """DPO implicit rewards of every pair. ``reference`` may be ``policy`` itself (every reward is 0)."""
+def dpo_rewards(policy, reference, pairs: Sequence[RewardPair], *, beta: float, progress=None) -> list[PairReward]:
+    """DPO implicit rewards of every pair. ``reference`` may be ``policy`` itself (every reward is 0).
+    ``progress(n)`` is handed to each backend's ``loglikelihood``."""
     if isinstance(beta, bool) or not isinstance(beta, int | float) or not (math.isfinite(beta) and beta > 0):
         raise ValueError(f"beta must be a positive number, got {beta!r}")
     sums = {}
@@ -103,7 +116,8 @@ def dpo_rewards(policy, reference, pairs: Sequence[RewardPair], *, beta: float) 
             for p in pairs
             for a in (p.chosen, p.rejected)
         ]
-        sums[role] = [r.logprob for r in backend.loglikelihood(requests)]
+        scored = backend.loglikelihood(requests, progress=progress) if progress else backend.loglikelihood(requests)
+        sums[role] = [r.logprob for r in scored]
     records = []
     for i, pair in enumerate(pairs):
         lp = {"policy_chosen": sums["policy"][2 * i], "policy_rejected": sums["policy"][2 * i + 1],
@@ -127,8 +141,25 @@ def reward_report(records: Sequence[PairReward], files: Sequence[PairsFile]) -> 
 
     Each figure is ``{value, ci_low, ci_high, n, interval: "wilson", correct, wrong, tie, skipped}``;
     ``value`` and the interval are None when no pair of it was scored. Categories come in file order.
+    ``subsets`` maps each category whose pairs name subsets to ``{subset: figure}`` (first-seen order);
+    such a category's figure is its subsets' size-weighted mean (:data:`CATEGORY_RULE`), computed as
+    the pooled share, which it equals exactly.
     """
     categories = {f.category: _figure([r for r in records if r.category == f.category]) for f in files}
-    return {"pairs": len(records), "overall": _figure(records), "categories": categories,
-            "pairs_files": [f.as_dict() for f in files],
+    subsets: dict[str, dict] = {}
+    for f in files:
+        named = [r for r in records if r.category == f.category and r.subset is not None]
+        names = list(dict.fromkeys(r.subset for r in named))
+        if names:
+            subsets[f.category] = {s: _figure([r for r in named if r.subset == s]) for s in names}
+    return {"pairs": len(records), "overall": _figure(records), "categories": categories, "subsets": subsets,
+            "category_rule": CATEGORY_RULE, "pairs_files": [f.as_dict() for f in files],
             "skipped_pairs": [r.pair_id for r in records if r.status != "ok"]}  # fmt: skip
+
+
+def weighted_section(subset_figures: dict) -> float | None:
+    """RewardBench's section score from subset figures: sum(n_s * accuracy_s) / sum(n_s) over subsets
+    with scored pairs (None when none has). Equal to the pooled accuracy; the tests pin that."""
+    scored = [f for f in subset_figures.values() if f["n"]]
+    total = sum(f["n"] for f in scored)
+    return sum(f["n"] * f["value"] for f in scored) / total if total else None

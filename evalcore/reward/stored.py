@@ -33,8 +33,12 @@ def record_from_row(row, index: int) -> PairReward:
         raise ValueError(f"{where}: pair_id and category must be text (a category: letters, digits, _ . -)")
     if isinstance(label, bool) or label not in (1, 2):
         raise ValueError(f"{where}: label must be 1 or 2")
+    subset = row.get("subset")
+    if subset is not None and (not isinstance(subset, str) or not CATEGORY_NAME.fullmatch(subset)):
+        raise ValueError(f"{where}: subset must be a name (letters, digits, _ . -; up to 64 characters)")
     if status == "skipped":
-        return PairReward(pair_id[:200], category, label, "skipped", reason=str(row.get("reason", ""))[:200])
+        return PairReward(pair_id[:200], category, label, "skipped", reason=str(row.get("reason", ""))[:200],
+                          subset=subset)  # fmt: skip
     if status != "ok":
         raise ValueError(f"{where}: status must be ok or skipped")
     chosen = _number(row.get("reward_chosen"), f"{where}: reward_chosen")
@@ -48,7 +52,7 @@ def record_from_row(row, index: int) -> PairReward:
         isinstance(logprobs, dict) and all(isinstance(v, int | float) for v in logprobs.values())
     ):
         raise ValueError(f"{where}: logprobs must map names to numbers")
-    return PairReward(pair_id[:200], category, label, "ok", chosen, rejected, row["outcome"], logprobs)
+    return PairReward(pair_id[:200], category, label, "ok", chosen, rejected, row["outcome"], logprobs, subset=subset)
 
 
 def files_from_report(report: dict) -> list[PairsFile]:
@@ -92,11 +96,15 @@ def verify_report(report, rows) -> dict:
     if unknown:
         raise ValueError(f"rewards.jsonl names category {sorted(unknown)[0]!r}, which no pairs file makes")
     recomputed = reward_report(records, files)
-    stated = [("overall", report.get("overall"))] + [
-        (k, (report.get("categories") or {}).get(k)) for k in recomputed["categories"]
-    ]
-    for name, figure in stated:
-        expected = recomputed["overall"] if name == "overall" else recomputed["categories"][name]
+    stated_subsets = report.get("subsets") or {}
+    if not isinstance(stated_subsets, dict):
+        raise ValueError("report.json: subsets must map categories to their subsets' figures")
+    stated = [("overall", report.get("overall"), recomputed["overall"])]
+    stated += [(k, (report.get("categories") or {}).get(k), v) for k, v in recomputed["categories"].items()]
+    for category, figures in recomputed["subsets"].items():
+        given = stated_subsets.get(category)
+        stated += [(f"{category}/{k}", given.get(k) if isinstance(given, dict) else None, v) for k, v in figures.items()]
+    for name, figure, expected in stated:
         if not isinstance(figure, dict):
             raise ValueError(f"report.json has no figure for {name!r}")
         for key in FIGURE_KEYS:
@@ -105,6 +113,10 @@ def verify_report(report, rows) -> dict:
                 b is not None and not math.isclose(float(a), float(b), abs_tol=1e-9)
             ):
                 raise ValueError(f"report.json's {name} {key} ({a}) does not match rewards.jsonl ({b})")
+    if not set(stated_subsets) <= set(recomputed["subsets"]) or any(
+        isinstance(v, dict) and not set(v) <= set(recomputed["subsets"][k]) for k, v in stated_subsets.items()
+    ):
+        raise ValueError("report.json names a subset that rewards.jsonl does not")
     return {**recomputed, "kind": report["kind"], "model": report["model"], "reference": report.get("reference"),
             "protocol": report["protocol"], "pairs_key": pairs_key(files),
             "records": [r.as_dict() for r in records]}  # fmt: skip
