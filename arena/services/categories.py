@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 
@@ -28,16 +29,26 @@ from evalcore.categories import prompt_sha256, tag_prompts, tagger_key
 log = logging.getLogger(__name__)
 MAX_ERROR_CHARS = 500
 NO_PROMPT = "the battle has no first prompt"
-LATE_IDS = 10_000  # a vote may commit after votes with higher ids by at most this many (one statement each)
+LATE_IDS = 10_000  # default of ARENA_CATEGORY_LATE_IDS: how many ids late a vote may commit and still be enlisted
+
+
+def late_ids() -> int:
+    """``ARENA_CATEGORY_LATE_IDS`` (default :data:`LATE_IDS`; 0: no limit)."""
+    value = getattr(settings, "ARENA_CATEGORY_LATE_IDS", LATE_IDS)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ArenaError(f"ARENA_CATEGORY_LATE_IDS must be a whole number >= 0, got {value!r}", status=500)
+    return value
 
 
 def _unlisted():
     """Votes without a categorization row, looked for only above the newest enlisted vote less
-    :data:`LATE_IDS` (votes are enlisted in id order; a vote committing that many ids late is the only
-    one missed): an index range, not an anti-join over every vote (10M at scale) per batch."""
+    ``ARENA_CATEGORY_LATE_IDS`` (votes are enlisted in id order; a vote committing that many ids late is
+    the only one missed): an index range, not an anti-join over every vote (10M at scale) per batch.
+    With 0, every vote is looked at (the anti-join: for a small arena, or to catch up once)."""
     newest = VoteCategorization.objects.aggregate(top=Max("vote_id"))["top"]
     votes = Vote.objects.filter(categorization__isnull=True)
-    return votes if newest is None else votes.filter(id__gt=newest - LATE_IDS)
+    window = late_ids()
+    return votes if newest is None or window == 0 else votes.filter(id__gt=newest - window)
 
 
 def votes_enlist(*, limit: int) -> int:

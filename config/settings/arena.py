@@ -111,5 +111,8 @@ try:
     ARENA_CATEGORY_BATCH = config_env.integer("ARENA_CATEGORY_BATCH", default=32, minimum=1)
     ARENA_CATEGORY_DEBOUNCE_S = config_env.integer("ARENA_CATEGORY_DEBOUNCE_S", default=10, minimum=0)
     ARENA_CATEGORY_MAX_ATTEMPTS = 3  # tagging runs a vote may fail in before it is marked failed
+    # How far below the newest enlisted vote's id the queue looks for votes without a row (a vote whose
+    # insert commits more ids late than this is missed); 0: no limit, every vote looked at each batch.
+    ARENA_CATEGORY_LATE_IDS = config_env.integer("ARENA_CATEGORY_LATE_IDS", default=10_000, minimum=0)
 except ConfigError as error:
     fail(error)

@@ -91,3 +91,23 @@ def test_the_function_still_retries_every_failed_row(queue, scheduled, django_ca
     with django_capture_on_commit_callbacks(execute=True):
         assert category_services.categorizations_retry() == 3
     assert not VoteCategorization.objects.filter(status="failed").exists() and scheduled == [1]
+
+
+def test_the_lookback_is_a_setting_and_zero_takes_every_vote(settings):
+    """A vote without a row whose id lies more than ARENA_CATEGORY_LATE_IDS below the newest enlisted
+    vote is not looked at (the index range); a wider window, or 0 (no limit), enlists it."""
+    settings.ARENA_CATEGORY_TAGGER = {"backend": "hf", "model_args": {"path": "/nowhere"}}
+    votes = votes_create({"alpha": 0.5, "beta": 0.0}, 8, seed=2, with_turns=True)
+    for vote in votes[1:]:  # the first vote "committed late": every later one is enlisted already
+        VoteCategorization.objects.create(vote=vote, prompt_sha256="0" * 64)
+    gap = votes[-1].pk - votes[0].pk
+    settings.ARENA_CATEGORY_LATE_IDS = gap
+    assert category_services.votes_enlist(limit=10) == 0
+    settings.ARENA_CATEGORY_LATE_IDS = gap + 1
+    assert category_services.votes_enlist(limit=10) == 1
+    VoteCategorization.objects.filter(vote=votes[0]).delete()
+    settings.ARENA_CATEGORY_LATE_IDS = 0
+    assert category_services.votes_enlist(limit=10) == 1
+    settings.ARENA_CATEGORY_LATE_IDS = -1
+    with pytest.raises(category_services.ArenaError, match="ARENA_CATEGORY_LATE_IDS"):
+        category_services.votes_enlist(limit=10)
