@@ -24,6 +24,8 @@ SUBCOMMAND_MODULES = (
     "evalcore.cli.rescore",
     "evalcore.cli.serve",
     "evalcore.cli.judge",
+    "evalcore.cli.grade",  # judge grade; after judge, whose subcommands it joins
+    "evalcore.cli.judge_panel",  # judge panel; likewise
     "evalcore.cli.categorize",
     "evalcore.cli.contamination",
     "evalcore.cli.reward",

@@ -5,6 +5,9 @@
     python -m evalcore judge run --model hf --model-args path=DIR --protocol FILE --instructions FILE \
         --baseline NAME=BACKEND:key=value,... --candidate NAME=BACKEND:key=value,... --out DIR
 
+``judge grade`` (single-answer grading, evalcore/cli/grade.py) and ``judge panel`` (judges combined,
+evalcore/cli/judge_panel.py) are added to this command by their own modules.
+
 ``--model``/``--model-args`` name the judge exactly as ``evalcore run`` names a model (hf, vllm,
 openai). A model spec's ``gen.max_new_tokens`` and ``gen.system`` keys set how it answers. Judgments
 (and answers) are cached in ``--cache`` (default ``DIR/cache.sqlite``): a re-run costs no model call.
@@ -38,7 +41,8 @@ GSM8K_DEFAULT = "benchmarks/gsm8k/test.jsonl"
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser("judge", help="audit a judge model, or score models with one")
-    commands = parser.add_subparsers(dest="judge_command", metavar="{audit,run}")
+    commands = parser.add_subparsers(dest="judge_command", metavar="{audit,run,grade,panel}")
+    parser.judge_commands = commands  # evalcore.cli.grade and .judge_panel add theirs
     audit = commands.add_parser("audit", help="judge labelled pairs in both orders and report agreement and bias")
     audit.add_argument("pairs", metavar="PAIRS", help="JSON or JSONL pairs: input, output_1, output_2, label (1|2)")
     _judge_arguments(audit)
@@ -59,6 +63,11 @@ def register(subparsers) -> None:
                      help="a judged model (repeat)")
     run.set_defaults(func=run_scores)
     parser.set_defaults(func=lambda args: _missing_command(parser))
+
+
+def judge_commands(subparsers):
+    """The ``judge`` command's subcommands, to which other modules add theirs (``grade``, ``panel``)."""
+    return subparsers.choices["judge"].judge_commands
 
 
 def _missing_command(parser) -> int:
