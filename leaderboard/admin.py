@@ -35,7 +35,6 @@ from leaderboard.models import (
     JudgeRun,
     MemorisationProbe,
     ReviewAction,
-    RewardModelResult,
     SampleRecord,
     ScanTaskResult,
     Score,
@@ -44,6 +43,7 @@ from leaderboard.models import (
     SubmissionDraft,
 )
 from leaderboard.review.services import review_record
+from leaderboard.rewards import admin as reward_admin  # noqa: F401 - Admin › Reward model results, "Score a reward model"
 from leaderboard.submissions.services import submission_requeue
 
 
@@ -362,19 +362,3 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def revoke(self, request, queryset):
         revoked = tokens.tokens_revoke(queryset.values_list("pk", flat=True))
         self.message_user(request, f"{revoked} tokens revoked.")
-
-
-@admin.register(RewardModelResult)
-class RewardModelResultAdmin(admin.ModelAdmin):
-    """Reward models come in through ``manage.py reward_import`` (figures recomputed from the per-pair
-    rewards); here staff see and delete them, never edit a figure."""
-
-    list_display = ("name", "kind", "accuracy", "pairs_key", "imported_at")
-    list_filter = ("kind",)
-    readonly_fields = ("name", "kind", "pairs_key", "weights_sha256", "accuracy", "report", "imported_at")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False

@@ -22,8 +22,10 @@ JUDGE_AUDIT = "leaderboard.tasks.judge_audit"
 CONTAMINATION_SCAN = "leaderboard.tasks.contamination_scan"
 SUBMISSION_NOTIFY = "leaderboard.tasks.submission_notify"
 UPLOADS_EXPIRE = "leaderboard.tasks.uploads_expire"  # periodic (CELERY_BEAT_SCHEDULE)
+REWARD_SCORE = "leaderboard.tasks.reward_score"
 QUEUES = {SUBMISSION_EVALUATE: EVALUATE, RUN_RESCORE: DEFAULT, JUDGE_RUN: JUDGE, JUDGE_AUDIT: JUDGE,
-          CONTAMINATION_SCAN: DEFAULT, SUBMISSION_NOTIFY: DEFAULT, UPLOADS_EXPIRE: DEFAULT}  # fmt: skip
+          CONTAMINATION_SCAN: DEFAULT, SUBMISSION_NOTIFY: DEFAULT, UPLOADS_EXPIRE: DEFAULT,
+          REWARD_SCORE: JUDGE}  # fmt: skip
 
 log = logging.getLogger(__name__)
 
@@ -81,3 +83,8 @@ def judge_audit_send(audit_id: int) -> None:
 def contamination_scan_send(scan_id: int) -> None:
     """Enqueue an n-gram scan of a corpus for a submission's benchmark items (``default`` queue, CPU)."""
     task_send_on_commit(CONTAMINATION_SCAN, scan_id)
+
+
+def reward_score_send(result_id: int) -> None:
+    """Enqueue the scoring of a reward model on preference pairs (``judge`` queue)."""
+    task_send_on_commit(REWARD_SCORE, result_id)

@@ -26,6 +26,7 @@ from leaderboard.judging.audits import judge_audit_execute
 from leaderboard.judging.panels import panels_refresh_after_run
 from leaderboard.judging.runner import judge_run_execute
 from leaderboard.judging.services import judge_runs_request_for_submission
+from leaderboard.rewards import services as reward_services
 from leaderboard.submissions import lifecycle, transfers
 from leaderboard.submissions import services as submission_services
 from leaderboard.submissions.notifications import submission_notify as notify_owner
@@ -159,6 +160,25 @@ def judge_run(self, run_id: int) -> str:
 def judge_audit(audit_id: int) -> str:
     """Audit a judge config on labelled pairs and store the report."""
     return judge_audit_execute(audit_id)
+
+
+@shared_task(name=dispatch.REWARD_SCORE, declared_queue=JUDGE, bind=True, max_retries=None, **LONG_TASK_OPTIONS)
+def reward_score(self, result_id: int) -> str:
+    """Score a reward model from the admin: PENDING → RUNNING → FINISHED | FAILED (with the reason); safe
+    to run twice (a finished result is left alone, a live one comes back later)."""
+    try:
+        started = reward_services.reward_score_start(result_id)
+    except reward_services.RewardScoreBusy as busy:
+        raise self.retry(exc=busy, countdown=settings.LEADERBOARD_HEARTBEAT_STALE_S) from busy
+    if started is None:
+        return "nothing to do"
+    try:
+        reward_services.reward_score_execute(result_id)
+    except Exception as exc:  # noqa: BLE001 - every failure becomes the result's reason
+        log.exception("reward scoring %s failed", result_id)
+        reward_services.reward_score_fail(result_id, reason=redact_paths(f"{type(exc).__name__}: {exc}"))
+        return "failed"
+    return "finished"
 
 
 @shared_task(name=dispatch.CONTAMINATION_SCAN, declared_queue=DEFAULT, **LONG_TASK_OPTIONS)

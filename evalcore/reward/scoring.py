@@ -141,7 +141,7 @@ def reward_report(records: Sequence[PairReward], files: Sequence[PairsFile]) -> 
 
     Each figure is ``{value, ci_low, ci_high, n, interval: "wilson", correct, wrong, tie, skipped}``;
     ``value`` and the interval are None when no pair of it was scored. Categories come in file order.
-    ``subsets`` maps each category whose pairs name subsets to ``{subset: figure}`` (first-seen order);
+    ``subsets`` maps each category whose pairs name subsets to ``{subset: figure}`` (by name);
     such a category's figure is its subsets' size-weighted mean (:data:`CATEGORY_RULE`), computed as
     the pooled share, which it equals exactly.
     """
@@ -149,7 +149,7 @@ def reward_report(records: Sequence[PairReward], files: Sequence[PairsFile]) -> 
     subsets: dict[str, dict] = {}
     for f in files:
         named = [r for r in records if r.category == f.category and r.subset is not None]
-        names = list(dict.fromkeys(r.subset for r in named))
+        names = sorted({r.subset for r in named})
         if names:
             subsets[f.category] = {s: _figure([r for r in named if r.subset == s]) for s in names}
     return {"pairs": len(records), "overall": _figure(records), "categories": categories, "subsets": subsets,

@@ -36,7 +36,7 @@ from leaderboard.models.judging import (  # noqa: F401
     JudgmentCacheEntry,
     ReferenceMode,
 )
-from leaderboard.models.rewards import RewardKind, RewardModelResult  # noqa: F401
+from leaderboard.models.rewards import RewardKind, RewardModelResult, RewardStatus  # noqa: F401
 from leaderboard.models.submissions import (  # noqa: F401
     NEEDS_BASE_MODEL,
     REVIEW_ACTIONS,

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from django.db.models import F
 
-from leaderboard.models import RewardModelResult
+from leaderboard.models import RewardModelResult, RewardStatus
 
 FIGURE_FIELDS = ("value", "ci_low", "ci_high", "n", "correct", "wrong", "tie", "skipped")
 
 
 def _results():
-    return RewardModelResult.objects.order_by("pairs_key", F("accuracy").desc(nulls_last=True), "name")
+    """Finished results only: a queued, running or failed scoring has no figures to show."""
+    return RewardModelResult.objects.filter(status=RewardStatus.FINISHED).order_by(
+        "pairs_key", F("accuracy").desc(nulls_last=True), "name"
+    )
 
 
 def _cell(figure: dict) -> dict:
@@ -18,19 +21,24 @@ def _cell(figure: dict) -> dict:
 
 
 def reward_boards() -> list[dict]:
-    """One board per set of pairs files: ``{pairs_key, files, rows}``, rows by overall accuracy, each
-    ``{name, kind, weights, beta, overall, categories}`` with ``categories`` in the files' order."""
+    """One board per set of pairs files: ``{pairs_key, files, subsets, rows}``, rows by overall accuracy,
+    each ``{name, kind, weights, beta, overall, categories, subsets}`` with ``categories`` in the files'
+    order and ``subsets`` in the board's ``subsets`` order ((category, subset) pairs, by name within
+    each file's category; empty when no file names subsets)."""
     boards: dict[str, dict] = {}
     for result in _results():
         report = result.report
         files = report.get("pairs_files", [])
-        board = boards.setdefault(
-            result.pairs_key, {"pairs_key": result.pairs_key, "files": files, "rows": []}
-        )
+        by_subset = report.get("subsets") or {}
+        board = boards.setdefault(result.pairs_key, {
+            "pairs_key": result.pairs_key, "files": files, "rows": [],
+            "subsets": [(f["category"], s) for f in files for s in sorted(by_subset.get(f["category"], {}))],
+        })  # fmt: skip
         board["rows"].append({
             "pk": result.pk, "name": result.name, "kind": result.get_kind_display(), "weights": result.weights_sha256[:12],
             "beta": (report.get("protocol") or {}).get("beta"), "overall": _cell(report["overall"]),
             "categories": [_cell(report["categories"][f["category"]]) for f in files],
+            "subsets": [_cell(by_subset.get(c, {}).get(s) or {}) for c, s in board["subsets"]],
         })  # fmt: skip
     return list(boards.values())
 
@@ -56,4 +64,4 @@ def reward_rows() -> list[dict]:
 
 
 def reward_result_get(result_id: int) -> RewardModelResult | None:
-    return RewardModelResult.objects.filter(pk=result_id).first()
+    return RewardModelResult.objects.filter(pk=result_id, status=RewardStatus.FINISHED).first()

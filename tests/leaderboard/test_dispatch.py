@@ -20,7 +20,7 @@ from workers.queues import ALL_QUEUES
 def test_every_dispatched_task_exists_and_declares_the_same_queue():
     assert set(dispatch.QUEUES) == {tasks.submission_evaluate.name, tasks.run_rescore.name, tasks.judge_run.name,
                                     tasks.judge_audit.name, tasks.contamination_scan.name,
-                                    tasks.submission_notify.name, tasks.uploads_expire.name}
+                                    tasks.submission_notify.name, tasks.uploads_expire.name, tasks.reward_score.name}
     for name, queue in dispatch.QUEUES.items():
         assert queue in ALL_QUEUES
         assert current_app.tasks[name].declared_queue == queue, name

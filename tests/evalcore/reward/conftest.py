@@ -4,38 +4,20 @@ of SmolLM2 with perturbed weights (a DPO policy), and a dozen short preference p
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
-HEAD_SEED = 1234
+from tests.evalcore.reward.heads import build_reward_head, copy_tokenizer
+
 PERTURB_SEED = 99
 TEXT_CHARS = 160
-
-
-def _copy_tokenizer(src: Path, dst: Path) -> None:
-    for file in src.iterdir():
-        if file.name.startswith(("tokenizer", "chat_template", "special_tokens")):
-            shutil.copy(file, dst / file.name)
 
 
 @pytest.fixture(scope="session")
 def reward_dir(smollm2_dir, tmp_path_factory) -> Path:
     """LlamaForSequenceClassification (num_labels=1): SmolLM2's weights, a score head drawn with HEAD_SEED."""
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, LlamaForSequenceClassification
-
-    dst = tmp_path_factory.mktemp("reward-model")
-    config = AutoConfig.from_pretrained(smollm2_dir, local_files_only=True)
-    config.num_labels, config.architectures = 1, ["LlamaForSequenceClassification"]
-    torch.manual_seed(HEAD_SEED)
-    model = LlamaForSequenceClassification(config)
-    causal = AutoModelForCausalLM.from_pretrained(smollm2_dir, dtype=torch.float32, local_files_only=True)
-    model.model.load_state_dict(causal.model.state_dict())
-    model.save_pretrained(dst)
-    _copy_tokenizer(smollm2_dir, dst)
-    return dst
+    return build_reward_head(smollm2_dir, tmp_path_factory.mktemp("reward-model"))
 
 
 @pytest.fixture(scope="session")
@@ -52,7 +34,7 @@ def perturbed_dir(smollm2_dir, tmp_path_factory) -> Path:
             if "layers." in name and weight.ndim == 2:
                 weight.add_(torch.randn(weight.shape, generator=generator) * 0.02)
     model.save_pretrained(dst)
-    _copy_tokenizer(smollm2_dir, dst)
+    copy_tokenizer(smollm2_dir, dst)
     return dst
 
 

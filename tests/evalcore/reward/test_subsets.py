@@ -54,7 +54,7 @@ def test_subset_figures_and_the_size_weighted_category():
     margins = [1, 1, 1, -1, 1, 0, -1, 1, None, 1, 1, 1]
     report = reward_report(scored(pairs, margins), files)
     subsets = report["subsets"]["mini"]
-    assert list(subsets) == ["chat-easy", "chat-hard", "refusals-made-up", "math-small"]
+    assert list(subsets) == ["chat-easy", "chat-hard", "math-small", "refusals-made-up"]  # by name
     expected = {"chat-easy": (3, 4), "chat-hard": (1, 3), "refusals-made-up": (1, 1), "math-small": (3, 3)}
     for name, (correct, n) in expected.items():
         figure = subsets[name]
