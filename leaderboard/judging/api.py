@@ -49,8 +49,9 @@ class JudgeScoreSerializer(serializers.Serializer):
     run_id = serializers.IntegerField(allow_null=True, help_text="null for the baseline row")
     baseline = serializers.BooleanField(help_text="the baseline itself: 50% by construction")
     kind = serializers.CharField(required=False, help_text="pairwise, or single (value is a mean grade on 1-10)")
-    value = serializers.FloatField(help_text="LC win rate (percent), or the win rate when LC is not available; "
-                                             "the mean grade for single-answer judges")  # fmt: skip
+    value = serializers.FloatField(allow_null=True,
+                                   help_text="LC win rate (percent), or the win rate when LC is not available; the mean "
+                                             "grade for single-answer judges (null: every grade of that model failed)")  # fmt: skip
     ci_low = serializers.FloatField(allow_null=True)
     ci_high = serializers.FloatField(allow_null=True)
     lc = serializers.BooleanField(help_text="whether value is length-controlled")

@@ -77,8 +77,9 @@ def board_judge_cells() -> tuple[dict | None, dict[int, dict]]:
     return judge, cells
 
 
-def judge_cells(config: JudgeConfig | None) -> dict[int, dict]:
-    """{catalogue model id: cell} for ``config`` (empty when there is none)."""
+def judge_cells(config: JudgeConfig | None, *, keep_unscored: bool = False) -> dict[int, dict]:
+    """{catalogue model id: cell} for ``config`` (empty when there is none); with ``keep_unscored``, a
+    model whose every grade failed keeps its cell (value None) so the judge page can say so."""
     if config is None:
         return {}
     runs = JudgeRun.objects.filter(
@@ -88,6 +89,6 @@ def judge_cells(config: JudgeConfig | None) -> dict[int, dict]:
     cells: dict[int, dict] = {}
     for run in runs:
         cell = judge_cell(run)
-        if cell["value"] is not None:
+        if cell["value"] is not None or keep_unscored:
             cells[run.model_id] = cell
     return cells

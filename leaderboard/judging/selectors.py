@@ -72,7 +72,8 @@ def _protocol_or_error(config: JudgeConfig) -> tuple[JudgeProtocol | None, str]:
 def judge_scores(config: JudgeConfig, viewer=None) -> list[dict]:
     """Every judged model's latest cell under the config's current protocol, best first, with arena rating."""
     hidden = hidden_model_ids(viewer)
-    cells = {k: v for k, v in judge_cells(config).items() if k not in hidden}
+    keep = config.kind == JudgeConfig.Kind.SINGLE  # a model whose every grade failed is listed, unscored
+    cells = {k: v for k, v in judge_cells(config, keep_unscored=keep).items() if k not in hidden}
     names = dict(LanguageModel.objects.filter(pk__in=cells).values_list("pk", "name"))
     snapshot = arena_selectors.snapshot_latest("bt", "overall")
     arena = {r["model"]: r for r in snapshot.rows} if snapshot is not None else {}
@@ -86,12 +87,12 @@ def judge_scores(config: JudgeConfig, viewer=None) -> list[dict]:
                      "ci_high": None, "lc": True, "win_rate": 50.0, "n": len(config.instructions), "config_id": config.pk,
                      "bradley_terry": None, "bradley_terry_style": None, "arena": arena.get(baseline.name), "failed_pairs": 0,
                      "lc_standard_error": None, "standard_error": None, "baseline": True})  # fmt: skip
-    return sorted(rows, key=lambda r: -r["value"])
+    return sorted(rows, key=lambda r: (r["value"] is None, -(r["value"] or 0.0)))
 
 
 def judge_arena_correlation(rows: list[dict]) -> dict:
     """Spearman's rho between judge scores and arena ratings over models that have both, with a bootstrap."""
-    both = [r for r in rows if r["arena"] is not None]
+    both = [r for r in rows if r["arena"] is not None and r["value"] is not None]
     result = spearman_interval([r["value"] for r in both], [r["arena"]["rating"] for r in both],
                                rounds=CORRELATION_ROUNDS, seed=0)  # fmt: skip
     return {"value": result.value, "ci_low": result.ci_low, "ci_high": result.ci_high, "n": result.n,

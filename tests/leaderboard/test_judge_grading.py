@@ -167,6 +167,10 @@ def test_two_turn_questions_graded_in_context_with_given_then_judge_written_refe
     assert written.results["judgments_computed"] == unchanged_failed + 1
     html = client.get(f"/leaderboard/judges/{config.pk}/models/{model.pk}/").content.decode()
     assert "Now make it more formal." in html and "reference-guided: judge" in html
+    # Listed on the judge's page and API even when every grade failed (its score then says so).
+    assert 'data-model="smol"' in client.get(f"/leaderboard/judges/{config.pk}/").content.decode()
+    scores = client.get(f"/api/judges/{config.pk}/").json()["scores"]
+    assert [s["model"] for s in scores] == ["smol"] and scores[0]["value"] == written.results["score"]
 
 
 def test_a_grader_is_audited_against_human_labels_on_each_set(smollm2_dir, eager, client,
