@@ -7,8 +7,8 @@ submission, the same catalogue entry as the greedy arena model, is judged when i
 now if it already has) and an audit on the first 16 labelled LLMBar pairs, which shows how far the
 small judge is from trustworthy (position bias, accuracy near chance). Interrupted runs are sent again.
 
-Also configures ``smollm2-grader``: the same SmolLM2 grading the arena models' answers to the bundled
-two-turn sample questions on MT-Bench's 1-10 scale (inactive: it does not judge new submissions). A
+Also configures ``smollm2-grader``: the same SmolLM2 grading the arena models' answers to two of the
+bundled two-turn sample questions (writing; maths, against its reference) on MT-Bench's 1-10 scale (inactive: it does not judge new submissions). A
 135M judge rarely writes the ``[[n]]`` rating: most of its grades are stored as failed, with its text.
 
 ``--backend vllm`` (``PODIUM_DEMO_BACKEND=vllm make demo``) runs the judge on vLLM, with the engine
@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from arena.models import LanguageModel
+from evalcore.judging.questions import SAMPLE_QUESTIONS, read_questions
 from leaderboard.judging.configs import default_instructions
 from leaderboard.judging.services import (
     judge_audit_request,
@@ -37,6 +38,7 @@ DEMO_INSTRUCTIONS = 8
 DEMO_MAX_NEW_TOKENS = 64
 DEMO_AUDIT_PAIRS = 16
 DEMO_GRADER = "smollm2-grader"
+DEMO_GRADER_CATEGORIES = ("writing", "math")
 
 
 # The same engine arguments as config/arena_models.demo.vllm.yaml: one pool key, one engine.
@@ -84,9 +86,15 @@ class Command(BaseCommand):
         name = DEMO_GRADER if backend == "hf" else f"{DEMO_GRADER}-{backend}"
         config = JudgeConfig.objects.filter(name=name).first()
         if config is None:
+            # Two of the bundled sample's two-turn questions (writing, and maths with its reference): each
+            # grade is up to 512 generated tokens, several seconds each on a CPU worker.
+            sample = [q for q in read_questions(SAMPLE_QUESTIONS) if q.category in DEMO_GRADER_CATEGORIES]
+            items = [{"id": q.question_id, "turns": list(q.turns), "category": q.category, "references": list(q.references)}
+                     if q.references else {"id": q.question_id, "turns": list(q.turns), "category": q.category}
+                     for q in sample]  # fmt: skip
             config = judge_config_save(JudgeConfig(
                 name=name, judge_backend=backend, judge_model_args=BACKEND_ARGS[backend], protocol_name="mt-bench-single",
-                questions_file="sample", max_new_tokens=DEMO_MAX_NEW_TOKENS, active=False,
+                instructions=items, max_new_tokens=DEMO_MAX_NEW_TOKENS, active=False,
             ))  # fmt: skip
         with transaction.atomic():
             queued = [run for model in judge_candidates() if model.in_arena and (run := judge_run_request(config, model))]
