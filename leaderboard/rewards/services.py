@@ -211,11 +211,15 @@ def reward_score_execute(result_id: int) -> None:
 
 
 def reward_score_fail(result_id: int, *, reason: str) -> None:
+    """RUNNING → FAILED with ``reason`` (at most 2,000 characters, PODIUM_MODELS_DIR written ``<models>``)."""
     with transaction.atomic():
         result = RewardModelResult.objects.select_for_update().filter(pk=result_id).first()
         if result is None:
             return
         result.status = RewardStatus.FAILED
+        models_dir = str(settings.PODIUM_MODELS_DIR or "")
+        if models_dir:  # the checkpoint's folder is named, not spelled out (the task redacts the others)
+            reason = reason.replace(models_dir, "<models>")
         result.failure_reason = (reason.strip() or "unknown error")[:2000]
         result.save(update_fields=["status", "failure_reason", "imported_at"])
 

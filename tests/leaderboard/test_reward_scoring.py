@@ -146,6 +146,7 @@ def test_a_model_that_cannot_load_fails_with_the_reason(staff_client, stores, ce
     result = RewardModelResult.objects.get()
     assert result.status == "failed" and result.report == {} and result.accuracy is None
     assert "not a sequence-classification reward model" in result.failure_reason
+    assert str(stores["models"]) not in result.failure_reason and str(stores["root"]) not in result.failure_reason
     assert "rm-small" not in staff_client.get("/leaderboard/rewards/").content.decode()
     assert "SmolLM2" not in staff_client.get("/leaderboard/rewards/").content.decode()
     assert staff_client.get(f"/leaderboard/rewards/{result.pk}/report.json").status_code == 404
