@@ -99,8 +99,8 @@ def rows_public(
 ) -> list[dict]:
     """The rows of a snapshot the public sees under ``filters``, each with its model's description.
 
-    Models not public are never shown (their names, in others' ``tied_with``, are withheld where asked);
-    retired models only with ``filters.retired``. Ranks stay those of the whole fit.
+    Models not public are never shown (nor named in others' ``tied_with``); retired models only with
+    ``filters.retired``. Ranks are among the rows shown (:func:`ranks_among`), as LMArena's.
     """
     withheld = withheld_names(described) if any(d["name_withheld"] for d in described.values()) else {}
     never = {name for name, d in described.items() if not d["public"]}
@@ -124,7 +124,39 @@ def rows_public(
         row = masked(_row_without(row, never), withheld)
         row["about"] = _about(d)
         shown.append(row)
+    if shown and all("rank_ub" in row and "ci_low" in row for row in shown):  # a snapshot's rows (live ones have no ranks)
+        ranks_among(shown, dropped=len(rows) - len(shown))
     return shown
+
+
+def ranks_among(rows: list[dict], *, dropped: int = 0) -> None:
+    """Re-rank ``rows`` (a snapshot's rows as shown, in place) among themselves, as LMArena ranks its
+    table after hiding models (FastChat's ``recompute_final_ranking`` runs on the rows kept):
+    ``rank_ub`` = 1 + the shown models whose interval lies wholly above this one (an open side, None,
+    never does), ``rank`` = 1 + the shown models rated higher; provisional models count in neither and take
+    no rank 1 while a rated model is shown (evalcore.ratings.provisional). ``tied_with_above`` is against
+    the row above in that order. ``rank_ci`` (the fit's bootstrap rank interval over every fitted model)
+    is widened to an outer bound among the shown when ``dropped`` fitted rows are not shown:
+    [max(1, low - dropped), min(high, shown)], holding ``rank_ub`` and ``rank``."""
+    rated = [r for r in rows if not r.get("provisional")] or rows
+    floor = 2 if any(not r.get("provisional") for r in rows) else 1
+    for row in rows:
+        high, rating = row.get("ci_high"), row.get("rating")
+        above = sum(1 for r in rated if r.get("ci_low") is not None and high is not None and r["ci_low"] > high)
+        better = sum(1 for r in rated if rating is not None and r.get("rating") is not None and r["rating"] > rating)
+        row["rank_ub"], row["rank"] = 1 + above, 1 + better
+        if row.get("provisional"):
+            row["rank_ub"], row["rank"] = max(row["rank_ub"], floor), max(row["rank"], floor)
+        interval = row.get("rank_ci")
+        if dropped and isinstance(interval, list) and len(interval) == 2:
+            low = max(1, min(interval[0] - dropped, row["rank_ub"]))
+            low = row["rank_ub"] if row.get("provisional") else low  # as evalcore bounds a provisional one
+            row["rank_ci"] = [low, max(low, row["rank"], min(interval[1], len(rows)))]
+    previous = None
+    for row in sorted(rows, key=lambda r: (r["rank_ub"], -(r.get("rating") or 0.0))):
+        if "tied_with_above" in row:
+            row["tied_with_above"] = previous is not None and previous in (row.get("tied_with") or [])
+        previous = row["model"]
 
 
 def _row_without(row: dict, never: set[str]) -> dict:
@@ -174,12 +206,16 @@ def extra_public(extra: dict, described: dict[str, dict]) -> dict:
 
 def snapshot_public(data: dict, described: dict[str, dict]) -> dict:
     """A snapshot's serialised ``rows``, ``extra`` and ``settings`` as the public may see them (the
-    snapshot API): rows of models not public left out (and out of others' ``tied_with``), the matrices
+    snapshot API): rows of models not public left out (and out of others' ``tied_with``; ranks among
+    the rest, :func:`ranks_among`), the matrices
     through :func:`extra_public`, every withheld name that is left replaced by its stand-in."""
     never = {name for name, d in described.items() if not d["public"]}
     data = dict(data)
     if isinstance(data.get("rows"), list):
-        data["rows"] = [_row_without(r, never) for r in data["rows"] if r.get("model") not in never]
+        rows = [_row_without(r, never) for r in data["rows"] if r.get("model") not in never]
+        if rows and all("rank_ub" in r and "ci_low" in r for r in rows):  # ranked as the board ranks them
+            ranks_among(rows, dropped=len(data["rows"]) - len(rows))
+        data["rows"] = rows
     if "extra" in data:
         data["extra"] = extra_public(data["extra"], described)
     return masked(data, withheld_names(described))

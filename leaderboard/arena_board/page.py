@@ -132,7 +132,7 @@ def arena_board(
     ``snapshot`` is None when no refit has run yet; ``rows`` is empty while there are too few votes.
     ``described`` (the catalogue, :func:`arena.selectors_catalogue.descriptions`) and ``filters`` pick the
     rows shown (:func:`arena.selectors_catalogue.rows_public`): never a model that is not public, retired
-    ones only on request; ranks stay those of the whole fit.
+    ones only on request; ranks are among the rows shown (:func:`arena.selectors_catalogue.ranks_among`).
     """
     described = {} if described is None else described
     board = {
