@@ -7,7 +7,7 @@ import json
 
 from evalcore import csvsafe
 
-FIELDS = ("model", "kind", "category", "accuracy", "ci_low", "ci_high", "n", "correct", "wrong", "tie", "skipped",
+FIELDS = ("model", "kind", "category", "subset", "accuracy", "ci_low", "ci_high", "n", "correct", "wrong", "tie", "skipped",
           "pairs_key", "weights_sha256", "reference_weights_sha256", "beta", "imported_at")  # fmt: skip
 
 

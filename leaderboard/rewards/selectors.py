@@ -44,7 +44,8 @@ def reward_boards() -> list[dict]:
 
 
 def reward_rows() -> list[dict]:
-    """Every figure of every result, one row per (model, category), ``overall`` first: the downloads."""
+    """Every figure of every result, one row per (model, category), ``overall`` first, each category followed
+    by one row per subset (``subset`` set; empty on the other rows): the downloads."""
     rows = []
     for result in _results():
         report = result.report
@@ -52,14 +53,14 @@ def reward_rows() -> list[dict]:
         common = {"model": result.name, "kind": result.kind, "pairs_key": result.pairs_key,
                   "weights_sha256": result.weights_sha256, "reference_weights_sha256": reference.get("weights_sha256", ""),
                   "beta": (report.get("protocol") or {}).get("beta"), "imported_at": result.imported_at.isoformat()}  # fmt: skip
-        for category, figure in [("overall", report["overall"]), *report["categories"].items()]:
-            rows.append(
-                {
-                    **common,
-                    "category": category,
-                    **{("accuracy" if k == "value" else k): figure.get(k) for k in FIGURE_FIELDS},
-                }
-            )
+        subsets = report.get("subsets") or {}
+        figures = [("overall", "", report["overall"])]
+        for category, figure in report["categories"].items():
+            figures.append((category, "", figure))
+            figures += [(category, name, subsets[category][name]) for name in sorted(subsets.get(category, {}))]
+        for category, subset, figure in figures:
+            rows.append({**common, "category": category, "subset": subset,
+                         **{("accuracy" if k == "value" else k): figure.get(k) for k in FIGURE_FIELDS}})  # fmt: skip
     return rows
 
 

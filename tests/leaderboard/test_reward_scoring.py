@@ -108,6 +108,11 @@ def test_admin_scores_a_reward_model_end_to_end(staff_client, stores, celery_eag
     # the page and the report.json link
     board = staff_client.get("/leaderboard/rewards/").content.decode()
     assert "rm-small" in board and "cli-copy" in board and "chat-easy" in board
+    rows = staff_client.get("/leaderboard/rewards/reward-models.json").json()["rows"]
+    mine = [(r["category"], r["subset"], r["n"]) for r in rows if r["model"] == "rm-small"]
+    assert mine == [("overall", "", 12), ("subsets", "", 12), ("subsets", "chat-easy", 4), ("subsets", "chat-hard", 3),
+                    ("subsets", "math-small", 3), ("subsets", "refusals-made-up", 2)]  # fmt: skip
+    assert "subsets,chat-hard," in staff_client.get("/leaderboard/rewards/reward-models.csv").content.decode()
     body = staff_client.get(f"/leaderboard/rewards/{result.pk}/report.json").json()
     assert body["name"] == "rm-small" and body["subsets"] == report["subsets"] and len(body["records"]) == 12
 
