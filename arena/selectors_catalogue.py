@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from django.db.models import Count, Max, Min, Q
+from django.db.models import Count, Max, Min, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 
 from arena.models import Battle, LanguageModel, RatingPoint
 from arena.models_catalogue import stand_in
@@ -292,16 +293,32 @@ def rating_history(name: str, *, method: str = "bt", category: str = "overall") 
     """The model's point in each refit of ``method`` and ``category``, oldest first, with the refit's time,
     vote count and anchor, read from the history that outlives snapshot pruning
     (:mod:`arena.ratings_history`: every refit of the last week, then the last of each UTC day).
-    ``snapshot`` is the id of the snapshot the point came from, which may since have been pruned. A model
+    ``snapshot`` is the id of the snapshot the point came from, which may since have been pruned. ``rank``
+    is among the public models of that refit (the stored rank less the models not public whose closed
+    interval lay wholly above; a provisional one among those, rarely closed, would make it one too good). A model
     the catalogue marks not public (or name-withheld) has no history here."""
     hidden = LanguageModel.objects.filter(name=name).filter(Q(public=False) | Q(name_withheld=True)).exists()
     if hidden:
         return []
-    points = RatingPoint.objects.filter(model=name, method=method, category=category).order_by("at", "snapshot_id")
+    # The stored rank counted every fitted model; the page ranks among public ones, as the board does
+    # (ranks_among): less the models not public whose interval, closed, lay wholly above at that refit.
+    above = (
+        RatingPoint.objects.filter(
+            snapshot_id=OuterRef("snapshot_id"), method=method, category=category, ci_high__isnull=False,
+            ci_low__gt=OuterRef("ci_high"), model__in=LanguageModel.objects.filter(public=False).values("name"),
+        )
+        .order_by().values("snapshot_id").annotate(n=Count("id")).values("n")
+    )  # fmt: skip
+    points = (
+        RatingPoint.objects.filter(model=name, method=method, category=category)
+        .annotate(hidden_above=Coalesce(Subquery(above), 0))
+        .order_by("at", "snapshot_id")
+    )
     return [
         {
             "snapshot": p.snapshot_id, "at": p.at, "votes": p.vote_count, "rating": p.rating, "ci_low": p.ci_low,
-            "ci_high": p.ci_high, "rank": p.rank, "battles": p.battles,
+            "ci_high": p.ci_high, "rank": None if p.rank is None else max(1, p.rank - p.hidden_above),
+            "battles": p.battles,
             "anchor": {"model": p.anchor_model or None, "rating": p.anchor_rating, "applied": p.anchor_applied},
         }  # fmt: skip
         for p in points

@@ -9,9 +9,9 @@ import re
 
 import pytest
 
-from arena.models import LanguageModel, RatingSnapshot
+from arena.models import LanguageModel, RatingPoint, RatingSnapshot
 from arena.ratings import snapshots_refit
-from arena.selectors_catalogue import ranks_among
+from arena.selectors_catalogue import ranks_among, rating_history
 from tests.arena.vote_data import votes_create
 
 
@@ -95,3 +95,12 @@ def test_the_snapshot_api_ranks_without_the_hidden_model(client, arena):
     snapshot = RatingSnapshot.objects.get(method="bt", category="overall")
     rows = client.get(f"/api/snapshots/{snapshot.pk}/").json()["rows"]
     assert {r["model"]: r["rank_ub"] for r in rows} == {"alpha": 1, "beta": 2, "gamma": 3, "delta": 4}
+
+
+def test_the_model_page_history_ranks_among_public_models(client, arena):
+    assert RatingPoint.objects.get(model="alpha", method="bt", category="overall").rank == 2  # as stored
+    assert [p["rank"] for p in rating_history("alpha")] == [1]
+    assert [p["rank"] for p in rating_history("gamma")] == [3]
+    html = client.get("/leaderboard/arena/models/alpha/").content.decode()
+    history = html[html.index('<table class="arena-history">') :]
+    assert re.search(r'<td class="num">1</td><td>', history)
