@@ -112,3 +112,10 @@ def test_the_release_ratings_leave_hidden_models_out_and_the_votes_keep_them_mas
     assert SECRET not in card and "has no rating row" in card
     csv_text = b"".join(client.get("/api/votes.csv").streaming_content).decode()
     assert arena in csv_text and SECRET not in csv_text
+    jsonl = b"".join(client.get("/api/votes.jsonl").streaming_content).decode()
+    assert arena in jsonl and SECRET not in jsonl
+    battles_api = client.get("/api/battles/?limit=500").content.decode()
+    assert arena in battles_api and SECRET not in battles_api
+    for url in ("/api/models/", "/api/models.csv", "/leaderboard/arena/retired/"):
+        text = client.get(url).content.decode()
+        assert SECRET not in text and arena not in text, url
