@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import connection
 
 from arena import selectors as arena_selectors
+from arena.selectors_catalogue import BoardFilters, descriptions, rows_public
 from common.sqltext import text_of
 from evalcore.stats import best_of_k_inflation
 from leaderboard.judging.columns import board_judge_cells, judge_fingerprint_sql
@@ -230,7 +231,9 @@ def _build() -> dict:
     arena_rows = {}
     snapshot = arena_selectors.snapshot_latest("bt", "overall")
     if snapshot is not None:
-        arena_rows = {r["model"]: r for r in snapshot.rows}
+        # Only models shown publicly in the arena lend their rating to a board row (the arena's rule).
+        shown = rows_public(snapshot.rows, descriptions(), BoardFilters(retired=True))
+        arena_rows = {r["model"]: r for r in shown}
     subs = list(
         Submission.objects.filter(status=Submission.Status.FINISHED)
         .order_by("-created_at", "-id")

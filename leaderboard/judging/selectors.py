@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from arena import selectors as arena_selectors
 from arena.models import LanguageModel
+from arena.selectors_catalogue import BoardFilters, descriptions, rows_public
 from evalcore.judging import JudgeProtocol
 from evalcore.stats.rank_correlation import spearman_interval
 from leaderboard.judging.columns import judge_cells
@@ -76,7 +77,8 @@ def judge_scores(config: JudgeConfig, viewer=None) -> list[dict]:
     cells = {k: v for k, v in judge_cells(config, keep_unscored=keep).items() if k not in hidden}
     names = dict(LanguageModel.objects.filter(pk__in=cells).values_list("pk", "name"))
     snapshot = arena_selectors.snapshot_latest("bt", "overall")
-    arena = {r["model"]: r for r in snapshot.rows} if snapshot is not None else {}
+    shown = rows_public(snapshot.rows, descriptions(), BoardFilters(retired=True)) if snapshot is not None else []
+    arena = {r["model"]: r for r in shown}  # a model not shown publicly in the arena has no public rating
     rows = []
     for model_id, cell in cells.items():
         rows.append({**cell, "baseline": False, "model_id": model_id, "model": names[model_id],

@@ -21,6 +21,9 @@ from arena.ratings import snapshots_refit
 from arena.selectors_catalogue import descriptions, extra_public
 from arena.services import battles_moderate
 from arena.services.releases import release_build
+from leaderboard.judging.selectors import judge_scores
+from leaderboard.judging.services import judge_config_save
+from leaderboard.models import JudgeConfig, JudgeRun
 from tests.arena.vote_data import votes_create
 
 pytestmark = pytest.mark.django_db
@@ -119,3 +122,17 @@ def test_the_release_ratings_leave_hidden_models_out_and_the_votes_keep_them_mas
     for url in ("/api/models/", "/api/models.csv", "/leaderboard/arena/retired/"):
         text = client.get(url).content.decode()
         assert SECRET not in text and arena not in text, url
+
+
+def test_judge_scores_lend_no_arena_rating_to_a_hidden_model(arena, tmp_path):
+    """The judge page (and its API) joins arena ratings by name: only models shown publicly lend one."""
+    baseline = LanguageModel.objects.get(name="gamma")
+    config = judge_config_save(JudgeConfig(name="j", judge_backend="hf", judge_model_args={"path": str(tmp_path)},
+                                           protocol_name="alpacaeval-logprob", baseline=baseline))  # fmt: skip
+    for name in ("alpha", UNSHOWN):
+        JudgeRun.objects.create(config=config, model=LanguageModel.objects.get(name=name), status="FINISHED",
+                                protocol_sha256=config.protocol_sha256, instructions_sha256=config.instructions_sha256,
+                                results={"win_rate": 60.0, "n": 12})  # fmt: skip
+    arena_of = {r["model"]: r["arena"] for r in judge_scores(config)}
+    assert arena_of["alpha"] is not None and arena_of["gamma"] is not None
+    assert arena_of[UNSHOWN] is None  # judged (its name is the judge's business), but no arena rating shown
