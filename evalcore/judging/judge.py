@@ -78,7 +78,7 @@ def parse_score(protocol: JudgeProtocol, text: str) -> float:
     verdict = protocol.verdict
     matches = re.findall(verdict.score_regex, text)
     if not matches:
-        raise ValueError(f"the judge's answer contains no score matching {verdict.score_regex!r}")
+        raise ValueError(f"the judge's answer contains no score matching the pattern {verdict.score_regex}")
     score = float(matches[-1])
     if not verdict.score_min <= score <= verdict.score_max:
         raise ValueError(f"score {score:g} is outside [{verdict.score_min:g}, {verdict.score_max:g}]")
