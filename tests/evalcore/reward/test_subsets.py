@@ -60,13 +60,13 @@ def test_subset_figures_and_the_size_weighted_category():
         figure = subsets[name]
         low, high = wilson(correct, n)
         assert figure["n"] == n and figure["correct"] == correct and figure["interval"] == "wilson"
-        assert figure["value"] == pytest.approx(correct / n, abs=1e-12)
-        assert (figure["ci_low"], figure["ci_high"]) == pytest.approx((low, high), abs=1e-9)
+        assert figure["value"] == pytest.approx(correct / n, abs=1e-4)
+        assert (figure["ci_low"], figure["ci_high"]) == pytest.approx((low, high), abs=1e-4)
     assert subsets["chat-hard"]["tie"] == 1 and subsets["refusals-made-up"]["skipped"] == 1
     # the section score, RewardBench's way: (4 * 3/4 + 3 * 1/3 + 1 * 1 + 3 * 1) / 11 = 8 / 11
     category = report["categories"]["mini"]
     by_hand = (4 * 0.75 + 3 * (1 / 3) + 1 * 1.0 + 3 * 1.0) / 11
-    assert weighted_section(subsets) == pytest.approx(by_hand, abs=1e-12) == pytest.approx(8 / 11, abs=1e-12)
+    assert weighted_section(subsets) == pytest.approx(by_hand, abs=1e-4) == pytest.approx(8 / 11, abs=1e-4)
     assert category["value"] == pytest.approx(by_hand, abs=1e-12) and category["n"] == 11
     assert report["category_rule"] == CATEGORY_RULE and "weighted by each subset's number" in CATEGORY_RULE
 
