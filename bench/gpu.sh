@@ -2,9 +2,12 @@
 # The vLLM benches on a CUDA GPU machine, as one prepared script (docs/PERFORMANCE.md, "vLLM").
 #   bash bench/gpu.sh             # installs CUDA vLLM into .venv, runs the benches, writes bench/out/gpu/
 #   bash bench/gpu.sh --dry-run   # checks the machine-independent parts and prints the commands only
+#   GPU_BENCH_PYTHON=python3 bash bench/gpu.sh   # a machine without a registry: an interpreter that
+#       already has CUDA torch and vLLM (and the project's own needs); nothing is installed
 # It runs bench/vllm_bench.py on the GPU: the arena's concurrent battles against the hf backend, the judges'
 # audit workload against a plain transformers loop, and Podium's backend against raw vLLM offline
-# throughput on the same prompts (goal: within 10%). Results: bench/out/gpu/*.json and the log.
+# throughput on the same prompts (goal: within 10%), in one process (one engine start). Results:
+# bench/out/gpu/vllm.json. GPU_BENCH_BATTLES (64) sets the concurrent battles.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DRY_RUN=0
@@ -15,7 +18,7 @@ case "${1:-}" in
 esac
 OUT_DIR="${GPU_BENCH_OUT:-bench/out/gpu}"
 BATTLES="${GPU_BENCH_BATTLES:-64}"
-PY=.venv/bin/python
+PY="${GPU_BENCH_PYTHON:-.venv/bin/python}"
 run() {
   echo "+ $*"
   if [ "$DRY_RUN" = 0 ]; then "$@"; fi
@@ -23,7 +26,12 @@ run() {
 if [ "$DRY_RUN" = 0 ]; then
   command -v nvidia-smi >/dev/null && nvidia-smi -L || { echo "bench/gpu.sh: no NVIDIA GPU answers (nvidia-smi -L)" >&2; exit 1; }
 fi
-run make .venv/.podium-installed .venv/.podium-vllm   # scripts/install_vllm.sh picks the CUDA build here
+if [ -z "${GPU_BENCH_PYTHON:-}" ]; then
+  run make .venv/.podium-installed .venv/.podium-vllm   # scripts/install_vllm.sh picks the CUDA build here
+elif [ "$DRY_RUN" = 0 ]; then
+  "$PY" -c 'import torch, vllm; assert torch.cuda.is_available(), "torch sees no GPU"; print("vllm", vllm.__version__, "torch", torch.__version__)' \
+    || { echo "bench/gpu.sh: GPU_BENCH_PYTHON=$PY cannot import CUDA torch and vllm" >&2; exit 1; }
+fi
 run "$PY" scripts/fetch_smollm2.py
 mkdir -p "$OUT_DIR"
 export PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
@@ -32,7 +40,5 @@ if [ "$DRY_RUN" = 1 ]; then
   # The arguments are checked by the bench itself, without loading anything.
   "$PY" bench/vllm_bench.py --workload all "${args[@]}" --out "$OUT_DIR/vllm.json" --plan
 fi
-run "$PY" bench/vllm_bench.py --workload arena "${args[@]}" --out "$OUT_DIR/arena.json"
-run "$PY" bench/vllm_bench.py --workload judges "${args[@]}" --out "$OUT_DIR/judges.json"
-run "$PY" bench/vllm_bench.py --workload raw "${args[@]}" --out "$OUT_DIR/raw.json"
+run "$PY" bench/vllm_bench.py --workload all "${args[@]}" --out "$OUT_DIR/vllm.json"
 echo "bench/gpu.sh: results in $OUT_DIR"

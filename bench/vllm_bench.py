@@ -151,6 +151,7 @@ def main() -> int:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--kv-cache-gb", type=float, default=1.0, help="vLLM's KV cache on CPU")
+    parser.add_argument("--enforce-eager", action="store_true", help="eager mode on a GPU too (default there: compiled)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "vllm_bench.json"))
     args = parser.parse_args()
     if min(args.battles, args.tokens, args.pairs, args.threads) < 1 or not args.kv_cache_gb > 0:
@@ -173,6 +174,8 @@ def main() -> int:
     rss_after_hf = peak_rss_mb()
     # On a GPU the raw-vLLM workload starts a second engine beside ours: each takes 40% of the card.
     engine_args = {"kv_cache_gb": args.kv_cache_gb} if args.device == "cpu" else {"gpu_memory_utilization": 0.4}
+    if args.enforce_eager:
+        engine_args["enforce_eager"] = True
     started = time.perf_counter()
     vllm = load_backend("vllm", path=args.model, device=args.device, max_num_seqs=max(16, args.battles), **engine_args)
     vllm_load_s = time.perf_counter() - started
@@ -212,6 +215,9 @@ def main() -> int:
         start = time.perf_counter()
         found = vllm.next_token_logprobs(prompts, token_ids)
         vllm_s = time.perf_counter() - start
+        failed = [item for item in found if isinstance(item, Exception)]
+        if failed:  # each judgment carries its own failure; the first one says why
+            raise SystemExit(f"judges: {len(failed)} of {len(found)} judgments failed on vLLM: {failed[0]!r}")
         ours = [1.0 / (1.0 + math.exp(min(b - a, 700.0))) for a, b in found]
         diff = max(abs(a - b) for a, b in zip(plain, ours))
         summary["judges"] = {"judgments": len(prompts), "prompt_tokens": sum(map(len, prompts)),

@@ -49,6 +49,9 @@ from evalcore.models.vllm_engine import EngineLoop, build_engine, engine_lock
 from evalcore.models.vllm_settings import DTYPES, EngineSettings, check_fits, checkpoint_dtype, read_config
 
 MAX_LOGPROB_TOKEN_IDS = 128  # vLLM's bound on SamplingParams.logprob_token_ids
+# vLLM before SamplingParams.num_logprobs (0.20, the CUDA build for torch 2.11, run on an H200 here) returns
+# the logprob_token_ids' values only when ``logprobs`` asks for as many, which max_logprobs (default 20) bounds.
+LEGACY_MAX_LOGPROBS = 20
 
 
 class VLLMBackend(Backend):
@@ -154,6 +157,13 @@ class VLLMBackend(Backend):
         return self.loop.run_all(prompts, params)
 
     @staticmethod
+    def _legacy_logprob_ids() -> bool:
+        """Whether this vLLM needs ``logprobs`` beside ``logprob_token_ids`` (:data:`LEGACY_MAX_LOGPROBS`)."""
+        from vllm import SamplingParams
+
+        return not hasattr(SamplingParams, "num_logprobs")
+
+    @staticmethod
     def _params(**kwargs):
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
@@ -195,8 +205,11 @@ class VLLMBackend(Backend):
         token is the argmax. No prompt log-probabilities, so prefix caching shares few-shot examples and
         a judge's repeated question between requests.
         """
+        legacy = self._legacy_logprob_ids()
         params = [
-            self._params(max_tokens=1, temperature=0.0, logprob_token_ids=ids, detokenize=False) for ids in wanted
+            self._params(max_tokens=1, temperature=0.0, logprob_token_ids=ids, detokenize=False,
+                         **({"logprobs": len(ids)} if legacy else {}))  # fmt: skip
+            for ids in wanted
         ]
         out = []
         for ids, output in zip(wanted, self._run(prompts, params)):
@@ -244,11 +257,12 @@ class VLLMBackend(Backend):
                 longer.append(index)
         if contexts:
             keys, asked = [], []  # a context with more than 128 distinct choices is asked in parts
+            step = LEGACY_MAX_LOGPROBS if self._legacy_logprob_ids() else MAX_LOGPROB_TOKEN_IDS
             for key, owners in contexts.items():
                 ids = sorted({pairs[i][1][0] for i in owners})
-                for k in range(0, len(ids), MAX_LOGPROB_TOKEN_IDS):
+                for k in range(0, len(ids), step):
                     keys.append(key)
-                    asked.append(ids[k : k + MAX_LOGPROB_TOKEN_IDS])
+                    asked.append(ids[k : k + step])
             found: dict[tuple, float] = {}
             argmax: dict[tuple[int, ...], int] = {}
             for key, ids, (values, best) in zip(keys, asked, self._next_token([list(k) for k in keys], asked)):

@@ -22,7 +22,7 @@ def test_the_dry_run_checks_the_bench_arguments_and_prints_every_command(tmp_pat
     lines = done.stdout.splitlines()
     assert any(line.startswith("plan: workload all, 32 battles x 256 tokens") and "on cuda" in line for line in lines)
     runs = [line for line in lines if line.startswith("+ .venv/bin/python bench/vllm_bench.py")]
-    assert [line.split("--workload ")[1].split()[0] for line in runs] == ["arena", "judges", "raw"]
+    assert [line.split("--workload ")[1].split()[0] for line in runs] == ["all"]  # one engine start
     assert all(f"--out {tmp_path}/" in line for line in runs)
     assert "+ make .venv/.podium-installed .venv/.podium-vllm" in lines
 
@@ -36,3 +36,11 @@ def test_a_bad_batch_size_fails_the_dry_run(tmp_path):
 def test_unknown_options_are_refused():
     done = subprocess.run(["bash", str(SCRIPT), "--go-fast"], capture_output=True, text=True, timeout=30)
     assert done.returncode == 2 and "usage: bash bench/gpu.sh [--dry-run]" in done.stderr
+
+
+def test_an_offline_interpreter_installs_nothing(tmp_path):
+    done = subprocess.run(["bash", str(SCRIPT), "--dry-run"], cwd=REPO_ROOT, capture_output=True, text=True,
+                          env=clean_env(GPU_BENCH_OUT=str(tmp_path), GPU_BENCH_PYTHON=".venv/bin/python"), timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert not any(line.startswith("+ make ") for line in done.stdout.splitlines())
+    assert "+ .venv/bin/python bench/vllm_bench.py --workload all" in done.stdout

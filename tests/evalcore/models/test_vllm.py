@@ -129,6 +129,22 @@ def test_next_token_logprobs_equal_the_hf_model_distribution(vllm, hf):
             assert values == pytest.approx(expected, abs=FLOAT32_ATOL)
 
 
+def test_the_request_shape_for_older_vllm_gives_the_same_values(vllm, shared_data, monkeypatch):
+    """vLLM 0.20 (run on a GPU here) returns logprob_token_ids' values only when ``logprobs`` asks for as many,
+    at most 20 ids a request: that shape, sent to this engine, gives the same numbers as the current one."""
+    prompts = [vllm.tok_encode("Is the sky blue? Answer yes or no:"), vllm.tok_encode("1 + 1 =")]
+    wanted = [vllm.tok_encode(" yes")[0], vllm.tok_encode(" no")[0], vllm.tok_encode(" 2")[0]]
+    digits = [LoglikelihoodRequest("2 + 3 =", f" {n}") for n in range(30)]  # 30 one-token choices: 2 requests
+    current = vllm.next_token_logprobs(prompts, wanted), vllm.loglikelihood(digits)
+    monkeypatch.setattr(type(vllm), "_legacy_logprob_ids", staticmethod(lambda: True))
+    legacy = vllm.next_token_logprobs(prompts, wanted), vllm.loglikelihood(digits)
+    for a, b in zip(current[0], legacy[0], strict=True):
+        assert a == pytest.approx(b, abs=1e-6)
+    assert [r.logprob for r in legacy[1]] == pytest.approx([r.logprob for r in current[1]], abs=1e-6)
+    assert [r.is_greedy for r in legacy[1]] == [r.is_greedy for r in current[1]]
+    assert sum(r.is_greedy for r in legacy[1]) == 1
+
+
 def test_a_judges_log_prob_verdicts_equal_the_hf_backend(vllm, hf, shared_data):
     pairs = read_pairs(shared_data / "judges" / "llmbar_natural.json")
     pairs = sorted(pairs, key=lambda p: len(p.question) + len(p.answer_1) + len(p.answer_2))[:2]
