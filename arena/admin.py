@@ -1,6 +1,7 @@
 from django.contrib import admin, messages
 
 from arena.models import LanguageModel, PromptTag, VoteCategorization, VoterFlag
+from arena.ratings_anchor import anchor_refusal_message
 from arena.services.categories import categorizations_retry
 
 
@@ -12,6 +13,23 @@ class LanguageModelAdmin(admin.ModelAdmin):
     list_display = ("name", "organisation", "licence", "open_weights", "in_arena", "public", "retired_at")
     list_filter = ("open_weights", "in_arena", "public")
     search_fields = ("name", "family", "maker", "organisation", "licence")
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        self._anchor_warning(request, obj)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        if request.method == "GET" and object_id:
+            model = self.get_object(request, object_id)
+            if model is not None:
+                self._anchor_warning(request, model)
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def _anchor_warning(self, request, model: LanguageModel) -> None:
+        """The scale's anchor (ARENA_ANCHOR_MODEL) not shown publicly: refits refuse it (arena.ratings_anchor)."""
+        message = anchor_refusal_message(model)
+        if message:
+            self.message_user(request, message, messages.WARNING)
 
 
 @admin.register(VoterFlag)

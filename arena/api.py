@@ -190,7 +190,7 @@ class RatingsSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_notes(self, obj) -> list[str]:
-        return list(obj.extra.get("notes", []))
+        return catalogue.notes_public(list(obj.extra.get("notes", [])), self.context["catalogue"][0])
 
     @extend_schema_field(LiveRatingsSerializer(allow_null=True))
     def get_live(self, obj) -> dict | None:
@@ -200,6 +200,7 @@ class RatingsSerializer(serializers.ModelSerializer):
             return None
         data = LiveRatingsSerializer(live).data
         data["rows"] = catalogue.rows_public(data["rows"], *self.context["catalogue"])
+        data["notes"] = catalogue.notes_public(data["notes"], self.context["catalogue"][0])
         return data
 
     def to_representation(self, instance):
@@ -208,7 +209,7 @@ class RatingsSerializer(serializers.ModelSerializer):
         data = super().to_representation(instance)
         described, filters = self.context["catalogue"]
         data["rows"] = catalogue.rows_public(data["rows"], described, filters)
-        data["scale"] = instance.settings.get("anchor")
+        data["scale"] = catalogue.anchor_public(instance.settings.get("anchor"), described)  # hidden: unnamed
         return catalogue.masked(data, catalogue.withheld_names(described))
 
 
@@ -285,6 +286,7 @@ class LiveRatingsView(APIView):
         data = LiveRatingsSerializer(row).data
         described = catalogue.descriptions()  # models not shown publicly left out, withheld names masked
         data["rows"] = catalogue.rows_public(data["rows"], described, catalogue.BoardFilters(retired=True))
+        data["notes"] = catalogue.notes_public(data["notes"], described)
         return Response(catalogue.masked(data, catalogue.withheld_names(described)))
 
 

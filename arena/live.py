@@ -33,7 +33,7 @@ from django.db.models import Max
 
 from arena import selectors, selectors_categories, vote_filters
 from arena.models import LanguageModel, LiveRating, PairCountBase, Vote
-from arena.ratings_anchor import anchor_configured, anchor_shift, rows_shifted
+from arena.ratings_anchor import anchor_in_force, anchor_shift, rows_shifted
 from evalcore.ratings import Battles, PairCounts, aggregate, fit_bradley_terry
 
 LONG_PROMPT_TOKENS = 500
@@ -372,7 +372,7 @@ def live_refit(*, min_votes: int = 10, min_category_votes: int = 50) -> dict:
     started = time.monotonic()
     live = live_counts()
     now = datetime.now(UTC)
-    anchor = anchor_configured()
+    anchor = anchor_in_force()[0]  # a model not shown publicly is refused, as by the refit
     objects = []
     for category, counts in live.counts.items():
         n = live.votes.get(category, 0)

@@ -12,6 +12,8 @@ methods, their intervals, costs, provisional models and the fallback prior: :mod
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import math
 import time
 from datetime import UTC, datetime
@@ -21,12 +23,14 @@ from django.db import transaction
 
 from arena import live, selectors, selectors_categories, vote_filters
 from arena.models import RatingSnapshot
-from arena.ratings_anchor import anchor_configured, anchor_record
+from arena.ratings_anchor import anchor_in_force, anchor_record, hidden_names
 from arena.ratings_draft import category_battles, snapshots_draft
 from arena.ratings_fits import STYLE_BUDGET, Draft, fit_bt
 from arena.ratings_history import history_record, history_thin
 from evalcore.ratings import BASE_RATING, ELO_PER_LOGIT, STYLE_FEATURES, aggregate
 from evalcore.ratings.provisional import DEFAULT_MIN_BATTLES
+
+log = logging.getLogger(__name__)
 
 KEEP_PER_KEY = 200  # snapshots kept per (method, category); older ones are pruned by each refit
 
@@ -102,7 +106,9 @@ def snapshots_compute(
     out; nothing is written.
     ``resume``: Elo continues the last refit's replays where they match (a verification replays all);
     ``phases`` receives the seconds spent reading and fitting; ``anchor``: ``{"model", "rating"}`` or None
-    (centred) instead of the settings' (a verification uses the one the snapshots recorded)."""
+    (centred) instead of the settings' (a verification uses the one the snapshots recorded); the settings'
+    anchor is refused, and the ratings centred, when its model is not shown publicly
+    (:func:`arena.ratings_anchor.anchor_in_force`)."""
     params = dict(params)
     percentile = float(params.pop("duplicate_percentile", vote_filters.DUPLICATE_PERCENTILE))
     phases = {} if phases is None else phases
@@ -113,13 +119,20 @@ def snapshots_compute(
     phases["read"] = time.monotonic() - mark
     mark = time.monotonic()
     tagged, made_by = selectors_categories.tag_masks(votes)
-    anchor = anchor_configured() if anchor is _CONFIGURED else anchor
+    refused = None
+    if anchor is _CONFIGURED:
+        anchor, refused = anchor_in_force()
+        if refused is not None:
+            log.warning(
+                "ratings refit: the scale's anchor %s (ARENA_ANCHOR_MODEL) is not shown publicly; refused, the "
+                "ratings are centred on a mean of 1000 (%s)", refused["model"], refused["reason"],
+            )  # fmt: skip
     held = None if anchor is None else (anchor["model"], anchor["rating"])  # BT and style fit with it
     drafts = snapshots_draft(votes, **params, elo_states=states, style_starts=starts, tagged=tagged, anchor=held)
     for d in drafts:
         if d.category in made_by:  # the tagger and protocol version behind a tagged category
             d.settings["tags"] = made_by[d.category]
-    drafts_anchor(drafts, anchor)
+    drafts_anchor(drafts, anchor, refused)
     phases["fit"] = time.monotonic() - mark
     return votes, drafts, integrity
 
@@ -132,15 +145,18 @@ def anchors_latest() -> dict[tuple[str, str], dict]:
     return {(ids[pk], category): anchor if isinstance(anchor, dict) else {"model": None} for pk, category, anchor in rows}
 
 
-def drafts_anchor(drafts: list[Draft], anchor: dict | None) -> None:
+def drafts_anchor(drafts: list[Draft], anchor: dict | None, refused: dict | None = None) -> None:
     """Put every snapshot on the anchored scale where it can be (:mod:`arena.ratings_anchor`), recording
-    the anchor (and a change of it) in ``settings["anchor"]``."""
+    the anchor (and a change of it, or a refused one) in ``settings["anchor"]``; notes name no model that
+    is not shown publicly."""
     previous = anchors_latest()
+    hidden = hidden_names()
     for d in drafts:
         fitted = d.settings.pop("anchored_in_fit", False)
         d.rows, d.settings["anchor"], notes = anchor_record(
-            d.rows, anchor, previous.get((d.method, d.category)), anchored_in_fit=fitted
-        )
+            d.rows, anchor, previous.get((d.method, d.category)), anchored_in_fit=fitted, refused=refused,
+            hidden=hidden,
+        )  # fmt: skip
         if d.rows and notes:
             d.extra["notes"] = list(d.extra.get("notes", [])) + notes
 
@@ -160,13 +176,19 @@ def _integrity_record(drafts: list[Draft], integrity: dict, *, rounds, seed, min
     draft = Draft("bt", "overall", len(before), None, None)
     draft.settings["provisional_votes"] = overall.settings["provisional_votes"]
     battles = category_battles(before, np.ones(len(before), dtype=bool))
-    anchor = anchor_configured()
+    anchor = anchor_in_force()[0]
     anchor = None if anchor is None else (anchor["model"], anchor["rating"])
     fit_bt(battles, draft, rounds=rounds, seed=seed, counts=aggregate(battles), anchor=anchor)  # the board's scale
     rows = draft.rows
     overall.extra["before_voter_exclusion"] = {
         "vote_count": len(before), "rows": rows, "notes": draft.extra.get("notes", []),
     }  # fmt: skip
+
+
+def _anchor_fingerprint() -> str:
+    """The anchor in force (or refused) as part of the refit's fingerprint: a digest, since the
+    fingerprint is in every snapshot's public settings and a refused anchor must not be named there."""
+    return hashlib.sha256(repr(anchor_in_force()).encode()).hexdigest()[:16]
 
 
 def snapshots_refit(
@@ -201,7 +223,7 @@ def snapshots_refit(
     started = time.monotonic()
     fingerprint = f"{selectors.votes_counted_fingerprint()}:{rounds}:{seed}:{elo_orders}:{style_budget}:{provisional_votes}"
     fingerprint += f":{selectors_categories.tags_fingerprint()}"
-    fingerprint += f":{duplicate_percentile:g}:{vote_filters.excluded_fingerprint()}:{anchor_configured()}"
+    fingerprint += f":{duplicate_percentile:g}:{vote_filters.excluded_fingerprint()}:{_anchor_fingerprint()}"
     latest = selectors.snapshot_latest("bt", "overall")
     if (
         not force

@@ -8,6 +8,7 @@ through :func:`rows_public`, so the same query gets the same rows on the page an
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -16,6 +17,7 @@ from django.db.models.functions import Coalesce
 
 from arena.models import Battle, LanguageModel, RatingPoint
 from arena.models_catalogue import stand_in
+from arena.ratings_anchor import NOT_PUBLIC
 
 DESCRIPTION_FIELDS = (
     "name", "organisation", "licence", "parameter_count", "open_weights", "knowledge_cutoff", "link",
@@ -181,10 +183,12 @@ def extra_public(extra: dict, described: dict[str, dict]) -> dict:
     Its votes stay in the vote exports (others' ratings are reproduced from them), a withheld name there
     as its stand-in (:func:`arena.models_catalogue.stand_in`).
     """
-    never = {name for name, d in described.items() if not d["public"]}
+    never = _never(described)
     if not never or not isinstance(extra, dict):
         return extra
     out = dict(extra)
+    if "notes" in extra:
+        out["notes"] = notes_public(extra["notes"], described)
     models = extra.get("models")
     if isinstance(models, list):
         keep = [i for i, name in enumerate(models) if name not in never]
@@ -202,14 +206,68 @@ def extra_public(extra: dict, described: dict[str, dict]) -> dict:
     if isinstance(before, dict) and isinstance(before.get("rows"), list):
         rows = [_row_without(r, never) for r in before["rows"] if r.get("model") not in never]
         out["before_voter_exclusion"] = {**before, "rows": rows}
+        if "notes" in before:
+            out["before_voter_exclusion"]["notes"] = notes_public(before["notes"], described)
     return out
+
+
+def _never(described: dict[str, dict]) -> set[str]:
+    return {name for name, d in described.items() if not d["public"]}
+
+
+def anchor_public(anchor, described: dict[str, dict]):
+    """A snapshot's ``settings["anchor"]`` (or a rating point's) as the public may see it: a model not
+    shown publicly (the anchor, the one it ``changed_from``, a ``refused`` one) is never named, not even by
+    a stand-in: its ``model`` is None and ``not_public`` True, its rating kept (what the scale is)."""
+    if not isinstance(anchor, dict):
+        return anchor
+    never = _never(described)
+    out = dict(anchor)
+    for key in ("changed_from", "refused"):
+        if isinstance(out.get(key), dict):
+            out[key] = anchor_public(out[key], described)
+    if out.get("model") is not None and out["model"] in never:
+        out["model"], out["not_public"] = None, True
+    return out
+
+
+def text_public(text: str, never: set[str]) -> str:
+    """``text`` (a note) with every name in ``never`` replaced by "a model not shown publicly" (a whole
+    name only: not inside a longer one)."""
+    for name in sorted(never, key=len, reverse=True):
+        if name and name in text:
+            text = re.sub(rf"(?<![\w./:-]){re.escape(name)}(?![\w/:-]|\.\w)", NOT_PUBLIC, text)
+    return text
+
+
+def notes_public(notes, described: dict[str, dict]) -> list:
+    """A snapshot's or live fit's notes with no model not shown publicly named (older notes may name an
+    anchor hidden since)."""
+    never = _never(described)
+    if not isinstance(notes, list):
+        return []
+    return [text_public(n, never) if isinstance(n, str) and never else n for n in notes]
+
+
+def settings_public(data: dict, described: dict[str, dict]) -> dict:
+    """A snapshot's ``settings`` as the public may see them (the snapshot API, a release's card): the anchor
+    through :func:`anchor_public` (and out of an older refit's fingerprint), withheld names as their
+    stand-ins."""
+    if not isinstance(data, dict):
+        return data
+    data = dict(data)
+    if "anchor" in data:
+        data["anchor"] = anchor_public(data["anchor"], described)
+    if isinstance(data.get("fingerprint"), str):  # an older refit's held the anchor's name
+        data["fingerprint"] = text_public(data["fingerprint"], _never(described))
+    return masked(data, withheld_names(described))
 
 
 def snapshot_public(data: dict, described: dict[str, dict]) -> dict:
     """A snapshot's serialised ``rows``, ``extra`` and ``settings`` as the public may see them (the
     snapshot API): rows of models not public left out (and out of others' ``tied_with``; ranks among
-    the rest, :func:`ranks_among`), the matrices
-    through :func:`extra_public`, every withheld name that is left replaced by its stand-in."""
+    the rest, :func:`ranks_among`), the matrices and notes
+    through :func:`extra_public`, the anchor through :func:`anchor_public`, every withheld name that is left replaced by its stand-in."""
     never = {name for name, d in described.items() if not d["public"]}
     data = dict(data)
     if isinstance(data.get("rows"), list):
@@ -219,6 +277,8 @@ def snapshot_public(data: dict, described: dict[str, dict]) -> dict:
         data["rows"] = rows
     if "extra" in data:
         data["extra"] = extra_public(data["extra"], described)
+    if "settings" in data:
+        data["settings"] = settings_public(data["settings"], described)
     return masked(data, withheld_names(described))
 
 
@@ -296,7 +356,8 @@ def rating_history(name: str, *, method: str = "bt", category: str = "overall") 
     ``snapshot`` is the id of the snapshot the point came from, which may since have been pruned. ``rank``
     is among the public models of that refit (the stored rank less the models not public whose closed
     interval lay wholly above; a provisional one among those, rarely closed, would make it one too good). A model
-    the catalogue marks not public (or name-withheld) has no history here."""
+    the catalogue marks not public (or name-withheld) has no history here, and an anchor not public is
+    not named (``{"model": None, "not_public": True, ...}``, :func:`anchor_public`)."""
     hidden = LanguageModel.objects.filter(name=name).filter(Q(public=False) | Q(name_withheld=True)).exists()
     if hidden:
         return []
@@ -314,12 +375,20 @@ def rating_history(name: str, *, method: str = "bt", category: str = "overall") 
         .annotate(hidden_above=Coalesce(Subquery(above), 0))
         .order_by("at", "snapshot_id")
     )
+    never = set(LanguageModel.objects.filter(public=False).values_list("name", flat=True))
     return [
         {
             "snapshot": p.snapshot_id, "at": p.at, "votes": p.vote_count, "rating": p.rating, "ci_low": p.ci_low,
             "ci_high": p.ci_high, "rank": None if p.rank is None else max(1, p.rank - p.hidden_above),
             "battles": p.battles,
-            "anchor": {"model": p.anchor_model or None, "rating": p.anchor_rating, "applied": p.anchor_applied},
+            "anchor": _point_anchor(p, never),
         }  # fmt: skip
         for p in points
     ]
+
+
+def _point_anchor(point: RatingPoint, never: set[str]) -> dict:
+    anchor = {"model": point.anchor_model or None, "rating": point.anchor_rating, "applied": point.anchor_applied}
+    if anchor["model"] in never:
+        anchor.update(model=None, not_public=True)
+    return anchor

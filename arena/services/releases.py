@@ -36,7 +36,7 @@ from arena.models import BattleHold, DataRelease, RatingSnapshot, Vote
 from arena.models_catalogue import public_name
 from arena.moderation import MODERATION_VERSION
 from arena.redaction import turn_public
-from arena.selectors_catalogue import BoardFilters, descriptions, rows_public
+from arena.selectors_catalogue import BoardFilters, descriptions, rows_public, settings_public
 from arena.services.base import ArenaError
 from evalcore.privacy.redact import REDACTOR_VERSION
 
@@ -211,7 +211,7 @@ def release_build(*, out: Path | None = None) -> DataRelease:
 def _card(version: str, snapshot: RatingSnapshot, counts: dict) -> str:
     held = counts["held_back"]
     held_lines = "\n".join(f"| {key} | {value} |" for key, value in sorted(held.items())) or "| (none) | 0 |"
-    settings_json = json.dumps(snapshot.settings, sort_keys=True)[:2000]
+    settings_json = json.dumps(settings_public(snapshot.settings, descriptions()), sort_keys=True)[:2000]
     rounds = snapshot.settings.get("rounds", 1000)
     seed = snapshot.settings.get("seed", 0)
     created = datetime.now(UTC).isoformat(timespec="seconds")

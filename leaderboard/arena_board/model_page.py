@@ -4,17 +4,20 @@ retired and unreleased models: plain data for the templates, read from arena's s
 from __future__ import annotations
 
 from arena import selectors as arena_selectors
+from arena.ratings_anchor import NOT_PUBLIC
 from arena.selectors_catalogue import descriptions, rating_history, retirements_public
 from leaderboard.arena_board.charts import history_figure
 from leaderboard.arena_board.page import METHODS, category_label
 
 
 def _anchor_label(anchor: dict | None) -> str:
-    if not anchor or not anchor.get("model"):
+    """A point's scale; an anchor not shown publicly is not named (rating_history marks it ``not_public``)."""
+    if not anchor or not (anchor.get("model") or anchor.get("not_public")):
         return "centred (mean 1000)"
+    name = NOT_PUBLIC if anchor.get("not_public") else anchor["model"]
     if not anchor.get("applied"):
-        return f"centred until {anchor['model']} has votes"
-    return f"{anchor['model']} at {anchor['rating']:g}"
+        return f"centred until {name} has votes"
+    return f"{name} at {anchor['rating']:g}"
 
 
 def arena_model_page(name: str, *, method: str, category: str) -> dict | None:

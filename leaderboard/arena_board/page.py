@@ -17,7 +17,16 @@ from django.utils.safestring import mark_safe
 from arena import selectors as arena_selectors
 from arena.categories import category_label as arena_category_label
 from arena.models import RatingSnapshot
-from arena.selectors_catalogue import BoardFilters, descriptions, extra_public, filter_choices, rows_public
+from arena.ratings_anchor import NOT_PUBLIC
+from arena.selectors_catalogue import (
+    BoardFilters,
+    anchor_public,
+    descriptions,
+    extra_public,
+    filter_choices,
+    notes_public,
+    rows_public,
+)
 from leaderboard.arena_board.category_board import (
     categories_counted,
     category_check,
@@ -104,14 +113,24 @@ def before_after_rows(snapshot_rows: list[dict], before: dict | None) -> dict | 
 
 
 def scale_sentence(anchor: dict | None) -> str:
-    """What the numbers are relative to (arena.ratings_anchor)."""
-    if not anchor or not anchor.get("model"):
+    """What the numbers are relative to (arena.ratings_anchor), from ``settings["anchor"]`` as the public
+    sees it (:func:`arena.selectors_catalogue.anchor_public`: a model not shown publicly is not named)."""
+    if anchor and anchor.get("refused"):
+        return (
+            f"Ratings are centred on a mean of 1000: the configured anchor is {NOT_PUBLIC}, so it is not used "
+            f"(held at {anchor['refused']['rating']:g}, every rating here would be its distance to that model, "
+            "publishing its rating)."
+        )
+    if not anchor or not (anchor.get("model") or anchor.get("not_public")):
         return "Ratings are centred on a mean of 1000."
+    name = NOT_PUBLIC if anchor.get("not_public") else anchor["model"]
     if anchor.get("applied"):
         relative = " (in every bootstrap round: the others' intervals are relative to it)" if anchor.get("intervals") else ""
-        return f"Ratings are anchored: {anchor['model']} is held at {anchor['rating']:g}{relative}."
+        if anchor.get("not_public"):
+            return f"Ratings are anchored to {NOT_PUBLIC}, held at {anchor['rating']:g}{relative}."
+        return f"Ratings are anchored: {name} is held at {anchor['rating']:g}{relative}."
     return (
-        f"Ratings are centred on a mean of 1000 until the anchor model, {anchor['model']}, has votes here "
+        f"Ratings are centred on a mean of 1000 until the anchor model, {name}, has votes here "
         f"(it will then be held at {anchor['rating']:g})."
     )
 
@@ -174,8 +193,8 @@ def arena_board(
         rated=len(everyone),
         retired_hidden=0 if filters.retired else sum(1 for r in everyone if r["about"].get("retired_at")),
         choices=filter_choices(snapshot.rows, described),
-        scale=scale_sentence(settings.get("anchor")),
-        notes=list(snapshot.extra.get("notes", [])),
+        scale=scale_sentence(anchor_public(settings.get("anchor"), described)),
+        notes=notes_public(list(snapshot.extra.get("notes", [])), described),
         coefficients=snapshot.extra.get("coefficients", []),
         elo_note=ELO_NOTE.format(
             k=(elo.settings.get("k", 4.0) if elo else 4.0),
@@ -281,7 +300,8 @@ def arena_live_html(*, category: str, page: dict, now: datetime) -> str:
             return ""
         shown = rows_public(row.rows, page.get("described", {}), page.get("filters", BoardFilters()))
         rows = live_rows(shown, page.get("intervals", {}))
-        table = render_to_string("leaderboard/_arena_live_table.html", {"rows": rows, "notes": row.notes})
+        notes = notes_public(list(row.notes or []), page.get("described", {}))
+        table = render_to_string("leaderboard/_arena_live_table.html", {"rows": rows, "notes": notes})
         with _LOCK:
             _LIVE_TABLES[key] = table
             while len(_LIVE_TABLES) > _RENDERED_SIZE:
