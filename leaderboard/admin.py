@@ -66,7 +66,8 @@ class SubmissionAdmin(admin.ModelAdmin):
     search_fields = ("model_name", "owner__username", "weight_sha256", "base_model")
     readonly_fields = ("owner", "language_model", "weight_sha256", "parameter_count", "total_bytes", "storage_path",
                        "source", "architecture", "status", "failure_reason", "log_tail", "progress", "attempts", "heartbeat_at",
-                       "created_at", "started_at", "finished_at", "review_state", "review_page")  # fmt: skip
+                       "created_at", "started_at", "finished_at", "review_state", "review_page",
+                       "superseded_by")  # fmt: skip
     inlines = [ReviewActionInline]
     actions = ["requeue"]
 

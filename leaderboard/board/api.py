@@ -64,13 +64,17 @@ class SubmissionSerializer(serializers.ModelSerializer):
     id = serializers.CharField(source="public_id", help_text="The public id: /api/submissions/{id}/, scores' and runs' `submission`")
     language_model = serializers.CharField(source="language_model.name")
     hidden = serializers.SerializerMethodField()
+    superseded_by = serializers.CharField(
+        source="superseded_by.public_id", default=None, allow_null=True,
+        help_text="An endpoint evaluation re-run since: the later run's id (its scores are on the board), else null",
+    )  # fmt: skip
 
     class Meta:
         model = Submission
         fields = [
             "id", "model_name", "language_model", "model_type", "base_model", "licence", "precision",
             "parameter_count", "architecture", "weight_sha256", "source", "apply_chat_template", "created_at",
-            "finished_at", "hidden",
+            "finished_at", "hidden", "superseded_by",
         ]  # fmt: skip
         read_only_fields = fields
 

@@ -2,7 +2,8 @@
 
 An arena model evaluated through its endpoint is a submission of its own catalogue entry (source
 ``endpoint``): its row carries its scores beside its arena rating and judge score, marked "endpoint"
-in the type and precision columns (its parameter count only where the catalogue knows it).
+in the type and precision columns (its parameter count only where the catalogue knows it). Re-run,
+the run that finished last is the row: an earlier one (``superseded_by`` set) is not on the board.
 
 The whole set (every finished submission with its benchmark cells, arena rating and "best of K"
 badge) is built from three queries and kept per process, keyed by a fingerprint of what it reads
@@ -69,7 +70,8 @@ def _fingerprint_sql() -> str:
     states = [
         f"coalesce(sum(id) FILTER (WHERE review_state = '{state}'), 0)" for state in Submission.Review.values
     ]
-    submissions = text_of("count(id)", "coalesce(sum(id), 0)", "coalesce(sum(id) FILTER (WHERE private), 0)", *states)
+    submissions = text_of("count(id)", "coalesce(sum(id), 0)", "coalesce(sum(id) FILTER (WHERE private), 0)", *states,
+                          "coalesce(sum(id) FILTER (WHERE superseded_by_id IS NOT NULL), 0)")  # fmt: skip
     scores = text_of("count(id)", "coalesce(sum(id), 0)", "max(updated_at)")
     scans = text_of("count(r.id)", "coalesce(sum(r.id), 0)", "coalesce(sum(r.flagged), 0)", "max(s.finished_at)")
     return (
@@ -235,7 +237,7 @@ def _build() -> dict:
         shown = rows_public(snapshot.rows, descriptions(), BoardFilters(retired=True))
         arena_rows = {r["model"]: r for r in shown}
     subs = list(
-        Submission.objects.filter(status=Submission.Status.FINISHED)
+        Submission.objects.filter(status=Submission.Status.FINISHED, superseded_by__isnull=True)  # re-run since
         .order_by("-created_at", "-id")
         .values(
             "id",

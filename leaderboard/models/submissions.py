@@ -78,6 +78,8 @@ class Submission(models.Model):
     Or (``source`` ``endpoint``) an arena model evaluated through the endpoint that serves it, requested
     by staff from the admin: no files, so no weights hash, folder or byte count; ``endpoint`` holds the
     backend and arguments it was run with, frozen when it was requested (keys are only named, never held).
+    Staff may re-run a finished one: a new submission, which on finishing sets the old one's
+    ``superseded_by`` (its scores leave the board row; its runs and protocols stay recorded).
     """
 
     ModelType = ModelType
@@ -140,6 +142,11 @@ class Submission(models.Model):
     )
     review_state = models.CharField(max_length=16, choices=Review.choices, default=Review.NONE)
     review_reason = models.CharField(max_length=300, blank=True, help_text="Why it was flagged.")
+    superseded_by = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="supersedes",
+        help_text="An endpoint evaluation re-run since: the later run's scores replaced these on the board "
+        "(this one stays recorded, with its runs and protocols).",
+    )  # fmt: skip
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -180,10 +187,19 @@ class Submission(models.Model):
                 fields=["weight_sha256"], condition=~Q(status="FAILED") & ~Q(source=ENDPOINT),
                 name="submission_unique_live_weights",
             ),
-            # One live endpoint evaluation per arena model (a second click while one is queued adds none).
+            # One live endpoint evaluation per arena model (a second click while one is queued adds none) ...
             models.UniqueConstraint(
-                fields=["language_model"], condition=Q(source=ENDPOINT) & ~Q(status="FAILED"),
+                fields=["language_model"], condition=Q(source=ENDPOINT, status__in=["PENDING", "RUNNING"]),
                 name="submission_one_live_endpoint_run",
+            ),
+            # ... and one current finished one (its scores on the board); a re-run supersedes it as it finishes.
+            models.UniqueConstraint(
+                fields=["language_model"], condition=Q(source=ENDPOINT, status="FINISHED", superseded_by__isnull=True),
+                name="submission_one_current_endpoint_run",
+            ),
+            models.CheckConstraint(
+                condition=Q(superseded_by__isnull=True) | Q(source=ENDPOINT, status="FINISHED"),
+                name="submission_superseded_only_finished_endpoint",
             ),
         ]
 

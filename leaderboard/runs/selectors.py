@@ -365,7 +365,7 @@ def submissions_queryset(
     """Finished submissions with at least one visible run (the API's list of models)."""
     qs = Submission.objects.filter(
         status=Submission.Status.FINISHED, pk__in=runs_visible(viewer).values("submission_id")
-    ).select_related("language_model")
+    ).select_related("language_model", "superseded_by")
     if model_type:
         qs = qs.filter(model_type=model_type)
     if search:

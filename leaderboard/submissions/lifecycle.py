@@ -101,8 +101,15 @@ def submission_progress(submission_id: int, progress: dict) -> None:
 
 
 def submission_finish(submission_id: int, *, log_tail: str = "") -> None:
+    """RUNNING → FINISHED. A re-run of an arena model's endpoint evaluation supersedes the model's
+    current one in the same transaction: its scores replace the old ones on the board row."""
     with transaction.atomic():
         submission = Submission.objects.select_for_update().get(pk=submission_id)
+        if submission.is_endpoint:
+            Submission.objects.filter(
+                language_model_id=submission.language_model_id, source=Submission.Source.ENDPOINT,
+                status=Submission.Status.FINISHED, superseded_by__isnull=True,
+            ).exclude(pk=submission.pk).update(superseded_by=submission)  # fmt: skip
         submission.status = Submission.Status.FINISHED
         submission.finished_at = timezone.now()
         submission.failure_reason = ""

@@ -302,6 +302,13 @@ def submission_requeue(submission: Submission) -> Submission:
         locked = Submission.objects.select_for_update().get(pk=submission.pk)
         if locked.status != Submission.Status.FAILED:
             raise ValidationError(f"Only failed submissions can be requeued; this one is {locked.status}.")
+        later = locked.is_endpoint and Submission.objects.filter(
+            language_model_id=locked.language_model_id, source=Submission.Source.ENDPOINT,
+            status=Submission.Status.FINISHED, pk__gt=locked.pk,
+        ).exists()  # fmt: skip
+        if later:  # it would resume an old attempt over the newer scores
+            raise ValidationError("A later evaluation of this model through its endpoint finished since: "
+                                  "re-run it from the model (Admin › Language models) instead.")  # fmt: skip
         locked.status = Submission.Status.PENDING
         locked.failure_reason = ""
         locked.progress = {}
@@ -363,7 +370,14 @@ def endpoint_spec(model: LanguageModel) -> dict:
     return {"backend": ENDPOINT_BACKEND, "args": args}
 
 
-def endpoint_evaluation_request(*, model: LanguageModel, requested_by) -> tuple[Submission, bool]:
+def endpoint_evaluation_current(model: LanguageModel) -> Submission | None:
+    """``model``'s finished endpoint evaluation whose scores are on its board row (None: there is none)."""
+    return Submission.objects.filter(language_model=model, source=Submission.Source.ENDPOINT,
+                                     status=Submission.Status.FINISHED, superseded_by__isnull=True).first()  # fmt: skip
+
+
+def endpoint_evaluation_request(*, model: LanguageModel, requested_by,
+                                rerun_of: int | None = None) -> tuple[Submission, bool]:  # fmt: skip
     """Queue the benchmark suite on arena ``model`` through its endpoint (staff only): (submission, created).
 
     A weightless submission (source ``endpoint``) of the model's own catalogue entry, so its scores land
@@ -371,30 +385,38 @@ def endpoint_evaluation_request(*, model: LanguageModel, requested_by) -> tuple[
     worker like any submission. One is queued or running: that one is returned, nothing sent (two
     clicks at once are kept apart by a lock and a unique constraint). The last one failed with the same
     endpoint: it is requeued (tasks it finished are kept). Refused (ValidationError): a model without an
-    endpoint, one already evaluated, one whose checkpoint was submitted (it has its row already).
+    endpoint, one whose checkpoint was submitted (it has its row already), and one already evaluated
+    unless ``rerun_of`` names its current evaluation (staff confirmed replacing that one; a confirmation
+    overtaken by another re-run is refused): then a new submission runs the current suite afresh, and when it
+    finishes its scores replace the old ones on the board row (:func:`submission_finish` sets the old
+    one's ``superseded_by``; its runs and protocols stay recorded). Until then, or if it fails, the old
+    scores stay.
     """
     if not (requested_by.is_authenticated and requested_by.is_staff):
         raise PermissionDenied("Only staff can evaluate an arena model.")
     spec = endpoint_spec(model)
     with transaction.atomic():
         LanguageModel.objects.select_for_update().filter(pk=model.pk).first()  # one request per model at a time
-        theirs = Submission.objects.filter(language_model=model).exclude(status=Submission.Status.FAILED)
-        live = theirs.filter(source=Submission.Source.ENDPOINT).first()
-        if live is not None and live.is_active:
-            return live, False
+        mine = Submission.objects.filter(language_model=model, source=Submission.Source.ENDPOINT)
+        live = mine.filter(status__in=Submission.ACTIVE).first()
         if live is not None:
-            raise ValidationError(f"{model.name} was already evaluated through its endpoint ({live.get_status_display().lower()}"
-                                  f" {live.finished_at:%Y-%m-%d %H:%M}): its scores are on the board.")  # fmt: skip
-        checkpoint = theirs.first()
+            return live, False
+        current = endpoint_evaluation_current(model)
+        if current is not None and current.pk != rerun_of:
+            raise ValidationError(f"{model.name} was already evaluated through its endpoint ({current.get_status_display().lower()}"
+                                  f" {current.finished_at:%Y-%m-%d %H:%M}): its scores are on the board. Re-run it "
+                                  "(confirm) to replace them.")  # fmt: skip
+        checkpoint = (
+            Submission.objects.filter(language_model=model).exclude(source=Submission.Source.ENDPOINT)
+            .exclude(status=Submission.Status.FAILED).first()
+        )  # fmt: skip
         if checkpoint is not None:
             raise ValidationError(f"{model.name}'s checkpoint was submitted ({checkpoint}): its board row already "
                                   "carries the arena rating; evaluate that, not the endpoint.")  # fmt: skip
-        failed = (
-            Submission.objects.filter(language_model=model, source=Submission.Source.ENDPOINT, endpoint=spec,
-                                      status=Submission.Status.FAILED)
-            .order_by("-id")
-            .first()
-        )
+        failed = mine.filter(endpoint=spec, status=Submission.Status.FAILED)
+        if current is not None:  # a re-run resumes only a re-run that failed, never an attempt from before
+            failed = failed.filter(pk__gt=current.pk)
+        failed = failed.order_by("-id").first()
         if failed is not None:  # the same endpoint failed before (unreachable?): run it again, resuming
             return submission_requeue(failed), True
         submission = Submission(
@@ -406,5 +428,6 @@ def endpoint_evaluation_request(*, model: LanguageModel, requested_by) -> tuple[
         submission.full_clean()
         submission.save()
         submission_enqueue(submission)
-    log.info("endpoint evaluation %s of %s queued by %s", submission.pk, model.name, requested_by.pk)
+    log.info("endpoint evaluation %s of %s queued by %s%s", submission.pk, model.name, requested_by.pk,
+             f" (re-run of {current.pk})" if current is not None else "")  # fmt: skip
     return submission, True
