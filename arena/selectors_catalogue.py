@@ -103,7 +103,8 @@ def rows_public(
     """The rows of a snapshot the public sees under ``filters``, each with its model's description.
 
     Models not public are never shown (nor named in others' ``tied_with``); retired models only with
-    ``filters.retired``. Ranks are among the rows shown (:func:`ranks_among`), as LMArena's.
+    ``filters.retired``. Ranks are among the rows shown (:func:`ranks_among`), as LMArena's, and a row's
+    ``tied_with`` names only rows shown.
     """
     withheld = withheld_names(described) if any(d["name_withheld"] for d in described.values()) else {}
     never = {name for name, d in described.items() if not d["public"]}
@@ -127,6 +128,10 @@ def rows_public(
         row = masked(_row_without(row, never), withheld)
         row["about"] = _about(d)
         shown.append(row)
+    names = {row["model"] for row in shown}
+    for row in shown:  # "tied with" names only rows on the page: not a retired model hidden, nor one filtered out
+        if isinstance(row.get("tied_with"), list):
+            row["tied_with"] = [name for name in row["tied_with"] if name in names]
     if shown and all("rank_ub" in row and "ci_low" in row for row in shown):  # a snapshot's rows (live ones have no ranks)
         ranks_among(shown, dropped=len(rows) - len(shown))
     return shown

@@ -104,3 +104,22 @@ def test_the_model_page_history_ranks_among_public_models(client, arena):
     html = client.get("/leaderboard/arena/models/alpha/").content.decode()
     history = html[html.index('<table class="arena-history">') :]
     assert re.search(r'<td class="num">1</td><td>', history)
+
+
+def test_tied_with_names_only_the_models_shown(client, db):
+    """A retired model hidden by default, or one a filter leaves out, is not named in "tied with" beside a
+    row (the walk-through saw "tied with smollm2-135m-t0.9" after that model was retired and hidden)."""
+    votes_create({"alpha": 0.0, "beta": 0.05, "gamma": -0.05}, 240, seed=3, tie_rate=0.1)
+    LanguageModel.objects.filter(name="beta").update(retired_at="2026-11-01T00:00:00Z", retired_reason="superseded")
+    LanguageModel.objects.filter(name="gamma").update(organisation="Acme")
+    snapshots_refit(rounds=20, seed=1, min_votes=1)
+    fitted = {r["model"]: r["tied_with"] for r in RatingSnapshot.objects.get(method="bt", category="overall").rows}
+    assert "beta" in fitted["alpha"] and "gamma" in fitted["alpha"]  # the fit: all three overlap
+    for query, hidden in (("", "beta"), ("?retired=yes&organisation=Acme", "alpha")):
+        rows = client.get(f"/api/ratings/{query}").json()["rows"]
+        assert rows and all(hidden not in r["tied_with"] for r in rows)
+        html = client.get(f"/leaderboard/arena/{query}").content.decode()
+        table = html[html.index('<table class="arena-board">') :]
+        assert f"tied with {hidden}" not in table and f", {hidden}" not in table
+    rows = client.get("/api/ratings/?retired=yes").json()["rows"]
+    assert "beta" in {name for r in rows for name in r["tied_with"]}  # shown: named again
