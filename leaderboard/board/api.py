@@ -109,6 +109,9 @@ class RunSerializer(serializers.ModelSerializer):
     model = serializers.CharField(source="submission.model_name")
     suite = serializers.CharField(source="suite.name")
     suite_version = serializers.IntegerField(source="suite.version")
+    protocol = serializers.SerializerMethodField(
+        help_text="What produced the numbers; an endpoint's address only for staff (else \"(address withheld)\")"
+    )
 
     class Meta:
         model = EvaluationRun
@@ -117,6 +120,11 @@ class RunSerializer(serializers.ModelSerializer):
             "config_sha256", "code_version", "wall_time_s", "created_at", "finished_at",
         ]  # fmt: skip
         read_only_fields = fields
+
+
+    def get_protocol(self, obj) -> dict:
+        request = self.context.get("request")
+        return obj.submission.endpoint_withheld(obj.protocol, getattr(request, "user", None))
 
 
 class SampleSerializer(serializers.ModelSerializer):

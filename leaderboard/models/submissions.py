@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models import Q
 
 from arena.models import BattleHold, LanguageModel, Vote, VoterFlag
+from common.urls import addresses_withheld
 
 
 class ModelType(models.TextChoices):
@@ -213,6 +214,15 @@ class Submission(models.Model):
     @property
     def is_endpoint(self) -> bool:
         return self.source == Source.ENDPOINT
+
+    def endpoint_withheld(self, value, viewer):
+        """``value`` (protocol, reason, progress: text or JSON) as ``viewer`` may read it: staff see the
+        endpoint's address (credential-stripped), everyone else that an endpoint was used, not where
+        (it can name internal hosts): each mention of its host reads "(address withheld)"."""
+        if not self.is_endpoint or getattr(viewer, "is_staff", False):
+            return value
+        url = (self.endpoint or {}).get("args", {}).get("base_url")
+        return addresses_withheld(value, [url] if isinstance(url, str) else [])
 
 
 class ReviewKind(models.TextChoices):

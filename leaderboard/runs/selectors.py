@@ -76,9 +76,10 @@ def run_headline_metric(run: EvaluationRun) -> str | None:
     return headline_metric(run.task, tuple(Score.objects.filter(run=run).values_list("metric", flat=True)))
 
 
-def run_protocol(run: EvaluationRun, *, doc_id: int | None = None) -> dict:
-    """What produced the run's numbers: protocol, versions, model identity, one document's exact prompt."""
-    protocol = run.protocol or {}
+def run_protocol(run: EvaluationRun, *, doc_id: int | None = None, viewer=None) -> dict:
+    """What produced the run's numbers: protocol, versions, model identity, one document's exact prompt.
+    An endpoint's address only for staff (:meth:`Submission.endpoint_withheld`)."""
+    protocol = run.submission.endpoint_withheld(run.protocol or {}, viewer)
     record = (
         SampleRecord.objects.filter(run=run, doc_id=doc_id if doc_id is not None else 0)
         .values_list("doc_id", "payload")

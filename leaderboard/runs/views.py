@@ -44,7 +44,7 @@ def run_protocol(request, run_id: int):
     form, errors = query_validate(request, ProtocolForm)
     if errors:
         return query_bad(request, "leaderboard/protocol.html", errors, run=run)
-    context = selectors_runs.run_protocol(run, doc_id=form.cleaned_data["doc"])
+    context = selectors_runs.run_protocol(run, doc_id=form.cleaned_data["doc"], viewer=request.user)
     context["integrity"] = integrity.submission_integrity(run.submission, staff=request.user.is_staff, task=run.task)
     return render(request, "leaderboard/protocol.html", context)
 

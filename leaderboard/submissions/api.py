@@ -184,10 +184,10 @@ class SubmissionDetail(APIView):
     def get(self, request, public_id: str):
         submission = selectors.submission_visible(request.user, public_id)
         if submission is not None:
-            state = selectors.submission_status(submission)
+            state = selectors.submission_status(submission, request.user)
             if not (request.user.is_authenticated and submission.owner_id == request.user.pk):
                 state.pop("log_tail", None)
-            return Response({**state, "results": selectors.submission_results(submission)})
+            return Response({**state, "results": selectors.submission_results(submission, request.user)})
         draft = selectors.draft_for_owner(request.user, public_id)
         if draft is None:
             raise NotFound("No such submission.")

@@ -28,9 +28,9 @@ def submission_note(submission: Submission) -> str:
     return "Queued: waiting for a free evaluation worker."
 
 
-def submission_status(submission: Submission) -> dict:
-    """What the "my submissions" page polls."""
-    return {
+def submission_status(submission: Submission, viewer=None) -> dict:
+    """What the "my submissions" page polls (an endpoint's address only for staff)."""
+    return submission.endpoint_withheld({
         "id": submission.public_id,
         "status": submission.status,
         "note": submission_note(submission),
@@ -40,7 +40,7 @@ def submission_status(submission: Submission) -> dict:
         "log_tail": submission.log_tail if submission.status == Submission.Status.FAILED else "",
         "started_at": submission.started_at.isoformat() if submission.started_at else None,
         "finished_at": submission.finished_at.isoformat() if submission.finished_at else None,
-    }
+    }, viewer)  # fmt: skip
 
 
 def submission_visible(viewer, public_id: str) -> Submission | None:
@@ -69,14 +69,19 @@ def _visible(viewer, submission: Submission | None) -> Submission | None:
     return submission
 
 
-def submission_results(submission: Submission) -> list[dict]:
-    """Per task: its run, protocol summary and scores (with intervals), newest suite first."""
+def submission_results(submission: Submission, viewer=None) -> list[dict]:
+    """Per task: its run, protocol summary and scores (with intervals), newest suite first (an
+    endpoint's address only for staff: :meth:`Submission.endpoint_withheld`)."""
     runs = (
         EvaluationRun.objects.filter(submission=submission)
         .select_related("suite")
         .prefetch_related(Prefetch("scores", queryset=Score.objects.order_by("metric")))
         .order_by("-suite__version", "task")
     )
+
+    def withheld(value):
+        return submission.endpoint_withheld(value, viewer)
+
     return [
         {
             "task": run.task,
@@ -86,8 +91,8 @@ def submission_results(submission: Submission) -> list[dict]:
             "n_docs": run.protocol.get("n_docs"),
             "config_sha256": run.config_sha256,
             "wall_time_s": run.wall_time_s,
-            "skipped": run.protocol.get("skipped", "") if run.status == EvaluationRun.Status.SKIPPED else "",
-            "endpoint": run.protocol.get("endpoint"),
+            "skipped": withheld(run.protocol.get("skipped", "")) if run.status == EvaluationRun.Status.SKIPPED else "",
+            "endpoint": withheld(run.protocol.get("endpoint")),
             "decoding": run.protocol.get("decoding"),
             "scores": [
                 {

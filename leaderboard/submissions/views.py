@@ -94,7 +94,7 @@ def _submit(request, handler: SizeLimitHandler):
 @read_only
 def submissions(request):
     """``/leaderboard/submissions/``: the owner's submissions, polled while any is active."""
-    rows = [(s, selectors.submission_status(s)) for s in selectors.submissions_for_owner(request.user)]
+    rows = [(s, selectors.submission_status(s, request.user)) for s in selectors.submissions_for_owner(request.user)]
     return render(request, "leaderboard/submissions.html", {"rows": rows})
 
 
@@ -105,7 +105,7 @@ def submission_status(request, public_id: str):
     submission = selectors.submission_for_owner(request.user, public_id)
     if submission is None:
         raise Http404("no such submission")
-    return JsonResponse(selectors.submission_status(submission))
+    return JsonResponse(selectors.submission_status(submission, request.user))
 
 
 @login_required
@@ -128,7 +128,7 @@ def submission_detail(request, public_id: str):
     submission = selectors.submission_visible(request.user, public_id)
     if submission is None:
         raise Http404("no such submission")
-    context = {"submission": submission, "results": selectors.submission_results(submission),
+    context = {"submission": submission, "results": selectors.submission_results(submission, request.user),
                "review_log": selectors_review.submission_review_log(submission, with_admins=request.user.is_staff),
                "integrity": integrity.submission_integrity(submission, staff=request.user.is_staff)}  # fmt: skip
     return render(request, "leaderboard/submission.html", context)

@@ -124,6 +124,12 @@ def test_admin_evaluates_an_endpoint_model_onto_its_board_row(client, staff, eag
     assert api["source"] == "endpoint" and api["weight_sha256"] == "" and api["precision"] == ""
     detail = client.get(f"/api/submissions/{submission.public_id}/").json()
     assert {r["task"]: r["endpoint"]["url"] for r in detail["results"]} == {"gsm8k": url, "mmlu_cloze_abstract_algebra": url}
+    client.logout()  # the public reads that an endpoint was used, not where (tests/leaderboard/test_endpoint_address.py)
+    for page in (f"/leaderboard/runs/{gsm8k.pk}/", f"/leaderboard/submissions/{submission.public_id}/",
+                 f"/api/runs/{gsm8k.pk}/", f"/api/submissions/{submission.public_id}/"):  # fmt: skip
+        text = client.get(page).content.decode()
+        assert f"{host}:{port}" not in text and "(address withheld)" in text, page
+    client.force_login(staff)
 
     # Evaluated already: a click adds nothing and asks whether to re-run it (tests/leaderboard/test_endpoint_rerun.py).
     with django_capture_on_commit_callbacks(execute=False) as sent:
