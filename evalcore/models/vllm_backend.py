@@ -72,6 +72,7 @@ class VLLMBackend(Backend):
     """
 
     name = "vllm"
+    schedules_batches = True  # thread-safe: requests from many threads share the engine's steps (serve skips its lock)
 
     def __init__(
         self,
@@ -341,6 +342,10 @@ class VLLMBackend(Backend):
                 "this model's tokenizer has no chat template (tokenizer_config.json chat_template)"
             )
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def chat_prompt_ids(self, messages) -> list[int]:
+        """Token ids of the conversation rendered with the model's chat template (what the engine is sent)."""
+        return self.tok_encode(self.chat_context(messages))
 
     def stream_chat(self, messages: Sequence[dict], params: ChatParams | dict | None = None) -> Iterator[str]:
         """Text deltas as the engine produces them; closing the generator aborts the request."""

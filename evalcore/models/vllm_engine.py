@@ -116,7 +116,8 @@ class EngineLoop:
         self._sinks: dict[str, queue.SimpleQueue] = {}
         self._ids = itertools.count()
         self._closed: BaseException | None = None
-        self.steps = 0
+        self.steps = 0  # engine steps taken
+        self.submitted = 0  # requests submitted (each takes one request id)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -129,6 +130,7 @@ class EngineLoop:
             if self._closed is not None:
                 raise EngineClosed(f"the vLLM engine is closed: {self._closed}")
             self._commands.append(("add", request_id, list(prompt_ids), params, sink))
+            self.submitted += 1
             self._wake.notify_all()
         return request_id, sink
 

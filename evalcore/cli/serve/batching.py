@@ -10,6 +10,12 @@ for the next. A request answered by another's batch
 finds its answer when its own turn at the lock comes, and leaves at once. A lone request is a batch
 of one. Streamed requests, and backends without a chat template, keep the one-request path.
 
+A backend that schedules its own batches (``schedules_batches``: the vllm backend, whose engine adds
+each request to the running batch at its next step) takes no lock and no queue: every request goes
+to the engine as it arrives, from its own thread, so concurrent clients share decode steps whatever
+their prompts (continuous batching, as vLLM's own server does). At most ``MAX_WAITING`` such
+requests are in flight; more get 503 at once.
+
 Greedy answers are the same text either way (tests/evalcore/models/test_serve.py compares the two
 paths); a sampled answer follows its request's ``seed`` (random when none is given) whatever its batch.
 """
@@ -50,6 +56,8 @@ class ChatBatcher:
     def answer(self, messages: list[dict], settings: dict) -> tuple[str, int]:
         """(generated text, prompt tokens) for one conversation under ``settings`` (validated)."""
         mine = Pending(messages, settings)
+        if getattr(self.service.backend, "schedules_batches", False):
+            return self._answer_in_engine(mine)
         with self.queue_lock:
             self.queue.append(mine)
         try:
@@ -69,6 +77,22 @@ class ChatBatcher:
         if mine.error is not None:
             raise mine.error
         return mine.text or "", mine.prompt_tokens
+
+    def _answer_in_engine(self, mine: Pending) -> tuple[str, int]:
+        """One request straight to a backend that batches concurrent calls itself (no model lock)."""
+        backend = self.service.backend
+        request = self._request(backend, mine)
+        if request is None:
+            raise mine.error
+        if not self.service.waiting.acquire(blocking=False):
+            raise RequestError(503, "too many requests are waiting for the model; retry later", code="busy")
+        try:
+            (result,) = backend.generate_until([request])
+        except ValueError as exc:  # the engine refused it (too long, bad parameters)
+            raise RequestError(400, str(exc)) from None
+        finally:
+            self.service.waiting.release()
+        return result.text, mine.prompt_tokens
 
     def _run_batch(self) -> None:
         with self.queue_lock:
