@@ -27,7 +27,11 @@ SCRIPT_LANGUAGE = {
 }
 
 COMMON_WORDS = {
-    "en": "the and is are of to in that it for what how you with this can be on why",
+    # English's own articles and pronouns ("a" is also Portuguese's: without them a short English prompt
+    # with two or three "a"s was guessed Portuguese, as 4 of 40 prompts in a walk-through were)
+    "en": "the and is are of to in that it for what how you with this can be on why a an i my me your do does "
+    "write give explain about from at by or if not all which who will would should could has have was were "
+    "there their they we he she",
     "de": "der die das und ist nicht ich wie was ein eine zu mit den von für auf",
     "fr": "le la les et est un une des que qui pour dans ce pas vous avec sur",
     "es": "el la los las y es un una que de en por para con no qué cómo se",

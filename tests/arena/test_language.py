@@ -23,3 +23,17 @@ from arena.language import detect_language
 )
 def test_detect_language(text, expected):
     assert detect_language(text) == expected
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Write a Python function that checks whether a string is a palindrome.",
+        "Give me a name for a coffee shop, one word only.",
+        "Write a limerick about a cat who codes.",
+        "Write a dialogue between a robot and a gardener, four lines.",
+    ],
+)
+def test_english_prompts_with_several_a_are_not_portuguese(prompt):
+    """Prompts voters typed in a walk-through: their "a"s outnumbered the English words the guesser knew."""
+    assert detect_language(prompt) == "en"
