@@ -20,10 +20,11 @@ order, and each keeps its best wall time (the machine is shared: this damps othe
 Usage::
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/chat_throughput.py [--docs 8] [--max-gen-toks 64] \\
-        [--concurrency 8] [--threads 1] [--lmeval-concurrent] [--repeat 2] [--server-backend hf|vllm]
+        [--concurrency 8] [--threads 1] [--lmeval-concurrent] [--repeat 2] [--server-backend hf|vllm] \\
+        [--no-prefix-cache]
 
 Prints a table and writes ``bench/out/chat/summary-<task>.json`` (``summary-<task>-vllm.json`` on the
-vllm server), with both walls of every client and, when answers differ, every client's answers.
+vllm server, ``summary-<task>-vllm-nocache.json`` with ``--no-prefix-cache``), with both walls of every client and, when answers differ, every client's answers.
 """
 
 from __future__ import annotations
@@ -52,8 +53,10 @@ SERVER_ARGS = {
 }
 
 
-def start_server(backend: str, threads: int, log: Path) -> tuple[subprocess.Popen, str]:
+def start_server(backend: str, threads: int, log: Path, *, prefix_cache: bool = True) -> tuple[subprocess.Popen, str]:
     model_args = SERVER_ARGS[backend].format(model=MODEL_DIR, threads=threads)
+    if not prefix_cache:
+        model_args += ",enable_prefix_caching=false"
     command = [sys.executable, "-m", "evalcore", "serve", "--model", backend, "--model-args", model_args,
                "--port", "0", "--max-tokens-limit", "1024"]  # fmt: skip
     handle = log.open("w")
@@ -148,6 +151,8 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--threads", type=int, default=1, help="the server's torch threads")
     parser.add_argument("--server-backend", default="hf", help="evalcore serve's backend: hf (default) or vllm")
+    parser.add_argument("--no-prefix-cache", action="store_true",
+                        help="vllm server: turn vLLM's prefix cache off (every request's prompt computed afresh)")  # fmt: skip
     parser.add_argument(
         "--lmeval-concurrent", action="store_true", help="also run lm-eval with num_concurrent=C"
     )
@@ -157,6 +162,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.server_backend not in SERVER_ARGS:
         parser.error(f"--server-backend must be one of {', '.join(SERVER_ARGS)}, not {args.server_backend!r}")
+    if args.no_prefix_cache and args.server_backend != "vllm":
+        parser.error("--no-prefix-cache is for --server-backend vllm (the hf backend keeps no cache between requests)")
     for option in ("docs", "max_gen_toks", "concurrency", "threads", "repeat"):
         if getattr(args, option) < 1:
             parser.error(f"--{option.replace('_', '-')} must be at least 1, not {getattr(args, option)}")
@@ -167,7 +174,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         task = write_task(folder, args.docs, args.task)
-        server, url = start_server(args.server_backend, args.threads, out / f"serve-{args.server_backend}.log")
+        server, url = start_server(args.server_backend, args.threads, out / f"serve-{args.server_backend}.log",
+                                   prefix_cache=not args.no_prefix_cache)  # fmt: skip
         try:
             from tokenizers import Tokenizer
 
@@ -195,7 +203,8 @@ def main() -> int:
             server.wait(timeout=30)
     baseline_wall, baseline_answers = runs[next(iter(clients))]
     summary = {"task": task, "docs": args.docs, "max_gen_toks": args.max_gen_toks, "server_threads": args.threads,
-               "server_backend": args.server_backend, "load_avg_at_start": load_start,
+               "server_backend": args.server_backend, "prefix_cache": not args.no_prefix_cache,
+               "load_avg_at_start": load_start,
                "cpu_count": os.cpu_count(), "load_avg_at_end": os.getloadavg(), "runs": {}}  # fmt: skip
     same = True
     print(
@@ -216,6 +225,7 @@ def main() -> int:
         print("ANSWERS DIFFER between the clients (see same answers above and the summary's per-document answers)")
         summary["answers"] = {name: runs[name][1] for name in clients}
     suffix = "" if args.server_backend == "hf" else f"-{args.server_backend}"
+    suffix += "-nocache" if args.no_prefix_cache else ""
     (out / f"summary-{args.task}{suffix}.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(f"load average {load_start[0]:.2f} at the start, {summary['load_avg_at_end'][0]:.2f} at the end")
     return 0 if same else 1

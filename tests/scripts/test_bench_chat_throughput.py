@@ -18,6 +18,8 @@ SCRIPT = REPO_ROOT / "bench" / "chat_throughput.py"
         (["--server-backend", "gpu"], "--server-backend must be one of hf, vllm, not 'gpu'"),
         (["--server-backend", ""], "--server-backend must be one of hf, vllm, not ''"),
         (["--server-backend", "vllm;rm -rf /"], "--server-backend must be one of hf, vllm"),
+        (["--no-prefix-cache"], "--no-prefix-cache is for --server-backend vllm"),
+        (["--no-prefix-cache", "--server-backend", "hf"], "--no-prefix-cache is for --server-backend vllm"),
         (["--docs", "0"], "--docs must be at least 1, not 0"),
         (["--repeat", "-1"], "--repeat must be at least 1, not -1"),
         (["--concurrency", "0"], "--concurrency must be at least 1, not 0"),
