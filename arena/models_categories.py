@@ -40,7 +40,16 @@ class PromptTag(models.Model):
             ),
             models.CheckConstraint(condition=~Q(category=""), name="prompttag_category_not_empty"),
         ]
-        indexes = [models.Index(fields=["prompt_sha256"]), models.Index(fields=["category", "value"])]
+        indexes = [
+            models.Index(fields=["prompt_sha256"]),
+            models.Index(fields=["category", "value"]),
+            # The live board's lookup of a new vote's tags (arena.selectors_categories.tagged_vote_groups):
+            # read from the index alone, tags in the category only.
+            models.Index(
+                fields=["prompt_sha256", "tagger_name", "protocol_sha256"], condition=Q(value=True),
+                name="prompttag_live_lookup",
+            ),  # fmt: skip
+        ]
 
     def __str__(self) -> str:
         return f"{self.category}={self.value} ({self.protocol} v{self.protocol_version})"

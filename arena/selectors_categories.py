@@ -8,6 +8,7 @@ import random
 
 import numpy as np
 from django.conf import settings
+from django.db import connection
 from django.db.models import Count, Max, Subquery
 
 from arena import categories
@@ -40,23 +41,41 @@ def tagged_vote_groups(after_id: int, outcomes: dict[str, int], unknown: int) ->
     """The live board's votes of each configured tagged category: counted votes with an id above
     ``after_id`` whose first prompt the tagger has put in the category by now, grouped in SQL, as rows
     (model_a id, model_b id, outcome code from ``outcomes``, ``unknown`` for another winner, votes),
-    int64, shape (groups, 4). Empty when tagging is off."""
+    int64, shape (groups, 4). Empty when tagging is off.
+
+    One statement for every protocol (:func:`tagged_groups_sql`): the votes after the refit and their
+    categorisations (both ranges of an index on the vote id), each prompt's tags looked up in the index
+    ``prompttag_live_lookup`` (prompt, tagger, protocol; tags in the category only), so a live fit reads
+    what the new votes need, not every categorisation once per protocol as the semi-join per protocol
+    before issue 31 did (bench/live_tagged.py)."""
     name = categories.tagger_name()
-    if not name:
+    protocols = categories.category_protocols()
+    if not name or not protocols:
         return {}
-    found = {}
-    for protocol in categories.category_protocols():
-        prompts = PromptTag.objects.filter(protocol_sha256=protocol.sha256, tagger_name=name, value=True)
-        groups = (
-            Vote.objects.filter(
-                counted=True, id__gt=after_id, categorization__prompt_sha256__in=prompts.values("prompt_sha256")
-            )
-            .values("model_a", "model_b", "winner").annotate(n=Count("id")).order_by()
-            .values_list("model_a", "model_b", "winner", "n")
-        )  # fmt: skip
-        rows = [(a, b, outcomes.get(winner, unknown), n) for a, b, winner, n in groups]
-        found[protocol.category] = np.array(rows, dtype=np.int64).reshape(-1, 4)
-    return found
+    sql, params = tagged_groups_sql(after_id, [p.sha256 for p in protocols], name)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        groups = cursor.fetchall()
+    found: dict[str, list] = {p.sha256: [] for p in protocols}
+    for sha, a, b, winner, n in groups:
+        found[sha].append((a, b, outcomes.get(winner, unknown), n))
+    return {p.category: np.array(found[p.sha256], dtype=np.int64).reshape(-1, 4) for p in protocols}
+
+
+def tagged_groups_sql(after_id: int, protocol_sha256s: list[str], tagger_name: str) -> tuple[str, list]:
+    """The statement behind :func:`tagged_vote_groups` and its parameters: (protocol hash, model_a id,
+    model_b id, winner, votes) for the counted votes above ``after_id`` whose prompt ``tagger_name`` put
+    in a protocol's category. A vote counts once per protocol even where two tagger keys of one configured
+    tagger (weights changed at the same path) both tagged its prompt."""
+    vote, cat, tag = Vote._meta.db_table, VoteCategorization._meta.db_table, PromptTag._meta.db_table
+    sql = (
+        f"SELECT t.protocol_sha256, v.model_a_id, v.model_b_id, v.winner, count(DISTINCT v.id) FROM {vote} v"
+        f" JOIN {cat} c ON c.vote_id = v.id"
+        f" JOIN {tag} t ON t.prompt_sha256 = c.prompt_sha256 AND t.tagger_name = %s AND t.value"
+        " AND t.protocol_sha256 IN (" + ", ".join(["%s"] * len(protocol_sha256s)) + ")"
+        " WHERE v.counted AND v.id > %s AND c.vote_id > %s GROUP BY 1, 2, 3, 4"
+    )  # c.vote_id's range too: a range of its index, not a hash of every vote's categorization
+    return sql, [tagger_name, *protocol_sha256s, after_id, after_id]
 
 
 def tag_masks(votes: VoteColumns) -> tuple[dict[str, np.ndarray], dict[str, dict]]:

@@ -57,15 +57,15 @@ WITH draws AS (
     FROM pairs p JOIN scale_strength sa ON sa.k = p.ka JOIN scale_strength sb ON sb.k = p.kb
 ), battles AS (
     INSERT INTO arena_battle (public_id, model_a_id, model_b_id, status, excluded_reason, session_hash, ip_hash,
-                              created_at, updated_at)
+                              created_at, updated_at, consent_version)
     SELECT gen_random_uuid(), a, b, 'voted', '', md5('s' || (g %% 400000)::text), md5('i' || (g %% 150000)::text),
-           to_timestamp(%(t0)s + g * %(step)s), to_timestamp(%(t0)s + g * %(step)s)
+           to_timestamp(%(t0)s + g * %(step)s), to_timestamp(%(t0)s + g * %(step)s), ''
     FROM joined ORDER BY g
     RETURNING id, model_a_id, model_b_id, session_hash, ip_hash, created_at
 )
 INSERT INTO arena_vote (battle_id, model_a_id, model_b_id, winner, model_a_position, turn_count, battle_started_at,
                         created_at, style_a, style_b, prompt_tokens, language, session_hash, ip_hash, counted,
-                        excluded_reason, prompt_hash)
+                        excluded_reason, prompt_hash, consent_version)
 SELECT b.id, b.model_a_id, b.model_b_id,
        CASE WHEN r.u < 0.07 THEN 'tie' WHEN r.u < 0.10 THEN 'tie (bothbad)'
             WHEN r.t < (SELECT 1.0 / (1.0 + exp(sb.s - sa.s)) FROM scale_strength sa, scale_strength sb
@@ -78,8 +78,10 @@ SELECT b.id, b.model_a_id, b.model_b_id,
        jsonb_build_object('tokens', 60 + (r.u * 900)::int, 'headers', (r.t * 7)::int %% 4,
                           'list_items', (r.u * 13)::int %% 9, 'bold', (r.t * 11)::int %% 5),
        8 + (r.lang * 1200)::int %% 900, ((LANGS))[1 + (r.lang * 12)::int %% 12],
-       b.session_hash, b.ip_hash, true, '', md5('p' || floor(3000000 * power(r.q, 3))::int::text)
-FROM battles b JOIN LATERAL (SELECT random() AS u, random() AS t, random() AS lang, random() AS q) r ON true
+       b.session_hash, b.ip_hash, true, '', md5('p' || floor(3000000 * power(r.q, 3))::int::text), ''
+FROM battles b JOIN LATERAL (  -- correlated with b: uncorrelated, PostgreSQL drew it once per statement
+    SELECT random() AS u, random() AS t, random() AS lang, random() AS q WHERE b.id IS NOT NULL
+) r ON true
 """
 VOTES_SQL = VOTES_SQL_TEMPLATE.replace("(LANGS)", LANGUAGES)
 
