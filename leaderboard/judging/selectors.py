@@ -6,6 +6,7 @@ from __future__ import annotations
 from arena import selectors as arena_selectors
 from arena.models import LanguageModel
 from arena.selectors_catalogue import BoardFilters, descriptions, rows_public
+from common.urls import addresses_withheld
 from evalcore.judging import JudgeProtocol
 from evalcore.stats.rank_correlation import spearman_interval
 from leaderboard.judging.columns import judge_cells
@@ -162,9 +163,25 @@ def judge_page(config: JudgeConfig, viewer=None) -> dict:
         "instructions": len(config.instructions) if config.kind == JudgeConfig.Kind.PAIRWISE else question_count(config),
         "cost": judge_cost(config), "panels": panels_of(config), "categories": _cells(rows),
         "pending": config.runs.filter(status__in=JudgeRun.ACTIVE).count(),
-        "failed": list(config.runs.filter(status=JudgeRun.Status.FAILED).exclude(model_id__in=hidden_model_ids(viewer))
-                       .select_related("model").order_by("-id")[:10]),
+        "failed": _failed_runs(config, viewer),
     }  # fmt: skip
+
+
+def _endpoint_urls(args) -> list[str]:
+    url = (args or {}).get("base_url") if isinstance(args, dict) else None
+    return [url] if isinstance(url, str) else []
+
+
+def _failed_runs(config: JudgeConfig, viewer) -> list[dict]:
+    """The latest failed runs, {model, failure_reason}. An unreachable endpoint's error names its URL,
+    which can be an internal host: the model's or the judge's address is staff's only."""
+    runs = list(config.runs.filter(status=JudgeRun.Status.FAILED).exclude(model_id__in=hidden_model_ids(viewer))
+                .select_related("model").order_by("-id")[:10])  # fmt: skip
+    if getattr(viewer, "is_staff", False):
+        return [{"model": r.model, "failure_reason": r.failure_reason} for r in runs]
+    judge = _endpoint_urls(config.judge_model.model_args if config.judge_model_id else config.judge_model_args)
+    return [{"model": r.model, "failure_reason": addresses_withheld(r.failure_reason, judge + _endpoint_urls(r.model.model_args))}
+            for r in runs]  # fmt: skip
 
 
 def question_count(config: JudgeConfig) -> int | None:

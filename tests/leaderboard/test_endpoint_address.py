@@ -3,7 +3,7 @@
 An arena model evaluated through its endpoint records the (credential-stripped) URL in each run's
 protocol, and an unreachable or refusing endpoint names it in the failure reason and the skip reason.
 It can name an internal host: every public surface (protocol page, submission page, /api/ runs, scores
-and submissions, the board and its CSV/JSON exports, the samples) shows that an endpoint was used, its
+and submissions, the board and its CSV/JSON exports, the samples, a failed judge run's reason) shows that an endpoint was used, its
 backend, served model and decoding settings, and "(address withheld)" for where; staff see the URL.
 Checked with an anonymous client (and a signed-in voter) on a protocol as the runner writes it.
 """
@@ -16,8 +16,9 @@ from django.utils import timezone
 from arena.models import LanguageModel
 from common.urls import WITHHELD, addresses_withheld
 from leaderboard.board import entries
-from leaderboard.models import EvaluationRun, Submission
+from leaderboard.models import EvaluationRun, JudgeRun, Submission
 from tests.leaderboard.board_data import add_run, gsm8k_record, mmlu_record, suite, user
+from tests.leaderboard.judging_data import judge_setup
 
 pytestmark = pytest.mark.django_db
 HOST = "gpu-7.internal.example"
@@ -142,6 +143,19 @@ def test_staff_see_the_endpoints_address(client, evaluated):
     assert URL in detail["failure_reason"]
     assert f"Through openai-chat at {URL}" in read(client, f"/leaderboard/submissions/{evaluated['sub'].public_id}/")
     assert evaluated["run"].protocol["endpoint"]["url"] == URL  # stored as it was: only the reading is withheld
+
+
+def test_a_failed_judge_run_of_an_endpoint_model_withholds_its_address(client, evaluated, smollm2_dir):
+    """The judge page lists failed runs with their reason: an arena model's unreachable endpoint names it."""
+    config = judge_setup(smollm2_dir)["config"]
+    model = evaluated["sub"].language_model
+    JudgeRun.objects.create(config=config, model=model, status="FAILED",
+                            failure_reason=f"EndpointError: cannot reach {URL}/chat/completions (3 attempts)")  # fmt: skip
+    page = read(client, f"/leaderboard/judges/{config.pk}/")
+    assert "Failed runs: smol-endpoint (EndpointError: cannot reach (address withheld) (3 attempts))" in page
+    assert HOST not in page
+    client.force_login(evaluated["staff"])
+    assert f"cannot reach {URL}/chat/completions" in read(client, f"/leaderboard/judges/{config.pk}/")
 
 
 @pytest.mark.parametrize(
