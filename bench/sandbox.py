@@ -22,7 +22,7 @@ Names the problems that failed a way. Exit code 1 unless all pass in every jail.
 
 Usage::
 
-    python bench/sandbox.py [--limit N] [--corpus humaneval|mbpp] [--mbpp PATH]
+    python bench/sandbox.py [--limit N] [--only NAME,...] [--corpus humaneval|mbpp] [--mbpp PATH]
 """
 
 from __future__ import annotations
@@ -92,6 +92,7 @@ def summary(name: str, seconds: list[float]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=None, help="only the first N problems")
+    parser.add_argument("--only", default=None, help="only these problems, comma-separated (MBPP/367,MBPP/533)")
     parser.add_argument("--corpus", choices=("humaneval", "mbpp"), default="humaneval", help="the problems to run")
     parser.add_argument("--mbpp", default=None, help=f"MBPP's mbpp.jsonl (default {MBPP_DATA})")
     args = parser.parse_args()
@@ -99,6 +100,11 @@ def main() -> int:
         corpus = problems(args.limit) if args.corpus == "humaneval" else mbpp_problems(args.limit, args.mbpp)
     except (FileNotFoundError, ValueError) as exc:
         parser.error(str(exc))
+    if args.only:
+        chosen = {name.strip() for name in args.only.split(",") if name.strip()}
+        if unknown := chosen - {name for name, _, _ in corpus}:
+            parser.error(f"not in the corpus: {', '.join(sorted(unknown))}")
+        corpus = [problem for problem in corpus if problem[0] in chosen]
     print(f"corpus: {args.corpus}, {len(corpus)} problems")
     started = time.perf_counter()
     jail = require_jail()

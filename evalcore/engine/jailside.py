@@ -11,8 +11,10 @@ Python with the standard library only; Podium never imports it. Two processes, o
   requests. Whatever the completion does to its interpreter (patched builtins or modules, exit
   hooks, ``os._exit(0)``, objects whose ``__eq__`` always says yes) stays in the host: the tests
   compare plain values (``None``, bools, numbers, strings, bytes, lists, tuples, dicts, sets) that
-  the referee rebuilt itself. Anything else the candidate returns is a reference that compares equal
-  only to itself.
+  the referee rebuilt itself, and the builtin types of those values. Anything else the candidate
+  returns is a reference that compares equal only to itself; the tests may call it, read it, and set
+  or delete its attributes (plain values or the candidate's own references), which the host does to
+  its own object.
 
 The referee makes itself non-dumpable before it starts the host, so that the host (same user) can
 open neither ``/proc/1/mem`` nor ``/proc/1/fd``; the jail's seccomp filter refuses ``ptrace``,
@@ -41,10 +43,19 @@ import tempfile
 import types
 
 if __package__:  # imported by Podium (tests)
-    from evalcore.engine.jailwire import HostGone, Peer, ProtocolError, decode, encode, receive, send
+    from evalcore.engine.jailwire import (
+        HostGone,
+        Peer,
+        ProtocolError,
+        attribute_name,
+        decode,
+        encode,
+        receive,
+        send,
+    )
 else:  # run in the jail, python3 -I: the script's folder is not on sys.path, and leaves it again
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from jailwire import HostGone, Peer, ProtocolError, decode, encode, receive, send
+    from jailwire import HostGone, Peer, ProtocolError, attribute_name, decode, encode, receive, send
 
     del sys.path[0]
 
@@ -213,6 +224,12 @@ class Host:
             return {"value": encode(value, self.refer), "args": mutable}
         if op == "getattr":
             value = getattr(target, args[0])
+        elif op == "setattr" and len(args) == 2:  # the tests assign to the candidate's own object
+            setattr(target, attribute_name(args[0]), args[1])
+            value = None
+        elif op == "delattr" and len(args) == 1:
+            delattr(target, attribute_name(args[0]))
+            value = None
         elif op == "iter":
             value = list(target)
         elif op == "len":

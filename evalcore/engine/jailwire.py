@@ -24,6 +24,12 @@ class HostGone(ProtocolError):
 
 # ---- plain values as JSON: {"i": hex} ints (no digit limit), {"f": hex} floats (exact, inf, nan), ...
 
+# The builtin types that cross as values, by name: the types of the plain values, nothing else (a test
+# may pass ``int`` to ``isinstance`` in the candidate; the candidate may return ``type(x)``). Each side
+# rebuilds a name as its own builtin, taken here when this module loads, before the candidate runs.
+TYPES = {kind.__name__: kind for kind in (type(None), bool, int, float, complex, str, bytes, bytearray, range, list,
+                                          tuple, set, frozenset, dict)}  # fmt: skip
+
 
 def encode(value, refer, depth=0):
     """``value`` as JSON-ready data; ``refer(obj)`` names what is not a plain value (or raises)."""
@@ -50,6 +56,10 @@ def encode(value, refer, depth=0):
             return {tag: [encode(item, refer, depth + 1) for item in kind.__iter__(value)]}
     if isinstance(value, dict):
         return {"d": [[encode(k, refer, depth + 1), encode(v, refer, depth + 1)] for k, v in dict.items(value)]}
+    if isinstance(value, type):
+        for name, kind in TYPES.items():
+            if value is kind:
+                return {"ty": name}
     return refer(value)
 
 
@@ -85,6 +95,10 @@ def decode(data, resolve, depth=0):
                 raise ProtocolError("malformed mapping")
             out[decode(pair[0], resolve, depth + 1)] = decode(pair[1], resolve, depth + 1)
         return out
+    if tag == "ty":
+        if not isinstance(body, str) or body not in TYPES:
+            raise ProtocolError("not a type that crosses")
+        return TYPES[body]
     if tag == "r" and isinstance(body, int) and not isinstance(body, bool):
         return resolve(body)
     raise ProtocolError(f"unknown value tag {tag!r}")
@@ -138,74 +152,120 @@ class CandidateExit(BaseException):
 
 
 class Remote:
-    """A candidate object that is not a plain value: callable and inspectable through the host,
-    equal only to itself."""
+    """A candidate object that is not a plain value: callable, inspectable and assignable through the
+    host, equal only to itself.
 
-    __slots__ = ("_peer", "_ref", "_label")
+    Its own state lives in name-mangled slots, so that every other attribute name, ``_ref`` or
+    ``_label`` included, is the candidate's object's. It has no other attribute of its own.
+    """
 
-    def __init__(self, peer, ref, label):
-        object.__setattr__(self, "_peer", peer)
-        object.__setattr__(self, "_ref", ref)
-        object.__setattr__(self, "_label", label)
+    __slots__ = ("__peer", "__ref")
+
+    def __init__(self, peer, ref):
+        object.__setattr__(self, "_Remote__peer", peer)  # the slots' mangled names; __setattr__ is the host's
+        object.__setattr__(self, "_Remote__ref", ref)
 
     def __call__(self, *args, **kwargs):
-        return self._peer.request("call", self, list(args), kwargs)
+        return self.__peer.request("call", self, list(args), kwargs)
 
     def __getattr__(self, name):
-        if name.startswith("__"):
+        if name.startswith(("__", "_Remote__")):  # the latter: a stand-in without its slots (never forwarded)
             raise AttributeError(name)
-        return self._peer.request("getattr", self, [name], {})
+        return self.__peer.request("getattr", self, [name], {})
+
+    def __setattr__(self, name, value):
+        self.__peer.request("setattr", self, [attribute_name(name), value], {})
+
+    def __delattr__(self, name):
+        self.__peer.request("delattr", self, [attribute_name(name)], {})
 
     def __iter__(self):
-        return iter(self._peer.request("iter", self, [], {}))
+        return iter(self.__peer.request("iter", self, [], {}))
 
     def __len__(self):
-        return self._peer.request("len", self, [], {})
+        return self.__peer.request("len", self, [], {})
 
     def __bool__(self):
-        return self._peer.request("bool", self, [], {})
+        return self.__peer.request("bool", self, [], {})
 
     def __getitem__(self, key):
-        return self._peer.request("getitem", self, [key], {})
+        return self.__peer.request("getitem", self, [key], {})
 
     def __contains__(self, item):
-        return self._peer.request("contains", self, [item], {})
+        return self.__peer.request("contains", self, [item], {})
 
     def __str__(self):
-        return self._peer.request("str", self, [], {})
+        return self.__peer.request("str", self, [], {})
 
     def __repr__(self):
-        return self._peer.request("repr", self, [], {})
+        return self.__peer.request("repr", self, [], {})
 
     def __eq__(self, other):
-        return isinstance(other, Remote) and other._ref == self._ref
+        return other is self  # a peer makes one stand-in per reference
 
     def __ne__(self, other):
-        return not self.__eq__(other)
+        return other is not self
 
     def __hash__(self):
-        return hash(("remote", self._ref))
+        return hash(("remote", self.__ref))
+
+    def __copy__(self):
+        return self  # a copy of a reference is the reference: the candidate's object stays in the host
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def attribute_name(name):
+    """``name`` when an attribute of that name may be set or deleted through the channel, else AttributeError.
+
+    Identifiers only (what ``obj.name = value`` can spell), and none starting with ``__``: dunder names
+    (``__class__``, ``__dict__``) and private names stay off the channel, as they do for reading.
+    """
+    if not isinstance(name, str) or not str.isidentifier(name) or name.startswith("__"):
+        raise AttributeError(
+            f"cannot set or delete {str(name)[:80]!r} on a candidate's object: only identifiers that do not start "
+            "with '__' are set through the referee"
+        )
+    return str.__str__(name)
 
 
 class Peer:
-    """The referee's end of the channel to the host."""
+    """The referee's end of the channel to the host.
+
+    It keeps no table of its own objects: a reference on the channel only ever names an object of the
+    host. It sends back only the stand-ins it made itself for this host's references.
+    """
 
     def __init__(self, to_host, from_host):
         self.to_host, self.from_host = to_host, from_host
-        self.remotes = {}
+        self.remotes = {}  # the host's reference -> its one stand-in
+        self.refs = {}  # id(stand-in) -> reference (the stand-ins live as long as the peer)
 
     def resolve(self, ref):
         if ref not in self.remotes:
-            self.remotes[ref] = Remote(self, ref, "")
+            remote = self.remotes[ref] = Remote(self, ref)
+            self.refs[id(remote)] = ref
         return self.remotes[ref]
 
     def refer(self, value):
         if isinstance(value, Remote):
-            return {"r": value._ref}
+            ref = self.refs.get(id(value))
+            if ref is None or self.remotes[ref] is not value:
+                raise TypeError("cannot pass a reference that this candidate's process did not give")
+            return {"r": ref}
+        if isinstance(value, type):
+            raise TypeError(f"cannot pass the type {value.__name__} to the candidate: only plain values and the "
+                            f"builtin types {', '.join(TYPES)} cross")  # fmt: skip
+        if type(value) in TYPES.values():  # a plain value that encode() met past MAX_DEPTH
+            raise TypeError(f"cannot pass a value nested more than {MAX_DEPTH} deep to the candidate")
         raise TypeError(f"cannot pass a {type(value).__name__} to the candidate: only plain values cross")
 
     def exchange(self, message):
-        send(self.to_host, message)
+        try:
+            send(self.to_host, message)
+        except ProtocolError as error:
+            raise ValueError(str(error)) from None  # the tests' own value is too large: not the candidate's doing
         answer = receive(self.from_host)
         if not isinstance(answer, dict):
             raise ProtocolError("answer is not a mapping")
@@ -216,7 +276,7 @@ class Peer:
     def request(self, op, target, args, kwargs):
         message = {
             "op": op,
-            "target": target._ref,
+            "target": self.refer(target)["r"],
             "args": [encode(a, self.refer) for a in args],
             "kwargs": {str(k): encode(v, self.refer) for k, v in kwargs.items()},
         }

@@ -2,10 +2,9 @@
 the whole program in one process (:func:`run_program`) and the referee's verdict (:func:`run_tests`).
 
 All 974 run in ``python bench/sandbox.py --corpus mbpp``: 974/974 as one program, seccomp filter on
-or off; the referee 971/974, for want of plain values, not of system calls (MBPP/367 and /927 assign
-attributes to the candidate's objects in their ``test_setup_code``; MBPP/533 passes the type ``int``
-to the candidate). Here a handful, one per standard module MBPP's solutions import, and one with
-setup code. MBPP is read from ``$PODIUM_DATA_DIR/benchmarks/mbpp/mbpp.jsonl``; without it these
+or off, and through the referee. Here a handful, one per standard module MBPP's solutions import, and
+the three that need more than calls: MBPP/367 and /927 assign attributes to the candidate's objects in
+their ``test_setup_code`` (trees of its ``Node``), MBPP/533 passes the type ``int`` to the candidate. MBPP is read from ``$PODIUM_DATA_DIR/benchmarks/mbpp/mbpp.jsonl``; without it these
 tests skip, naming where the file belongs.
 """
 
@@ -21,6 +20,7 @@ from evalcore.engine.verdicts import run_tests
 CHOSEN = ("MBPP/3", "MBPP/4", "MBPP/7", "MBPP/13", "MBPP/40", "MBPP/100", "MBPP/124", "MBPP/137", "MBPP/736",
           "MBPP/910")  # fmt: skip
 WITH_SETUP = "MBPP/367"
+OBJECTS = ("MBPP/367", "MBPP/927", "MBPP/533")  # attributes assigned from the tests; a type passed
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_reference_solution_passes_as_one_program(mbpp, name):
     assert result.passed, (name, result.status, result.detail)
 
 
-@pytest.mark.parametrize("name", CHOSEN)
+@pytest.mark.parametrize("name", [*CHOSEN, *OBJECTS])
 def test_reference_solution_passes_the_referee(mbpp, name):
     code, tests = mbpp[name]
     verdict = run_tests(code, tests, timeout=10, memory_mb=1024)
