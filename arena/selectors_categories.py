@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import psycopg
 from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Max, Subquery
@@ -29,12 +30,67 @@ def tags_fingerprint() -> str:
 
 
 def tagged_vote_ids(protocol_sha256: str, tagger_name: str) -> np.ndarray:
-    """Ids (int64, sorted) of the votes whose first prompt the tagger put in the protocol's category."""
+    """Ids (int64, sorted) of the votes whose first prompt the tagger put in the protocol's category: one
+    protocol's semi-join (the refit read this once per protocol before issue 32; :func:`tag_masks` reads
+    every protocol in one statement now, :func:`tagged_vote_masks`)."""
     prompts = PromptTag.objects.filter(protocol_sha256=protocol_sha256, tagger_name=tagger_name, value=True)
     ids = VoteCategorization.objects.filter(prompt_sha256__in=prompts.values("prompt_sha256")).values_list(
         "vote_id", flat=True
     )
     return np.sort(np.fromiter(ids.iterator(chunk_size=50_000), dtype=np.int64))
+
+
+MASK_BITS = 62  # protocols per statement of tagged_vote_masks: bits of a signed 64-bit mask
+
+
+def tagged_masks_sql(protocol_sha256s: list[str], tagger_name: str, *, vendor: str) -> tuple[str, list]:
+    """The statement behind :func:`tagged_vote_masks` and its parameters: (vote id, mask) for every
+    categorised vote whose prompt ``tagger_name`` put in at least one of the protocols' categories, bit k of
+    the mask set for ``protocol_sha256s[k]`` (distinct hashes, at most ``MASK_BITS``). Each prompt's mask is
+    aggregated over its tags first (tags of one prompt, not the categorisations of every vote, are grouped),
+    then joined to the categorisations, one row per vote (a vote has one categorisation). ``bit_or`` on
+    PostgreSQL; elsewhere a sum of the distinct bits, which is the same mask."""
+    assert 0 < len(protocol_sha256s) <= MASK_BITS and len(set(protocol_sha256s)) == len(protocol_sha256s)
+    cat, tag = VoteCategorization._meta.db_table, PromptTag._meta.db_table
+    bits = " ".join(f"WHEN %s THEN {1 << k}" for k in range(len(protocol_sha256s)))
+    either = f"CAST(CASE t.protocol_sha256 {bits} END AS BIGINT)"
+    mask = f"bit_or({either})" if vendor == "postgresql" else f"SUM(DISTINCT {either})"
+    sql = (
+        f"SELECT CAST(c.vote_id AS BIGINT), CAST(m.mask AS BIGINT) FROM {cat} c JOIN ("
+        f"SELECT t.prompt_sha256, {mask} AS mask FROM {tag} t WHERE t.tagger_name = %s AND t.value"
+        " AND t.protocol_sha256 IN (" + ", ".join(["%s"] * len(protocol_sha256s)) + ")"
+        " GROUP BY t.prompt_sha256) m ON m.prompt_sha256 = c.prompt_sha256"
+    )
+    return sql, [*protocol_sha256s, tagger_name, *protocol_sha256s]
+
+
+def tagged_vote_masks(protocol_sha256s: list[str], tagger_name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every protocol's tagged votes in one statement (:func:`tagged_masks_sql`): (vote ids, masks), int64,
+    sorted by vote id, one entry per vote tagged in at least one category; bit k of a mask: the tagger put
+    the vote's first prompt in ``protocol_sha256s[k]``'s category. On PostgreSQL the rows come packed as
+    :mod:`arena.vote_columns` packs the refit's votes (a ``string_agg`` of ``int8send`` per column, one
+    ``bytea`` each, decoded with ``np.frombuffer``), not as a Python tuple (or a COPY message) per vote."""
+    sql, params = tagged_masks_sql(protocol_sha256s, tagger_name, vendor=connection.vendor)
+    if connection.vendor == "postgresql":
+        packed = (
+            "SELECT count(*), string_agg(int8send(r.vote_id), ''::bytea), string_agg(int8send(r.mask), ''::bytea)"
+            f" FROM ({sql}) r(vote_id, mask)"
+        )
+        connection.ensure_connection()
+        with psycopg.Cursor(connection.connection) as cursor:  # server-side binding: binary results
+            cursor.execute(packed, params, binary=True)
+            count, ids, masks = cursor.fetchone()
+        ids = np.frombuffer(bytes(ids or b""), dtype=">i8").astype(np.int64)
+        masks = np.frombuffer(bytes(masks or b""), dtype=">i8").astype(np.int64)
+        if len(ids) != count or len(masks) != count:
+            raise ValueError(f"tag masks: {len(ids)} ids and {len(masks)} masks for {count} votes")
+    else:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            found = np.array(cursor.fetchall(), dtype=np.int64).reshape(-1, 2)
+        ids, masks = found[:, 0], found[:, 1]
+    order = np.argsort(ids, kind="stable")
+    return ids[order], masks[order]
 
 
 def tagged_vote_groups(after_id: int, outcomes: dict[str, int], unknown: int) -> dict[str, np.ndarray]:
@@ -81,20 +137,36 @@ def tagged_groups_sql(after_id: int, protocol_sha256s: list[str], tagger_name: s
 def tag_masks(votes: VoteColumns) -> tuple[dict[str, np.ndarray], dict[str, dict]]:
     """Each configured category's votes as a mask over ``votes`` (bool, shape (n,)), and what made the tags
     (protocol name, version and hash, tagger) per category, for the snapshots' settings. Empty when
-    tagging is off or ``votes`` carry no vote ids."""
+    tagging is off or ``votes`` carry no vote ids.
+
+    Every protocol's tagged votes come from one statement (:func:`tagged_vote_masks`: a bitmask per tagged
+    vote), looked up by vote id with a binary search; before issue 32 it was one semi-join per protocol
+    (:func:`tagged_vote_ids`), each reading every categorisation (bench/refit_tagged.py)."""
     name = categories.tagger_name()
     if not name or votes.vote_id is None:
         return {}, {}
-    masks, made_by = {}, {}
-    for protocol in categories.category_protocols():
-        ids = tagged_vote_ids(protocol.sha256, name)
-        masks[protocol.category] = np.isin(votes.vote_id, ids, assume_unique=False)
+    protocols = categories.category_protocols()
+    shas = list(dict.fromkeys(p.sha256 for p in protocols))
+    vote_ids = np.asarray(votes.vote_id, dtype=np.int64)
+    bit_of: dict[str, tuple[int, np.ndarray]] = {}
+    for start in range(0, len(shas), MASK_BITS):
+        chunk = shas[start : start + MASK_BITS]
+        ids, masks = tagged_vote_masks(chunk, name)
+        if not len(ids):  # nothing tagged yet
+            ids, masks = np.zeros(1, np.int64), np.zeros(1, np.int64)  # a mask of 0 matches no vote anyway
+        at = np.minimum(np.searchsorted(ids, vote_ids), len(ids) - 1)
+        per_vote = np.where(ids[at] == vote_ids, masks[at], 0)
+        bit_of.update({sha: (k, per_vote) for k, sha in enumerate(chunk)})
+    out, made_by = {}, {}
+    for protocol in protocols:
+        k, per_vote = bit_of[protocol.sha256]
+        out[protocol.category] = (per_vote >> k) & 1 == 1
         made_by[protocol.category] = {
             "protocol": protocol.name, "protocol_version": protocol.version,
             "protocol_sha256": protocol.sha256, "tagger": name,
             "threshold": protocol.threshold, "criteria": [c.name for c in protocol.criteria],
         }  # fmt: skip
-    return masks, made_by
+    return out, made_by
 
 
 def tags_sample(category: str, *, size: int = SAMPLE_SIZE, seed: int | None = None) -> list[dict]:
