@@ -31,7 +31,7 @@ def tags_fingerprint() -> str:
 
 def tagged_vote_ids(protocol_sha256: str, tagger_name: str) -> np.ndarray:
     """Ids (int64, sorted) of the votes whose first prompt the tagger put in the protocol's category: one
-    protocol's semi-join (the refit read this once per protocol before issue 32; :func:`tag_masks` reads
+    protocol's semi-join (the refit read this once per protocol before issue 31; :func:`tag_masks` reads
     every protocol in one statement now, :func:`tagged_vote_masks`)."""
     prompts = PromptTag.objects.filter(protocol_sha256=protocol_sha256, tagger_name=tagger_name, value=True)
     ids = VoteCategorization.objects.filter(prompt_sha256__in=prompts.values("prompt_sha256")).values_list(
@@ -140,7 +140,7 @@ def tag_masks(votes: VoteColumns) -> tuple[dict[str, np.ndarray], dict[str, dict
     tagging is off or ``votes`` carry no vote ids.
 
     Every protocol's tagged votes come from one statement (:func:`tagged_vote_masks`: a bitmask per tagged
-    vote), looked up by vote id with a binary search; before issue 32 it was one semi-join per protocol
+    vote), looked up by vote id with a binary search; before issue 31 it was one semi-join per protocol
     (:func:`tagged_vote_ids`), each reading every categorisation (bench/refit_tagged.py)."""
     name = categories.tagger_name()
     if not name or votes.vote_id is None:

@@ -1,4 +1,4 @@
-"""Refit, tagged categories at scale (issue 32): what the refit's read of every protocol's tag masks costs.
+"""Refit, tagged categories at scale (issue 31): what the refit's read of every protocol's tag masks costs.
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/refit_tagged.py --votes 1000000 --repeat 3
 
@@ -9,7 +9,7 @@ as bench/live_tagged.py makes them (the five bundled protocols, a tag per distin
 in the category for 30, 20, 10, 10, 25% of prompts), the counted votes read as the refit reads them
 (``votes_counted_columns``), then, in the same run, median of ``--repeat`` (alternating):
 
-- ``before_ms``: the masks as before issue 32, one semi-join per protocol (``tagged_vote_ids``, every id
+- ``before_ms``: the masks as before issue 31, one semi-join per protocol (``tagged_vote_ids``, every id
   into numpy, then ``np.isin``), with ``before_per_protocol_ms`` for the first protocol alone;
 - ``after_ms``: ``tag_masks`` now (one statement for every protocol, a bitmask per tagged vote, read as
   two packed ``bytea`` values, looked up with ``np.searchsorted``), and ``after_read_ms``, its statement alone;

@@ -1,5 +1,5 @@
 """The refit's tag masks come from one statement for every protocol (arena.selectors_categories.tag_masks,
-issue 32: one semi-join per protocol before): per protocol, exactly the mask the per-protocol read gave
+issue 31: one semi-join per protocol before): per protocol, exactly the mask the per-protocol read gave
 (tagged_vote_ids + np.isin), with several protocols, prompts tagged by two keys of the configured tagger
 and by another tagger, tags not in the category (value False), votes without a categorisation, pending
 categorisations and vote ids out of order or repeated."""
@@ -40,7 +40,7 @@ def tag_row(digest, protocol, *, value=True, tagger="hf:key-1", name=None):
 
 
 def masks_before(votes: VoteColumns, protocols) -> dict[str, np.ndarray]:
-    """The masks as tag_masks made them before issue 32: one read per protocol."""
+    """The masks as tag_masks made them before issue 31: one read per protocol."""
     name = categories.tagger_name()
     return {p.category: np.isin(votes.vote_id, tagged_vote_ids(p.sha256, name)) for p in protocols}
 
