@@ -159,6 +159,16 @@ def plan(sql: str, params) -> dict:
     return found
 
 
+def django_setup(url: str) -> None:
+    """Django on the bench's database ``url``, with the settings a server would get (bench/arena_load.py)."""
+    env = arena_load.server_env(url, arena_load.redis_url())
+    os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "SECURE_SSL", "DEBUG",
+                                            "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "PODIUM_VAR_DIR")})  # fmt: skip
+    import django
+
+    django.setup()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--votes", default="1000000,10000000", help="vote table sizes, ascending")
@@ -170,12 +180,7 @@ def main() -> None:
     sizes = sorted(int(v) for v in args.votes.split(","))
     deltas = sorted(int(d) for d in args.deltas.split(","))
     url = database("create")
-    env = arena_load.server_env(url, arena_load.redis_url())
-    os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "SECURE_SSL", "DEBUG",
-                                            "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "PODIUM_VAR_DIR")})  # fmt: skip
-    import django
-
-    django.setup()
+    django_setup(url)
     from django.conf import settings
     from django.core.management import call_command
     from django.db import connection

@@ -30,7 +30,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-import arena_load  # noqa: E402 - bench/ is the script's directory
 import live_tagged  # noqa: E402
 import scale_data  # noqa: E402
 
@@ -55,12 +54,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = sorted(int(v) for v in args.votes.split(","))
     url = live_tagged.database("create")
-    env = arena_load.server_env(url, arena_load.redis_url())
-    os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "SECURE_SSL", "DEBUG",
-                                            "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "PODIUM_VAR_DIR")})  # fmt: skip
-    import django
-
-    django.setup()
+    live_tagged.django_setup(url)
     from django.conf import settings
     from django.core.management import call_command
     from django.db import connection

@@ -10,8 +10,9 @@ from collections import Counter
 import pytest
 
 from arena import categories, live
-from arena.models import PromptTag, Vote, VoteCategorization
+from arena.models import Vote, VoteCategorization
 from arena.selectors_categories import tagged_vote_groups
+from tests.arena.tag_rows import tag_row
 from tests.arena.vote_data import votes_create
 
 pytestmark = pytest.mark.django_db
@@ -24,12 +25,6 @@ def protocols(settings):
     return categories.category_protocols()
 
 
-def tag_row(digest, protocol, *, value=True, tagger="hf:key-1", name=None):
-    PromptTag.objects.create(
-        prompt_sha256=digest, category=protocol.category, protocol=protocol.name,
-        protocol_version=protocol.version, protocol_sha256=protocol.sha256, tagger=tagger,
-        tagger_name=categories.tagger_name() if name is None else name, value=value, score=int(value),
-    )  # fmt: skip
 
 
 def test_every_protocol_in_one_statement_each_vote_once(protocols):

@@ -17,6 +17,7 @@ from arena import categories
 from arena.models import PromptTag, VoteCategorization
 from arena.selectors import VoteColumns, votes_counted_columns
 from arena.selectors_categories import tag_masks, tagged_masks_sql, tagged_vote_ids, tagged_vote_masks
+from tests.arena.tag_rows import tag_row
 from tests.arena.vote_data import votes_create
 
 pytestmark = pytest.mark.django_db
@@ -31,12 +32,6 @@ def protocols(settings):
     return categories.category_protocols()
 
 
-def tag_row(digest, protocol, *, value=True, tagger="hf:key-1", name=None):
-    PromptTag.objects.create(
-        prompt_sha256=digest, category=protocol.category, protocol=protocol.name,
-        protocol_version=protocol.version, protocol_sha256=protocol.sha256, tagger=tagger,
-        tagger_name=categories.tagger_name() if name is None else name, value=value, score=int(value),
-    )  # fmt: skip
 
 
 def masks_before(votes: VoteColumns, protocols) -> dict[str, np.ndarray]:

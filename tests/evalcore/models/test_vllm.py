@@ -139,8 +139,8 @@ def test_the_request_shape_for_older_vllm_gives_the_same_values(vllm, shared_dat
     monkeypatch.setattr(type(vllm), "_legacy_logprob_ids", staticmethod(lambda: True))
     legacy = vllm.next_token_logprobs(prompts, wanted), vllm.loglikelihood(digits)
     for a, b in zip(current[0], legacy[0], strict=True):
-        assert a == pytest.approx(b, abs=1e-6)
-    assert [r.logprob for r in legacy[1]] == pytest.approx([r.logprob for r in current[1]], abs=1e-6)
+        assert a == pytest.approx(b, abs=FLOAT32_ATOL)
+    assert [r.logprob for r in legacy[1]] == pytest.approx([r.logprob for r in current[1]], abs=FLOAT32_ATOL)
     assert [r.is_greedy for r in legacy[1]] == [r.is_greedy for r in current[1]]
     assert sum(r.is_greedy for r in legacy[1]) == 1
 
