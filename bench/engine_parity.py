@@ -146,7 +146,8 @@ def child_podium(args) -> dict:
     torch.set_num_threads(args.threads)
     started = time.perf_counter()
     if args.podium_backend == "vllm":
-        backend = load_backend("vllm", path=args.model_dir, device="cpu", max_model_len=2048, kv_cache_gb=1)
+        extra = dict(pair.split("=", 1) for pair in args.podium_model_args.split(",") if pair)
+        backend = load_backend("vllm", path=args.model_dir, device="cpu", max_model_len=2048, kv_cache_gb=1, **extra)
     else:
         backend = load_backend("hf", path=args.model_dir, dtype="float32", device="cpu")
     load_s = time.perf_counter() - started
@@ -247,6 +248,8 @@ def main() -> int:
     parser.add_argument("--skip-lmeval", action="store_true", help="rerun only Podium, reuse lmeval-<model>.json")
     parser.add_argument("--podium-backend", choices=("hf", "vllm"), default="hf", help="Podium's backend")
     parser.add_argument("--lmeval-model", choices=("hf", "vllm"), default="hf", help="lm-eval's model (the peer)")
+    parser.add_argument("--podium-model-args", default="", help="more engine arguments of Podium's vllm backend, "
+                        "key=value,... (e.g. ngram_speculation=4)")  # fmt: skip
     parser.add_argument("--tasks-dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     out = Path(args.out).resolve()
@@ -266,7 +269,8 @@ def main() -> int:
     common = ["--model-dir", args.model_dir, "--out", str(out), "--threads", str(args.threads), "--tasks-dir",
               args.tasks_dir, "--mmlu-questions", str(args.mmlu_questions), "--gsm8k", str(args.gsm8k),
               "--hellaswag", str(args.hellaswag), "--bbh-date", str(args.bbh_date), "--lmeval-python", args.lmeval_python,
-              "--podium-backend", args.podium_backend, "--lmeval-model", args.lmeval_model]  # fmt: skip
+              "--podium-backend", args.podium_backend, "--lmeval-model", args.lmeval_model,
+              "--podium-model-args", args.podium_model_args]  # fmt: skip
     if not args.reuse:
         for role, python in (("lmeval", args.lmeval_python), ("podium", sys.executable)):
             if role == "lmeval" and args.skip_lmeval:

@@ -23,7 +23,8 @@ GiB = 1 << 30
 DTYPES = ("auto", "float16", "bfloat16", "float32")
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 CPU_KV_CACHE_GB = 1.0  # on CPU: 1 GiB holds ~23,000 tokens of SmolLM2-135M in float32
-MEMORY_HEADROOM = 0.8  # of the host's available memory, the default budget on CPU
+MEMORY_HEADROOM = 0.8
+NGRAM_MIN, NGRAM_MAX = 2, 3  # ngram_speculation: the context's last 3 (or 2) tokens are looked up earlier in it  # of the host's available memory, the default budget on CPU
 
 
 def cuda_available() -> bool:
@@ -43,14 +44,13 @@ def _flag(value, name: str) -> bool:
 
 
 def _number(value, name: str, kind=int, *, minimum=None, maximum=None, positive=True):
+    noun = f"{'positive ' if positive else ''}{'whole number' if kind is int else 'number'}"
     if isinstance(value, bool) or value is None:
-        raise ValueError(f"{name} must be a {'positive ' if positive else ''}{kind.__name__}, not {value!r}")
+        raise ValueError(f"{name} must be a {noun}, not {value!r}")
     try:
         number = kind(value)
     except (TypeError, ValueError, OverflowError):
-        raise ValueError(
-            f"{name} must be a {'positive ' if positive else ''}{kind.__name__}, not {value!r}"
-        ) from None
+        raise ValueError(f"{name} must be a {noun}, not {value!r}") from None
     if kind is int and isinstance(value, float) and value != number:
         raise ValueError(f"{name} must be a whole number, not {value!r}")
     if kind is float and not (number == number and abs(number) != float("inf")):
@@ -91,6 +91,7 @@ ENGINE_ARGS = {
     "memory_budget_gb": lambda v, name: _number(v, name, float),
     "seed": lambda v, name: _number(v, name, positive=False, minimum=0, maximum=2**32 - 1),
     "enable_prefix_caching": _flag,
+    "ngram_speculation": lambda v, name: _number(v, name, positive=False, minimum=0, maximum=16),
 }
 
 
@@ -135,6 +136,7 @@ class EngineSettings:
     enable_prefix_caching: bool
     device: str
     memory_budget_gb: float | None = None
+    ngram_speculation: int = 0
 
     @classmethod
     def resolve(cls, config: dict, *, device: str | None = None, **given) -> EngineSettings:
@@ -174,6 +176,7 @@ class EngineSettings:
             enable_prefix_caching=args.get("enable_prefix_caching", True),
             device=device,
             memory_budget_gb=args.get("memory_budget_gb"),
+            ngram_speculation=args.get("ngram_speculation", 0),
         )
 
     def as_dict(self) -> dict:
@@ -197,6 +200,13 @@ class EngineSettings:
         }
         if self.kv_cache_gb is not None:
             args["kv_cache_memory_bytes"] = int(self.kv_cache_gb * GiB)
+        if self.ngram_speculation:  # prompt lookup: drafts copied from the context, verified in one pass
+            args["speculative_config"] = {
+                "method": "ngram",
+                "num_speculative_tokens": self.ngram_speculation,
+                "prompt_lookup_min": NGRAM_MIN,
+                "prompt_lookup_max": NGRAM_MAX,
+            }
         return args
 
 

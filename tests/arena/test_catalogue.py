@@ -63,7 +63,7 @@ HOSTILE = [
     ("models:\n  - name: a\n    backend: hf\n    model_args: {path: x}\n  - name: a\n    backend: hf\n    model_args: {path: y}", "declared twice"),
     ("models:\n  - name: a\n    backend: hf\n    model_args: {path: [1, 2]}", "plain strings or numbers"),
     ("models:\n  - name: a\n    backend: vllm\n", "model_args.path: required for the vllm backend"),
-    ("models:\n  - name: a\n    backend: vllm\n    model_args: {path: x, kv_cache_gb: lots}", "kv_cache_gb must be a positive float"),
+    ("models:\n  - name: a\n    backend: vllm\n    model_args: {path: x, kv_cache_gb: lots}", "kv_cache_gb must be a positive number"),
     ("models:\n  - name: a\n    backend: vllm\n    model_args: {path: x, enforce_eager: sometimes}", "enforce_eager must be true or false"),
     ("models:\n  - name: a\n    backend: vllm\n    model_args: {path: x, gpu_memory_utilization: 2}", "gpu_memory_utilization must be at most 1"),
     ("models:\n  - name: a\n    backend: vllm\n    model_args: {path: x, swap_space: 4}", "unknown vllm engine argument"),
