@@ -249,7 +249,7 @@ def main() -> int:
     parser.add_argument("--podium-backend", choices=("hf", "vllm"), default="hf", help="Podium's backend")
     parser.add_argument("--lmeval-model", choices=("hf", "vllm"), default="hf", help="lm-eval's model (the peer)")
     parser.add_argument("--podium-model-args", default="", help="more engine arguments of Podium's vllm backend, "
-                        "key=value,... (e.g. ngram_speculation=4)")  # fmt: skip
+                        "key=value,... (e.g. enable_prefix_caching=false)")  # fmt: skip
     parser.add_argument("--tasks-dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     out = Path(args.out).resolve()

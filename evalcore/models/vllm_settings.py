@@ -23,8 +23,7 @@ GiB = 1 << 30
 DTYPES = ("auto", "float16", "bfloat16", "float32")
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 CPU_KV_CACHE_GB = 1.0  # on CPU: 1 GiB holds ~23,000 tokens of SmolLM2-135M in float32
-MEMORY_HEADROOM = 0.8
-NGRAM_MIN, NGRAM_MAX = 2, 3  # ngram_speculation: the context's last 3 (or 2) tokens are looked up earlier in it  # of the host's available memory, the default budget on CPU
+MEMORY_HEADROOM = 0.8  # of the host's available memory, the default budget on CPU
 
 
 def cuda_available() -> bool:
@@ -91,7 +90,6 @@ ENGINE_ARGS = {
     "memory_budget_gb": lambda v, name: _number(v, name, float),
     "seed": lambda v, name: _number(v, name, positive=False, minimum=0, maximum=2**32 - 1),
     "enable_prefix_caching": _flag,
-    "ngram_speculation": lambda v, name: _number(v, name, positive=False, minimum=0, maximum=16),
 }
 
 
@@ -136,7 +134,6 @@ class EngineSettings:
     enable_prefix_caching: bool
     device: str
     memory_budget_gb: float | None = None
-    ngram_speculation: int = 0
 
     @classmethod
     def resolve(cls, config: dict, *, device: str | None = None, **given) -> EngineSettings:
@@ -176,7 +173,6 @@ class EngineSettings:
             enable_prefix_caching=args.get("enable_prefix_caching", True),
             device=device,
             memory_budget_gb=args.get("memory_budget_gb"),
-            ngram_speculation=args.get("ngram_speculation", 0),
         )
 
     def as_dict(self) -> dict:
@@ -200,13 +196,6 @@ class EngineSettings:
         }
         if self.kv_cache_gb is not None:
             args["kv_cache_memory_bytes"] = int(self.kv_cache_gb * GiB)
-        if self.ngram_speculation:  # prompt lookup: drafts copied from the context, verified in one pass
-            args["speculative_config"] = {
-                "method": "ngram",
-                "num_speculative_tokens": self.ngram_speculation,
-                "prompt_lookup_min": NGRAM_MIN,
-                "prompt_lookup_max": NGRAM_MAX,
-            }
         return args
 
 
