@@ -35,17 +35,15 @@ models:
 """
 
 
-def start_vllm_server(processes, model_dir) -> str:
+def start_vllm_server(processes, model_dir):
+    """Start vLLM's server and return (its base URL, a function that waits until it answers): the caller
+    starts the site's own processes meanwhile (the server takes tens of seconds to load)."""
     port = free_port()
     argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
             "--served-model-name", "smollm2", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
             "--enforce-eager", "--max-model-len", "2048", "--max-num-seqs", "8"]  # fmt: skip
     env = clean_env(VLLM_CPU_KVCACHE_SPACE="1", VLLM_CPU_OMP_THREADS_BIND="nobind", OMP_NUM_THREADS="1")
     process = processes.start("vllm-serve", argv, env)
-    try:
-        wait_for_port(port, process=process, timeout=300)
-    except (RuntimeError, TimeoutError) as exc:
-        raise AssertionError(f"{exc}\n{processes.log_of(process)}") from None
 
     def ready() -> bool:
         try:
@@ -53,13 +51,19 @@ def start_vllm_server(processes, model_dir) -> str:
         except httpx.HTTPError:
             return False
 
-    wait_until(ready, timeout=300, what="vLLM's server to answer /v1/models", log=lambda: processes.log_of(process))
-    return f"http://127.0.0.1:{port}/v1"
+    def wait() -> None:
+        try:
+            wait_for_port(port, process=process, timeout=300)
+        except (RuntimeError, TimeoutError) as exc:
+            raise AssertionError(f"{exc}\n{processes.log_of(process)}") from None
+        wait_until(ready, timeout=300, what="vLLM's server to answer /v1/models", log=lambda: processes.log_of(process))
+
+    return f"http://127.0.0.1:{port}/v1", wait
 
 
 @pytest.fixture
 def vllm_arena(tmp_path, transactional_db, redis_url, smollm2_dir, start_worker, start_asgi_server, processes):
-    base_url = start_vllm_server(processes, smollm2_dir)
+    base_url, server_ready = start_vllm_server(processes, smollm2_dir)
     catalogue = tmp_path / "arena_models.yaml"
     catalogue.write_text(CATALOGUE.format(path=smollm2_dir.name, base_url=base_url))
     catalogue_sync(catalogue_parse(catalogue))
@@ -71,6 +75,7 @@ def vllm_arena(tmp_path, transactional_db, redis_url, smollm2_dir, start_worker,
     engine_worker = start_worker(env=env, queues="generate.vllm", name="vllm", concurrency=4, threads=True)
     http_worker = start_worker(env=env, queues="generate,default", name="http")
     port = start_asgi_server(env=env)
+    server_ready()
     yield {"base": f"http://127.0.0.1:{port}", "workers": (engine_worker, http_worker)}
 
 

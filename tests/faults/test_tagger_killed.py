@@ -25,7 +25,7 @@ from tests.leaderboard.polling import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-VOTES = 48  # distinct prompts, four to a batch: twelve batches, one stored before the kill
+VOTES = 24  # distinct prompts, four to a batch: six batches, one stored before the kill
 
 
 def send_tagging(redis_url: str) -> None:
