@@ -60,6 +60,29 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: rank[item.path])  # stable: each file keeps its own order
 
 
+MT_BENCH_TEST_VERDICT_TOKENS = 24
+
+
+@pytest.fixture
+def short_mt_bench_verdicts(monkeypatch):
+    """The bundled grading families with each verdict cut to 24 new tokens (mt-bench's run to 512). For
+    tests whose assertions are in the prompts, the references in them, the cache and the stored grades:
+    SmolLM2-135M rarely writes a parsable ``[[n]]`` at any length, and 512-token verdicts cost minutes of
+    CPU per test. The family's names and prompts are unchanged."""
+    import dataclasses
+
+    import evalcore.judging.grading as grading
+
+    real = grading.load_protocol
+
+    def load(name, **kwargs):
+        protocol = real(name, **kwargs)
+        tokens = min(protocol.verdict.max_new_tokens, MT_BENCH_TEST_VERDICT_TOKENS)
+        return dataclasses.replace(protocol, verdict=dataclasses.replace(protocol.verdict, max_new_tokens=tokens))
+
+    monkeypatch.setattr(grading, "load_protocol", load)
+
+
 @contextlib.contextmanager
 def celery_eager_tasks() -> Iterator:
     """Tasks sent inside the block run in place (``task_always_eager``) on Podium's Celery app, made the

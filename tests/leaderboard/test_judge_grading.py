@@ -137,7 +137,7 @@ def test_two_graders_score_two_models_and_a_panel_combines_them(smollm2_dir, eag
 
 
 def test_two_turn_questions_graded_in_context_with_given_then_judge_written_references(
-    smollm2_dir, eager, client, django_capture_on_commit_callbacks
+    smollm2_dir, eager, client, django_capture_on_commit_callbacks, short_mt_bench_verdicts
 ):
     model = catalogue_model("smol", smollm2_dir)
     config = judge_config_save(JudgeConfig(

@@ -17,13 +17,11 @@ same either way. Hostile reference and question input is one ``error:`` line and
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 
 import pytest
 
-import evalcore.judging.grading as grading_module
 from evalcore.cli import main
 from evalcore.judging.answer_files import read_model_answers
 from evalcore.judging.cache import SqliteStore
@@ -35,24 +33,6 @@ CHOSEN = ("math-1", "writing-1")  # in this order: --limit 1 keeps math-1
 GIVEN = ("REFERENCE-FROM-FILE: the width is 5 and the length 15.", "REFERENCE-FROM-FILE: 7 by 17, area 119.")
 STORED = ("STORED-REFERENCE-1 from the cache", "STORED-REFERENCE-2 from the cache")
 MAX_NEW_TOKENS = 8
-VERDICT_TOKENS = 24  # mt-bench's verdicts run to 512 tokens; what is tested here is in the prompts
-
-
-@pytest.fixture
-def short_verdicts(monkeypatch):
-    """The bundled mt-bench family with each verdict cut to VERDICT_TOKENS new tokens: the prompts, the
-    references in them and the cache are what this file checks, and SmolLM2's verdicts rarely parse at any
-    length. Minutes of generation on a CPU become seconds."""
-    real = grading_module.load_protocol
-
-    def load(name):
-        protocol = real(name)
-        verdict = dataclasses.replace(protocol.verdict, max_new_tokens=min(protocol.verdict.max_new_tokens, VERDICT_TOKENS))
-        return dataclasses.replace(protocol, verdict=verdict)
-
-    monkeypatch.setattr(grading_module, "load_protocol", load)
-
-
 def _lines(path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -98,7 +78,7 @@ def _reference_key(judge_key: str, question) -> str:
     return f"reference:{judge_key}:{hashlib.sha256(payload.encode('utf-8')).hexdigest()}"
 
 
-def test_grade_against_given_and_judge_written_references(tmp_path, smollm2_dir, capsys, short_verdicts):
+def test_grade_against_given_and_judge_written_references(tmp_path, smollm2_dir, capsys, short_mt_bench_verdicts):
     questions_path = _questions_file(tmp_path)
     questions = read_questions(questions_path)
     math, writing = questions
