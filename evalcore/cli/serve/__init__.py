@@ -25,8 +25,9 @@ Bearer KEY``; a Host header must be an IP address, ``localhost``, the bound name
 rebinding); request bodies must be ``Content-Type: application/json``. Model calls are
 serialised by a lock (one model, one call at a time); non-streamed chat requests that wait for it
 together are answered in one batched call (:mod:`.batching`: concurrent benchmark clients share
-forward passes and few-shot prefixes); on the vllm backend non-streamed chat requests take no lock
-and go to the engine as they arrive (its continuous batching shares decode steps); bad requests get
+forward passes and few-shot prefixes); on the vllm backend no request takes the lock (chat, streamed
+or not, and completions): each goes to the engine as it arrives, at most ``MAX_WAITING`` in flight (its
+continuous batching shares decode steps); bad requests get
 4xx answers in OpenAI's error shape (``{"error": {"message", "type", "param", "code"}}``), never a
 crash.
 """

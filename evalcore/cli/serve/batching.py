@@ -8,7 +8,8 @@ prefix (the same few-shot examples) share its computation. On the CPU only reque
 least half of the first one's prompt join its batch (:meth:`ChatBatcher._joins`); the others wait
 for the next. A request answered by another's batch
 finds its answer when its own turn at the lock comes, and leaves at once. A lone request is a batch
-of one. Streamed requests, and backends without a chat template, keep the one-request path.
+of one. Streamed requests, and backends without a chat template, keep the one-request path (under
+the model lock, except on a backend that schedules its own batches: ``ModelService.hold``).
 
 A backend that schedules its own batches (``schedules_batches``: the vllm backend, whose engine adds
 each request to the running batch at its next step) takes no lock and no queue: every request goes

@@ -46,6 +46,18 @@ class ModelService:
         entry = {"id": self.name, "object": "model", "created": self.created, "owned_by": "podium"}
         return {"object": "list", "data": [entry]}
 
+    def hold(self):
+        """Enter the model for one request; return the function that leaves it. A backend that schedules
+        its own batches (``schedules_batches``: vLLM's engine) takes concurrent requests from many threads,
+        so a request only takes one of the ``MAX_WAITING`` places in flight (none free: 503 at once);
+        any other backend is entered under the model lock (:meth:`acquire`)."""
+        if getattr(self.backend, "schedules_batches", False):
+            if not self.waiting.acquire(blocking=False):
+                raise RequestError(503, "too many requests are waiting for the model; retry later", code="busy")
+            return self.waiting.release
+        self.acquire()
+        return self.lock.release
+
     def acquire(self) -> None:
         """Take the model lock, waiting at most ``queue_timeout`` behind at most ``MAX_WAITING`` others."""
         if not self.waiting.acquire(blocking=False):
@@ -58,8 +70,8 @@ class ModelService:
 
     # -- chat -----------------------------------------------------------------------------------------
     def chat(self, payload: dict):
-        """Validate a chat request; return (settings, deltas). ``deltas`` holds the model lock until
-        it is exhausted or closed; errors before the first delta raise :class:`RequestError`."""
+        """Validate a chat request; return (settings, deltas). ``deltas`` holds the model (:meth:`hold`)
+        until it is exhausted or closed; errors before the first delta raise :class:`RequestError`."""
         check_model(payload, self.name)
         try:
             messages = validate_messages(payload.get("messages"))
@@ -75,15 +87,15 @@ class ModelService:
             max_new_tokens=s["max_tokens"], temperature=s["temperature"], top_p=s["top_p"],
             seed=s["seed"], stop=s["stop"],
         )  # fmt: skip
-        self.acquire()
+        release = self.hold()
         try:
             s["prompt_tokens"] = self.chat_prompt_tokens(messages)
             deltas = iter(self.backend.stream_chat(messages, params))
             first = _first_or_error(deltas)
         except BaseException:
-            self.lock.release()
+            release()
             raise
-        return s, LockedDeltas(first, deltas, self.lock)
+        return s, LockedDeltas(first, deltas, release)
 
     def chat_prompt_tokens(self, messages: list[dict]) -> int:
         render = getattr(self.backend, "chat_prompt_ids", None)
@@ -106,11 +118,11 @@ class ModelService:
         if any(p == "" for p in batch) and (s["max_tokens"] == 0 or logprobs is not None):
             raise RequestError(400, "prompt must not be empty", param="prompt")
         seed = s["seed"] if s["seed"] is not None else secrets.randbelow(2**31)
-        self.acquire()
+        release = self.hold()
         try:
             done = [complete(self.backend, p, s, echo=echo, logprobs=logprobs, seed=seed) for p in batch]
         finally:
-            self.lock.release()
+            release()
         choices = [{"index": i, **c.choice} for i, c in enumerate(done)]
         totals = usage(sum(c.prompt_tokens for c in done), sum(c.completion_tokens for c in done))
         return s, choices, totals
@@ -134,10 +146,11 @@ def _has_template(backend) -> bool:
 
 
 class LockedDeltas:
-    """Text deltas of one answer; releases the model lock when exhausted or closed (idempotent)."""
+    """Text deltas of one answer; leaves the model (``release``: the lock, or the place in flight) when
+    exhausted or closed (idempotent)."""
 
-    def __init__(self, first: str | None, deltas, lock: threading.Lock) -> None:
-        self.first, self.deltas, self.lock = first, deltas, lock
+    def __init__(self, first: str | None, deltas, release) -> None:
+        self.first, self.deltas, self.release = first, deltas, release
         self.open = True
 
     def __iter__(self):
@@ -163,7 +176,7 @@ class LockedDeltas:
                 if close is not None:
                     close()
             finally:
-                self.lock.release()
+                self.release()
 
 
 def _first_or_error(deltas):

