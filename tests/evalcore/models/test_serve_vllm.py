@@ -11,7 +11,6 @@ import threading
 import pytest
 
 from evalcore.cli.serve import MAX_WAITING, ModelService, RequestError
-from evalcore.models import load_backend
 from evalcore.models.vllm_engine import engine_lock
 from tests.evalcore.models.test_serve import MODEL_NAME
 
@@ -20,10 +19,8 @@ QUESTIONS = ["What is 2 + 2?", "Name a colour of the rainbow.", "Say hello in Fr
 
 
 @pytest.fixture(scope="module")
-def service(smollm2_dir):
-    backend = load_backend("vllm", path=str(smollm2_dir), dtype="auto", kv_cache_gb=0.5, max_num_seqs=16)
-    yield ModelService(backend, name=MODEL_NAME, max_tokens_limit=256, queue_timeout=5.0)
-    backend.close()
+def service(smollm2_vllm):
+    return ModelService(smollm2_vllm, name=MODEL_NAME, max_tokens_limit=256, queue_timeout=5.0)
 
 
 def chat_body(question: str, **extra) -> dict:

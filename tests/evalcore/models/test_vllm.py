@@ -19,11 +19,9 @@ from tests.conftest import FLOAT32_ATOL
 from tests.evalcore.models._shared import smollm2_backend
 
 
-@pytest.fixture(scope="module")
-def vllm(smollm2_dir):
-    backend = load_backend("vllm", path=str(smollm2_dir), dtype="auto", kv_cache_gb=0.5, max_num_seqs=16)
-    yield backend
-    backend.close()
+@pytest.fixture
+def vllm(smollm2_vllm):
+    return smollm2_vllm
 
 
 @pytest.fixture(scope="module")
