@@ -62,14 +62,14 @@ def train_in_place(backend, text: str, *, steps: int, lr: float):
 def test_a_model_trained_on_the_shard_in_order_is_detected_and_the_untouched_one_is_not(
     smollm2, smollm2_dir, gsm8k_items
 ):
-    documents = short_shard(gsm8k_items)
-    untouched = exchangeability_test(smollm2, documents, permutations=24, rng=np.random.default_rng(0), separator=SEPARATOR)
+    documents = short_shard(gsm8k_items, size=6)
+    untouched = exchangeability_test(smollm2, documents, permutations=20, rng=np.random.default_rng(0), separator=SEPARATOR)
     assert untouched.p_value >= 0.05, untouched.summary()
 
     # A copy of its own (never the session's shared ``smollm2``), trained on the shard in its published order.
     copy = load_backend("hf", path=str(smollm2_dir), dtype="float32", device="cpu")
     trained = train_in_place(copy, SEPARATOR.join(documents), steps=3, lr=1e-4)
-    result = exchangeability_test(trained, documents, permutations=24, rng=np.random.default_rng(0), separator=SEPARATOR)
+    result = exchangeability_test(trained, documents, permutations=20, rng=np.random.default_rng(0), separator=SEPARATOR)
     assert result.p_value < 0.05, result.summary()
-    assert result.p_value == pytest.approx(1 / 25)  # the published order beats every shuffled one
-    assert len(result.permuted_logprobs) == 24 and result.documents == 8
+    assert result.p_value == pytest.approx(1 / 21)  # the published order beats every shuffled one
+    assert len(result.permuted_logprobs) == 20 and result.documents == 6
