@@ -38,26 +38,11 @@ def answer(service: ModelService, body: dict) -> tuple[str, int]:
 
 def test_concurrent_chat_requests_reach_the_engine_together_and_get_their_lone_answers(service):
     alone = {q: answer(service, chat_body(q, stream=True)) for q in QUESTIONS}  # one at a time
-    got: dict[str, tuple | BaseException] = {}
-
-    def ask(question):
-        try:
-            got[question] = answer(service, chat_body(question))
-        except BaseException as exc:  # noqa: BLE001 - reported by the assertions below
-            got[question] = exc
-
-    loop = service.backend.loop
-    submitted, threads = loop.submitted, [threading.Thread(target=ask, args=(q,)) for q in QUESTIONS]
-    # The model lock is held (as a streamed request holds it) and the engine cannot step: every request
-    # must still be submitted to the engine, all four before its first step.
-    with service.lock, engine_lock:
-        for thread in threads:
-            thread.start()
-        with loop._wake:  # submit() notifies it; an early failure shows as fewer arrivals below
-            loop._wake.wait_for(lambda: loop.submitted - submitted >= len(QUESTIONS), timeout=120)
-        arrived, steps = loop.submitted - submitted, loop.steps
-    for thread in threads:
-        thread.join()
+    # The model lock is held (as a streamed request on another backend holds it) and the engine cannot
+    # step: every request must still be submitted to the engine, all four before its first step.
+    arrived, steps, got = concurrently_submitted(
+        service, {q: (lambda q=q: answer(service, chat_body(q))) for q in QUESTIONS}
+    )
     assert arrived == len(QUESTIONS), (arrived, got)
     for question in QUESTIONS:
         text, prompt_tokens = got[question]
@@ -66,12 +51,14 @@ def test_concurrent_chat_requests_reach_the_engine_together_and_get_their_lone_a
     # one batch: the steps of the longest answer (max_tokens 16; the loop may add the last ones a step
     # later), not the sum of the four answers' steps as one at a time
     lengths = [len(service.backend.tok_encode(got[q][0])) for q in QUESTIONS]
+    loop = service.backend.loop
     assert loop.steps - steps <= 16 + 2 < sum(lengths), (loop.steps - steps, lengths)
 
 
-def concurrently_submitted(service, work: dict) -> tuple[int, dict]:
+def concurrently_submitted(service, work: dict) -> tuple[int, int, dict]:
     """Run ``work`` (key -> function) in threads while the model lock is held and the engine cannot
-    step: (how many requests reached the engine before its next step, key -> result or exception)."""
+    step: (how many requests reached the engine before its next step, the engine's step count when it
+    was let go, key -> result or exception)."""
     got: dict = {}
 
     def run(key):
@@ -85,19 +72,19 @@ def concurrently_submitted(service, work: dict) -> tuple[int, dict]:
     with service.lock, engine_lock:
         for thread in threads:
             thread.start()
-        with loop._wake:
+        with loop._wake:  # submit() notifies it; an early failure shows as fewer arrivals
             loop._wake.wait_for(lambda: loop.submitted - submitted >= len(work), timeout=120)
-        arrived = loop.submitted - submitted
+        arrived, steps = loop.submitted - submitted, loop.steps
     for thread in threads:
         thread.join()
-    return arrived, got
+    return arrived, steps, got
 
 
 def test_streamed_chats_and_completions_take_no_model_lock(service):
     """A streamed answer used to hold the model lock from its first token to its last, so streams (the
     arena's endpoint models, lm-eval's chat client with streaming) were answered one at a time."""
     alone = {q: answer(service, chat_body(q, stream=True)) for q in QUESTIONS}
-    arrived, got = concurrently_submitted(
+    arrived, _, got = concurrently_submitted(
         service, {q: (lambda q=q: answer(service, chat_body(q, stream=True))) for q in QUESTIONS}
     )
     assert arrived == len(QUESTIONS), (arrived, got)
@@ -109,7 +96,7 @@ def test_streamed_chats_and_completions_take_no_model_lock(service):
         return service.completion(body)[1][0]["text"]
 
     lone = {q: complete(p) for q, p in prompts.items()}
-    arrived, got = concurrently_submitted(service, {q: (lambda p=p: complete(p)) for q, p in prompts.items()})
+    arrived, _, got = concurrently_submitted(service, {q: (lambda p=p: complete(p)) for q, p in prompts.items()})
     assert arrived == len(QUESTIONS), (arrived, got)
     assert got == lone and any(lone.values())
     assert service.waiting.acquire(blocking=False)  # every place in flight was given back
