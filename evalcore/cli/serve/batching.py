@@ -85,14 +85,13 @@ class ChatBatcher:
         request = self._request(backend, mine)
         if request is None:
             raise mine.error
-        if not self.service.waiting.acquire(blocking=False):
-            raise RequestError(503, "too many requests are waiting for the model; retry later", code="busy")
+        release = self.service.hold()  # a place in flight, no lock: the engine batches concurrent calls
         try:
             (result,) = backend.generate_until([request])
         except ValueError as exc:  # the engine refused it (too long, bad parameters)
             raise RequestError(400, str(exc)) from None
         finally:
-            self.service.waiting.release()
+            release()
         return result.text, mine.prompt_tokens
 
     def _run_batch(self) -> None:

@@ -52,16 +52,19 @@ class ModelService:
         so a request only takes one of the ``MAX_WAITING`` places in flight (none free: 503 at once);
         any other backend is entered under the model lock (:meth:`acquire`)."""
         if getattr(self.backend, "schedules_batches", False):
-            if not self.waiting.acquire(blocking=False):
-                raise RequestError(503, "too many requests are waiting for the model; retry later", code="busy")
+            self._take_place()
             return self.waiting.release
         self.acquire()
         return self.lock.release
 
-    def acquire(self) -> None:
-        """Take the model lock, waiting at most ``queue_timeout`` behind at most ``MAX_WAITING`` others."""
+    def _take_place(self) -> None:
+        """One of the ``MAX_WAITING`` places for requests in flight or waiting; none free: 503 at once."""
         if not self.waiting.acquire(blocking=False):
             raise RequestError(503, "too many requests are waiting for the model; retry later", code="busy")
+
+    def acquire(self) -> None:
+        """Take the model lock, waiting at most ``queue_timeout`` behind at most ``MAX_WAITING`` others."""
+        self._take_place()
         try:
             if not self.lock.acquire(timeout=self.queue_timeout):
                 raise RequestError(503, "the model is busy; retry later", code="busy")
