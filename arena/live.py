@@ -23,15 +23,13 @@ is below the refit's high water but that committed after the refit read the vote
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from django.db import connection, transaction
-from django.db.models import Max
 
-from arena import selectors, selectors_categories, vote_filters
+from arena import selectors, selectors_categories
 from arena.models import LanguageModel, LiveRating, PairCountBase, Vote
 from arena.ratings_anchor import anchor_in_force, anchor_shift, rows_shifted
 from evalcore.ratings import Battles, PairCounts, aggregate, fit_bradley_terry
@@ -101,39 +99,6 @@ def _join(*tallies: Tally) -> Tally:
 
 
 # --- The base: written by each full refit ---------------------------------------------------------
-
-
-@contextmanager
-def consistent_read():
-    """One snapshot of the database for the enclosed reads: on PostgreSQL a REPEATABLE READ transaction
-    (READ COMMITTED gives each statement its own), elsewhere a transaction (SQLite reads one snapshot).
-    Inside an outer transaction (tests) the outer one's isolation applies."""
-    outer = connection.in_atomic_block
-    with transaction.atomic():
-        if connection.vendor == "postgresql" and not outer:
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        yield
-
-
-def base_exists() -> bool:
-    return PairCountBase.objects.exists()
-
-
-def vote_high_water() -> int:
-    return int(Vote.objects.aggregate(m=Max("id"))["m"] or 0)
-
-
-def refit_votes_read(percentile: float) -> tuple:
-    """The counted votes as a refit fits them (:func:`arena.vote_filters.votes_filtered`) and the
-    integrity summary, with ``vote_high_water``: the largest vote id when they were read, in the same
-    snapshot of the database (so the live fit adds exactly the votes the refit could not see)."""
-    with consistent_read():
-        high_water = vote_high_water()
-        votes, integrity = vote_filters.votes_filtered(
-            selectors.votes_counted_columns(), percentile=percentile
-        )
-    return votes, {**integrity, "vote_high_water": high_water}
 
 
 def base_store(

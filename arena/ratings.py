@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 import numpy as np
 from django.db import transaction
 
-from arena import live, selectors, selectors_categories, vote_filters
+from arena import live, refit_read, selectors, selectors_categories, vote_filters
 from arena.models import RatingSnapshot
 from arena.ratings_anchor import anchor_in_force, anchor_record, hidden_names
 from arena.ratings_draft import category_battles, snapshots_draft
@@ -115,7 +115,7 @@ def snapshots_compute(
     mark = time.monotonic()
     states = elo_states_latest() if resume else None
     starts = style_starts_latest() if resume else None
-    votes, integrity = live.refit_votes_read(percentile)
+    votes, integrity = refit_read.refit_votes_read(percentile)
     phases["read"] = time.monotonic() - mark
     mark = time.monotonic()
     tagged, made_by = selectors_categories.tag_masks(votes)
@@ -229,7 +229,7 @@ def snapshots_refit(
         not force
         and latest is not None
         and latest.settings.get("fingerprint") == fingerprint
-        and live.base_exists()
+        and refit_read.base_exists()
     ):
         return {"written": 0, "votes": latest.vote_count, "seconds": 0.0, "skipped": True}
     params = {

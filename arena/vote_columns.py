@@ -11,7 +11,7 @@ stored votes' languages (read first, from the language index); models as their i
 
 The chunks come back in binary (no hex text for the bytea values) and, when the caller reads in a
 snapshot that other connections can share (a REPEATABLE READ transaction that has written nothing, as
-:func:`arena.live.consistent_read` opens), :data:`READERS` connections read chunks side by side in that
+:func:`arena.refit_read.consistent_read` opens), :data:`READERS` connections read chunks side by side in that
 same snapshot (``pg_export_snapshot`` / ``SET TRANSACTION SNAPSHOT``): PostgreSQL packs the columns on
 as many cores, and every reader sees exactly the rows the caller sees. Elsewhere (inside a test's
 transaction, whose rows no other connection can see) one connection reads every chunk.

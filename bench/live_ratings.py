@@ -5,7 +5,7 @@
 
 A fresh PostgreSQL database ``podium_bench_live`` gets 200 arena models and ``--base`` votes in SQL
 (bench/scale_data.py: skewed pairs, 12 languages, three turn counts, long and short prompts). The refit's
-read (``arena.live.refit_votes_read``: the packed column read, duplicate prompts once) and the base it
+read (``arena.refit_read.refit_votes_read``: the packed column read, duplicate prompts once) and the base it
 stores per category (``arena.live.base_store``) are timed; then every stored count is multiplied so the
 base stands for ``--scale-to`` votes (10M by default): the counts are numbers in a table, so the live fit's
 cost cannot depend on them, and the bench shows it. Then, for each ``--deltas`` size (votes cast after
@@ -114,7 +114,7 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connection
 
-    from arena import live
+    from arena import live, refit_read
     from arena.models import PairCountBase
 
     call_command("migrate", verbosity=0)
@@ -123,7 +123,7 @@ def main() -> None:
         scale_data.votes_add(cursor, start=0, stop=args.base, n_models=args.models, progress=lambda s: None)
     report: dict = {"args": vars(args), "cores": os.cpu_count(), "load_before": os.getloadavg()}
     began = time.perf_counter()
-    votes, integrity = live.refit_votes_read(99.9)
+    votes, integrity = refit_read.refit_votes_read(99.9)
     report["refit_read_s"] = round(time.perf_counter() - began, 3)
     began = time.perf_counter()
     categories = live.base_store(votes, high_water=integrity["vote_high_water"], refit_at=timezone.now())

@@ -186,7 +186,7 @@ def main() -> None:
     from django.db import connection
     from live_ratings import models_create
 
-    from arena import categories, live, selectors_categories
+    from arena import categories, live, refit_read, selectors_categories
 
     settings.ARENA_CATEGORY_TAGGER = TAGGER
     protocols = categories.category_protocols()
@@ -201,7 +201,7 @@ def main() -> None:
         for size in sizes:
             with connection.cursor() as cursor:
                 seconds = scale_data.votes_add(cursor, start=made, stop=size, n_models=args.models, progress=lambda s: None)
-                top = live.vote_high_water()
+                top = refit_read.vote_high_water()
                 tag_s = tags_add(cursor, top - (size - made), protocols, name)
                 cursor.execute("SELECT count(*) FROM arena_prompttag")
                 tags = cursor.fetchone()[0]

@@ -60,7 +60,7 @@ def main() -> None:
     from django.db import connection
     from live_ratings import models_create
 
-    from arena import categories, live, selectors_categories
+    from arena import categories, refit_read, selectors_categories
     from arena.selectors import votes_counted_columns
 
     settings.ARENA_CATEGORY_TAGGER = live_tagged.TAGGER
@@ -79,7 +79,7 @@ def main() -> None:
                 seconds = scale_data.votes_add(
                     cursor, start=made, stop=size, n_models=args.models, progress=lambda s: None
                 )
-                top = live.vote_high_water()
+                top = refit_read.vote_high_water()
                 tag_s = live_tagged.tags_add(cursor, top - (size - made), protocols, name)
                 cursor.execute(live_tagged.INDEX_SQL)  # arena migration 0017's index, as deployed
                 cursor.execute("ANALYZE arena_prompttag")

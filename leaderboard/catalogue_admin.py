@@ -1,7 +1,7 @@
 """The arena catalogue's admin (Admin › Language models) with the leaderboard's action on it: "Evaluate
 this arena model", for a model served by an OpenAI-compatible endpoint, from the list (an action on the
 selected models) or from its change page (a button). Both go through
-:func:`leaderboard.submissions.services.endpoint_evaluation_request`, which refuses a model without an
+:func:`leaderboard.submissions.endpoint.endpoint_evaluation_request`, which refuses a model without an
 endpoint, a non-staff user, and a second request while one is queued; arena never imports leaderboard,
 so the leaderboard registers this subclass of arena's admin in its place.
 
@@ -22,7 +22,7 @@ from django.utils.html import format_html
 
 from arena.admin import LanguageModelAdmin
 from arena.models import LanguageModel
-from leaderboard.submissions.services import (
+from leaderboard.submissions.endpoint import (
     endpoint_evaluation_current,
     endpoint_evaluation_request,
     endpoint_spec,

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import os
 import threading
-import urllib.parse
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -62,6 +61,7 @@ from evalcore.models.endpoint import (
     parse_json,
     sum_echoed_logprobs,
 )
+from evalcore.models.endpoint_args import as_bool, as_number, check_base_url, check_key_env
 from evalcore.models.next_token import DEFAULT_TOP_LOGPROBS, endpoint_next_token_logprobs, load_tokenizer
 from evalcore.netutil import is_loopback
 
@@ -69,33 +69,6 @@ __all__ = ["EndpointError", "EndpointTimeout", "OpenAIBackend"]
 
 ARGUMENTS = ("base_url", "model", "api_key_env", "timeout", "max_retries", "backoff", "prefix_text",
              "concurrency", "insecure_http", "verify", "tokenizer", "top_logprobs")  # fmt: skip
-
-
-def _as_bool(value, name: str) -> bool:
-    """A boolean model argument: a bool, or the strings true/false/1/0/yes/no."""
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text in ("1", "true", "yes"):
-        return True
-    if text in ("0", "false", "no"):
-        return False
-    raise ValueError(f"{name} must be true or false, got {value!r}")
-
-
-def _as_number(value, name: str, kind: type):
-    """A numeric model argument (a number or its text); booleans are refused."""
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be a number, got {value!r}")
-    try:
-        number = kind(value)
-    except (TypeError, ValueError):
-        what = "an integer" if kind is int else "a number"
-        raise ValueError(f"{name} must be {what} (timeout and backoff numbers, max_retries and "
-                         f"concurrency integers), got {value!r}") from None  # fmt: skip
-    if kind is int and isinstance(value, float) and value != number:
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    return number
 
 
 class OpenAIBackend(Backend):
@@ -161,14 +134,14 @@ class OpenAIBackend(Backend):
             raise ValueError(
                 f"unknown openai backend argument(s) {sorted(unexpected)}; allowed: {', '.join(ARGUMENTS)}"
             )
-        host = _check_base_url(base_url)
+        host = check_base_url(base_url)
         self.base_url = str(base_url).rstrip("/")
         self.model = str(model) if model not in (None, "") else None
-        self.timeout = _as_number(timeout, "timeout", float)
-        self.max_retries = _as_number(max_retries, "max_retries", int)
-        self.backoff = _as_number(backoff, "backoff", float)
-        self.concurrency = _as_number(concurrency, "concurrency", int)
-        self.top_logprobs = _as_number(top_logprobs, "top_logprobs", int)
+        self.timeout = as_number(timeout, "timeout", float)
+        self.max_retries = as_number(max_retries, "max_retries", int)
+        self.backoff = as_number(backoff, "backoff", float)
+        self.concurrency = as_number(concurrency, "concurrency", int)
+        self.top_logprobs = as_number(top_logprobs, "top_logprobs", int)
         if not self.timeout > 0 or not 0 <= self.max_retries <= MAX_RETRIES or self.backoff < 0 or self.concurrency < 1:
             raise ValueError(
                 f"timeout must be > 0, max_retries from 0 to {MAX_RETRIES}, backoff >= 0 and concurrency >= 1"
@@ -177,14 +150,14 @@ class OpenAIBackend(Backend):
             raise ValueError(f"top_logprobs must be from 1 to 100, got {self.top_logprobs}")
         self.tokenizer = load_tokenizer(tokenizer) if tokenizer not in (None, "") else None
         if isinstance(verify, str) and verify.strip().lower() in ("1", "0", "true", "false", "yes", "no"):
-            verify = _as_bool(verify, "verify")
+            verify = as_bool(verify, "verify")
         if isinstance(verify, str) and not os.path.isfile(verify):
             raise ValueError(f"verify must be true, false or the path of a CA bundle file, got {verify!r}")
         if not isinstance(verify, bool | str):
             raise ValueError(f"verify must be true, false or the path of a CA bundle file, got {verify!r}")
-        insecure = _as_bool(insecure_http, "insecure_http")
+        insecure = as_bool(insecure_http, "insecure_http")
         if api_key_env is not None:
-            _check_key_env(str(api_key_env), self.base_url, plain_remote=self.base_url.startswith("http:")
+            check_key_env(str(api_key_env), self.base_url, plain_remote=self.base_url.startswith("http:")
                            and not is_loopback(host), insecure=insecure)  # fmt: skip
         self.api_key_env = api_key_env
         self.prefix_text = str(prefix_text) if prefix_text else None
@@ -412,27 +385,3 @@ class OpenAIBackend(Backend):
 
     def close(self) -> None:
         self._client.close()
-
-
-def _check_base_url(base_url) -> str:
-    """Refuse a base_url that is not a plain http(s) API root; return its host."""
-    parts = urllib.parse.urlsplit(str(base_url))
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"base_url {base_url!r} must be an http(s) URL such as http://127.0.0.1:8000/v1")
-    if parts.username or parts.password:
-        raise ValueError("base_url must not carry credentials; use api_key_env=NAME")
-    if parts.query or parts.fragment:
-        raise ValueError(f"base_url {base_url!r} must not have a query or fragment")
-    return parts.hostname
-
-
-def _check_key_env(name: str, base_url: str, *, plain_remote: bool, insecure: bool) -> None:
-    if not name.replace("_", "").isalnum():
-        raise ValueError(f"api_key_env must be an environment variable name, got {name!r}")
-    if not os.environ.get(name):
-        raise ValueError(f"api_key_env names {name!r}, which is not set in the environment")
-    if plain_remote and not insecure:
-        raise ValueError(
-            f"base_url {base_url!r} is plain http to another host: the API key would cross the "
-            "network unencrypted; use https, or pass insecure_http=true for a trusted private network"
-        )

@@ -31,7 +31,8 @@ from evalcore.models.base import (
     validate_messages,
 )
 from evalcore.models.endpoint import EndpointError, first_choice
-from evalcore.models.openai_backend import OpenAIBackend, _as_bool
+from evalcore.models.endpoint_args import as_bool
+from evalcore.models.openai_backend import OpenAIBackend
 
 MAX_API_STOPS = 4  # OpenAI's chat API takes at most 4 stop strings (the harness sends stop[:4] too)
 CHAT_ARGUMENTS = ("completions_logprobs", "think_end_token")
@@ -59,7 +60,7 @@ class OpenAIChatBackend(OpenAIBackend):
     def __init__(
         self, *, completions_logprobs: bool | str = False, think_end_token: str | None = None, **kwargs
     ) -> None:
-        self.completions_logprobs = _as_bool(completions_logprobs, "completions_logprobs")
+        self.completions_logprobs = as_bool(completions_logprobs, "completions_logprobs")
         if think_end_token is not None and (not isinstance(think_end_token, str) or not think_end_token):
             raise ValueError(f"think_end_token must be a non-empty string, got {think_end_token!r}")
         self.think_end_token = think_end_token

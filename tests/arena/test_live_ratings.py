@@ -11,7 +11,7 @@ from django.core.cache import cache
 from django.db import connection, transaction
 from django.utils import timezone
 
-from arena import live, selectors
+from arena import live, refit_read, selectors
 from arena.models import LiveRating, PairCountBase, Vote
 from arena.ratings import snapshots_refit
 from arena.ratings_draft import categories_of, category_battles
@@ -200,7 +200,7 @@ def test_the_base_a_refit_stores_equals_one_made_from_the_votes_alone():
                  prompt_tokens=[20, 600])  # fmt: skip
     snapshots_refit(rounds=20, min_category_votes=40)  # de and fr (30 votes each) are counted, not fitted
     stored = {row.category: (row.model_names, row.cells, row.vote_count) for row in PairCountBase.objects.all()}
-    votes, integrity = live.refit_votes_read(99.9)
+    votes, integrity = refit_read.refit_votes_read(99.9)
     live.base_store(votes, high_water=integrity["vote_high_water"], refit_at=timezone.now())
     alone = {row.category: (row.model_names, row.cells, row.vote_count) for row in PairCountBase.objects.all()}
     assert stored == alone and {"language:en", "language:de", "language:fr", "multi_turn"} <= set(stored)

@@ -11,9 +11,10 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from arena import live, selectors, vote_cache, vote_columns
+from arena import selectors, vote_cache, vote_columns
 from arena.models import RatingSnapshot, Vote
 from arena.ratings import snapshots_refit
+from arena.refit_read import consistent_read
 from tests.arena.vote_data import T0, votes_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -60,7 +61,7 @@ def refit_read(settings, *, cache: bool = True):
     if not cache:
         settings.ARENA_REFIT_CACHE_DIR = None
     try:
-        with live.consistent_read():
+        with consistent_read():
             return selectors.votes_counted_columns()
     finally:
         settings.ARENA_REFIT_CACHE_DIR = saved

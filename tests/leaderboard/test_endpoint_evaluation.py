@@ -19,7 +19,8 @@ from arena.models import LanguageModel
 from leaderboard.board import entries
 from leaderboard.board.selectors import board_table
 from leaderboard.models import EvaluationRun, MemorisationProbe, Score, Submission
-from leaderboard.submissions.services import endpoint_evaluation_request, rules_check
+from leaderboard.submissions.endpoint import endpoint_evaluation_request
+from leaderboard.submissions.services import rules_check
 from leaderboard.tasks import submission_evaluate  # noqa: F401 - known here, so an eager send runs it in place
 from tests.conftest import free_port
 from tests.evalcore.models.test_openai_backend import scripted  # noqa: F401 - a fixture

@@ -23,12 +23,9 @@ from arena.models import LanguageModel
 from leaderboard.board import entries
 from leaderboard.board.selectors import board_table
 from leaderboard.models import EvaluationRun, Score, Submission
+from leaderboard.submissions.endpoint import endpoint_evaluation_current, endpoint_evaluation_request
 from leaderboard.submissions.lifecycle import submission_finish
-from leaderboard.submissions.services import (
-    endpoint_evaluation_current,
-    endpoint_evaluation_request,
-    submission_requeue,
-)
+from leaderboard.submissions.services import submission_requeue
 from leaderboard.tasks import submission_evaluate  # noqa: F401 - known here, so an eager send runs it in place
 from tests.conftest import free_port
 from tests.evalcore.models.test_serve import MODEL_NAME, serve_process
