@@ -14,12 +14,18 @@ Semantics follow lm-evaluation-harness 0.4.x:
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import unicodedata
 from collections.abc import Callable
 
-_PUNCTUATION = {i: None for i in range(sys.maxunicode + 1) if unicodedata.category(chr(i)).startswith("P")}
+
+@functools.cache
+def _punctuation() -> dict[int, None]:
+    """Every Unicode punctuation character, deleted by ``str.translate`` (built once, when first needed:
+    scanning the code points takes 0.1 s, which every process that imports the engine would pay)."""
+    return {i: None for i in range(sys.maxunicode + 1) if unicodedata.category(chr(i)).startswith("P")}
 
 
 def _first_match(pattern: re.Pattern, text, group_select: int) -> str:
@@ -48,7 +54,7 @@ def multi_choice_regex(step: dict) -> Callable[[list, dict], list]:
         if ignore_case:
             text = text.lower()
         if ignore_punctuation:
-            text = text.translate(_PUNCTUATION)
+            text = text.translate(_punctuation())
         return text
 
     def apply(responses: list, doc: dict) -> list:

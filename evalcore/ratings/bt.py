@@ -18,8 +18,7 @@ import numpy as np
 from scipy import linalg
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
-from scipy.special import expit
-from scipy.stats import norm
+from scipy.special import expit, ndtri
 
 from evalcore.ratings.counts import PairCounts, check_ties_policy, win_weights
 from evalcore.ratings.result import (
@@ -261,7 +260,7 @@ def fit_bradley_terry(
     fit = newton_fit(counts.i, counts.j, w_ij, w_ji, counts.n_models, prior=prior, tol=tol)
     ratings = to_elo_scale(fit.theta, counts.models, anchor)
     se = elo_se(sandwich_covariance(counts, fit.theta, ties, prior), counts.models, anchor)
-    z = norm.ppf(0.5 + level / 2)
+    z = ndtri(0.5 + level / 2)
     lo, hi = ratings - z * se, ratings + z * se
     return RatingResult(
         models=counts.models,

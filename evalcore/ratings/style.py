@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtri
 
 from evalcore.ratings.battles import A_WINS, B_WINS, BOTHBAD, STYLE_FEATURES, TIE, Battles
 from evalcore.ratings.bt import check_identifiable, elo_se, fit_notes, newton_fit
@@ -189,7 +189,7 @@ def fit_style_controlled(
             notes.append(f"{dropped} of {rounds} bootstrap rounds had no finite MLE and were left out")
         intervals = _bootstrap_intervals(draws, battles, anchor, ratings, level)
     else:
-        z = norm.ppf(0.5 + level / 2)
+        z = ndtri(0.5 + level / 2)
         lo, hi = ratings - z * se, ratings + z * se
         intervals = _Intervals(lo, hi, beta - z * coef_se, beta + z * coef_se, None, "sandwich", None, None)
     result = _rating_result(

@@ -39,8 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit
-from scipy.stats import chi2, norm
+from scipy.special import chdtrc, expit, ndtr
 
 from evalcore.ratings.battles import A_WINS, B_WINS
 from evalcore.validation import check_probability
@@ -126,7 +125,7 @@ def _random_clicker(group, probs, observed, n_groups: int):
     diff = np.bincount(group, obs - mean, minlength=n_groups)
     sd = np.sqrt(np.bincount(group, var, minlength=n_groups))
     z = np.where(sd > 0, diff / np.maximum(sd, 1e-300), 0.0)
-    return z, norm.sf(z)
+    return z, ndtr(-z)
 
 
 def _checkpoints(n: int) -> list[int]:
@@ -148,7 +147,7 @@ def _surprise(order: np.ndarray, starts: np.ndarray, counts: np.ndarray, pv: np.
             points.extend(marks)
     groups_a, points_a = np.asarray(groups, dtype=np.int64), np.asarray(points, dtype=np.int64)
     stats = cum[starts[groups_a] + points_a] - cum[starts[groups_a]]
-    p_points = chi2.sf(stats, 2 * points_a)
+    p_points = chdtrc(2 * points_a, stats)
     n_groups = counts.shape[0]
     smallest = np.ones(n_groups)
     np.minimum.at(smallest, groups_a, p_points)
@@ -181,7 +180,7 @@ def _favour(group: np.ndarray, a, b, probs, observed, n_groups: int, m: int, min
     tested = (seen.reshape(n_groups, m) >= min_model_votes).sum(axis=1)
     best = np.argmax(z, axis=1)
     best_z = z[np.arange(n_groups), best]
-    p = np.where(tested > 0, np.minimum(1.0, tested * norm.sf(best_z)), 1.0)
+    p = np.where(tested > 0, np.minimum(1.0, tested * ndtr(-best_z)), 1.0)
     return best_z, np.where(tested > 0, best, -1), p
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm, t
+from scipy.special import ndtri, stdtrit
 
 from evalcore.validation import check_integer, check_level
 
@@ -139,7 +139,7 @@ def mean_interval(
     mean = float(x.mean())
     se = float(x.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
     if method == "normal":
-        q = t.ppf(0.5 + level / 2, df=max(n - 1, 1))
+        q = stdtrit(max(n - 1, 1), 0.5 + level / 2)
         return MeanInterval(mean, se, mean - q * se, mean + q * se, n, level, "normal")
     if method == "bootstrap":
         if rng is None:
@@ -151,7 +151,7 @@ def mean_interval(
     if method == "wilson":
         if not np.isin(x, (0.0, 1.0)).all():
             raise ValueError("a Wilson interval needs 0/1 values (a proportion); use 'normal' or 'bootstrap'")
-        z = float(norm.ppf(0.5 + level / 2))
+        z = float(ndtri(0.5 + level / 2))
         denominator = 1 + z * z / n
         centre = (mean + z * z / (2 * n)) / denominator
         half = z * np.sqrt(mean * (1 - mean) / n + z * z / (4 * n * n)) / denominator

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy import integrate
-from scipy.stats import norm
+from scipy.special import ndtr, ndtri
 
 from evalcore.validation import check_integer, check_probability
 
@@ -81,7 +80,7 @@ def required_sample_size(
     check_probability(power, "power")
     s = _item_sd(p, sd)
     sd_d = _paired_sd(s, s, rho)
-    z = norm.ppf(1 - alpha / 2) + norm.ppf(power)
+    z = ndtri(1 - alpha / 2) + ndtri(power)
     n = math.ceil((z * sd_d / abs(difference)) ** 2 - 1e-9)
     return SampleSize(max(n, 1), float(difference), alpha, power, rho, sd_d)
 
@@ -103,8 +102,8 @@ def power_for_sample_size(
     if sd_d == 0:
         return 1.0
     shift = abs(difference) * math.sqrt(n) / sd_d
-    z = norm.ppf(1 - alpha / 2)
-    return float(norm.cdf(shift - z) + norm.cdf(-shift - z))
+    z = ndtri(1 - alpha / 2)
+    return float(ndtr(shift - z) + ndtr(-shift - z))
 
 
 def expected_max_standard_normal(k: int) -> float:
@@ -112,6 +111,9 @@ def expected_max_standard_normal(k: int) -> float:
     check_integer(k, "k", minimum=1)
     if k == 1:
         return 0.0
+
+    from scipy import integrate
+    from scipy.stats import norm
 
     def integrand(x):
         return x * k * norm.pdf(x) * norm.cdf(x) ** (k - 1)

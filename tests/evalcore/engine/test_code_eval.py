@@ -87,7 +87,9 @@ def _task(folder, utils: str, metric: str):
 def test_unsafe_task_code_scores_through_code_eval_in_the_jail_or_is_refused(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    before = sys.modules.get("evaluate")
+    # The real package, imported first (another test may or may not have imported it in this process):
+    # the stand-in must be in sys.modules for the task file's import only.
+    before = importlib.import_module("evaluate")
     uses = _task(tmp_path / "a", """
         import evaluate as hf_evaluate
         compute_ = hf_evaluate.load("code_eval")
