@@ -162,6 +162,25 @@ def run_manage(*args: str, env: dict[str, str], timeout: float = 120) -> subproc
     )
 
 
+@pytest.fixture(scope="session")
+def _migrated_sqlite(tmp_path_factory) -> Path:
+    """One ``manage.py migrate`` of the embedded SQLite default per test process (5-6 s of CPU each)."""
+    folder = tmp_path_factory.mktemp("sqlite_migrated")
+    result = run_manage("migrate", "--no-input", env=clean_env(PODIUM_VAR_DIR=str(folder)))
+    assert result.returncode == 0, result.stderr
+    return folder / "podium.sqlite3"
+
+
+@pytest.fixture
+def sqlite_var_dir(tmp_path, _migrated_sqlite) -> Path:
+    """A PODIUM_VAR_DIR whose SQLite database is migrated (a copy of this process's one migrated file), for
+    tests that run ``manage.py`` on the embedded default; ``test_sqlite_default_smoke`` migrates its own."""
+    import shutil
+
+    shutil.copyfile(_migrated_sqlite, tmp_path / "podium.sqlite3")
+    return tmp_path
+
+
 def database_backends() -> int:
     """PostgreSQL backends connected to this test process's database (this connection included)."""
     from django.db import connection

@@ -11,7 +11,7 @@ import pytest
 from channels.exceptions import ChannelFull
 
 from config.channel_layer import SQLiteChannelLayer
-from tests.conftest import REPO_ROOT, clean_env, run_manage
+from tests.conftest import REPO_ROOT, clean_env
 
 
 def run(coro):
@@ -133,12 +133,12 @@ def test_a_message_crosses_processes(tmp_path):
 
 
 @pytest.mark.integration
-def test_websocket_through_the_embedded_layer(tmp_path, start_asgi_server):
+def test_websocket_through_the_embedded_layer(sqlite_var_dir, start_asgi_server):
     """Default settings (no Redis): a message published by another process reaches the browser."""
     import websockets
 
+    tmp_path = sqlite_var_dir
     env = clean_env(DJANGO_SETTINGS_MODULE="config.settings.dev", PODIUM_VAR_DIR=str(tmp_path))
-    assert run_manage("migrate", "--no-input", env=env).returncode == 0
     port = start_asgi_server(env=env)
     layer = SQLiteChannelLayer(tmp_path / "channels.sqlite3")
 

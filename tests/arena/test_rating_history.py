@@ -226,10 +226,9 @@ print(json.dumps(out))
 """
 
 
-def test_history_on_sqlite(tmp_path):
+def test_history_on_sqlite(sqlite_var_dir):
     """The embedded default: thinning's day arithmetic and the back-fill's JSON reads work on SQLite too."""
-    env = clean_env(PODIUM_VAR_DIR=str(tmp_path))
-    assert run_manage("migrate", "--no-input", env=env).returncode == 0
+    env = clean_env(PODIUM_VAR_DIR=str(sqlite_var_dir))
     result = run_manage("shell", "-c", SQLITE_SCRIPT, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     out = json.loads(result.stdout.strip().splitlines()[-1])

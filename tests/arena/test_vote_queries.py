@@ -75,9 +75,8 @@ print(json.dumps({"vendor": connection.vendor, "sql": [q["sql"] for q in queries
 """
 
 
-def test_a_vote_is_three_statements_in_one_transaction_on_sqlite(tmp_path):
-    env = clean_env(PODIUM_VAR_DIR=str(tmp_path))
-    assert run_manage("migrate", "--no-input", env=env).returncode == 0
+def test_a_vote_is_three_statements_in_one_transaction_on_sqlite(sqlite_var_dir):
+    env = clean_env(PODIUM_VAR_DIR=str(sqlite_var_dir))
     result = run_manage("shell", "-c", SQLITE_SCRIPT, env=env)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout.strip().splitlines()[-1])

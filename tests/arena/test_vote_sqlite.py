@@ -79,9 +79,8 @@ print(json.dumps(out))
 """
 
 
-def test_vote_on_sqlite(tmp_path):
-    env = clean_env(PODIUM_VAR_DIR=str(tmp_path))
-    assert run_manage("migrate", "--no-input", env=env).returncode == 0
+def test_vote_on_sqlite(sqlite_var_dir):
+    env = clean_env(PODIUM_VAR_DIR=str(sqlite_var_dir))
     result = run_manage("shell", "-c", SCRIPT, env=env)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout.strip().splitlines()[-1])
