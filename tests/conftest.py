@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -175,8 +176,6 @@ def _migrated_sqlite(tmp_path_factory) -> Path:
 def sqlite_var_dir(tmp_path, _migrated_sqlite) -> Path:
     """A PODIUM_VAR_DIR whose SQLite database is migrated (a copy of this process's one migrated file), for
     tests that run ``manage.py`` on the embedded default; ``test_sqlite_default_smoke`` migrates its own."""
-    import shutil
-
     shutil.copyfile(_migrated_sqlite, tmp_path / "podium.sqlite3")
     return tmp_path
 

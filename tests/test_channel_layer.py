@@ -137,10 +137,9 @@ def test_websocket_through_the_embedded_layer(sqlite_var_dir, start_asgi_server)
     """Default settings (no Redis): a message published by another process reaches the browser."""
     import websockets
 
-    tmp_path = sqlite_var_dir
-    env = clean_env(DJANGO_SETTINGS_MODULE="config.settings.dev", PODIUM_VAR_DIR=str(tmp_path))
+    env = clean_env(DJANGO_SETTINGS_MODULE="config.settings.dev", PODIUM_VAR_DIR=str(sqlite_var_dir))
     port = start_asgi_server(env=env)
-    layer = SQLiteChannelLayer(tmp_path / "channels.sqlite3")
+    layer = SQLiteChannelLayer(sqlite_var_dir / "channels.sqlite3")
 
     async def scenario():
         async with websockets.connect(f"ws://127.0.0.1:{port}/ws/ping/", origin=f"http://127.0.0.1:{port}") as ws:
