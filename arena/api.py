@@ -166,7 +166,7 @@ class SnapshotSerializer(serializers.ModelSerializer):
         """As stored, less the rows, matrix rows and columns and Elo state of models not shown publicly
         (arena.selectors_catalogue.snapshot_public); withheld names are their stand-ins."""
         data = super().to_representation(instance)
-        return catalogue.snapshot_public(data, catalogue.descriptions())
+        return catalogue.snapshot_public(data, catalogue.descriptions(names=catalogue.rated_names(data.get("rows"))))
 
 
 class LiveRatingsSerializer(serializers.ModelSerializer):
@@ -284,7 +284,7 @@ class LiveRatingsView(APIView):
         if row is None:
             raise Http404(f"no live ratings for category {params['category']!r} yet")
         data = LiveRatingsSerializer(row).data
-        described = catalogue.descriptions()  # models not shown publicly left out, withheld names masked
+        described = catalogue.descriptions(names=catalogue.rated_names(data["rows"]))  # not public: left out; withheld: masked
         data["rows"] = catalogue.rows_public(data["rows"], described, catalogue.BoardFilters(retired=True))
         data["notes"] = catalogue.notes_public(data["notes"], described)
         return Response(catalogue.masked(data, catalogue.withheld_names(described)))
@@ -302,7 +302,8 @@ class RatingsView(APIView):
                 f"no {params['method']} snapshot for category {params['category']!r}; "
                 f"categories with snapshots: {selectors.snapshot_categories()}"
             )
-        context = {"catalogue": (catalogue.descriptions(), catalogue.BoardFilters.of(params))}
+        described = catalogue.descriptions(names=catalogue.rated_names(snapshot.rows))
+        context = {"catalogue": (described, catalogue.BoardFilters.of(params))}
         return Response(RatingsSerializer(snapshot, context=context).data)
 
 

@@ -340,18 +340,24 @@ def battle_voted(public_id) -> object | None:
     return battles_voted().filter(public_id=public_id).first()
 
 
-def snapshot_latest_id(method: str, category: str = "overall") -> int | None:
-    """The id of the newest snapshot for a method and category (a cheap freshness check for caches)."""
+def snapshot_latest_stamp(method: str, category: str = "overall") -> tuple | None:
+    """``(id, created_at)`` of the newest snapshot for a method and category: names it for a per-process
+    cache even where a test database hands out an id again."""
     return (
         RatingSnapshot.objects.filter(method=method, category=category)
         .order_by("-created_at", "-id")
-        .values_list("id", flat=True)
+        .values_list("id", "created_at")
         .first()
     )
 
 
+def snapshot_rows(snapshot_id: int) -> list:
+    """A snapshot's rows, without reading the rest of it."""
+    return RatingSnapshot.objects.filter(pk=snapshot_id).values_list("rows", flat=True).first() or []
+
+
 def snapshot_latest_id_sql() -> str:
-    """:func:`snapshot_latest_id` as a SQL query with ``%(method)s`` and ``%(category)s`` parameters,
+    """:func:`snapshot_latest_stamp`'s id as a SQL query with ``%(method)s`` and ``%(category)s`` parameters,
     for callers that fold it into one query of their own (the leaderboard's fingerprint)."""
     return (
         f"SELECT id FROM {RatingSnapshot._meta.db_table} WHERE method = %(method)s AND category = %(category)s"

@@ -9,13 +9,12 @@ through :func:`rows_public`, so the same query gets the same rows on the page an
 from __future__ import annotations
 
 import re
-from collections import Counter
+from bisect import bisect_right
 from dataclasses import dataclass
 
-from django.db.models import Count, Max, Min, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Q
 
-from arena.models import Battle, LanguageModel, RatingPoint
+from arena.models import Battle, LanguageModel
 from arena.models_catalogue import stand_in
 from arena.ratings_anchor import NOT_PUBLIC
 
@@ -64,13 +63,24 @@ def parameters_label(count: int | None) -> str:
     return str(count)
 
 
-def descriptions() -> dict[str, dict]:
-    """Every catalogue model's description by name (one small query: the catalogue has hundreds of rows)."""
+def descriptions(names=None) -> dict[str, dict]:
+    """Catalogue models' descriptions by name: every model's, or with ``names`` (the models a snapshot
+    rates) those and every model whose description can change what the public sees of any snapshot (in
+    the arena, not public, withheld or retired): one query either way, but the catalogue's thousands of
+    scored-only models (one per submission) are not read for each page."""
+    rows = LanguageModel.objects.all()
+    if names is not None:
+        rows = rows.filter(Q(name__in=list(names)) | Q(in_arena=True) | Q(public=False) | Q(name_withheld=True) | Q(retired_at__isnull=False))
     found = {}
-    for row in LanguageModel.objects.values(*DESCRIPTION_FIELDS):
+    for row in rows.values(*DESCRIPTION_FIELDS):
         row["parameters"] = parameters_label(row["parameter_count"])
         found[row["name"]] = row
     return found
+
+
+def rated_names(rows) -> set[str]:
+    """The models named by a snapshot's or live fit's rows (the ``names`` for :func:`descriptions`)."""
+    return {r["model"] for r in rows or [] if isinstance(r, dict) and isinstance(r.get("model"), str)}
 
 
 def withheld_names(described: dict[str, dict] | None = None) -> dict[str, str]:
@@ -148,10 +158,12 @@ def ranks_among(rows: list[dict], *, dropped: int = 0) -> None:
     [max(1, low - dropped), min(high, shown)], holding ``rank_ub`` and ``rank``."""
     rated = [r for r in rows if not r.get("provisional")] or rows
     floor = 2 if any(not r.get("provisional") for r in rows) else 1
+    lows = sorted(r["ci_low"] for r in rated if r.get("ci_low") is not None and r["ci_low"] == r["ci_low"])  # not NaN
+    ratings = sorted(r["rating"] for r in rated if r.get("rating") is not None and r["rating"] == r["rating"])
     for row in rows:
         high, rating = row.get("ci_high"), row.get("rating")
-        above = sum(1 for r in rated if r.get("ci_low") is not None and high is not None and r["ci_low"] > high)
-        better = sum(1 for r in rated if rating is not None and r.get("rating") is not None and r["rating"] > rating)
+        above = 0 if high is None else len(lows) - bisect_right(lows, high)  # intervals wholly above
+        better = 0 if rating is None else len(ratings) - bisect_right(ratings, rating)  # rated higher
         row["rank_ub"], row["rank"] = 1 + above, 1 + better
         if row.get("provisional"):
             row["rank_ub"], row["rank"] = max(row["rank_ub"], floor), max(row["rank"], floor)
@@ -318,82 +330,3 @@ def models_public() -> list[dict]:
         if d["public"] and (d["in_arena"] or name in battled):
             out.append({"model": name, **{k: v for k, v in _about(d).items() if k != "parameters"}})
     return out
-
-
-def retirements_public() -> dict:
-    """The public record (``/leaderboard/arena/retired/``): every retired model with its date and reason,
-    and every model that battled but was never shown publicly (its name where not withheld), with the
-    dates of its first and last battle and the count per organisation."""
-    dates = _battle_dates()
-    retired, hidden = [], []
-    for model in LanguageModel.objects.filter(Q(retired_at__isnull=False) | Q(public=False)).order_by("name"):
-        first, last, battles = dates.get(model.pk, (None, None, 0))
-        if not model.public and battles == 0:
-            continue  # never tested in the arena: nothing to record
-        entry = {
-            "model": "" if model.name_withheld else model.name, "withheld": model.name_withheld,
-            "organisation": model.organisation or "(not stated)", "first_battle": first, "last_battle": last,
-            "battles": battles, "retired_at": model.retired_at, "retired_reason": model.retired_reason,
-        }  # fmt: skip
-        (retired if model.public else hidden).append(entry)
-    retired.sort(key=lambda e: (e["retired_at"], e["model"]), reverse=True)
-    per_org = Counter(e["organisation"] for e in hidden)
-    return {"retired": retired, "hidden": hidden, "hidden_by_organisation": sorted(per_org.items())}
-
-
-def _battle_dates() -> dict[int, tuple]:
-    """(first battle, last battle, battles) per model id, over both sides."""
-    found: dict[int, list] = {}
-    for side in ("model_a", "model_b"):
-        for pk, first, last, n in (
-            Battle.objects.values(side).annotate(first=Min("created_at"), last=Max("created_at"), n=Count("id"))
-            .order_by().values_list(side, "first", "last", "n")
-        ):  # fmt: skip
-            have = found.setdefault(pk, [first, last, 0])
-            have[0], have[1], have[2] = min(have[0], first), max(have[1], last), have[2] + n
-    return {pk: tuple(v) for pk, v in found.items()}
-
-
-def rating_history(name: str, *, method: str = "bt", category: str = "overall") -> list[dict]:
-    """The model's point in each refit of ``method`` and ``category``, oldest first, with the refit's time,
-    vote count and anchor, read from the history that outlives snapshot pruning
-    (:mod:`arena.ratings_history`: every refit of the last week, then the last of each UTC day).
-    ``snapshot`` is the id of the snapshot the point came from, which may since have been pruned. ``rank``
-    is among the public models of that refit (the stored rank less the models not public whose closed
-    interval lay wholly above; a provisional one among those, rarely closed, would make it one too good). A model
-    the catalogue marks not public (or name-withheld) has no history here, and an anchor not public is
-    not named (``{"model": None, "not_public": True, ...}``, :func:`anchor_public`)."""
-    hidden = LanguageModel.objects.filter(name=name).filter(Q(public=False) | Q(name_withheld=True)).exists()
-    if hidden:
-        return []
-    # The stored rank counted every fitted model; the page ranks among public ones, as the board does
-    # (ranks_among): less the models not public whose interval, closed, lay wholly above at that refit.
-    above = (
-        RatingPoint.objects.filter(
-            snapshot_id=OuterRef("snapshot_id"), method=method, category=category, ci_high__isnull=False,
-            ci_low__gt=OuterRef("ci_high"), model__in=LanguageModel.objects.filter(public=False).values("name"),
-        )
-        .order_by().values("snapshot_id").annotate(n=Count("id")).values("n")
-    )  # fmt: skip
-    points = (
-        RatingPoint.objects.filter(model=name, method=method, category=category)
-        .annotate(hidden_above=Coalesce(Subquery(above), 0))
-        .order_by("at", "snapshot_id")
-    )
-    never = set(LanguageModel.objects.filter(public=False).values_list("name", flat=True))
-    return [
-        {
-            "snapshot": p.snapshot_id, "at": p.at, "votes": p.vote_count, "rating": p.rating, "ci_low": p.ci_low,
-            "ci_high": p.ci_high, "rank": None if p.rank is None else max(1, p.rank - p.hidden_above),
-            "battles": p.battles,
-            "anchor": _point_anchor(p, never),
-        }  # fmt: skip
-        for p in points
-    ]
-
-
-def _point_anchor(point: RatingPoint, never: set[str]) -> dict:
-    anchor = {"model": point.anchor_model or None, "rating": point.anchor_rating, "applied": point.anchor_applied}
-    if anchor["model"] in never:
-        anchor.update(model=None, not_public=True)
-    return anchor

@@ -98,6 +98,7 @@ def seed(n_battles: int) -> dict:
     from arena.identity import salted_hash
     from arena.models import Battle, LanguageModel, Turn, Vote
     from arena.ratings import snapshots_refit
+    from common.public_ids import battle_id
 
     call_command("migrate", verbosity=0)
     models = [LanguageModel.objects.create(name=n, in_arena=True) for n in MODELS]
@@ -164,7 +165,7 @@ def seed(n_battles: int) -> dict:
     started = time.monotonic()
     refit = snapshots_refit(rounds=1000)
     refit["wall_s"] = round(time.monotonic() - started, 2)
-    targets = [(str(b.public_id), sessions[k % len(sessions)]) for k, b in enumerate(fresh)]
+    targets = [(battle_id(b.public_id), sessions[k % len(sessions)]) for k, b in enumerate(fresh)]
     return {"targets": targets, "refit": refit, "battle_ids": [b.pk for b in fresh]}
 
 
@@ -419,12 +420,13 @@ def main() -> int:
         for server in servers:
             server.wait(timeout=20)
     from arena.models import Vote
+    from common.public_ids import battle_id
 
     accepted = {targets[k][0] for k, status, _ in votes + saturated if status == 201}
     rows = set(
         Vote.objects.filter(battle_id__in=data["battle_ids"]).values_list("battle__public_id", flat=True)
     )
-    rows = {str(r) for r in rows}
+    rows = {battle_id(r) for r in rows}
     report["integrity"] = {
         "accepted": len(accepted), "rows": len(rows), "lost": len(accepted - rows), "unexpected": len(rows - accepted),
     }  # fmt: skip

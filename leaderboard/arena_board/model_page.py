@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from arena import selectors as arena_selectors
 from arena.ratings_anchor import NOT_PUBLIC
-from arena.selectors_catalogue import descriptions, rating_history, retirements_public
+from arena.selectors_catalogue import descriptions
+from arena.selectors_history import rating_history, retirements_public
 from leaderboard.arena_board.charts import history_figure
 from leaderboard.arena_board.page import METHODS, category_label
 
@@ -23,7 +24,7 @@ def _anchor_label(anchor: dict | None) -> str:
 def arena_model_page(name: str, *, method: str, category: str) -> dict | None:
     """The page's context, or None when there is no such public model (not in the catalogue, or tested
     but not shown publicly: its page does not exist)."""
-    about = descriptions().get(name)
+    about = descriptions(names=[name]).get(name)
     if about is None or not about["public"]:
         return None
     history = rating_history(name, method=method, category=category)

@@ -25,6 +25,7 @@ from arena.selectors_catalogue import (
     extra_public,
     filter_choices,
     notes_public,
+    rated_names,
     rows_public,
 )
 from leaderboard.arena_board.category_board import (
@@ -213,23 +214,15 @@ def arena_board_page(*, method: str, category: str, filters: BoardFilters = Boar
     """The rendered board for the page: ``html`` (safe), ``has_figures``, ``known`` (category exists).
     Rendered once per set of snapshots, catalogue and filters (a retirement changes the board without a refit)."""
     categories, counts = categories_counted()  # the categories with snapshots, and each one's votes
-    described = descriptions()
-    key = (
-        method,
-        category,
-        arena_selectors.snapshot_latest_id(method, category),
-        arena_selectors.snapshot_latest_id("elo", category),
-        tuple(categories),
-        category_stamp(category),
-        filters,
-        hash(repr(sorted(described.items()))),
-    )
+    stamps = arena_selectors.snapshot_latest_stamp(method, category), arena_selectors.snapshot_latest_stamp("elo", category)
+    described = descriptions(names=_rated(stamps[0]) | _rated(stamps[1]))  # not the scored-only models
+    key = (method, category, *stamps, tuple(categories), category_stamp(category), filters, hash(repr(sorted(described.items()))))
     with _LOCK:
         if key in _RENDERED:
             _RENDERED.move_to_end(key)
             return _RENDERED[key]
-    snapshot = arena_selectors.snapshot_by_id(key[2]) if key[2] else None
-    elo = arena_selectors.snapshot_by_id(key[3]) if key[3] else None
+    snapshot = arena_selectors.snapshot_by_id(stamps[0][0]) if stamps[0] else None
+    elo = arena_selectors.snapshot_by_id(stamps[1][0]) if stamps[1] else None
     board = arena_board(
         method=method, category=category, categories=categories, snapshot=snapshot, elo=elo, counts=counts,
         described=described, filters=filters,
@@ -250,6 +243,24 @@ def arena_board_page(*, method: str, category: str, filters: BoardFilters = Boar
         while len(_RENDERED) > _RENDERED_SIZE:
             _RENDERED.popitem(last=False)
     return page
+
+
+_NAMES: OrderedDict[tuple, frozenset[str]] = OrderedDict()
+
+
+def _rated(stamp: tuple | None) -> frozenset[str]:
+    """The models the snapshot ``(id, created_at)`` rates, kept per process (snapshots never change)."""
+    if stamp is None:
+        return frozenset()
+    with _LOCK:
+        names = _NAMES.get(stamp)
+    if names is None:
+        names = frozenset(rated_names(arena_selectors.snapshot_rows(stamp[0])))
+        with _LOCK:
+            _NAMES[stamp] = names
+            while len(_NAMES) > _RENDERED_SIZE:
+                _NAMES.popitem(last=False)
+    return names
 
 
 def age(seconds: float) -> str:

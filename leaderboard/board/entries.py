@@ -26,7 +26,7 @@ from django.conf import settings
 from django.db import connection
 
 from arena import selectors as arena_selectors
-from arena.selectors_catalogue import BoardFilters, descriptions, rows_public
+from arena.selectors_catalogue import BoardFilters, descriptions, rated_names, rows_public
 from common.sqltext import text_of
 from evalcore.stats import best_of_k_inflation
 from leaderboard.judging.columns import board_judge_cells, judge_fingerprint_sql
@@ -234,7 +234,7 @@ def _build() -> dict:
     snapshot = arena_selectors.snapshot_latest("bt", "overall")
     if snapshot is not None:
         # Only models shown publicly in the arena lend their rating to a board row (the arena's rule).
-        shown = rows_public(snapshot.rows, descriptions(), BoardFilters(retired=True))
+        shown = rows_public(snapshot.rows, descriptions(names=rated_names(snapshot.rows)), BoardFilters(retired=True))
         arena_rows = {r["model"]: r for r in shown}
     subs = list(
         Submission.objects.filter(status=Submission.Status.FINISHED, superseded_by__isnull=True)  # re-run since

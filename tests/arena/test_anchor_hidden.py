@@ -26,7 +26,7 @@ from arena.models import LanguageModel, LiveRating, RatingSnapshot
 from arena.models_catalogue import stand_in
 from arena.ratings import snapshots_refit
 from arena.ratings_anchor import NOT_PUBLIC
-from arena.selectors_catalogue import rating_history
+from arena.selectors_history import rating_history
 from arena.services.releases import release_build
 from tests.arena.vote_data import votes_create
 

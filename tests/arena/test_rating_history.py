@@ -17,7 +17,7 @@ from arena import live, ratings, selectors
 from arena.models import LanguageModel, RatingPoint, RatingSnapshot
 from arena.ratings import snapshots_refit
 from arena.ratings_history import FULL_RESOLUTION, history_backfill, history_thin
-from arena.selectors_catalogue import rating_history
+from arena.selectors_history import rating_history
 from tests.arena.vote_data import T0, votes_create
 from tests.conftest import clean_env, run_manage
 
@@ -210,7 +210,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from arena.models import RatingPoint, RatingSnapshot
 from arena.ratings_history import history_backfill, history_thin
-from arena.selectors_catalogue import rating_history
+from arena.selectors_history import rating_history
 NOW = datetime(2026, 3, 20, 12, 0, tzinfo=UTC)
 for days in (8, 9):
     for hours in (1, 9, 23.5):

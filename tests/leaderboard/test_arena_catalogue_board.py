@@ -84,6 +84,31 @@ def test_the_board_and_the_api_show_the_same_rows_for_the_same_filters(client, d
     assert SECRET not in json.dumps(data) and "epsilon" not in rows
 
 
+def test_a_model_out_of_the_arena_keeps_its_description_among_thousands_of_scored_only_models(client, described):
+    """The board and the API read the descriptions of the models a snapshot rates and of those that can
+    hide or rename one (not the catalogue's scored-only models, one per submission): a model taken out of
+    the arena without retirement is still described and filtered as before, and a scored-only model named
+    like no rated one changes nothing."""
+    from arena.selectors_catalogue import descriptions
+
+    LanguageModel.objects.filter(name__in=["alpha", "beta"]).update(in_arena=False)
+    LanguageModel.objects.bulk_create(
+        [LanguageModel(name=f"scored-{k}", organisation="Acme", licence="apache-2.0", open_weights=True) for k in range(300)]
+    )
+    for query, expected in FILTERS:
+        _, shown = board_models(client, query)
+        data, rows = api_models(client, query)
+        assert set(shown) == set(rows) == expected, query
+        assert SECRET not in json.dumps(data)
+    assert api_models(client, "?organisation=acme&retired=yes")[0]["rows"][0]["about"]["organisation"] == "Acme"
+    everything = descriptions()
+    some = descriptions(names={"alpha", "beta"})
+    assert set(some) == {"alpha", "beta", "gamma", SECRET, "epsilon"}  # rated, retired or not public
+    assert all(some[name] == everything[name] for name in some)
+    LanguageModel.objects.create(name="newcomer", in_arena=True)  # battles now, not rated yet
+    assert "newcomer" in descriptions(names=set()) and "scored-0" not in descriptions(names=set())
+
+
 def test_the_board_describes_each_model_and_marks_retirements(client, described):
     response, _ = board_models(client, "?retired=yes")
     html = response.content.decode()
