@@ -53,21 +53,17 @@ def _squash(text: str) -> str:
     return "".join(ch for ch in text.casefold() if ch.isalnum())
 
 
-@lru_cache(maxsize=512)
-def _matcher(terms: tuple[str, ...]) -> tuple[re.Pattern | None, frozenset[str]]:
-    """(one regex for every term as whole words, the starts of terms that count as self-identification:
-    the first one, two, ... parts of each term run together, e.g. smol, smollm, smollm2, ...)."""
-    alternatives, starts = [], set()
-    for term in terms:
-        parts = _parts(term)
-        if sum(len(p) for p in parts) < MIN_TERM:
-            continue
-        alternatives.append(_SEP.join(re.escape(p) for p in parts))
-        starts.update("".join(parts[:k]) for k in range(1, len(parts) + 1))
-    if not alternatives:
+@lru_cache(maxsize=4096)
+def _term_matcher(term: str) -> tuple[re.Pattern | None, frozenset[str]]:
+    """(a regex for the term as whole words, the starts of the term that count as self-identification:
+    its first one, two, ... parts run together, e.g. smol, smollm, smollm2, ...), or (None, empty) for a
+    term too short to count. Kept per term, not per pair of models: an arena of 200 models has 19,900
+    pairs, and compiling a pair's pattern cost more than the rest of the check."""
+    parts = _parts(term)
+    if sum(len(p) for p in parts) < MIN_TERM:
         return None, frozenset()
-    alternatives.sort(key=len, reverse=True)
-    pattern = re.compile(_BEFORE + "(?:" + "|".join(alternatives) + ")" + _AFTER, re.IGNORECASE)
+    pattern = re.compile(_BEFORE + _SEP.join(re.escape(p) for p in parts) + _AFTER, re.IGNORECASE)
+    starts = ("".join(parts[:k]) for k in range(1, len(parts) + 1))
     return pattern, frozenset(s for s in starts if len(s) >= MIN_TERM)
 
 
@@ -86,11 +82,14 @@ def _self_identifies(answer: str, starts: frozenset[str]) -> bool:
 
 def reveals_identity(terms: Iterable[str], answers: Iterable[str]) -> bool:
     """Whether any answer names one of ``terms`` (names, aliases, families, makers of both models)."""
-    key = tuple(sorted({t.strip() for t in terms if t and t.strip()}))
-    pattern, starts = _matcher(key)
-    if pattern is None:
+    matchers = [_term_matcher(t) for t in sorted({t.strip() for t in terms if t and t.strip()})]
+    patterns = [pattern for pattern, _ in matchers if pattern is not None]
+    if not patterns:
         return False
-    return any(pattern.search(answer) or _self_identifies(answer, starts) for answer in answers if answer)
+    starts = frozenset().union(*(term_starts for _, term_starts in matchers))
+    return any(
+        any(p.search(answer) for p in patterns) or _self_identifies(answer, starts) for answer in answers if answer
+    )
 
 
 def model_terms(name: str, family: str = "", aliases=(), maker: str = "") -> list[str]:
