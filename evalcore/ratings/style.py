@@ -31,6 +31,7 @@ from evalcore.ratings.result import (
     ranks_from_ratings,
     to_elo_scale,
 )
+from evalcore.ratings.spanning import TwoWayTree
 from evalcore.ratings.style_fit import StyleProblem
 from evalcore.validation import check_integer, check_level, check_prior
 
@@ -295,9 +296,10 @@ def _bootstrap_draws(
     n = len(battles)
     draws = []
     dropped = 0
+    tree = TwoWayTree(battles, problem.w) if problem.prior == 0.0 else None  # the exact check only where it fails
     for r in range(rounds):
         wr = problem.w * rng.multinomial(n, np.full(n, 1.0 / n))
-        if problem.prior == 0.0 and not _identifiable(battles, wr):
+        if tree is not None and not tree.holds(wr) and not _identifiable(battles, wr):
             dropped += 1  # a resample where some model never lost (or never won): no finite MLE
         else:
             draws.append(problem.newton(wr, params)[0])
