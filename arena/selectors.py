@@ -351,11 +351,6 @@ def snapshot_latest_stamp(method: str, category: str = "overall") -> tuple | Non
     )
 
 
-def snapshot_rows(snapshot_id: int) -> list:
-    """A snapshot's rows, without reading the rest of it."""
-    return RatingSnapshot.objects.filter(pk=snapshot_id).values_list("rows", flat=True).first() or []
-
-
 def snapshot_latest_id_sql() -> str:
     """:func:`snapshot_latest_stamp`'s id as a SQL query with ``%(method)s`` and ``%(category)s`` parameters,
     for callers that fold it into one query of their own (the leaderboard's fingerprint)."""

@@ -215,14 +215,22 @@ def arena_board_page(*, method: str, category: str, filters: BoardFilters = Boar
     Rendered once per set of snapshots, catalogue and filters (a retirement changes the board without a refit)."""
     categories, counts = categories_counted()  # the categories with snapshots, and each one's votes
     stamps = arena_selectors.snapshot_latest_stamp(method, category), arena_selectors.snapshot_latest_stamp("elo", category)
-    described = descriptions(names=_rated(stamps[0]) | _rated(stamps[1]))  # not the scored-only models
+    kept, snapshot, elo = (_rated(stamps[0]), _rated(stamps[1])), None, None
+    names = None if None in kept else kept[0] | kept[1]
+    if names is None:  # snapshots not seen by this process: read them once, whole, rather than their rows apart
+        snapshot = arena_selectors.snapshot_by_id(stamps[0][0]) if stamps[0] else None
+        elo = arena_selectors.snapshot_by_id(stamps[1][0]) if stamps[1] else None
+        names = _keep_rated(stamps[0], snapshot) | _keep_rated(stamps[1], elo)
+    described = descriptions(names=names)  # not the scored-only models
     key = (method, category, *stamps, tuple(categories), category_stamp(category), filters, hash(repr(sorted(described.items()))))
     with _LOCK:
         if key in _RENDERED:
             _RENDERED.move_to_end(key)
             return _RENDERED[key]
-    snapshot = arena_selectors.snapshot_by_id(stamps[0][0]) if stamps[0] else None
-    elo = arena_selectors.snapshot_by_id(stamps[1][0]) if stamps[1] else None
+    if snapshot is None and stamps[0]:
+        snapshot = arena_selectors.snapshot_by_id(stamps[0][0])
+    if elo is None and stamps[1]:
+        elo = arena_selectors.snapshot_by_id(stamps[1][0])
     board = arena_board(
         method=method, category=category, categories=categories, snapshot=snapshot, elo=elo, counts=counts,
         described=described, filters=filters,
@@ -248,18 +256,24 @@ def arena_board_page(*, method: str, category: str, filters: BoardFilters = Boar
 _NAMES: OrderedDict[tuple, frozenset[str]] = OrderedDict()
 
 
-def _rated(stamp: tuple | None) -> frozenset[str]:
-    """The models the snapshot ``(id, created_at)`` rates, kept per process (snapshots never change)."""
+def _rated(stamp: tuple | None) -> frozenset[str] | None:
+    """The models the snapshot ``(id, created_at)`` rates as this process has kept them (snapshots never
+    change); empty for no snapshot, None where this process has not read it yet."""
     if stamp is None:
         return frozenset()
     with _LOCK:
-        names = _NAMES.get(stamp)
-    if names is None:
-        names = frozenset(rated_names(arena_selectors.snapshot_rows(stamp[0])))
-        with _LOCK:
-            _NAMES[stamp] = names
-            while len(_NAMES) > _RENDERED_SIZE:
-                _NAMES.popitem(last=False)
+        return _NAMES.get(stamp)
+
+
+def _keep_rated(stamp: tuple | None, snapshot) -> frozenset[str]:
+    """The models ``snapshot`` (read for ``stamp``) rates, kept for :func:`_rated`."""
+    if stamp is None or snapshot is None:
+        return frozenset()
+    names = frozenset(rated_names(snapshot.rows))
+    with _LOCK:
+        _NAMES[stamp] = names
+        while len(_NAMES) > _RENDERED_SIZE:
+            _NAMES.popitem(last=False)
     return names
 
 
