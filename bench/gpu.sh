@@ -6,8 +6,9 @@
 #       already has CUDA torch and vLLM (and the project's own needs); nothing is installed
 # It runs bench/vllm_bench.py on the GPU: the arena's concurrent battles against the hf backend, the judges'
 # audit workload against a plain transformers loop, and Podium's backend against raw vLLM offline
-# throughput on the same prompts (goal: within 10%), in one process (one engine start). Results:
-# bench/out/gpu/vllm.json. GPU_BENCH_BATTLES (64) sets the concurrent battles.
+# throughput on the same prompts (goal: within 10%), in one process (one engine start); then the same
+# battles streamed with stream_interval 1 and 8 against raw vLLM. Results: bench/out/gpu/vllm.json and
+# intervals.json. GPU_BENCH_BATTLES (64) sets the concurrent battles.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DRY_RUN=0
@@ -39,6 +40,9 @@ args=(--device cuda --battles "$BATTLES" --tokens 256 --pairs 100)
 if [ "$DRY_RUN" = 1 ]; then
   # The arguments are checked by the bench itself, without loading anything.
   "$PY" bench/vllm_bench.py --workload all "${args[@]}" --out "$OUT_DIR/vllm.json" --plan
+  "$PY" bench/vllm_bench.py --workload intervals "${args[@]}" --intervals 1,8 --rounds 3 --out "$OUT_DIR/intervals.json" --plan
 fi
 run "$PY" bench/vllm_bench.py --workload all "${args[@]}" --out "$OUT_DIR/vllm.json"
+# Then the stream interval's cost against raw vLLM (1, the CPU default, and 8, the GPU default; two engines).
+run "$PY" bench/vllm_bench.py --workload intervals "${args[@]}" --intervals 1,8 --rounds 3 --out "$OUT_DIR/intervals.json"
 echo "bench/gpu.sh: results in $OUT_DIR"

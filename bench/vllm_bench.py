@@ -14,6 +14,9 @@ Workloads (``--workload arena|judges|all``):
 
 - ``compile``: eager mode (the CPU default) against vLLM's compiled mode end to end: engine start plus
   the arena's battles on each (``all`` leaves it out: a compiled load takes minutes here).
+- ``intervals``: the battles streamed with each of ``--intervals`` (vLLM's ``stream_interval``: tokens
+  per delta) and through raw ``vllm.LLM.generate``, alternating for ``--rounds`` rounds: the cost of
+  waking every stream's thread after each engine step, where steps are short (a GPU; on CPU, a tiny model).
 - ``raw``: the same battles through vLLM's own offline API (``vllm.LLM.generate`` on the same token-id
   prompts, one batch) against Podium's backend (the battles as concurrent streams): what Podium's
   engine loop and streaming cost over raw vLLM (goal on a GPU: within 10%; ``bench/gpu.sh``).
@@ -25,7 +28,8 @@ benchmark engine's workloads (GSM8K, BBH date_understanding, MMLU against lm-eva
 Usage::
 
     python bench/vllm_bench.py [--workload all] [--battles 16] [--tokens 256] [--pairs 40] [--threads 2]
-                         [--device cpu|cuda] [--model DIR] [--kv-cache-gb 1] [--out bench/out/vllm.json]
+                         [--device cpu|cuda] [--model DIR] [--kv-cache-gb 1] [--stream-interval N]
+                         [--out bench/out/vllm.json]
 
 Exit code 1 when a parity check fails (texts differ, or p_first differs by more than 1e-4).
 """
@@ -73,15 +77,19 @@ def battles(backend, prompts: list[str], tokens: int) -> dict:
     """Every prompt streamed at once, one thread each; times measured from the common start."""
     params = {"max_new_tokens": tokens, "temperature": 0.0}
     texts, first, done = [""] * len(prompts), [0.0] * len(prompts), [0.0] * len(prompts)
+    failures: list[BaseException] = []
     barrier = threading.Barrier(len(prompts) + 1)
 
     def one(i: int) -> None:
         barrier.wait()
         pieces = []
-        for delta in backend.stream_chat([{"role": "user", "content": prompts[i]}], params):
-            if not pieces:
-                first[i] = time.perf_counter() - start
-            pieces.append(delta)
+        try:
+            for delta in backend.stream_chat([{"role": "user", "content": prompts[i]}], params):
+                if not pieces:
+                    first[i] = time.perf_counter() - start
+                pieces.append(delta)
+        except Exception as exc:  # noqa: BLE001 - reported below, after every battle has ended
+            failures.append(exc)
         done[i] = time.perf_counter() - start
         texts[i] = "".join(pieces)
 
@@ -92,6 +100,8 @@ def battles(backend, prompts: list[str], tokens: int) -> dict:
     barrier.wait()
     for thread in threads:
         thread.join()
+    if failures:
+        raise SystemExit(f"{len(failures)} of {len(prompts)} battles failed on {backend.name}: {failures[0]!r}")
     seconds = max(done)
     generated = sum(len(backend.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts)
     return {
@@ -120,6 +130,7 @@ def raw_vllm(backend, prompts: list[str], args) -> dict:
     settings), against the same prompts streamed through Podium's backend."""
     from vllm import LLM, SamplingParams
 
+    battles(backend, prompts[:2], 8)  # warm-up, as the raw engine gets one below
     ours = battles(backend, prompts, args.tokens)  # first: the raw engine's teardown would end ours
     ours_tokens = sum(len(backend.tok_encode(t)) for t in ours["texts"])
     engine_args = backend.settings.as_engine_args(backend.path)
@@ -138,11 +149,46 @@ def raw_vllm(backend, prompts: list[str], args) -> dict:
             "identical_texts": sum(a == b for a, b in zip(raw_texts, ours["texts"]))}  # fmt: skip
 
 
+def stream_intervals(backend, prompts: list[str], args) -> dict:
+    """The battles streamed with each ``--intervals`` value (vLLM's per-request stream_interval, one engine),
+    and through raw ``vllm.LLM.generate`` (a second engine), alternating for ``--rounds`` rounds: what
+    waking every stream's thread after each engine step costs, where steps are short (a GPU, or a tiny
+    model on CPU). Ratios are of medians, against raw vLLM on the same prompts."""
+    import dataclasses
+
+    from vllm import LLM, SamplingParams
+
+    battles(backend, prompts[:2], 8)  # warm-up
+    engine_args = backend.settings.as_engine_args(backend.path)
+    llm = LLM(**{k: v for k, v in engine_args.items() if k != "disable_log_stats"})  # kept to the end
+    ids = [backend.tok_encode(backend.chat_context([{"role": "user", "content": p}])) for p in prompts]
+    params = SamplingParams(max_tokens=args.tokens, temperature=0.0)
+    llm.generate([{"prompt_token_ids": ids[0]}], params, use_tqdm=False)  # warm-up
+    loaded, seconds, raw_seconds, same = backend.settings, {n: [] for n in args.intervals}, [], {}
+    for _ in range(args.rounds):
+        for n in args.intervals:
+            backend.settings = dataclasses.replace(loaded, stream_interval=n)
+            ours = battles(backend, prompts, args.tokens)
+            seconds[n].append(ours["seconds"])
+        backend.settings = loaded
+        start = time.perf_counter()
+        outputs = llm.generate([{"prompt_token_ids": row} for row in ids], params, use_tqdm=False)
+        raw_seconds.append(time.perf_counter() - start)
+        same[n] = sum(o.outputs[0].text == t for o, t in zip(outputs, ours["texts"]))
+    tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
+    raw_s = statistics.median(raw_seconds)
+    rows = {n: {"median_seconds": statistics.median(s), "seconds": s,
+                "of_raw": raw_s / statistics.median(s)} for n, s in seconds.items()}  # fmt: skip
+    return {"battles": len(prompts), "tokens": tokens, "steps_per_s_raw": args.tokens / raw_s,
+            "raw_median_seconds": raw_s, "raw_seconds": raw_seconds, "intervals": rows,
+            "identical_texts_last_interval": same}  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     data = Path(os.environ.get("PODIUM_DATA_DIR", ROOT.parent / "shared" / "data"))
     models = Path(os.environ.get("PODIUM_MODELS_DIR", ROOT / "var" / "models"))
-    parser.add_argument("--workload", choices=("arena", "judges", "raw", "compile", "all"), default="all")
+    parser.add_argument("--workload", choices=("arena", "judges", "raw", "compile", "intervals", "all"), default="all")
     parser.add_argument("--plan", action="store_true", help="check the arguments, print the plan, load nothing")
     parser.add_argument("--battles", type=int, default=16)
     parser.add_argument("--tokens", type=int, default=256)
@@ -152,13 +198,19 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--kv-cache-gb", type=float, default=1.0, help="vLLM's KV cache on CPU")
     parser.add_argument("--enforce-eager", action="store_true", help="eager mode on a GPU too (default there: compiled)")
+    parser.add_argument("--intervals", type=lambda v: [int(x) for x in v.split(",")], default=[1, 4, 8, 16],
+                        help="stream intervals the 'intervals' workload compares (comma-separated)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the 'intervals' workload")
+    parser.add_argument("--stream-interval", type=int, default=None,
+                        help="tokens per streamed delta (vLLM's stream_interval; default: the backend's for the device)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "vllm_bench.json"))
     args = parser.parse_args()
-    if min(args.battles, args.tokens, args.pairs, args.threads) < 1 or not args.kv_cache_gb > 0:
-        parser.error("--battles, --tokens, --pairs and --threads must be at least 1, --kv-cache-gb positive")
+    if min(args.battles, args.tokens, args.pairs, args.threads, args.rounds, *args.intervals) < 1 or not args.kv_cache_gb > 0:
+        parser.error("--battles, --tokens, --pairs, --threads, --rounds and --intervals must be at least 1, --kv-cache-gb positive")
     if args.plan:
         print(f"plan: workload {args.workload}, {args.battles} battles x {args.tokens} tokens, {args.pairs} pairs, "
-              f"{args.model} on {args.device}, {args.threads} threads -> {args.out}")  # fmt: skip
+              f"{args.model} on {args.device}, {args.threads} threads, stream intervals {args.intervals} x {args.rounds} "
+              f"rounds -> {args.out}")  # fmt: skip
         return 0
 
     import torch
@@ -176,6 +228,8 @@ def main() -> int:
     engine_args = {"kv_cache_gb": args.kv_cache_gb} if args.device == "cpu" else {"gpu_memory_utilization": 0.4}
     if args.enforce_eager:
         engine_args["enforce_eager"] = True
+    if args.stream_interval is not None:
+        engine_args["stream_interval"] = args.stream_interval
     started = time.perf_counter()
     vllm = load_backend("vllm", path=args.model, device=args.device, max_num_seqs=max(16, args.battles), **engine_args)
     vllm_load_s = time.perf_counter() - started
@@ -249,6 +303,12 @@ def main() -> int:
         print(f"raw vLLM (LLM.generate, one batch) {summary['raw']['raw_tokens_per_s']:7.1f} tokens/s, Podium's "
               f"backend (concurrent streams) {summary['raw']['podium_tokens_per_s']:7.1f} tokens/s: "
               f"{summary['raw']['ratio']:.2f} of raw")  # fmt: skip
+    if args.workload == "intervals":
+        found = summary["intervals"] = stream_intervals(vllm, arena_prompts(data, args.battles), args)
+        print(f"stream intervals: {found['battles']} battles, {found['tokens']} tokens; raw vLLM median "
+              f"{found['raw_median_seconds']:.2f} s ({found['steps_per_s_raw']:.0f} engine steps/s)")  # fmt: skip
+        for n, row in found["intervals"].items():
+            print(f"  stream_interval {n:3d}: median {row['median_seconds']:.2f} s = {row['of_raw']:.2f} of raw")
     summary["peak_rss_mb"]["end"] = peak_rss_mb()
     summary["load_average_after"] = os.getloadavg()[0]
     print(f"engine start: hf {hf_load_s:.1f} s, vllm {vllm_load_s:.1f} s; KV cache {summary['kv_cache']['tokens']} "

@@ -5,7 +5,7 @@
   safe where the engine runs: on CPU the checkpoint's own dtype (vLLM's ``auto`` picks bfloat16 there
   for a float32 checkpoint, which moves log-probabilities by up to 0.28), a bounded KV cache (vLLM's
   default reserves most of the host's RAM) and eager mode (compiling costs 55-115 s a load here, more
-  than it saves; docs/PERFORMANCE.md);
+  than it saves; docs/PERFORMANCE.md); streams send every token on CPU and every 8 tokens on a GPU;
 - :func:`check_fits` refuses a model whose weights and KV cache do not fit the memory budget, or
   whose KV cache cannot hold one full-length sequence, before anything is allocated.
 """
@@ -24,6 +24,11 @@ DTYPES = ("auto", "float16", "bfloat16", "float32")
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 CPU_KV_CACHE_GB = 1.0  # on CPU: 1 GiB holds ~23,000 tokens of SmolLM2-135M in float32
 MEMORY_HEADROOM = 0.8  # of the host's available memory, the default budget on CPU
+# Tokens per streamed delta (vLLM's stream_interval; the first token and the end are sent at once). An
+# engine step on a GPU is a few milliseconds, and waking every stream's consumer thread after each one
+# cost Podium's backend 35% against raw vLLM there; on CPU a step is tens of milliseconds and 1 costs
+# nothing (docs/PERFORMANCE.md, "vLLM").
+STREAM_INTERVAL = {"cpu": 1, "cuda": 8}
 
 
 def cuda_available() -> bool:
@@ -90,6 +95,7 @@ ENGINE_ARGS = {
     "memory_budget_gb": lambda v, name: _number(v, name, float),
     "seed": lambda v, name: _number(v, name, positive=False, minimum=0, maximum=2**32 - 1),
     "enable_prefix_caching": _flag,
+    "stream_interval": lambda v, name: _number(v, name, maximum=1024),
 }
 
 
@@ -134,6 +140,7 @@ class EngineSettings:
     enable_prefix_caching: bool
     device: str
     memory_budget_gb: float | None = None
+    stream_interval: int = 1  # a stream's text arrives every this many tokens (the first and last at once)
 
     @classmethod
     def resolve(cls, config: dict, *, device: str | None = None, **given) -> EngineSettings:
@@ -173,6 +180,7 @@ class EngineSettings:
             enable_prefix_caching=args.get("enable_prefix_caching", True),
             device=device,
             memory_budget_gb=args.get("memory_budget_gb"),
+            stream_interval=args.get("stream_interval", STREAM_INTERVAL[device]),
         )
 
     def as_dict(self) -> dict:
@@ -196,6 +204,8 @@ class EngineSettings:
         }
         if self.kv_cache_gb is not None:
             args["kv_cache_memory_bytes"] = int(self.kv_cache_gb * GiB)
+        if self.stream_interval != 1:  # vLLM's own default; older releases (before 0.12) lack the argument
+            args["stream_interval"] = self.stream_interval
         return args
 
 

@@ -22,7 +22,7 @@ def test_the_dry_run_checks_the_bench_arguments_and_prints_every_command(tmp_pat
     lines = done.stdout.splitlines()
     assert any(line.startswith("plan: workload all, 32 battles x 256 tokens") and "on cuda" in line for line in lines)
     runs = [line for line in lines if line.startswith("+ .venv/bin/python bench/vllm_bench.py")]
-    assert [line.split("--workload ")[1].split()[0] for line in runs] == ["all"]  # one engine start
+    assert [line.split("--workload ")[1].split()[0] for line in runs] == ["all", "intervals"]
     assert all(f"--out {tmp_path}/" in line for line in runs)
     assert "+ make .venv/.podium-installed .venv/.podium-vllm" in lines
 

@@ -6,6 +6,7 @@ fixture). A missing or broken vLLM fails these tests naming what is missing: `ma
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 import sys
 import threading
@@ -50,6 +51,8 @@ def test_the_engine_runs_float32_with_a_bounded_kv_cache_and_records_its_argumen
     assert identity["extra"]["engine"].startswith("vllm 0.")
     assert identity["extra"]["engine_args"]["max_num_seqs"] == 16
     assert vllm.memory_plan["kv_cache_bytes"] == 1 << 29
+    assert identity["extra"]["engine_args"]["stream_interval"] == 1  # on CPU every token streams
+    assert "stream_interval" not in vllm.settings.as_engine_args(vllm.path)  # vLLM's default: older ones lack it
 
 
 def test_loglikelihood_equals_the_hf_backend(vllm, hf, shared_data):
@@ -107,6 +110,19 @@ def test_chat_streams_token_by_token_the_hf_backend_answer(vllm, hf):
     stopped = vllm.chat(messages, {"max_new_tokens": 48, "stop": ["\n"], "system_prompt": "Be brief."})
     assert stopped == hf.chat(messages, {"max_new_tokens": 48, "stop": ["\n"], "system_prompt": "Be brief."})
     assert "\n" not in stopped
+
+
+def test_a_stream_interval_sends_fewer_deltas_and_the_same_text(vllm, monkeypatch):
+    """stream_interval=8 (the GPU default): the first token at once, then every 8 tokens, the rest at the end;
+    the text is the same, stop strings included."""
+    messages = [{"role": "user", "content": "Write a haiku about the sea."}]
+    every = [list(vllm.stream_chat(messages, {"max_new_tokens": 40, "stop": stop})) for stop in (None, ["\n\n"])]
+    monkeypatch.setattr(vllm, "settings", dataclasses.replace(vllm.settings, stream_interval=8))
+    batched = [list(vllm.stream_chat(messages, {"max_new_tokens": 40, "stop": stop})) for stop in (None, ["\n\n"])]
+    for one, eight in zip(every, batched, strict=True):
+        assert "".join(eight) == "".join(one)
+        assert len(one) > 20 and 2 <= len(eight) <= 2 + 40 // 8
+    assert vllm.settings.as_engine_args(vllm.path)["stream_interval"] == 8
 
 
 def test_chat_refuses_a_conversation_past_the_window(vllm):
@@ -207,6 +223,9 @@ def test_an_abandoned_stream_aborts_its_request(vllm):
         ({"batch_size": 8}, "batch_size must be 'auto'"),
         ({"swap_space": 4}, "unknown vllm engine argument"),
         ({"trust_remote_code": "true"}, "trust_remote_code"),
+        ({"stream_interval": 0}, "stream_interval must be positive"),
+        ({"stream_interval": "8.5"}, "stream_interval must be a positive whole number"),
+        ({"stream_interval": 10**6}, "stream_interval must be at most 1024"),
     ],
 )
 def test_hostile_engine_arguments_get_one_clear_line(smollm2_dir, kwargs, message):
