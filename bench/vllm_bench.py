@@ -6,7 +6,8 @@ Workloads (``--workload arena|judges|all``):
   ``--tokens`` (256) new tokens to a different real prompt (MT-Bench's questions), as a threads-pool
   worker runs them: vLLM's engine batches the streams; the hf backend streams each one on its own (its
   arena path has no cross-request batching). Prints tokens/s, time to first token p50/p99 (from the
-  moment all battles arrive), whether every answer is the same text on both, and the ratio.
+  moment all battles arrive), whether every answer is the same text on both, and the ratio; for an
+  answer that differs, where it parts and the hf model's log-probability gap between the two tokens there.
 - ``judges``: the audit workload of ``bench/judging.py`` (LLMBar pairs, both orders, the bundled
   ``alpacaeval-logprob`` protocol): vLLM's exact next-token log-probabilities (``next_token_logprobs``)
   against the plain transformers loop (one forward pass per judgment); max |p_first difference| must be
@@ -108,6 +109,32 @@ def battles(backend, prompts: list[str], tokens: int) -> dict:
         "seconds": seconds, "tokens": generated, "tokens_per_s": generated / seconds,
         "ttft_p50_s": statistics.median(first), "ttft_p99_s": percentile(first, 99), "texts": texts,
     }  # fmt: skip
+
+
+def divergences(hf, prompts: list[str], ours: list[str], theirs: list[str]) -> list[dict]:
+    """Where each pair of greedy answers that differ parts, and how close the choice was there: the hf
+    model's log-probabilities (float32) of the two tokens at the first token that differs, after the
+    prompt and the shared part. A gap of a few 1e-5 is a near-tie that another kernel's summation order
+    may flip; a large one is a fault. Texts are re-tokenised, so the first differing token is that of the
+    texts as the tokenizer splits them."""
+    import torch
+
+    found = []
+    for index, (prompt, a, b) in enumerate(zip(prompts, ours, theirs)):
+        if a == b:
+            continue
+        a_ids, b_ids = hf.tok_encode(a), hf.tok_encode(b)
+        at = next((i for i, (x, y) in enumerate(zip(a_ids, b_ids)) if x != y), min(len(a_ids), len(b_ids)))
+        context = hf.chat_prompt_ids([{"role": "user", "content": prompt}]) + a_ids[:at]
+        with torch.inference_mode():
+            logits = hf.model(torch.tensor([context], device=hf.model.device)).logits[0, -1].float()
+        logprobs = torch.log_softmax(logits, -1)
+        pick = [ids[at] if at < len(ids) else None for ids in (a_ids, b_ids)]
+        values = [float(logprobs[t]) if t is not None else None for t in pick]
+        gap = abs(values[0] - values[1]) if None not in values else None
+        found.append({"battle": index, "token": at, "vllm_token": pick[0], "hf_token": pick[1],
+                      "vllm_logprob": values[0], "hf_logprob": values[1], "gap": gap})  # fmt: skip
+    return found
 
 
 def judge_workload(data: Path, tokenizer, pairs: int):
@@ -250,15 +277,22 @@ def main() -> int:
         battles(vllm, prompts[:2], 8)  # warm-up
         ours = battles(vllm, prompts, args.tokens)
         theirs = battles(hf, prompts, args.tokens)
-        same = sum(a == b for a, b in zip(ours.pop("texts"), theirs.pop("texts")))
+        ours_texts, hf_texts = ours.pop("texts"), theirs.pop("texts")
+        same = sum(a == b for a, b in zip(ours_texts, hf_texts))
+        parted = divergences(hf, prompts, ours_texts, hf_texts)
         summary["arena"] = {"battles": len(prompts), "max_new_tokens": args.tokens, "vllm": ours, "hf": theirs,
-                            "identical_texts": same, "ratio": ours["tokens_per_s"] / theirs["tokens_per_s"]}  # fmt: skip
+                            "identical_texts": same, "ratio": ours["tokens_per_s"] / theirs["tokens_per_s"],
+                            "divergences": parted}  # fmt: skip
         ok = ok and same == len(prompts)
         print(f"arena: {len(prompts)} concurrent battles, up to {args.tokens} tokens each")
         for name, r in (("vllm", ours), ("hf", theirs)):
             print(f"  {name:5} {r['tokens']:6d} tokens in {r['seconds']:7.1f} s = {r['tokens_per_s']:7.1f} tokens/s   "
                   f"first token p50 {r['ttft_p50_s']:6.2f} s  p99 {r['ttft_p99_s']:6.2f} s")  # fmt: skip
         print(f"  ratio {summary['arena']['ratio']:.2f}x   identical texts {same}/{len(prompts)}")
+        for d in parted:
+            gap = "one text ended" if d["gap"] is None else f"log-prob gap {d['gap']:.1e}"
+            print(f"  battle {d['battle']}: parts at token {d['token']} (vllm {d['vllm_token']}, hf {d['hf_token']}): "
+                  f"{gap} in the hf model")  # fmt: skip
     if args.workload in ("judges", "all"):
         prompts, token_ids = judge_workload(data, vllm.tokenizer, args.pairs)
         p_first_plain(hf.model, prompts[0][:64], token_ids)  # warm-up
