@@ -263,7 +263,7 @@ def main() -> int:
     cache = vllm.loop.engine.vllm_config.cache_config
     summary: dict = {
         "device": args.device, "threads": args.threads, "model": Path(args.model).name,
-        "engine_args": vllm.settings.as_dict(),
+        "engine_args": {**vllm.settings.as_dict(), "stream_interval": vllm.settings.stream_interval},
         "load_s": {"hf": hf_load_s, "vllm": vllm_load_s},
         "kv_cache": {"blocks": cache.num_gpu_blocks, "block_size": cache.block_size,
                      "tokens": (cache.num_gpu_blocks or 0) * cache.block_size,

@@ -184,7 +184,11 @@ class EngineSettings:
         )
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        recorded = asdict(self)
+        # How often a stream's text is handed over changes no number and no load: left out of the model's
+        # identity, so a worker with another interval shares the response cache and the protocol.
+        del recorded["stream_interval"]
+        return recorded
 
     def as_engine_args(self, path: Path) -> dict:
         args = {

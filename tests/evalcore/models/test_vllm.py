@@ -51,7 +51,8 @@ def test_the_engine_runs_float32_with_a_bounded_kv_cache_and_records_its_argumen
     assert identity["extra"]["engine"].startswith("vllm 0.")
     assert identity["extra"]["engine_args"]["max_num_seqs"] == 16
     assert vllm.memory_plan["kv_cache_bytes"] == 1 << 29
-    assert identity["extra"]["engine_args"]["stream_interval"] == 1  # on CPU every token streams
+    assert vllm.settings.stream_interval == 1  # on CPU every token streams
+    assert "stream_interval" not in identity["extra"]["engine_args"]  # delivery only: not in the identity's key
     assert "stream_interval" not in vllm.settings.as_engine_args(vllm.path)  # vLLM's default: older ones lack it
 
 
