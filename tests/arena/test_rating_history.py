@@ -158,8 +158,11 @@ def test_points_older_than_a_week_are_thinned_to_the_last_of_each_utc_day():
 
 
 def test_a_refit_thins_only_what_aged_since_the_previous_one_and_the_first_thins_all():
+    # Aged long ago, all three on one UTC day (noon minus 1-3 hours: the test once failed between 01:00
+    # and 03:00 UTC, when "30 days and 1-3 hours ago" straddled midnight and two days kept a point each).
+    noon = (datetime.now(UTC) - timedelta(days=30)).replace(hour=12, minute=0, second=0, microsecond=0)
     for h in (1, 2, 3):
-        point("alpha", datetime.now(UTC) - timedelta(days=30, hours=h))  # aged long ago
+        point("alpha", noon - timedelta(hours=h))
     refits(1)  # the first refit (no earlier snapshot) thins everything
     assert RatingPoint.objects.filter(at__lt=datetime.now(UTC) - FULL_RESOLUTION).count() == 1
     since = NOW - timedelta(days=2)
