@@ -152,19 +152,26 @@ def judge_workload(data: Path, tokenizer, pairs: int):
     return prompts, protocol.verdict_token_ids(tokenizer)
 
 
-def raw_vllm(backend, prompts: list[str], args) -> dict:
-    """The battles' prompts through ``vllm.LLM.generate`` in one call (a second engine with the same
-    settings), against the same prompts streamed through Podium's backend."""
+def raw_engine(backend, prompts: list[str], tokens: int):
+    """A second engine with the backend's settings, as raw ``vllm.LLM``, warmed up: (llm, the prompts' token
+    ids as the backend renders them, greedy params). Keep it until the end: its teardown ends the other."""
     from vllm import LLM, SamplingParams
 
-    battles(backend, prompts[:2], 8)  # warm-up, as the raw engine gets one below
-    ours = battles(backend, prompts, args.tokens)  # first: the raw engine's teardown would end ours
-    ours_tokens = sum(len(backend.tok_encode(t)) for t in ours["texts"])
     engine_args = backend.settings.as_engine_args(backend.path)
     llm = LLM(**{k: v for k, v in engine_args.items() if k != "disable_log_stats"})
     ids = [backend.tok_encode(backend.chat_context([{"role": "user", "content": p}])) for p in prompts]
-    params = SamplingParams(max_tokens=args.tokens, temperature=0.0)
+    params = SamplingParams(max_tokens=tokens, temperature=0.0)
     llm.generate([{"prompt_token_ids": ids[0]}], params, use_tqdm=False)  # warm-up
+    return llm, ids, params
+
+
+def raw_vllm(backend, prompts: list[str], args) -> dict:
+    """The battles' prompts through ``vllm.LLM.generate`` in one call (a second engine with the same
+    settings), against the same prompts streamed through Podium's backend."""
+    battles(backend, prompts[:2], 8)  # warm-up, as the raw engine gets one below
+    ours = battles(backend, prompts, args.tokens)  # first: the raw engine's teardown would end ours
+    ours_tokens = sum(len(backend.tok_encode(t)) for t in ours["texts"])
+    llm, ids, params = raw_engine(backend, prompts, args.tokens)
     start = time.perf_counter()
     outputs = llm.generate([{"prompt_token_ids": row} for row in ids], params, use_tqdm=False)
     raw_s = time.perf_counter() - start
@@ -183,14 +190,8 @@ def stream_intervals(backend, prompts: list[str], args) -> dict:
     model on CPU). Ratios are of medians, against raw vLLM on the same prompts."""
     import dataclasses
 
-    from vllm import LLM, SamplingParams
-
     battles(backend, prompts[:2], 8)  # warm-up
-    engine_args = backend.settings.as_engine_args(backend.path)
-    llm = LLM(**{k: v for k, v in engine_args.items() if k != "disable_log_stats"})  # kept to the end
-    ids = [backend.tok_encode(backend.chat_context([{"role": "user", "content": p}])) for p in prompts]
-    params = SamplingParams(max_tokens=args.tokens, temperature=0.0)
-    llm.generate([{"prompt_token_ids": ids[0]}], params, use_tqdm=False)  # warm-up
+    llm, ids, params = raw_engine(backend, prompts, args.tokens)
     loaded, seconds, raw_seconds, same = backend.settings, {n: [] for n in args.intervals}, [], {}
     for _ in range(args.rounds):
         for n in args.intervals:
