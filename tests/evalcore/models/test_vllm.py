@@ -190,6 +190,17 @@ def test_concurrent_streams_share_the_engine_and_keep_their_own_text(vllm):
     assert vllm.loop.steps - steps_before < tokens  # forward passes shared between the streams
 
 
+def test_a_batch_enters_the_engine_together(vllm):
+    # All of a batch is queued under one lock: the loop's first step prefills every prompt (one token each;
+    # 12 requests, within the fixture's max_num_seqs of 16).
+    assert vllm.loop.wait_idle(timeout=60)
+    requests = [GenerationRequest(f"Q: what is {n} plus {n}?\nA:", max_gen_toks=1) for n in range(12)]
+    steps_before = vllm.loop.steps
+    results = vllm.generate_until(requests)
+    assert [r.num_tokens for r in results] == [1] * 12
+    assert vllm.loop.steps - steps_before == 1
+
+
 def test_an_abandoned_stream_aborts_its_request(vllm):
     stream = vllm.stream_chat([{"role": "user", "content": "Tell me a long story."}], {"max_new_tokens": 400})
     assert next(stream)
@@ -248,6 +259,8 @@ def test_the_memory_plan_counts_weights_at_the_engine_dtype():
     settings = EngineSettings.resolve(config, device="cpu", dtype="bfloat16", kv_cache_gb=0.001)
     plan = check_fits(settings, config, 4000, checkpoint_dtype_name="float32")
     assert plan["weights_bytes"] == 2000 and plan["kv_bytes_per_token"] == 2 * 2 * 2 * 16 * 2
+    # vLLM's own batch bound, on CPU too: 64 cost GSM8K's 100 questions a second wave (285 steps, not 257)
+    assert settings.max_num_seqs == 256 and settings.enforce_eager is True
 
 
 @pytest.mark.parametrize("bad", ['{"num_hidden_layers": "many"}', '{"max_position_embeddings": -5}', "[1]", "{"])
