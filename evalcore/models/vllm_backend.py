@@ -110,7 +110,8 @@ class VLLMBackend(Backend):
                 )
             except (OSError, ValueError, TypeError) as exc:
                 raise ValueError(f"model path {str(self.path)!r} has no usable tokenizer files: {exc}") from None
-            self.loop = EngineLoop(build_engine(self.path, self.settings), name=f"vllm-{self.path.name}")
+        # built on the loop's thread (under engine_lock there), which runs every forward pass (EngineLoop)
+        self.loop = EngineLoop(build=lambda: build_engine(self.path, self.settings), name=f"vllm-{self.path.name}")
         self.max_length = self.settings.max_model_len
         self.eos_token_id = self.tokenizer.eos_token_id
         bos = self.tokenizer.bos_token_id

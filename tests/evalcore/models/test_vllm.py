@@ -15,6 +15,7 @@ import pytest
 
 from evalcore.judging import judge_pairs, load_protocol, read_pairs
 from evalcore.models import GenerationRequest, LoglikelihoodRequest, RollingRequest, load_backend
+from evalcore.models.vllm_engine import EngineLoop
 from evalcore.models.vllm_settings import EngineSettings, check_fits
 from tests.conftest import FLOAT32_ATOL
 from tests.evalcore.models._shared import smollm2_backend
@@ -199,6 +200,20 @@ def test_a_batch_enters_the_engine_together(vllm):
     results = vllm.generate_until(requests)
     assert [r.num_tokens for r in results] == [1] * 12
     assert vllm.loop.steps - steps_before == 1
+
+
+def test_the_engine_is_built_on_the_loop_thread_and_a_failure_reaches_the_caller():
+    # Built where it steps, the engine's forward passes share one OpenMP team (EngineLoop's docstring).
+    built_on = []
+    loop = EngineLoop(build=lambda: built_on.append(threading.current_thread()) or object(), name="vllm-test")
+    assert built_on == [loop._thread] and loop._thread is not threading.current_thread()
+    loop.close()
+
+    def refuse():
+        raise ValueError("vLLM could not start the engine for m: too big")
+
+    with pytest.raises(ValueError, match="could not start the engine for m: too big"):
+        EngineLoop(build=refuse)
 
 
 def test_an_abandoned_stream_aborts_its_request(vllm):
