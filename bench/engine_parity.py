@@ -165,7 +165,7 @@ def compare(lmeval: dict, podium: dict, tokenizer_dir: str) -> dict:
         entry = {"n_docs": len(keys), "missing": missing[:5], "seconds": {"lm_eval": theirs["seconds"], "podium": ours["seconds"]}}
         if "engine_steps" in ours or "engine_steps" in theirs:
             entry["engine"] = {name: {k: run[k] for k in ("engine_steps", "step_s") if k in run}
-                               for name, run in (("lm_eval", theirs), ("podium", ours))}  # fmt: skip
+                               for name, run in (("lm_eval", theirs), ("podium", ours)) if "engine_steps" in run}  # fmt: skip
         if label.startswith(GENERATION_RUNS):
             same = [ours["samples"][k] == theirs["samples"].get(k) for k in keys]
             tokens_ours = sum(len(tokenizer(ours["samples"][k]).input_ids) for k in keys)
