@@ -29,7 +29,7 @@ both in the project's environment, which has lm-eval and vLLM::
 
 Engine start is reported apart (``load_s``), not counted in the runs' times. ``--rounds N`` runs both children N
 times, alternating which goes first, and reports the median speed-up: on these shared machines the same child's
-time for the same work drifts by up to 2x between runs minutes apart.
+time for the same work drifts by up to 1.5x between runs minutes apart.
 
 Writes ``bench/out/parity/summary-<backend>-vs-lmeval-<model>.json`` and prints a table. Exit code 1 when parity fails.
 """
@@ -96,7 +96,9 @@ def child(args) -> dict:
 def same_process(args, out: Path) -> int:
     """lm-eval's vllm model and Podium's vllm backend (and, with ``--podium-model-args-b``, a second Podium
     engine) loaded in one process, their runs alternating for ``--rounds`` rounds: the machine's drift
-    (up to 2x between runs minutes apart here) falls on both alike. Engine steps are counted per run."""
+    (up to 1.5x between runs minutes apart here) falls on both alike. Engine steps are counted per run. Two
+    engines in one process make two OpenMP teams, which slows both alike (vllm_engine.EngineLoop): use it to
+    compare scheduling, and the separate processes of the default mode for the speed-up."""
     sides = {"lm_eval": lmeval_side(args)[1], "podium": podium_side(args, args.podium_model_args)[1]}
     if args.podium_model_args_b:
         sides["podium_b"] = podium_side(args, args.podium_model_args_b)[1]
