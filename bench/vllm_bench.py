@@ -1,4 +1,4 @@
-"""The vllm backend against the hf backend and a plain transformers loop, in one process, one run.
+"""The vllm backend against the hf backend and a plain transformers loop.
 
 Workloads (``--workload arena|judges|all``):
 
@@ -212,6 +212,17 @@ def stream_intervals(backend, prompts: list[str], args) -> dict:
             "identical_texts_last_interval": same}  # fmt: skip
 
 
+def engine_args(args) -> dict:
+    """The vllm backend's engine arguments for the bench's options. On a GPU the raw-vLLM workload starts a
+    second engine beside ours: each takes 40% of the card."""
+    found = {"kv_cache_gb": args.kv_cache_gb} if args.device == "cpu" else {"gpu_memory_utilization": 0.4}
+    if args.enforce_eager:
+        found["enforce_eager"] = True
+    if args.stream_interval is not None:
+        found["stream_interval"] = args.stream_interval
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     data = Path(os.environ.get("PODIUM_DATA_DIR", ROOT.parent / "shared" / "data"))
@@ -231,15 +242,37 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5, help="rounds of the 'intervals' workload")
     parser.add_argument("--stream-interval", type=int, default=None,
                         help="tokens per streamed delta (vLLM's stream_interval; default: the backend's for the device)")
+    parser.add_argument("--processes", choices=("separate", "one"), default="separate",
+                        help="arena, judges, all: each side in its own process (default), or both in this one")
+    parser.add_argument("--repeat", type=int, default=1, help="separate processes: rounds, alternating which side goes first")
+    parser.add_argument("--preload", choices=("none", "vllm", "both"), default="none",
+                        help="separate processes: start the vllm side (or both) with tcmalloc and Intel OpenMP in LD_PRELOAD")
+    parser.add_argument("--role", choices=("hf", "vllm"), help=argparse.SUPPRESS)  # a child of --processes separate
     parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "vllm_bench.json"))
     args = parser.parse_args()
-    if min(args.battles, args.tokens, args.pairs, args.threads, args.rounds, *args.intervals) < 1 or not args.kv_cache_gb > 0:
-        parser.error("--battles, --tokens, --pairs, --threads, --rounds and --intervals must be at least 1, --kv-cache-gb positive")
+    if min(args.battles, args.tokens, args.pairs, args.threads, args.rounds, args.repeat, *args.intervals) < 1 or not args.kv_cache_gb > 0:
+        parser.error("--battles, --tokens, --pairs, --threads, --rounds, --repeat and --intervals must be at least 1, "
+                     "--kv-cache-gb positive")  # fmt: skip
+    separate = args.processes == "separate" and args.workload in ("arena", "judges", "all")
+    if not separate and (args.repeat != 1 or args.preload != "none"):
+        parser.error("--repeat and --preload need separate processes (--workload arena, judges or all)")
     if args.plan:
         print(f"plan: workload {args.workload}, {args.battles} battles x {args.tokens} tokens, {args.pairs} pairs, "
               f"{args.model} on {args.device}, {args.threads} threads, stream intervals {args.intervals} x {args.rounds} "
-              f"rounds -> {args.out}")  # fmt: skip
+              f"rounds, {'separate processes x ' + str(args.repeat) if separate else 'one process'}, "
+              f"preload {args.preload} -> {args.out}")  # fmt: skip
         return 0
+    if args.role or separate:
+        import vllm_sides
+
+        if args.role:
+            found = vllm_sides.side(args, data, sys.modules[__name__])
+            Path(args.out).write_text(json.dumps(found) + "\n")
+            return 0
+        summary, ok = vllm_sides.separate(args, data, sys.modules[__name__])
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(summary, indent=2) + "\n")
+        return 0 if ok else 1
 
     import torch
 
@@ -252,14 +285,9 @@ def main() -> int:
     hf = load_backend("hf", path=args.model, dtype="float32", device=args.device)
     hf_load_s = time.perf_counter() - started
     rss_after_hf = peak_rss_mb()
-    # On a GPU the raw-vLLM workload starts a second engine beside ours: each takes 40% of the card.
-    engine_args = {"kv_cache_gb": args.kv_cache_gb} if args.device == "cpu" else {"gpu_memory_utilization": 0.4}
-    if args.enforce_eager:
-        engine_args["enforce_eager"] = True
-    if args.stream_interval is not None:
-        engine_args["stream_interval"] = args.stream_interval
+    kwargs = engine_args(args)
     started = time.perf_counter()
-    vllm = load_backend("vllm", path=args.model, device=args.device, max_num_seqs=max(16, args.battles), **engine_args)
+    vllm = load_backend("vllm", path=args.model, device=args.device, max_num_seqs=max(16, args.battles), **kwargs)
     vllm_load_s = time.perf_counter() - started
     cache = vllm.loop.engine.vllm_config.cache_config
     summary: dict = {
@@ -322,7 +350,7 @@ def main() -> int:
         eager = battles(vllm, prompts, args.tokens)
         started = time.perf_counter()
         compiled_backend = load_backend("vllm", path=args.model, device=args.device, enforce_eager=False,
-                                        max_num_seqs=max(16, args.battles), **engine_args)  # fmt: skip
+                                        max_num_seqs=max(16, args.battles), **kwargs)  # fmt: skip
         compiled_load_s = time.perf_counter() - started
         compiled = battles(compiled_backend, prompts, args.tokens)
         same = sum(a == b for a, b in zip(eager.pop("texts"), compiled.pop("texts")))

