@@ -6,7 +6,9 @@ the same text."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -17,6 +19,8 @@ from arena.models import Battle, Vote
 from tests.conftest import clean_env, database_url_of, free_port, wait_for_port
 from tests.e2e.arena_page import battle_ask
 from tests.leaderboard.polling import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -72,11 +76,15 @@ def vllm_arena(tmp_path, transactional_db, redis_url, smollm2_dir, start_worker,
         PODIUM_MODELS_DIR=str(smollm2_dir.parent), DEBUG="false", SECRET_KEY="e2e-test-secret-key",
         OMP_NUM_THREADS="1",
     )  # fmt: skip
-    engine_worker = start_worker(env=env, queues="generate.vllm", name="vllm", concurrency=4, threads=True)
+    # started as docs/operations.md starts a vLLM worker on CPU: tcmalloc preloaded (scripts/vllm_preload.sh)
+    preload = subprocess.run(["bash", str(ROOT / "scripts" / "vllm_preload.sh")], env={**env, "LD_PRELOAD": ""},
+                             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    engine_worker = start_worker(env={**env, "LD_PRELOAD": preload}, queues="generate.vllm", name="vllm", concurrency=4,
+                                 threads=True)  # fmt: skip
     http_worker = start_worker(env=env, queues="generate,default", name="http")
     port = start_asgi_server(env=env)
     server_ready()
-    yield {"base": f"http://127.0.0.1:{port}", "workers": (engine_worker, http_worker)}
+    yield {"base": f"http://127.0.0.1:{port}", "workers": (engine_worker, http_worker), "preload": preload}
 
 
 def test_a_battle_between_vllm_in_the_worker_and_vllm_serve(vllm_arena, browser, processes):
@@ -96,3 +104,6 @@ def test_a_battle_between_vllm_in_the_worker_and_vllm_serve(vllm_arena, browser,
     battle = Battle.objects.get()
     assert {battle.model_a.name, battle.model_b.name} == {"smollm2-vllm", "smollm2-vllm-serve"}
     assert Vote.objects.filter(battle=battle).count() == 1
+    if vllm_arena["preload"]:  # the engine's worker ran with tcmalloc (where it is installed: make test does)
+        maps = Path(f"/proc/{vllm_arena['workers'][0].pid}/maps").read_text()
+        assert Path(vllm_arena["preload"].split(":")[0]).name in maps
