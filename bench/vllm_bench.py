@@ -22,6 +22,12 @@ Workloads (``--workload arena|judges|all``):
   prompts, one batch) against Podium's backend (the battles as concurrent streams): what Podium's
   engine loop and streaming cost over raw vLLM (goal on a GPU: within 10%; ``bench/gpu.sh``).
 
+``arena``, ``judges`` and ``all`` run each side in a process of its own (``--processes separate``, the
+default; ``bench/vllm_sides.py``): in one process the hf side runs beside the vLLM engine's OpenMP team and
+is slowed by it (``--processes one`` keeps that layout, as ``bench/gpu.sh`` uses on a GPU). ``--repeat N``
+alternates which side goes first and reports medians; ``--preload vllm`` starts the vLLM side with
+tcmalloc, as Podium's vLLM worker starts (``scripts/vllm_preload.sh``).
+
 Also the engine's start (load) time, the process's peak RSS and the KV cache vLLM allocated. The
 benchmark engine's workloads (GSM8K, BBH date_understanding, MMLU against lm-eval 0.4.13, and lm-eval's own
 ``--model vllm``) run in ``bench/engine_parity.py --podium-backend vllm`` (docs/PERFORMANCE.md).
@@ -30,6 +36,7 @@ Usage::
 
     python bench/vllm_bench.py [--workload all] [--battles 16] [--tokens 256] [--pairs 40] [--threads 2]
                          [--device cpu|cuda] [--model DIR] [--kv-cache-gb 1] [--stream-interval N]
+                         [--processes separate|one] [--repeat N] [--preload none|vllm|both]
                          [--out bench/out/vllm.json]
 
 Exit code 1 when a parity check fails (texts differ, or p_first differs by more than 1e-4).
