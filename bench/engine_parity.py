@@ -29,7 +29,8 @@ both in the project's environment, which has lm-eval and vLLM::
 
 Engine start is reported apart (``load_s``), not counted in the runs' times. ``--rounds N`` runs both children N
 times, alternating which goes first, and reports the median speed-up: on these shared machines the same child's
-time for the same work drifts by up to 1.5x between runs minutes apart.
+time for the same work drifts by up to 1.5x between runs minutes apart. ``--preload podium`` (or ``both``) starts
+Podium's child with tcmalloc in ``LD_PRELOAD``, as Podium's vLLM worker starts (``scripts/vllm_preload.sh``).
 
 Writes ``bench/out/parity/summary-<backend>-vs-lmeval-<model>.json`` and prints a table. Exit code 1 when parity fails.
 """
@@ -241,6 +242,9 @@ def main() -> int:
     parser.add_argument("--lmeval-model", choices=("hf", "vllm"), default="hf", help="lm-eval's model (the peer)")
     parser.add_argument("--podium-model-args", default="", help="more engine arguments of Podium's vllm backend, "
                         "key=value,... (e.g. enable_prefix_caching=false)")  # fmt: skip
+    parser.add_argument("--preload", choices=("none", "podium", "both"), default="none",
+                        help="start Podium's child (or both) with tcmalloc in LD_PRELOAD, as Podium's vLLM worker "
+                             "starts (scripts/vllm_preload.sh)")  # fmt: skip
     parser.add_argument("--tasks-dir", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     out = Path(args.out).resolve()
@@ -267,6 +271,13 @@ def main() -> int:
               "--hellaswag", str(args.hellaswag), "--bbh-date", str(args.bbh_date), "--lmeval-python", args.lmeval_python,
               "--podium-backend", args.podium_backend, "--lmeval-model", args.lmeval_model,
               "--podium-model-args", args.podium_model_args]  # fmt: skip
+    preload = env.get("LD_PRELOAD", "")
+    if args.preload != "none":
+        found = subprocess.run(["bash", str(ROOT / "scripts" / "vllm_preload.sh")], env={**env, "LD_PRELOAD": ""},
+                               capture_output=True, text=True)  # fmt: skip
+        if found.returncode != 0 or "tcmalloc" not in found.stdout:
+            parser.error(f"--preload needs tcmalloc: {found.stderr.strip() or 'apt-get install libtcmalloc-minimal4'}")
+        preload = ":".join(x for x in (found.stdout.strip(), preload) if x)
     reports = []
     for round_ in range(1 if args.reuse else args.rounds):
         children = [("lmeval", args.lmeval_python), ("podium", sys.executable)]
@@ -274,12 +285,14 @@ def main() -> int:
             if args.reuse or (role == "lmeval" and args.skip_lmeval):
                 continue
             print(f"round {round_ + 1}/{args.rounds}: running {role} ...", file=sys.stderr, flush=True)
-            subprocess.run([python, str(Path(__file__).resolve()), "--role", role, *common], env=env, check=True, cwd=out)
+            child_env = {**env, "LD_PRELOAD": preload} if role == "podium" or args.preload == "both" else env
+            subprocess.run([python, str(Path(__file__).resolve()), "--role", role, *common], env=child_env, check=True, cwd=out)
         lmeval = json.loads((out / files["lmeval"]).read_text())
         podium = json.loads((out / files["podium"]).read_text())
         reports.append(compare(lmeval, podium, args.model_dir))
     report = combine_rounds(reports)
     report["podium_backend"], report["lmeval_model"] = args.podium_backend, args.lmeval_model
+    report["preload"] = {"which": args.preload, "LD_PRELOAD": preload}
     (out / f"summary-{args.podium_backend}-vs-lmeval-{args.lmeval_model}.json").write_text(json.dumps(report, indent=2))
     print(f"Podium's {args.podium_backend} backend against lm-eval's {args.lmeval_model} model; "
           f"engine start: lm-eval {report['load_s']['lm_eval']:.1f} s, podium {report['load_s']['podium']:.1f} s")
