@@ -22,7 +22,8 @@ Workloads (``--workload arena|judges|all``):
   prompts, one batch) against Podium's backend (the battles as concurrent streams): what Podium's
   engine loop and streaming cost over raw vLLM (goal on a GPU: within 10%; ``bench/gpu.sh``).
 
-``arena``, ``judges`` and ``all`` run each side in a process of its own (``--processes separate``, the
+``arena``, ``judges``, ``raw`` and ``all`` run each side (the hf backend or plain loop, Podium's vllm backend,
+raw vLLM) in a process of its own (``--processes separate``, the
 default; ``bench/vllm_sides.py``): in one process the hf side runs beside the vLLM engine's OpenMP team and
 is slowed by it (``--processes one`` keeps that layout, as ``bench/gpu.sh`` uses on a GPU). ``--repeat N``
 alternates which side goes first and reports medians; ``--preload vllm`` starts the vLLM side with
@@ -250,19 +251,19 @@ def main() -> int:
     parser.add_argument("--stream-interval", type=int, default=None,
                         help="tokens per streamed delta (vLLM's stream_interval; default: the backend's for the device)")
     parser.add_argument("--processes", choices=("separate", "one"), default="separate",
-                        help="arena, judges, all: each side in its own process (default), or both in this one")
+                        help="arena, judges, raw, all: each side in its own process (default), or all in this one")
     parser.add_argument("--repeat", type=int, default=1, help="separate processes: rounds, alternating which side goes first")
     parser.add_argument("--preload", choices=("none", "vllm", "both"), default="none",
                         help="separate processes: start the vllm side (or both) with tcmalloc in LD_PRELOAD")
-    parser.add_argument("--role", choices=("hf", "vllm"), help=argparse.SUPPRESS)  # a child of --processes separate
+    parser.add_argument("--role", choices=("hf", "vllm", "raw"), help=argparse.SUPPRESS)  # a child of --processes separate
     parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "vllm_bench.json"))
     args = parser.parse_args()
     if min(args.battles, args.tokens, args.pairs, args.threads, args.rounds, args.repeat, *args.intervals) < 1 or not args.kv_cache_gb > 0:
         parser.error("--battles, --tokens, --pairs, --threads, --rounds, --repeat and --intervals must be at least 1, "
                      "--kv-cache-gb positive")  # fmt: skip
-    separate = args.processes == "separate" and args.workload in ("arena", "judges", "all")
+    separate = args.processes == "separate" and args.workload in ("arena", "judges", "raw", "all")
     if not separate and (args.repeat != 1 or args.preload != "none"):
-        parser.error("--repeat and --preload need separate processes (--workload arena, judges or all)")
+        parser.error("--repeat and --preload need separate processes (--workload arena, judges, raw or all)")
     if args.plan:
         print(f"plan: workload {args.workload}, {args.battles} battles x {args.tokens} tokens, {args.pairs} pairs, "
               f"{args.model} on {args.device}, {args.threads} threads, stream intervals {args.intervals} x {args.rounds} "

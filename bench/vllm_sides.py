@@ -34,9 +34,49 @@ def preload_paths() -> str:
     return found.stdout.strip()
 
 
+def raw_side(args, data: Path, bench) -> dict:
+    """``--role raw``: the arena's prompts through vLLM's own offline API (``vllm.LLM.generate``, one batch)
+    with the engine arguments Podium's backend would pass, in a process with nothing else in it."""
+    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"  # the engine core in this process, as Podium runs it
+    if args.device == "cpu":
+        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
+    preloaded = os.environ.get("LD_PRELOAD", "")
+    import torch
+    from transformers import AutoTokenizer
+    from vllm import LLM, SamplingParams
+
+    from evalcore.models.vllm_settings import EngineSettings, read_config
+
+    torch.set_num_threads(args.threads)
+    path = Path(args.model)
+    settings = EngineSettings.resolve(read_config(path), device=args.device, max_num_seqs=max(16, args.battles),
+                                      **bench.engine_args(args))  # fmt: skip
+    started = time.perf_counter()
+    llm = LLM(**{k: v for k, v in settings.as_engine_args(path).items() if k != "disable_log_stats"})
+    load_s = time.perf_counter() - started
+    tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    prompts = bench.arena_prompts(data, args.battles)
+    ids = [tokenizer.encode(tokenizer.apply_chat_template([{"role": "user", "content": p}], tokenize=False,
+                                                          add_generation_prompt=True), add_special_tokens=False)
+           for p in prompts]  # fmt: skip
+    params = SamplingParams(max_tokens=args.tokens, temperature=0.0)
+    llm.generate([{"prompt_token_ids": row} for row in ids[:2]], SamplingParams(max_tokens=8, temperature=0.0),
+                 use_tqdm=False)  # warm-up, as the backend's side gets one  # fmt: skip
+    start = time.perf_counter()
+    outputs = llm.generate([{"prompt_token_ids": row} for row in ids], params, use_tqdm=False)
+    seconds = time.perf_counter() - start
+    tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
+    return {"role": "raw", "load_s": load_s, "pid": os.getpid(), "ld_preload": preloaded,
+            "peak_rss_mb_end": bench.peak_rss_mb(),
+            "raw": {"seconds": seconds, "tokens": tokens, "tokens_per_s": tokens / seconds,
+                    "texts": [o.outputs[0].text for o in outputs]}}  # fmt: skip
+
+
 def side(args, data: Path, bench) -> dict:
     """One side's run (``--role hf`` or ``--role vllm``): load that backend only, run the workloads, and
     return timings with the texts and p_first values the parent compares."""
+    if args.role == "raw":
+        return raw_side(args, data, bench)
     preloaded = os.environ.get("LD_PRELOAD", "")  # before vLLM's import adds torch's libgomp for its children
     import torch
 
@@ -58,7 +98,7 @@ def side(args, data: Path, bench) -> dict:
                              "bytes": backend.memory_plan.get("kv_cache_bytes")}  # fmt: skip
         found["engine_args"] = {**backend.settings.as_dict(), "stream_interval": backend.settings.stream_interval}
     found["peak_rss_mb_after_load"] = bench.peak_rss_mb()
-    if args.workload in ("arena", "all"):
+    if args.workload in ("arena", "all") or (args.workload == "raw" and args.role == "vllm"):
         prompts = bench.arena_prompts(data, args.battles)
         bench.battles(backend, prompts[:2], 8)  # warm-up, on both sides alike
         found["arena"] = bench.battles(backend, prompts, args.tokens)
@@ -80,8 +120,6 @@ def side(args, data: Path, bench) -> dict:
             p_first = [1.0 / (1.0 + math.exp(min(b - a, 700.0))) for a, b in pairs]
         found["judges"] = {"seconds": time.perf_counter() - start, "p_first": p_first,
                            "judgments": len(prompts), "prompt_tokens": sum(map(len, prompts))}  # fmt: skip
-    if args.workload in ("raw", "all") and args.role == "vllm":  # last: it starts a second engine
-        found["raw"] = bench.raw_vllm(backend, bench.arena_prompts(data, args.battles), args)
     found["peak_rss_mb_end"] = bench.peak_rss_mb()
     close = getattr(backend, "close", None)
     if close:
@@ -108,11 +146,13 @@ def separate(args, data: Path, bench) -> tuple[dict, bool]:
     out_dir.mkdir(parents=True, exist_ok=True)
     rounds: list[dict] = []
     for round_ in range(args.repeat):
-        order = ("vllm", "hf") if round_ % 2 == 0 else ("hf", "vllm")
+        roles = [r for r, wanted in (("vllm", True), ("hf", args.workload != "raw"),
+                                     ("raw", args.workload in ("raw", "all"))) if wanted]  # fmt: skip
+        order = roles if round_ % 2 == 0 else roles[::-1]
         got = {}
         for role in order:
             env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "TOKENIZERS_PARALLELISM": "false"}
-            if preload and (role == "vllm" or args.preload == "both"):
+            if preload and (role in ("vllm", "raw") or args.preload == "both"):
                 env["LD_PRELOAD"] = preload
             out = out_dir / f"{role}-{round_ + 1}.json"
             print(f"round {round_ + 1}/{args.repeat}: {role} ...", file=sys.stderr, flush=True)
@@ -124,7 +164,14 @@ def separate(args, data: Path, bench) -> tuple[dict, bool]:
 
 def combine(args, data: Path, bench, rounds: list[dict]) -> tuple[dict, bool]:
     last = rounds[-1]
-    ours, theirs = last["vllm"], last["hf"]
+    ours, theirs = last["vllm"], last.get("hf")
+    if theirs is None:  # --workload raw: Podium's backend against raw vLLM only
+        summary = {"processes": "separate", "rounds": len(rounds), "preload": args.preload,
+                   "device": args.device, "threads": args.threads, "model": Path(args.model).name,
+                   "engine_args": ours["engine_args"], "kv_cache": ours["kv_cache"],
+                   "raw": raw_summary(rounds)}  # fmt: skip
+        print_raw(summary["raw"], len(rounds))
+        return summary, True
     summary: dict = {
         "processes": "separate", "rounds": len(rounds), "preload": args.preload,
         "ld_preload": {"vllm": ours["ld_preload"], "hf": theirs["ld_preload"]},
@@ -183,13 +230,31 @@ def combine(args, data: Path, bench, rounds: list[dict]) -> tuple[dict, bool]:
               f"prompt tokens, each side in its own process, median of {len(rounds)}")  # fmt: skip
         print(f"  plain transformers loop {j['plain_seconds']:7.1f} s   vllm {j['vllm_seconds']:7.1f} s   ratio "
               f"{j['ratio']:.2f}x (rounds {', '.join(f'{x:.2f}' for x in ratios)})   max |p_first diff| {diff:.1e}")  # fmt: skip
-    if "raw" in ours:
-        summary["raw"] = ours["raw"]
-        print(f"raw vLLM (LLM.generate, one batch) {ours['raw']['raw_tokens_per_s']:7.1f} tokens/s, Podium's "
-              f"backend (concurrent streams) {ours['raw']['podium_tokens_per_s']:7.1f} tokens/s: "
-              f"{ours['raw']['ratio']:.2f} of raw (last round)")  # fmt: skip
+    if "raw" in last:
+        summary["raw"] = raw_summary(rounds)
+        print_raw(summary["raw"], len(rounds))
     print(f"engine start (median): hf {summary['load_s']['hf']:.1f} s, vllm {summary['load_s']['vllm']:.1f} s; "
           f"KV cache {summary['kv_cache']['tokens']} tokens; peak RSS hf {summary['peak_rss_mb']['hf']:.0f} MB, "
           f"vllm {summary['peak_rss_mb']['vllm']:.0f} MB; LD_PRELOAD vllm {ours['ld_preload'] or '-'}, "
           f"hf {theirs['ld_preload'] or '-'}")  # fmt: skip
     return summary, ok
+
+
+def raw_summary(rounds: list[dict]) -> dict:
+    """Podium's backend (the vllm child's concurrent streams) against raw vLLM (the raw child's one batch),
+    the same prompts, each in its own process; medians over the rounds."""
+    podium = [r["vllm"]["arena"]["tokens_per_s"] for r in rounds]
+    raw = [r["raw"]["raw"]["tokens_per_s"] for r in rounds]
+    ratios = [a / b for a, b in zip(podium, raw)]
+    texts = rounds[-1]["raw"]["raw"]["texts"], rounds[-1]["vllm"]["arena"]["texts"]
+    return {"podium_tokens_per_s": statistics.median(podium), "raw_tokens_per_s": statistics.median(raw),
+            "podium_runs": podium, "raw_runs": raw, "ratio": statistics.median(ratios), "ratios": ratios,
+            "raw_load_s": statistics.median(r["raw"]["load_s"] for r in rounds),
+            "identical_texts": sum(a == b for a, b in zip(*texts))}  # fmt: skip
+
+
+def print_raw(raw: dict, rounds: int) -> None:
+    print(f"raw vLLM (LLM.generate, one batch, its own process) {raw['raw_tokens_per_s']:7.1f} tokens/s, Podium's "
+          f"backend (concurrent streams) {raw['podium_tokens_per_s']:7.1f} tokens/s: {raw['ratio']:.2f} of raw "
+          f"(median of {rounds}; rounds {', '.join(f'{x:.2f}' for x in raw['ratios'])}); identical texts "
+          f"{raw['identical_texts']}")  # fmt: skip

@@ -44,3 +44,33 @@ def test_an_offline_interpreter_installs_nothing(tmp_path):
     assert done.returncode == 0, done.stderr
     assert not any(line.startswith("+ make ") for line in done.stdout.splitlines())
     assert "+ .venv/bin/python bench/vllm_bench.py --workload all" in done.stdout
+
+
+def test_the_gpu_run_keeps_one_process(tmp_path):
+    """On a GPU both engines start once (the lease's minutes); on CPU the bench runs each side alone."""
+    done = subprocess.run(["bash", str(SCRIPT), "--dry-run"], cwd=REPO_ROOT, capture_output=True, text=True,
+                          env=clean_env(GPU_BENCH_OUT=str(tmp_path)), timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert any("plan: workload all" in line and "one process" in line for line in done.stdout.splitlines())
+
+
+BENCH = REPO_ROOT / "bench" / "vllm_bench.py"
+
+
+def plan(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(REPO_ROOT / ".venv" / "bin" / "python"), str(BENCH), "--plan", *argv], cwd=REPO_ROOT,
+                          capture_output=True, text=True, env=clean_env(), timeout=60)  # fmt: skip
+
+
+def test_the_cpu_bench_runs_each_side_alone_by_default():
+    done = plan("--workload", "judges", "--repeat", "3", "--preload", "vllm")
+    assert done.returncode == 0, done.stderr
+    assert "separate processes x 3, preload vllm" in done.stdout
+
+
+def test_the_cpu_bench_refuses_options_it_cannot_honour():
+    for argv, says in ((("--repeat", "0"), "--repeat"), (("--workload", "intervals", "--repeat", "2"), "separate processes"),
+                       (("--processes", "one", "--preload", "vllm"), "separate processes"),
+                       (("--preload", "all"), "invalid choice"), (("--role", "gpu"), "invalid choice")):  # fmt: skip
+        done = plan(*argv)
+        assert done.returncode == 2 and says in done.stderr, (argv, done.stderr)
