@@ -16,11 +16,9 @@ from django.db import connection
 
 from arena.catalogue import catalogue_parse, catalogue_sync
 from arena.models import Battle, Vote
-from tests.conftest import clean_env, database_url_of, free_port, wait_for_port
+from tests.conftest import REPO_ROOT, clean_env, database_url_of, free_port, wait_for_port
 from tests.e2e.arena_page import battle_ask
 from tests.leaderboard.polling import wait_until
-
-ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -77,7 +75,7 @@ def vllm_arena(tmp_path, transactional_db, redis_url, smollm2_dir, start_worker,
         OMP_NUM_THREADS="1",
     )  # fmt: skip
     # started as docs/operations.md starts a vLLM worker on CPU: tcmalloc preloaded (scripts/vllm_preload.sh)
-    preload = subprocess.run(["bash", str(ROOT / "scripts" / "vllm_preload.sh")], env={**env, "LD_PRELOAD": ""},
+    preload = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "vllm_preload.sh")], env={**env, "LD_PRELOAD": ""},
                              capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     engine_worker = start_worker(env={**env, "LD_PRELOAD": preload}, queues="generate.vllm", name="vllm", concurrency=4,
                                  threads=True)  # fmt: skip

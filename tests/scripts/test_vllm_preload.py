@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "vllm_preload.sh"
+from tests.conftest import REPO_ROOT
+
+SCRIPT = REPO_ROOT / "scripts" / "vllm_preload.sh"
 
 
 def run(env: dict) -> subprocess.CompletedProcess:
