@@ -273,11 +273,9 @@ def main() -> int:
               "--podium-model-args", args.podium_model_args]  # fmt: skip
     preload = env.get("LD_PRELOAD", "")
     if args.preload != "none":
-        found = subprocess.run(["bash", str(ROOT / "scripts" / "vllm_preload.sh")], env={**env, "LD_PRELOAD": ""},
-                               capture_output=True, text=True)  # fmt: skip
-        if found.returncode != 0 or "tcmalloc" not in found.stdout:
-            parser.error(f"--preload needs tcmalloc: {found.stderr.strip() or 'apt-get install libtcmalloc-minimal4'}")
-        preload = ":".join(x for x in (found.stdout.strip(), preload) if x)
+        from vllm_sides import preload_paths  # the bench's one tcmalloc lookup (scripts/vllm_preload.sh)
+
+        preload = ":".join(x for x in (preload_paths(), preload) if x)
     reports = []
     for round_ in range(1 if args.reuse else args.rounds):
         children = [("lmeval", args.lmeval_python), ("podium", sys.executable)]

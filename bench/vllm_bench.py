@@ -160,13 +160,31 @@ def judge_workload(data: Path, tokenizer, pairs: int):
     return prompts, protocol.verdict_token_ids(tokenizer)
 
 
+def verdicts(found: list) -> list[float]:
+    """p_first of each judgment from vLLM's two verdict log-probabilities, as the judge computes it
+    (:func:`evalcore.judging.judge.p_first_of`); the first failed or impossible judgment ends the bench."""
+    from evalcore.judging.judge import p_first_of
+
+    p_first = [p_first_of(item) for item in found]
+    failed = [item for item in p_first if isinstance(item, Exception)]
+    if failed:  # each judgment carries its own failure; the first one says why
+        raise SystemExit(f"judges: {len(failed)} of {len(found)} judgments failed on vLLM: {failed[0]!r}")
+    return p_first
+
+
+def raw_llm(engine_args: dict):
+    """Raw ``vllm.LLM`` with Podium's engine arguments (``EngineSettings.as_engine_args``)."""
+    from vllm import LLM
+
+    return LLM(**{k: v for k, v in engine_args.items() if k != "disable_log_stats"})
+
+
 def raw_engine(backend, prompts: list[str], tokens: int):
     """A second engine with the backend's settings, as raw ``vllm.LLM``, warmed up: (llm, the prompts' token
     ids as the backend renders them, greedy params). Keep it until the end: its teardown ends the other."""
-    from vllm import LLM, SamplingParams
+    from vllm import SamplingParams
 
-    engine_args = backend.settings.as_engine_args(backend.path)
-    llm = LLM(**{k: v for k, v in engine_args.items() if k != "disable_log_stats"})
+    llm = raw_llm(backend.settings.as_engine_args(backend.path))
     ids = [backend.tok_encode(backend.chat_context([{"role": "user", "content": p}])) for p in prompts]
     params = SamplingParams(max_tokens=tokens, temperature=0.0)
     llm.generate([{"prompt_token_ids": ids[0]}], params, use_tqdm=False)  # warm-up
@@ -340,10 +358,7 @@ def main() -> int:
         start = time.perf_counter()
         found = vllm.next_token_logprobs(prompts, token_ids)
         vllm_s = time.perf_counter() - start
-        failed = [item for item in found if isinstance(item, Exception)]
-        if failed:  # each judgment carries its own failure; the first one says why
-            raise SystemExit(f"judges: {len(failed)} of {len(found)} judgments failed on vLLM: {failed[0]!r}")
-        ours = [1.0 / (1.0 + math.exp(min(b - a, 700.0))) for a, b in found]
+        ours = verdicts(found)
         diff = max(abs(a - b) for a, b in zip(plain, ours))
         summary["judges"] = {"judgments": len(prompts), "prompt_tokens": sum(map(len, prompts)),
                              "plain_seconds": plain_s, "vllm_seconds": vllm_s, "ratio": plain_s / vllm_s,

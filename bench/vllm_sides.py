@@ -11,7 +11,6 @@ tcmalloc in ``LD_PRELOAD``, as vLLM's CPU guide recommends and Podium's vLLM wor
 from __future__ import annotations
 
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -43,7 +42,7 @@ def raw_side(args, data: Path, bench) -> dict:
     preloaded = os.environ.get("LD_PRELOAD", "")
     import torch
     from transformers import AutoTokenizer
-    from vllm import LLM, SamplingParams
+    from vllm import SamplingParams
 
     from evalcore.models.vllm_settings import EngineSettings, read_config
 
@@ -52,7 +51,7 @@ def raw_side(args, data: Path, bench) -> dict:
     settings = EngineSettings.resolve(read_config(path), device=args.device, max_num_seqs=max(16, args.battles),
                                       **bench.engine_args(args))  # fmt: skip
     started = time.perf_counter()
-    llm = LLM(**{k: v for k, v in settings.as_engine_args(path).items() if k != "disable_log_stats"})
+    llm = bench.raw_llm(settings.as_engine_args(path))
     load_s = time.perf_counter() - started
     tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     prompts = bench.arena_prompts(data, args.battles)
@@ -110,15 +109,14 @@ def side(args, data: Path, bench) -> dict:
             p_first_plain(backend.model, prompts[0][:64], token_ids)  # warm-up
             start = time.perf_counter()
             p_first = [p_first_plain(backend.model, ids, token_ids) for ids in prompts]
+            seconds = time.perf_counter() - start
         else:
             backend.next_token_logprobs([prompts[0][:64]], token_ids)  # warm-up
             start = time.perf_counter()
             pairs = backend.next_token_logprobs(prompts, token_ids)
-            failed = [item for item in pairs if isinstance(item, Exception)]
-            if failed:  # each judgment carries its own failure; the first one says why
-                raise SystemExit(f"judges: {len(failed)} of {len(pairs)} judgments failed on vLLM: {failed[0]!r}")
-            p_first = [1.0 / (1.0 + math.exp(min(b - a, 700.0))) for a, b in pairs]
-        found["judges"] = {"seconds": time.perf_counter() - start, "p_first": p_first,
+            seconds = time.perf_counter() - start
+            p_first = bench.verdicts(pairs)
+        found["judges"] = {"seconds": seconds, "p_first": p_first,
                            "judgments": len(prompts), "prompt_tokens": sum(map(len, prompts))}  # fmt: skip
     found["peak_rss_mb_end"] = bench.peak_rss_mb()
     close = getattr(backend, "close", None)

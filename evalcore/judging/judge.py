@@ -210,7 +210,7 @@ def _judge_logprob(backend, protocol, slots, *, token_budget, progress) -> list[
         pad = getattr(backend, "pad_token_id", None) or 0
         found = p_first_batched(model, prompts, token_ids, groups=groups, token_budget=token_budget, pad_id=pad)
     elif prompts:  # any other backend: the two verdict tokens' log-probabilities, per prompt
-        found = [_p_first_of(r) for r in backend.next_token_logprobs(prompts, token_ids)]
+        found = [p_first_of(r) for r in backend.next_token_logprobs(prompts, token_ids)]
     for i, p in zip(keep, found if prompts else []):
         slot = slots[i]
         if isinstance(p, Exception):
@@ -222,7 +222,7 @@ def _judge_logprob(backend, protocol, slots, *, token_budget, progress) -> list[
     return out  # type: ignore[return-value]
 
 
-def _p_first_of(logprobs: Sequence[float] | Exception) -> float | Exception:
+def p_first_of(logprobs: Sequence[float] | Exception) -> float | Exception:
     """``p(A) / (p(A) + p(B))`` from the two log-probabilities (a sigmoid of their difference)."""
     if isinstance(logprobs, Exception):
         return logprobs
