@@ -35,8 +35,6 @@ import json
 import os
 import random
 import secrets
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -45,43 +43,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench.web_servers import database_url, page_request, redis_url, server_env, start_servers  # noqa: E402
+
 MODELS = ["bench-alpha", "bench-beta", "bench-gamma", "bench-delta", "bench-epsilon", "bench-zeta"]
 WINNERS = ["model_a", "model_b", "tie", "tie (bothbad)"]
 GRACE_S = 10.0  # an open-loop phase stops sending this long after its last scheduled start
-
-
-def database_url() -> str:
-    if os.environ.get("DATABASE_URL"):
-        return os.environ["DATABASE_URL"]
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS podium_bench WITH (FORCE)")
-        conn.execute("CREATE DATABASE podium_bench")
-    return "postgres://postgres@127.0.0.1:5432/podium_bench"
-
-
-def redis_url() -> str:
-    """REDIS_URL, else a local Redis on db 14 if one answers, else "" (the file cache)."""
-    if os.environ.get("REDIS_URL"):
-        return os.environ["REDIS_URL"]
-    try:
-        with socket.create_connection(("127.0.0.1", 6379), timeout=1):
-            return "redis://127.0.0.1:6379/14"
-    except OSError:
-        return ""
-
-
-def server_env(db_url: str, redis_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in {"CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE"}}
-    env.update(
-        DJANGO_SETTINGS_MODULE="config.settings.prod", SECRET_KEY=secrets.token_urlsafe(48), SECURE_SSL="0",
-        DEBUG="0", DATABASE_URL=db_url, REDIS_URL=redis_url, CELERY_BROKER_URL="memory://",
-        ARENA_VOTES_PER_MINUTE="10000000", PODIUM_VAR_DIR=str(ROOT / "bench" / "out" / "arena_var"),
-        OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1",
-    )  # fmt: skip
-    env.setdefault("DATABASE_POOL_SIZE", "4")  # per server process; 0 opens a connection per request
-    return env
 
 
 def seed(n_battles: int) -> dict:
@@ -206,10 +172,6 @@ def vote_request(port: int, public_id: str, session_key: str, winner: str) -> by
     ).encode() + body
 
 
-def page_request(port: int) -> bytes:
-    return f"GET /leaderboard/arena/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
-
-
 async def open_loop(port: int, make, rate: float, duration: float, pool_size: int, results: list) -> None:
     """Start request k at t0 + k / rate on a free connection; latency counts from the scheduled time.
 
@@ -283,32 +245,6 @@ def summary(results: list, wall: float) -> dict:
     }  # fmt: skip
 
 
-def server_command(server: str, fd: int) -> list[str]:
-    """The ASGI server's command line, serving the socket ``fd`` it inherits."""
-    bindir = Path(sys.executable).parent
-    if server == "daphne":
-        return [str(bindir / "daphne"), "--fd", str(fd), "-v", "0", "config.asgi:application"]
-    return [
-        str(bindir / "uvicorn"), "--fd", str(fd), "--loop", "uvloop", "--http", "httptools",
-        "--lifespan", "off", "--no-access-log", "--log-level", "warning", "config.asgi:application",
-    ]  # fmt: skip
-
-
-GUNICORN_TIMEOUT_S = 600  # as docker/compose.yaml: a long export must not be cut by the 30 s default
-
-
-def gunicorn_command(fd: int, workers: int, worker_class: str) -> list[str]:
-    """Gunicorn (WSGI, the production HTTP server): one master, ``workers`` processes on the socket."""
-    command = [
-        str(Path(sys.executable).parent / "gunicorn"), "--bind", f"fd://{fd}", "--workers", str(workers),
-        "--worker-class", worker_class, "--timeout", str(GUNICORN_TIMEOUT_S), "--log-level", "warning",
-        "config.wsgi:application",
-    ]  # fmt: skip
-    if worker_class == "gthread":
-        command[-1:-1] = ["--threads", "2"]
-    return command
-
-
 def p99_by_second(results: list, rate: float) -> list[float]:
     """The votes phase's p99 latency for each second of the schedule (where a slow stretch sits)."""
     buckets: dict[int, list[float]] = {}
@@ -316,44 +252,6 @@ def p99_by_second(results: list, rate: float) -> list[float]:
         if status in (200, 201):
             buckets.setdefault(int(k / rate), []).append(latency * 1000)
     return [round(float(np.percentile(buckets[s], 99)), 1) for s in sorted(buckets)]
-
-
-def start_servers(env: dict, procs: int, server: str = "gunicorn") -> tuple[int, list[subprocess.Popen]]:
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(1024)
-    sock.set_inheritable(True)
-    port = sock.getsockname()[1]
-    log = open(ROOT / "bench" / "out" / "arena_server.log", "w")  # noqa: SIM115 - lives as long as the servers
-    if server.startswith("gunicorn"):
-        worker_class = server.partition("-")[2] or "sync"
-        commands = [gunicorn_command(sock.fileno(), procs, worker_class)]
-    else:
-        commands = [server_command(server, sock.fileno()) for _ in range(procs)]
-    servers = [
-        subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env=env,
-            pass_fds=[sock.fileno()],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        for command in commands
-    ]
-    sock.close()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
-                probe.sendall(page_request(port))
-                if probe.recv(12).startswith(b"HTTP/1.1 200"):
-                    return port, servers
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise SystemExit(f"{server} did not answer within 60 s: see bench/out/arena_server.log")
 
 
 def main() -> int:

@@ -28,8 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-import arena_load  # noqa: E402 - bench/ is the script's directory
 import scale_data  # noqa: E402
+import web_servers  # noqa: E402 - bench/ is the script's directory
 
 OUT = ROOT / "bench" / "out"
 DB_NAME = "podium_bench_live"
@@ -104,7 +104,7 @@ def main() -> None:
     args = parser.parse_args()
     deltas = sorted(int(d) for d in args.deltas.split(","))
     url = database_create()
-    env = arena_load.server_env(url, arena_load.redis_url())
+    env = web_servers.server_env(url, web_servers.redis_url())
     os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "SECURE_SSL", "DEBUG",
                                             "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "PODIUM_VAR_DIR")})  # fmt: skip
     import django

@@ -43,8 +43,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-import arena_load  # noqa: E402 - bench/ is the script's directory
 import scale_data  # noqa: E402
+import web_servers  # noqa: E402 - bench/ is the script's directory
 
 OUT = ROOT / "bench" / "out"
 DB_NAME = f"bench_live_{os.getpid()}"
@@ -161,7 +161,7 @@ def plan(sql: str, params) -> dict:
 
 def django_setup(url: str) -> None:
     """Django on the bench's database ``url``, with the settings a server would get (bench/arena_load.py)."""
-    env = arena_load.server_env(url, arena_load.redis_url())
+    env = web_servers.server_env(url, web_servers.redis_url())
     os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "SECURE_SSL", "DEBUG",
                                             "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "PODIUM_VAR_DIR")})  # fmt: skip
     import django

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 import psycopg  # noqa: E402
 
-from bench import arena_load  # noqa: E402
+from bench import arena_load, web_servers  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 PAGES = ["/leaderboard/arena/", "/leaderboard/", "/leaderboard/?sort=model&page=37", "/leaderboard/?q=scale&page=2"]
@@ -45,7 +45,7 @@ def serve(tree: Path, env: dict) -> tuple[int, subprocess.Popen]:
     port = sock.getsockname()[1]
     log = open(OUT / "pages_scale_server.log", "w")  # noqa: SIM115 - lives as long as the server
     server = subprocess.Popen(
-        arena_load.gunicorn_command(sock.fileno(), 2, "sync"), cwd=tree, env={**env, "PYTHONPATH": str(tree)},
+        web_servers.gunicorn_command(sock.fileno(), 2, "sync"), cwd=tree, env={**env, "PYTHONPATH": str(tree)},
         pass_fds=[sock.fileno()], stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     sock.close()
@@ -133,7 +133,7 @@ def main() -> int:
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     db_url = os.environ.get("SCALE_DB_URL", "postgres://postgres@127.0.0.1:5432/podium_scale")
-    env = arena_load.server_env(db_url, arena_load.redis_url())
+    env = web_servers.server_env(db_url, web_servers.redis_url())
 
     with psycopg.connect(db_url) as db:
         votes = db.execute("SELECT count(*) FROM arena_vote WHERE counted").fetchone()[0]

@@ -48,7 +48,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench import arena_load, scale_data  # noqa: E402
+from bench import arena_load, scale_data, web_servers  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 DB_NAME = "podium_scale"
@@ -234,7 +234,7 @@ def one_size(size: int, env: dict, args) -> dict:
     print(f"[{size:,}] refit...", flush=True)
     row["refit"] = measure_refit(cold=True)
     print(f"[{size:,}] refit {row['refit']}", flush=True)
-    port, servers = arena_load.start_servers(env, 2, "gunicorn")
+    port, servers = web_servers.start_servers(env, 2, "gunicorn")
     try:
         workers = children_of(servers[0].pid)
         row["csv"] = measure_csv(port, workers, size)
@@ -326,7 +326,7 @@ def main() -> int:
         raise SystemExit("sizes between 1,000 and 20,000,000 votes; 2 to 1,000 models")
     OUT.mkdir(exist_ok=True)
     url, seeded = database_create(args.reuse)
-    env = arena_load.server_env(url, arena_load.redis_url())
+    env = web_servers.server_env(url, web_servers.redis_url())
     os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "SECURE_SSL", "DEBUG",
                                             "DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "PODIUM_VAR_DIR")})  # fmt: skip
     import django

@@ -21,7 +21,7 @@ from celery import Celery
 from django.core.management import get_commands
 from django.urls import resolve
 
-from bench.arena_load import GUNICORN_TIMEOUT_S, gunicorn_command
+from bench.web_servers import GUNICORN_TIMEOUT_S, gunicorn_command
 from tests.conftest import REPO_ROOT, clean_env
 from workers.queues import ALL_QUEUES, EVALUATE, GENERATE, JUDGE, generation_queue
 
