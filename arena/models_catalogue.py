@@ -43,7 +43,7 @@ class LanguageModel(models.Model):
     class Backend(models.TextChoices):
         HF = "hf", "transformers (local)"
         OPENAI = "openai", "OpenAI-compatible endpoint"
-        VLLM = "vllm", "vLLM (GPU)"
+        VLLM = "vllm", "vLLM (CUDA or its CPU build)"
 
     name = models.CharField(max_length=200, unique=True)
     family = models.CharField(max_length=200, blank=True, help_text="Two models of one family never meet.")
