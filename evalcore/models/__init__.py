@@ -25,6 +25,7 @@ from evalcore.models.base import (
     ModelIdentity,
     RollingRequest,
     RollingResult,
+    loading_lock,
 )
 
 BACKENDS: dict[str, str] = {
@@ -48,6 +49,7 @@ __all__ = [
     "RollingResult",
     "backend_class",
     "load_backend",
+    "loading_lock",
     "parse_model_args",
 ]
 
@@ -65,8 +67,13 @@ def backend_class(name: str) -> type[Backend]:
 
 
 def load_backend(name: str, **kwargs) -> Backend:
-    """Construct the backend ``name`` with keyword arguments (e.g. ``path=``, ``dtype=``)."""
-    return backend_class(name)(**kwargs)
+    """Construct the backend ``name`` with keyword arguments (e.g. ``path=``, ``dtype=``).
+
+    One backend is built at a time in a process (:data:`~evalcore.models.base.loading_lock`: the
+    imports a build makes are not thread-safe); a second thread's build waits for the first.
+    """
+    with loading_lock:
+        return backend_class(name)(**kwargs)
 
 
 def parse_model_args(text: str | None) -> dict[str, str | int | float | bool]:

@@ -17,8 +17,16 @@ from __future__ import annotations
 import abc
 import hashlib
 import json
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+
+# Models are built one at a time in a process (``load_backend`` and the reward classifier hold this).
+# Building one imports transformers' lazily loaded modules (vLLM imports them too), and those imports
+# are not thread-safe: two threads of one threads-pool worker building two models at once get
+# "cannot import name 'AutoModelForCausalLM' from 'transformers'" (an evaluation and a judge starting
+# together in `PODIUM_DEMO_BACKEND=vllm make demo`). Requests to built models are not serialised.
+loading_lock = threading.RLock()
 
 
 class ModelDoesNotFit(ValueError):

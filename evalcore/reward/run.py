@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from evalcore.engine.results import code_version
-from evalcore.models import load_backend
+from evalcore.models import load_backend, loading_lock
 from evalcore.reward.classifier import SequenceClassifierReward
 from evalcore.reward.pairs import MAX_FIELD_CHARS, read_reward_pairs
 from evalcore.reward.scoring import PairReward, classifier_rewards, dpo_rewards, reward_report
@@ -68,7 +68,8 @@ def reward_run(
         protocol.update(beta=beta, reward="beta * (log p_policy(answer|prompt) - log p_reference(answer|prompt))",
                         conversation="prompt as a user turn (chat template); the answer's tokens to the end of its turn")  # fmt: skip
     else:
-        classifier = SequenceClassifierReward(**model_args)
+        with loading_lock:  # built as load_backend builds: one model at a time in a process
+            classifier = SequenceClassifierReward(**model_args)
         try:
             records = classifier_rewards(classifier, pairs, progress=progress)
             report = {"kind": "classifier", "model": classifier.identity.as_dict()}
