@@ -37,12 +37,7 @@ PAGES = ["/leaderboard/arena/", "/leaderboard/", "/leaderboard/?sort=model&page=
 
 
 def serve(tree: Path, env: dict) -> tuple[int, subprocess.Popen]:
-    sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(1024)
-    sock.set_inheritable(True)
-    port = sock.getsockname()[1]
+    sock, port = web_servers.listening_socket()
     log = open(OUT / "pages_scale_server.log", "w")  # noqa: SIM115 - lives as long as the server
     server = subprocess.Popen(
         web_servers.gunicorn_command(sock.fileno(), 2, "sync"), cwd=tree, env={**env, "PYTHONPATH": str(tree)},

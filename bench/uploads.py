@@ -45,19 +45,10 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from bench import web_servers  # noqa: E402
+
 SMOLLM2 = Path(os.environ.get("PODIUM_MODELS_DIR", ROOT / "var" / "models")) / "SmolLM2-135M-Instruct"
 BLOCK = 64 << 20
-
-
-def database_url() -> str:
-    if os.environ.get("DATABASE_URL"):
-        return os.environ["DATABASE_URL"]
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS podium_bench_uploads WITH (FORCE)")
-        conn.execute("CREATE DATABASE podium_bench_uploads")
-    return "postgres://postgres@127.0.0.1:5432/podium_bench_uploads"
 
 
 def make_checkpoint(folder: Path, size: int, seed: int) -> Path:
@@ -264,7 +255,7 @@ def main() -> int:
     if free < need:
         raise SystemExit(f"{free / 1e9:.1f} GB free in {work}; this run needs about {need / 1e9:.1f} GB: pass smaller --sizes-gb")
     var = work / "var"
-    env = server_env(database_url(), var)
+    env = server_env(web_servers.database_url("podium_bench_uploads"), var)
     env["LEADERBOARD_UPLOAD_FSYNC"] = "0" if args.no_fsync else "1"
     os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "SECURE_SSL", "DEBUG", "DATABASE_URL",
                                             "CELERY_BROKER_URL", "PODIUM_VAR_DIR")})  # fmt: skip

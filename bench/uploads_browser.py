@@ -31,21 +31,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import uploads as peer  # noqa: E402 - bench/uploads.py: checkpoint, server and cp helpers
+import web_servers  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 PASSWORD = secrets.token_urlsafe(16)
-
-
-def database_url() -> str:
-    """A database of this script's own (bench/uploads.py may be running beside it)."""
-    if os.environ.get("DATABASE_URL"):
-        return os.environ["DATABASE_URL"]
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS podium_bench_uploads_browser WITH (FORCE)")
-        conn.execute("CREATE DATABASE podium_bench_uploads_browser")
-    return "postgres://postgres@127.0.0.1:5432/podium_bench_uploads_browser"
 
 
 def browser_upload(port: int, folder: Path, name: str) -> float:
@@ -85,7 +74,7 @@ def main() -> int:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     var = work / "var"
-    env = peer.server_env(database_url(), var)
+    env = peer.server_env(web_servers.database_url("podium_bench_uploads_browser"), var)
     os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "SECURE_SSL", "DEBUG", "DATABASE_URL",
                                             "CELERY_BROKER_URL", "PODIUM_VAR_DIR")})  # fmt: skip
     token = peer.setup_database()

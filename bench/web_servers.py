@@ -15,15 +15,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def database_url() -> str:
+def database_url(name: str = "podium_bench") -> str:
+    """DATABASE_URL, else a fresh PostgreSQL database ``name`` on postgres://postgres@127.0.0.1:5432 (dropped
+    and created again: a bench's own; benches that may run side by side give different names)."""
     if os.environ.get("DATABASE_URL"):
         return os.environ["DATABASE_URL"]
     import psycopg
 
     with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS podium_bench WITH (FORCE)")
-        conn.execute("CREATE DATABASE podium_bench")
-    return "postgres://postgres@127.0.0.1:5432/podium_bench"
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return f"postgres://postgres@127.0.0.1:5432/{name}"
 
 
 def redis_url() -> str:
@@ -79,13 +81,18 @@ def gunicorn_command(fd: int, workers: int, worker_class: str) -> list[str]:
     return command
 
 
-def start_servers(env: dict, procs: int, server: str = "gunicorn") -> tuple[int, list[subprocess.Popen]]:
+def listening_socket() -> tuple[socket.socket, int]:
+    """A loopback socket on a free port, listening and inheritable: the server processes share it."""
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(1024)
     sock.set_inheritable(True)
-    port = sock.getsockname()[1]
+    return sock, sock.getsockname()[1]
+
+
+def start_servers(env: dict, procs: int, server: str = "gunicorn") -> tuple[int, list[subprocess.Popen]]:
+    sock, port = listening_socket()
     log = open(ROOT / "bench" / "out" / "arena_server.log", "w")  # noqa: SIM115 - lives as long as the servers
     if server.startswith("gunicorn"):
         worker_class = server.partition("-")[2] or "sync"
