@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -44,17 +43,9 @@ def serve(tree: Path, env: dict) -> tuple[int, subprocess.Popen]:
         pass_fds=[sock.fileno()], stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     sock.close()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
-                probe.sendall(f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
-                if probe.recv(12).startswith(b"HTTP/1.1"):
-                    return port, server
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise SystemExit("gunicorn did not answer within 60 s: see bench/out/pages_scale_server.log")
+    web_servers.wait_answering(port, f"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode(),
+                               b"HTTP/1.1", "gunicorn (see bench/out/pages_scale_server.log)")  # fmt: skip
+    return port, server
 
 
 def request(port: int, path: str) -> bytes:

@@ -116,17 +116,9 @@ def start_server(env: dict, log: Path) -> tuple[int, subprocess.Popen]:
     command = [str(Path(sys.executable).parent / "gunicorn"), "--bind", f"127.0.0.1:{port}", "--workers", "2",
                "--log-level", "warning", "config.wsgi:application"]  # fmt: skip
     server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
-                probe.sendall(b"OPTIONS /leaderboard/uploads/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-                if probe.recv(12).startswith(b"HTTP/1.1 204"):
-                    return port, server
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise SystemExit(f"gunicorn did not answer within 60 s: see {log}")
+    web_servers.wait_answering(port, b"OPTIONS /leaderboard/uploads/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+                               b"HTTP/1.1 204", f"gunicorn (see {log})")  # fmt: skip
+    return port, server
 
 
 class RssSampler(threading.Thread):

@@ -111,14 +111,21 @@ def start_servers(env: dict, procs: int, server: str = "gunicorn") -> tuple[int,
         for command in commands
     ]
     sock.close()
-    deadline = time.monotonic() + 60
+    wait_answering(port, page_request(port), b"HTTP/1.1 200", f"{server} (see bench/out/arena_server.log)")
+    return port, servers
+
+
+def wait_answering(port: int, request: bytes, status: bytes, what: str, timeout: float = 60.0) -> None:
+    """Send ``request`` to the loopback ``port`` until the answer starts with ``status``; exit naming
+    ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
-                probe.sendall(page_request(port))
-                if probe.recv(12).startswith(b"HTTP/1.1 200"):
-                    return port, servers
+                probe.sendall(request)
+                if probe.recv(len(status)).startswith(status):
+                    return
         except OSError:
             pass
         time.sleep(0.3)
-    raise SystemExit(f"{server} did not answer within 60 s: see bench/out/arena_server.log")
+    raise SystemExit(f"{what} did not answer within {timeout:.0f} s")
