@@ -34,6 +34,7 @@ from dataclasses import dataclass
 SETTING = "PODIUM_JAIL_CGROUP"
 FOLDER = "podium-jails"
 V1_FLOOR_BYTES = 16 << 20  # memory.limit_in_bytes below this refuses to be set on some kernels
+TCP_BYTES = 16 << 20  # cgroup v1: TCP buffers a jail may hold (memory.kmem.tcp.limit_in_bytes)
 
 
 class CgroupUnavailable(RuntimeError):
@@ -112,6 +113,7 @@ class CgroupRoot:
                 _write(f"{memory}/memory.limit_in_bytes", str(max(memory_bytes, V1_FLOOR_BYTES)))
                 if os.path.exists(f"{memory}/memory.memsw.limit_in_bytes"):
                     _write(f"{memory}/memory.memsw.limit_in_bytes", str(max(memory_bytes, V1_FLOOR_BYTES)))
+                _cap_tcp(memory, memory_bytes)
                 if len(folders) > 1:
                     _write(f"{folders[1]}/pids.max", str(max_tasks))
         except OSError as error:
@@ -176,6 +178,18 @@ class JailCgroup:
     def remove(self) -> None:
         for folder in self.folders:
             _remove(folder)
+
+
+def _cap_tcp(folder: str, memory_bytes: int) -> None:
+    """cgroup v1 never charges TCP buffers to ``memory.limit_in_bytes``: cap them apart (cgroup v2 counts
+    socket memory in ``memory.max`` already). The jail's seccomp filter refuses inet sockets as well; this
+    holds should a jail ever be given them. Kernels that dropped the file (it is deprecated) skip it."""
+    path = f"{folder}/memory.kmem.tcp.limit_in_bytes"
+    if os.path.exists(path):
+        try:
+            _write(path, str(max(min(memory_bytes, TCP_BYTES), V1_FLOOR_BYTES)))
+        except OSError:
+            pass
 
 
 def _remove(folder: str) -> None:

@@ -25,10 +25,9 @@ The channel's codec and the referee's stand-ins are in ``jailwire.py``, copied b
 
 Usage (inside the jail)::
 
-    python3 -I -B /program/jailside.py referee TIMEOUT GUARD MAIN
+    python3 -I -B /program/jailside.py referee TIMEOUT GUARD MAIN SPEC_FD
 """
 
-import atexit
 import builtins
 import contextlib
 import ctypes
@@ -43,6 +42,7 @@ import tempfile
 import types
 
 if __package__:  # imported by Podium (tests)
+    from evalcore.engine.jailaudit import state, tampering, watch_reaches
     from evalcore.engine.jailwire import (
         HostGone,
         Peer,
@@ -55,12 +55,14 @@ if __package__:  # imported by Podium (tests)
     )
 else:  # run in the jail, python3 -I: the script's folder is not on sys.path, and leaves it again
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from jailaudit import state, tampering, watch_reaches
     from jailwire import HostGone, Peer, ProtocolError, attribute_name, decode, encode, receive, send
 
     del sys.path[0]
 
 CANDIDATE_PATH = "/program/candidate.py"
-TESTS_PATH = "/program/tests.py"
+
+
 class OutOfTime(Exception):
     pass
 
@@ -87,6 +89,9 @@ def disarm():
         sys.modules[name] = None
 
 
+_kill = os.kill  # disarm() sets os.kill to None in the referee too; the referee still ends its host
+
+
 def _non_dumpable():
     """PR_SET_DUMPABLE 0: processes of the same user can neither attach to nor read this one."""
 
@@ -99,10 +104,53 @@ def _on_alarm(signum, frame):
     raise OutOfTime("Timed out!")
 
 
-def referee(timeout, guard, main):
+def read_spec(fd):
+    """The referee's orders, from the descriptor the jail was given: read whole, then closed, before any
+    other process of the jail exists. The tests never are a file of the jail."""
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    spec = json.loads(b"".join(chunks).decode("utf-8"))
+    return spec["tests"], spec.get("setup") or "", list(spec["names"]), set(spec.get("builtins_used") or ())
 
+
+def bind(loaded, wanted, resolve):
+    """The tests' names from the host's load answer: only those asked for, as plain values, stand-ins, or
+    the referee's own import of a module the candidate named; anything else is a protocol error."""
+    names = loaded.get("names")
+    defined = loaded.get("defined")
+    if not isinstance(names, dict) or not isinstance(defined, list):
+        raise ProtocolError("malformed load answer")
+    extra = [str(name)[:40] for name in names if name not in wanted]
+    if extra:
+        raise ProtocolError(f"the load answer binds {extra[:3]}, which the tests did not ask for")
+    bound = {}
+    for name, value in names.items():
+        if isinstance(value, dict) and set(value) == {"module"}:
+            module = value["module"]
+            if not isinstance(module, str) or not all(part.isidentifier() for part in module.split(".")):
+                raise ProtocolError("malformed module name")
+            try:
+                bound[name] = __import__(module, fromlist=["_"])  # the referee's own module, never the host's
+            except ImportError:
+                pass
+        else:
+            bound[name] = decode(value, resolve)
+    return bound, [str(name) for name in defined[:10000]]
+
+
+def referee(timeout, guard, main, spec_fd):
+
+    tests, setup, wanted, builtins_used = read_spec(spec_fd)
     verdict_fd = os.dup(1)
-    os.dup2(2, 1)  # the tests' and the referee's own prints go to stderr; fd 1 is the verdict's alone
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)  # fd 1 is the verdict's alone (kept as verdict_fd)
+    own = io.StringIO()  # the tests' and the referee's own prints: written out once the host is gone
+    sys.stdout = sys.stderr = own
     _non_dumpable()
     host = subprocess.Popen(
         [sys.executable, "-I", "-B", os.path.abspath(__file__), "host", "1" if guard else "0", "1" if main else "0"],
@@ -110,8 +158,6 @@ def referee(timeout, guard, main):
     )  # fmt: skip
     peer = Peer(host.stdin.fileno(), host.stdout.fileno())
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    with open(TESTS_PATH, encoding="utf-8") as handle:
-        tests = handle.read()
     result, tamper = "timed out", []
     signal.signal(signal.SIGALRM, _on_alarm)
     sink = io.StringIO()
@@ -121,27 +167,21 @@ def referee(timeout, guard, main):
             raise ProtocolError("the host did not start")
         signal.setitimer(signal.ITIMER_REAL, timeout)
         try:
-            loaded = peer.exchange({"op": "load"})
-            names = loaded.get("names")
-            if not isinstance(names, dict):
-                raise ProtocolError("malformed load answer")
-            namespace = {} if not main else {"__name__": "__main__"}
-            for name, value in names.items():
-                if isinstance(value, dict) and set(value) == {"module"} and isinstance(value["module"], str):
-                    try:
-                        namespace[name] = __import__(value["module"], fromlist=["_"])
-                    except ImportError:
-                        pass
-                else:
-                    namespace[name] = decode(value, peer.resolve)
+            bound, defined = bind(peer.exchange({"op": "load", "names": wanted}), wanted, peer.resolve)
+            tamper += [f"rebinds the builtin {name}, which the tests use (the tests used the real one)"
+                       for name in defined if name in builtins_used][:5]  # fmt: skip
+            # The tests' globals: real builtins, the task's own helpers (trusted setup), then the candidate's names.
+            namespace = {"__builtins__": builtins, **({"__name__": "__main__"} if main else {})}
+            if setup:
+                exec(compile(setup, "<setup>", "exec"), namespace)
+            namespace.update(bound)
             if guard:
                 disarm()
-            stdout, stderr = sys.stdout, sys.stderr
-            sys.stdout = sys.stderr = sink if guard else sys.stderr
+                sys.stdout = sys.stderr = sink
             try:
                 exec(compile(tests, "<string>", "exec"), namespace)
             finally:
-                sys.stdout, sys.stderr = stdout, stderr
+                sys.stdout = sys.stderr = own
             result = "passed"
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -164,9 +204,15 @@ def referee(timeout, guard, main):
             tamper += ["host reports: " + str(item)[:200] for item in audit[:20]]
     except BaseException:  # noqa: BLE001 - a host that cannot answer has nothing to add
         pass
+    try:
+        _kill(host.pid, signal.SIGKILL)  # the host ends before the referee's own output is written
+        host.wait()
+    except OSError:
+        pass
+    os.write(2, own.getvalue()[-(64 << 10):].encode("utf-8", "replace"))
     line = json.dumps({"result": result, "tamper": tamper}, ensure_ascii=True) + "\n"
     os.write(verdict_fd, line.encode("ascii"))
-    os._exit(0)  # as PID 1 of the jail: the kernel ends the host and everything it started
+    os._exit(0)  # as PID 1 of the jail: the kernel ends everything the host started
 
 
 # ---- the host
@@ -178,6 +224,7 @@ class Host:
         self.objects, self.ids = {}, {}
         self.namespace = {}
         self.baseline = {}
+        self.reaches = []
 
     def refer(self, value):
         key = id(value)
@@ -191,30 +238,32 @@ class Host:
             raise ProtocolError(f"no object {ref}")
         return self.objects[ref]
 
-    def load(self):
+    def load(self, wanted):
 
         with open(CANDIDATE_PATH, encoding="utf-8") as handle:
             source = handle.read()
         if self.main:
             self.namespace = {"__name__": "__main__", "__builtins__": builtins}
-        self.baseline = _state()
+        self.baseline = state()
+        self.reaches = watch_reaches()  # from here on, what the candidate opens is the candidate's doing
         exec(compile(source, "<string>", "exec"), self.namespace)
         names = {}
-        for name, value in list(self.namespace.items()):
-            if name.startswith("__") and name.endswith("__"):
-                continue
-            if isinstance(value, types.ModuleType):
-                names[name] = {"module": value.__name__}
-            else:
-                names[name] = encode(value, self.refer)
-        return {"names": names}
+        for name in wanted if isinstance(wanted, list) else []:
+            if isinstance(name, str) and name in self.namespace:
+                value = self.namespace[name]
+                if isinstance(value, types.ModuleType):
+                    names[name] = {"module": value.__name__}
+                else:
+                    names[name] = encode(value, self.refer)
+        return {"names": names, "defined": [name for name in self.namespace if isinstance(name, str)]}
 
     def answer(self, message):
         op = message.get("op")
         if op == "load":
-            return self.load()
+            return self.load(message.get("names"))
         if op == "audit":
-            return {"tamper": _tampering(self.baseline, _state()) if self.baseline else []}
+            changed = tampering(self.baseline, state()) if self.baseline else []
+            return {"tamper": changed + list(self.reaches)[:10]}
         target = self.resolve(message.get("target"))
         args = [decode(a, self.resolve) for a in message.get("args") or []]
         kwargs = {k: decode(v, self.resolve) for k, v in (message.get("kwargs") or {}).items()}
@@ -279,49 +328,6 @@ def _message(error):
         return ""
 
 
-_WATCHED = ("os", "sys", "builtins", "json", "signal", "subprocess", "math", "re", "io", "atexit", "unittest")
-
-
-def _state():
-    """What the audit compares: builtins, watched modules' attributes, hooks, exit handlers."""
-
-    modules = {}
-    for name in _WATCHED:
-        module = sys.modules.get(name)
-        if module is not None:
-            modules[name] = {key: id(value) for key, value in vars(module).items()}
-    return {
-        "modules": modules,
-        "hooks": {name: id(getattr(sys, name, None)) for name in ("excepthook", "displayhook", "unraisablehook")},
-        "trace": (sys.gettrace() is not None, sys.getprofile() is not None),
-        "atexit": atexit._ncallbacks(),
-        "signals": {int(s): id(signal.getsignal(s)) for s in (signal.SIGTERM, signal.SIGALRM, signal.SIGINT)},
-    }
-
-
-def _tampering(before, after):
-    found = []
-    for module, attributes in before["modules"].items():
-        now = after["modules"].get(module, {})
-        changed = sorted(k for k, v in attributes.items() if now.get(k) != v and not k.startswith("__"))
-        added = sorted(k for k in now if k not in attributes and not k.startswith("_"))
-        if module == "sys":
-            changed = [k for k in changed if k not in ("stdout", "stderr", "stdin", "last_value", "last_type", "last_traceback")]
-        if changed or added:
-            found.append(f"{module} patched: {', '.join((changed + added)[:8])}")
-    for name, value in before["hooks"].items():
-        if after["hooks"].get(name) != value:
-            found.append(f"sys.{name} replaced")
-    if after["trace"] != before["trace"]:
-        found.append("trace or profile function set")
-    if after["atexit"] > before["atexit"]:
-        found.append("exit handler registered (atexit)")
-    for number, value in before["signals"].items():
-        if after["signals"].get(number) != value:
-            found.append(f"signal handler for {signal.Signals(number).name} replaced")
-    return found
-
-
 def host(guard, main):
 
     inbound, outbound = os.dup(0), os.dup(1)
@@ -357,8 +363,8 @@ def host(guard, main):
 if __name__ == "__main__":
     role = sys.argv[1] if len(sys.argv) > 1 else ""
     if role == "referee":
-        referee(float(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] == "1")
+        referee(float(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] == "1", int(sys.argv[5]))
     elif role == "host":
         host(sys.argv[2] == "1", sys.argv[3] == "1")
     else:
-        sys.exit("usage: jailside.py referee TIMEOUT GUARD MAIN")
+        sys.exit("usage: jailside.py referee TIMEOUT GUARD MAIN SPEC_FD")

@@ -53,7 +53,7 @@ LOWER_IS_BETTER = {"ter", "brier_score", "perplexity", "word_perplexity", "byte_
 RATIO_METRICS = {"perplexity", "word_perplexity", "byte_perplexity", "bits_per_byte", "token_perplexity"}
 METRIC_OPTIONS = {
     "exact_match": {"ignore_case", "ignore_punctuation", "ignore_numbers", "regexes_to_ignore"},
-    "pass@k": {"k", "timeout", "memory_mb"},
+    "pass@k": {"k", "timeout", "memory_mb", "entry_point", "setup"},
 }
 STRICT_OPTIONS = {"exact_match", "pass@k"}
 ENTRY_KEYS = {"metric", "aggregation", "higher_is_better", "hf_evaluate"}

@@ -3,11 +3,16 @@
 Each program runs in fresh user, PID, network, mount, IPC, UTS and cgroup namespaces, with:
 
 - a read-only root holding only ``/usr`` (and the ``/bin``, ``/lib*`` links into it), a private
-  ``/proc`` and a minimal ``/dev``; no ``/etc``, no ``/home``, ``/root``, ``/work`` or project tree;
+  ``/proc`` and a ``/dev`` of five devices (null, zero, full, random, urandom) with no terminals (no
+  devpts: the machine's pseudo-terminals are one pool); no ``/etc``, no ``/home``, ``/root``,
+  ``/work`` or project tree;
 - the program itself read-only at ``/program/main.py`` and a private, size-limited tmpfs at ``/tmp``
   (the working directory) as the only writable place, discarded when the program ends;
 - an empty environment (``PATH``, ``HOME`` and ``LANG`` only), no network interface but a private
   loopback, no further user namespaces, a new session (no terminal);
+- optionally, hidden data on an inherited descriptor (``hidden=``, the descriptor's number last among
+  the arguments) instead of a file: the jail's first process reads it and closes it before it
+  starts anything else (the scoring referee's tests, :mod:`evalcore.engine.verdicts`);
 - the system Python under ``/usr`` in isolated mode, as an unprivileged user (``nobody`` when the
   worker is root), under ``RLIMIT_NPROC`` / ``RLIMIT_AS`` / ``RLIMIT_CPU`` / ``RLIMIT_FSIZE`` set inside
   the jail's own user namespace, so the process count is the jail's alone;
@@ -41,6 +46,8 @@ TMPFS_BYTES = 64 << 20  # the writable /tmp
 SHM_BYTES = 8 << 20  # /dev/shm, for multiprocessing's semaphores
 MAX_FILE_BYTES = 16 << 20  # any file the program writes, its captured stdout and stderr included
 OUTPUT_LIMIT = 64 << 10  # characters of stdout / stderr returned
+MAX_PENDING_SIGNALS = 256  # queued signals and POSIX timers (RLIMIT_SIGPENDING), per jail
+DEVICES = ("null", "zero", "full", "random", "urandom")  # the jail's /dev: no tty, no devpts
 PROGRAM_DIR = "/program"
 PROGRAM_PATH = "/program/main.py"
 NOBODY = 65534
@@ -139,6 +146,8 @@ def _argv(jail: Jail, files: dict[str, int], seccomp_fd: int | None, timeout: fl
         f"--cpu={cpu_seconds}",
         f"--fsize={MAX_FILE_BYTES}",
         f"--nofile={MAX_DESCRIPTORS}",
+        f"--sigpending={MAX_PENDING_SIGNALS}",
+        "--msgqueue=0",
         "--core=0",
     ]
     program = [arg for name, fd in files.items() for arg in ("--ro-bind-data", str(fd), f"{PROGRAM_DIR}/{name}")]
@@ -153,9 +162,8 @@ def _argv(jail: Jail, files: dict[str, int], seccomp_fd: int | None, timeout: fl
         "--hostname", "jail",
         *jail.root,
         "--proc", "/proc",
-        "--dev", "/dev",
+        *_dev(),
         "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
-        "--remount-ro", "/dev",
         "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp",
         *program,
         "--remount-ro", "/",
@@ -165,6 +173,18 @@ def _argv(jail: Jail, files: dict[str, int], seccomp_fd: int | None, timeout: fl
         "--", jail.prlimit, *limits,
         "--", jail.python, "-I", "-B", *args,
     ]  # fmt: skip
+
+
+def _dev() -> tuple[str, ...]:
+    """A /dev of a few devices, built by hand: bwrap's ``--dev`` mounts a devpts whose terminals come from
+    the machine's one pool (``kernel.pty.max``), which one jail could empty for every other."""
+    args: list[str] = ["--dir", "/dev"]
+    for name in DEVICES:
+        args += ["--dev-bind", f"/dev/{name}", f"/dev/{name}"]
+    args += ["--symlink", "/proc/self/fd", "/dev/fd"]
+    for number, name in enumerate(("stdin", "stdout", "stderr")):
+        args += ["--symlink", f"/proc/self/fd/{number}", f"/dev/{name}"]
+    return tuple(args)
 
 
 def _memfd(name: str, data: bytes = b"") -> int:
@@ -237,11 +257,21 @@ class Launched:
     out_of_memory: bool
 
 
-def launch(jail: Jail, files: dict[str, str], args: tuple[str, ...], timeout: float, memory_mb: int) -> Launched:
-    """Run ``python -I -B *args`` in a fresh jail holding ``files`` (read-only, under /program)."""
+def launch(
+    jail: Jail, files: dict[str, str], args: tuple[str, ...], timeout: float, memory_mb: int, *, hidden: bytes | None = None
+) -> Launched:
+    """Run ``python -I -B *args`` in a fresh jail holding ``files`` (read-only, under /program).
+
+    ``hidden``: data that must never be a file of the jail (a scoring referee's tests). It comes in on an
+    inherited descriptor whose number is appended to ``args``; the program reads it and closes it before
+    it starts any other process.
+    """
     fds = {name: _memfd(name, text.encode("utf-8", "replace")) for name, text in files.items()}
     out, err = _memfd("stdout"), _memfd("stderr")
     filter_fd = _memfd("seccomp", jail.seccomp) if jail.seccomp else None
+    hidden_fd = _memfd("hidden", hidden) if hidden is not None else None
+    if hidden_fd is not None:
+        args = (*args, str(hidden_fd))
     cgroup = None
     try:
         cgroup = jail.cgroups.create(memory_mb << 20, MAX_PROCESSES + 2) if jail.cgroups else None
@@ -255,7 +285,7 @@ def launch(jail: Jail, files: dict[str, str], args: tuple[str, ...], timeout: fl
             stdin=gate,
             stdout=out,
             stderr=err,
-            pass_fds=(*fds.values(), *([filter_fd] if filter_fd is not None else [])),
+            pass_fds=(*fds.values(), *(fd for fd in (filter_fd, hidden_fd) if fd is not None)),
             env={"PATH": "/usr/bin:/bin"},
             cwd="/",
             start_new_session=True,
@@ -282,7 +312,7 @@ def launch(jail: Jail, files: dict[str, str], args: tuple[str, ...], timeout: fl
         oom = bool(cgroup and cgroup.out_of_memory())
         return Launched(code, _read_output(out), _read_output(err), oom)
     finally:
-        for fd in (*fds.values(), out, err, *([filter_fd] if filter_fd is not None else [])):
+        for fd in (*fds.values(), out, err, *(fd for fd in (filter_fd, hidden_fd) if fd is not None)):
             os.close(fd)
         if cgroup:
             cgroup.remove()
@@ -339,8 +369,11 @@ def jail_protocol(jail: Jail) -> dict:
         "max_processes": MAX_PROCESSES,
         "max_descriptors": MAX_DESCRIPTORS,
         "tmpfs_bytes": TMPFS_BYTES,
+        "max_pending_signals": MAX_PENDING_SIGNALS,
+        "devices": ", ".join(DEVICES),
         "seccomp_denied": seccomp.denied_syscalls(),
-        "socket_families": "AF_UNIX, AF_INET, AF_INET6, AF_NETLINK",
+        "socket_families": "AF_UNIX",
+        "file_locks": "refused (ENOLCK)",
     }
 
 

@@ -16,7 +16,7 @@ from evalcore.engine import metrics as m
 from evalcore.engine.config import TaskConfig
 from evalcore.engine.corpus import corpus_value
 from evalcore.engine.filters import pipelines
-from evalcore.engine.prompts import Prompter
+from evalcore.engine.prompts import Prompter, render
 from evalcore.engine.textnorm import max_f1
 from evalcore.engine.verdicts import collecting_tampering, report_tampering, run_tests
 
@@ -48,13 +48,38 @@ def _generation_gold(config: TaskConfig, record: dict):
     return target
 
 
-def _execute(candidates: list[str], tests: str, timeout: float, memory_mb: int) -> list[bool]:
+def _execute(candidates: list[str], tests: str, timeout: float, memory_mb: int, names, setup: str) -> list[bool]:
     """Whether each candidate program passes ``tests``: the candidate runs as a script (``__main__``) in one
-    process of the jail, the tests in another that alone decides (:func:`evalcore.engine.verdicts.run_tests`)."""
+    process of the jail, the tests in another that alone decides (:func:`evalcore.engine.verdicts.run_tests`),
+    seeing only the candidate's ``names`` (None: the names the tests use and do not define) and the
+    task's own ``setup``."""
+
+    def one(candidate: str):
+        return run_tests(candidate, tests, timeout=timeout, memory_mb=memory_mb, names=names, setup=setup)
+
     with ThreadPoolExecutor(max_workers=2) as pool:
-        verdicts = list(pool.map(lambda c: run_tests(c, tests, timeout=timeout, memory_mb=memory_mb), candidates))
+        verdicts = list(pool.map(one, candidates))
     report_tampering(verdicts)
     return [v.passed for v in verdicts]
+
+
+def _test_names(config: TaskConfig, entry: dict, doc: dict) -> tuple[list[str] | None, str]:
+    """(the candidate names the tests call, the trusted setup) from a pass@k entry's ``entry_point`` and
+    ``setup`` templates (each rendered for the document); (None, "") where the entry names neither."""
+    names = None
+    if entry.get("entry_point") is not None:
+        text = render(str(entry["entry_point"]), doc, task=config.task, what="pass@k entry_point")
+        names = [part.strip() for part in text.split(",") if part.strip()]
+        bad = [n for n in names if not n.isidentifier() or n.startswith("__")]
+        if not names or bad:
+            raise ValueError(
+                f"task {config.task!r}: pass@k entry_point {entry['entry_point']!r} gave {text[:80]!r} for document "
+                f"{doc.get('task_id', '')!r}; it must render to one or more identifiers separated by commas"
+            )
+    setup = ""
+    if entry.get("setup") is not None:
+        setup = render(str(entry["setup"]), doc, task=config.task, what="pass@k setup")
+    return names, setup
 
 
 def metric_name(entry: dict) -> str:
@@ -145,7 +170,9 @@ def _generation(config: TaskConfig, record: dict, entries: list[dict]) -> tuple[
             ks = entry.get("k", [1])
             ks = [ks] if isinstance(ks, int) else list(ks)
             candidates = [f"{record['prompt']}{r}\n" for r in responses]
-            passed = _execute(candidates, f"{gold}\n", float(entry.get("timeout", 10.0)), int(entry.get("memory_mb", 1024)))
+            names, setup = _test_names(config, entry, record["doc"])
+            passed = _execute(candidates, f"{gold}\n", float(entry.get("timeout", 10.0)), int(entry.get("memory_mb", 1024)),
+                              names, setup)  # fmt: skip
             filtered[f"{filter_name}:passed"] = passed
             for k in ks:
                 values[metric_key(f"pass@{k}", filter_name)] = m.pass_at_k(len(passed), sum(passed), k)

@@ -12,13 +12,22 @@ makes and that reach past the jail's namespaces and limits:
   message queues and semaphores, POSIX message queues, ``userfaultfd``; NUMA policy calls;
 - kernel attack surface: ``io_uring_*``, ``bpf``, ``perf_event_open``, ``keyctl``/``add_key``/
   ``request_key``, ``fanotify_init``, ``open_by_handle_at``, ``modify_ldt``, ``iopl``/``ioperm``;
+- pools the whole machine shares, which one jail could empty for every other process: Linux AIO
+  contexts (``io_setup`` and the rest of ``io_*``: ``fs.aio-max-nr`` is machine-wide), inotify
+  instances (``fs.inotify.max_user_instances`` is per user, and every jail runs as the same user), and
+  file locks (``flock``, and ``fcntl``'s ``F_SETLK``/``F_SETLKW``/``F_OFD_SETLK*``/``F_SETLEASE``: lock
+  records are kernel memory that no memory cgroup counts; measured on Linux 6.18, 40,000 locks from
+  one jail, none of them in its cgroup), refused with ``ENOLCK``;
 - namespaces and mounts: ``unshare``, ``setns``, ``clone`` with any ``CLONE_NEW*`` flag, ``clone3``
   (ENOSYS, so runtimes fall back to ``clone``), ``mount`` and the new mount API, ``pivot_root``,
   ``chroot``, ``umount2``;
 - the machine: modules, ``kexec``, ``reboot``, swap, clocks, host and domain names, ``syslog``,
   ``acct``, quotas;
-- sockets other than ``AF_UNIX``, ``AF_INET``, ``AF_INET6`` and ``AF_NETLINK`` (``AF_VSOCK``,
-  ``AF_PACKET``, Bluetooth, ...): the network namespace does not cover every family.
+- sockets other than ``AF_UNIX``: the network namespace does not cover every family (``AF_VSOCK``,
+  ``AF_PACKET``, Bluetooth, ...), and an ``AF_INET`` socket on the jail's own loopback holds buffers
+  that cgroup v1 never charges to the jail (``memory.kmem.tcp``: 372 MiB queued from one jail limited
+  to 256 MiB, measured); no code task needs the network. ``AF_UNIX`` buffers are charged to the
+  jail's memory cgroup (measured: a jail filling datagram sockets is killed at its limit).
 
 System calls of another ABI (32-bit ``int 0x80``, x32) kill the process: the filter is built for
 the native architecture only.
@@ -48,6 +57,9 @@ DENIED: tuple[tuple[str, int], ...] = (
      "semget semop semctl semtimedop mq_open mq_unlink mq_timedsend mq_timedreceive mq_notify "
      "mq_getsetattr mbind set_mempolicy migrate_pages move_pages set_mempolicy_home_node", errno.EPERM),
     ("io_uring_setup io_uring_enter io_uring_register clone3", errno.ENOSYS),
+    ("io_setup io_destroy io_submit io_cancel io_getevents io_pgetevents inotify_init inotify_init1 "
+     "inotify_add_watch", errno.ENOSYS),
+    ("flock", errno.ENOLCK),
     ("bpf perf_event_open keyctl add_key request_key fanotify_init open_by_handle_at name_to_handle_at "
      "modify_ldt iopl ioperm lookup_dcookie uselib ustat sysfs _sysctl vhangup", errno.EPERM),
     ("unshare setns mount umount2 pivot_root chroot move_mount open_tree fsopen fsconfig fsmount fspick "
@@ -56,7 +68,9 @@ DENIED: tuple[tuple[str, int], ...] = (
      "settimeofday clock_settime clock_adjtime adjtimex sethostname setdomainname syslog acct "
      "quotactl quotactl_fd nfsservctl", errno.EPERM),
 )  # fmt: skip
-SOCKET_FAMILIES = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6, socket.AF_NETLINK)
+SOCKET_FAMILIES = (socket.AF_UNIX,)
+# fcntl commands that take a lock record: F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE
+LOCKING_FCNTL = (6, 7, 37, 38, 1024)
 CLONE_NAMESPACES = 0x7E020000  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET (and NEWTIME below)
 CLONE_NEWTIME = 0x00000080
 
@@ -106,7 +120,8 @@ def _rule(lib, ctx, action: int, number: int, *comparisons: tuple[int, int, int,
 
 
 def denied_syscalls() -> list[str]:
-    """Every system call the filter refuses outright, by name."""
+    """Every system call the filter refuses outright, by name (fcntl's locking commands and socket families
+    other than AF_UNIX are refused by argument besides)."""
     return sorted(name for names, _ in DENIED for name in names.split())
 
 
@@ -132,6 +147,9 @@ def filter_program() -> bytes:
                 if family not in SOCKET_FAMILIES:
                     _rule(lib, ctx, eafnosupport, number, (0, _EQ, family, 0))
             _rule(lib, ctx, eafnosupport, number, (0, _GE, top + 1, 0))
+        fcntl = _syscall(lib, "fcntl")
+        for command in LOCKING_FCNTL:
+            _rule(lib, ctx, _errno(errno.ENOLCK), fcntl, (1, _EQ, command, 0))
         clone = _syscall(lib, "clone")
         for flag in [1 << bit for bit in range(32) if CLONE_NAMESPACES >> bit & 1] + [CLONE_NEWTIME]:
             _rule(lib, ctx, _errno(errno.EPERM), clone, (0, _MASKED_EQ, flag, flag))

@@ -29,9 +29,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalcore.engine.sandbox import PROGRAM_DIR, SandboxUnavailable, check_limits, launch, require_jail
+from evalcore.engine.testplan import TestPlan, plan_tests
 
-JAILSIDE = Path(__file__).with_name("jailside.py")
-JAILWIRE = Path(__file__).with_name("jailwire.py")  # imported by jailside.py, beside it in the jail
+# What the scoring jail holds under /program, besides candidate.py: the referee and host, and the modules
+# jailside.py imports from beside it. Never the tests: they come in on a descriptor.
+JAIL_FILES = {name: Path(__file__).with_name(name) for name in ("jailside.py", "jailwire.py", "jailaudit.py")}
 STARTUP_SLACK = 5.0  # seconds for the jail and its two interpreters to start, beyond the tests' own limit
 
 
@@ -47,18 +49,32 @@ class TestVerdict:
 
 
 def run_tests(
-    candidate: str, tests: str, *, timeout: float = 3.0, memory_mb: int = 2048, guard: bool = False, main: bool = True
+    candidate: str,
+    tests: str,
+    *,
+    timeout: float = 3.0,
+    memory_mb: int = 2048,
+    guard: bool = False,
+    main: bool = True,
+    names=None,
+    setup: str = "",
 ) -> TestVerdict:
     """Run ``tests`` against ``candidate`` (a program) in a fresh jail; the referee's verdict.
 
     ``timeout`` bounds the candidate's start and the tests (code_eval's limit); ``guard`` applies
     code_eval's ``reliability_guard`` in both processes and swallows output, as the hub script does;
     ``main`` runs the candidate as ``__main__`` (a script) rather than in an empty namespace.
+    ``names``: the candidate's names the tests call, as the task's protocol gives them (the entry
+    point); None works them out from the tests (:func:`evalcore.engine.testplan.plan_tests`).
+    ``setup``: the task's own code (a HumanEval prompt's helpers), run by the referee in the tests'
+    globals; what it defines never comes from the candidate. The tests and the setup reach the jail
+    on a descriptor that the referee reads and closes before the candidate's process exists.
     """
     if not isinstance(candidate, str) or not isinstance(tests, str):
         raise ValueError("candidate and tests must be strings")
     check_limits(timeout, memory_mb)
-    return _run(_referee_jail(), candidate, tests, float(timeout), int(memory_mb), guard, main)
+    plan = plan_tests(tests, names=names, setup=setup)
+    return _run(_referee_jail(), candidate, tests, plan, float(timeout), int(memory_mb), guard, main)
 
 
 def require_referee():
@@ -70,7 +86,8 @@ def require_referee():
 def _referee_jail():
     """The jail, once a trial verdict came back from its referee (it needs ctypes for prctl, among others)."""
     jail = require_jail()
-    trial = _run(jail, "def f():\n    return 1\n", "assert f() == 1\n", 30.0, 256, True, False)
+    tests = "assert f() == 1\n"
+    trial = _run(jail, "def f():\n    return 1\n", tests, plan_tests(tests), 30.0, 256, True, False)
     if not trial.passed:
         raise SandboxUnavailable(
             f"cannot run untrusted code: the jail's referee gave {trial.result!r} for a passing trial program "
@@ -79,12 +96,15 @@ def _referee_jail():
     return jail
 
 
-def _run(jail, candidate: str, tests: str, timeout: float, memory_mb: int, guard: bool, main: bool) -> TestVerdict:
-    files = {"jailside.py": JAILSIDE.read_text(), "jailwire.py": JAILWIRE.read_text(), "candidate.py": candidate,
-             "tests.py": tests}  # fmt: skip
+def _run(jail, candidate: str, tests: str, plan: TestPlan, timeout: float, memory_mb: int, guard: bool,
+         main: bool) -> TestVerdict:  # fmt: skip
+    files = {name: path.read_text() for name, path in JAIL_FILES.items()}
+    files["candidate.py"] = candidate
+    spec = {"tests": tests, "setup": plan.setup, "names": list(plan.names), "builtins_used": list(plan.builtins_used)}
     args = (f"{PROGRAM_DIR}/jailside.py", "referee", repr(timeout), "1" if guard else "0", "1" if main else "0")
-    done = launch(jail, files, args, timeout + 1 + STARTUP_SLACK, memory_mb)
-    found = static_tampering(candidate)
+    hidden = json.dumps(spec, ensure_ascii=False).encode("utf-8", "replace")
+    done = launch(jail, files, args, timeout + 1 + STARTUP_SLACK, memory_mb, hidden=hidden)
+    found = static_tampering(candidate, plan)
     verdict = _verdict(done.stdout)
     if verdict is None:  # the referee was killed (out of time or memory): nothing passed
         return TestVerdict("timed out", tuple(found), done.stderr)
@@ -158,8 +178,79 @@ def _dotted(node: ast.AST) -> str:
     return ""
 
 
-def static_tampering(source: str) -> list[str]:
-    """The moves against the interpreter or the verdict that ``source`` spells out, one line each."""
+_HIDDEN_TEXT = ("/program", "tests.py", "/proc/1/")  # the tests were once a file; the referee is PID 1
+
+
+def _module_bindings(tree: ast.Module) -> list[tuple[str, ast.AST]]:
+    """(name, statement) for every module-level binding, in order, through if/try/with/for blocks."""
+    found: list[tuple[str, ast.AST]] = []
+
+    def targets(node: ast.AST, statement: ast.AST) -> None:
+        for part in ast.walk(node):
+            if isinstance(part, ast.Name):
+                found.append((part.id, statement))
+
+    def visit(body: list[ast.stmt]) -> None:
+        for statement in body:
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                found.append((statement.name, statement))
+            elif isinstance(statement, ast.Assign):
+                for target in statement.targets:
+                    targets(target, statement)
+            elif isinstance(statement, ast.AugAssign | ast.AnnAssign | ast.For | ast.AsyncFor):
+                targets(statement.target, statement)
+            elif isinstance(statement, ast.Import | ast.ImportFrom):
+                for alias in statement.names:
+                    if alias.name != "*":
+                        found.append(((alias.asname or alias.name).split(".")[0], statement))
+            elif isinstance(statement, ast.With | ast.AsyncWith):
+                for item in statement.items:
+                    if item.optional_vars is not None:
+                        targets(item.optional_vars, statement)
+            for block in ("body", "orelse", "finalbody"):
+                if not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    visit(getattr(statement, block, None) or [])
+            for handler in getattr(statement, "handlers", None) or []:
+                visit(handler.body)
+
+    visit(tree.body)
+    return found
+
+
+def _stub(node: ast.AST) -> bool:
+    """A definition with no behaviour: a docstring, ``pass`` or ``...`` only (a prompt's signature)."""
+    body = getattr(node, "body", None)
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or not body:
+        return False
+    return all(isinstance(s, ast.Pass) or isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) for s in body)
+
+
+def _bending(tree: ast.Module, plan: TestPlan) -> list[tuple[str, ast.AST]]:
+    """Module-level moves against what the tests compute: a builtin they use rebound, or a function they
+    call (or the task defines for them) defined again over a real one with other code."""
+    found = []
+    bindings = _module_bindings(tree)
+    earlier: dict[str, list[ast.AST]] = {}
+    called = set(plan.names) | set(plan.setup_names)
+    for name, statement in bindings:
+        if name in plan.builtins_used:
+            found.append((f"rebinds the builtin {name}, which the tests use", statement))
+        if name in called:
+            for before in earlier.get(name, []):
+                real = isinstance(before, ast.FunctionDef | ast.AsyncFunctionDef) and not _stub(before)
+                if real and ast.dump(before) != ast.dump(statement):
+                    found.append((f"redefines {name}, which the tests call", statement))
+                    break
+        earlier.setdefault(name, []).append(statement)
+    return found
+
+
+def static_tampering(source: str, plan: TestPlan | None = None) -> list[str]:
+    """The moves against the interpreter, the verdict or the tests that ``source`` spells out, one line each.
+
+    With the tests' ``plan``, also the moves against what the tests compute: rebinding a builtin they
+    use, redefining a function they call.
+    """
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -168,6 +259,10 @@ def static_tampering(source: str) -> list[str]:
 
     def note(text: str, node: ast.AST) -> None:
         found.setdefault(f"{text} (line {getattr(node, 'lineno', '?')})", None)
+
+    if plan is not None:
+        for text, node in _bending(tree, plan):
+            note(text, node)
 
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -196,6 +291,11 @@ def static_tampering(source: str) -> list[str]:
             for target in targets:
                 if isinstance(target, ast.Attribute) and _dotted(target.value).split(".")[0] in _MODULE_NAMES:
                     note(f"assigns {_dotted(target)}", node)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str | bytes):
+            text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+            hidden = [place for place in _HIDDEN_TEXT if place in text]
+            if hidden:
+                note(f"names the jail's hidden files ({hidden[0]!r})", node)
         if isinstance(node, ast.ClassDef):
             overridden = sorted(
                 item.name for item in node.body if isinstance(item, ast.FunctionDef) and item.name in _COMPARISONS

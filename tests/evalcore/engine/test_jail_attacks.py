@@ -66,11 +66,11 @@ def test_the_seccomp_filter_refuses_what_reaches_past_the_jail():
     assert set(seccomp.denied_syscalls()) >= set(refused)
 
 
-def test_socket_families_other_than_unix_and_ip_are_refused():
+def test_socket_families_other_than_unix_are_refused():
     program = """
 import json, socket
 out = {}
-for family in (1, 2, 10, 40, 17, 31, 38, 15, 4, 44, 45, 200):
+for family in (1, 2, 10, 16, 40, 17, 31, 38, 15, 4, 44, 45, 200):
     try:
         socket.socket(family, socket.SOCK_DGRAM).close()
         out[family] = "ok"
@@ -81,8 +81,10 @@ out["pair"] = "ok"
 print(json.dumps(out))
 """
     seen = json.loads(run_program(program, timeout=10).stdout)
-    assert seen["1"] == seen["2"] == seen["10"] == seen["pair"] == "ok"  # AF_UNIX, AF_INET, AF_INET6
-    for family in ("40", "17", "31", "38", "15", "4", "44", "45", "200"):  # AF_VSOCK, AF_PACKET, Bluetooth, ...
+    assert seen["1"] == seen["pair"] == "ok"  # AF_UNIX
+    # AF_INET and AF_INET6 (loopback TCP buffers are outside a v1 memory cgroup), AF_NETLINK, AF_VSOCK,
+    # AF_PACKET, Bluetooth, ...
+    for family in ("2", "10", "16", "40", "17", "31", "38", "15", "4", "44", "45", "200"):
         assert seen[family] == errno.EAFNOSUPPORT, (family, seen[family])
 
 

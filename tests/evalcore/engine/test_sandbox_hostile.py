@@ -6,6 +6,8 @@ program is also run as a plain subprocess to show that it would have worked with
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import json
 import os
 import subprocess
@@ -16,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from evalcore.engine.sandbox import MAX_PROCESSES, NOBODY, run_program
+from evalcore.engine.sandbox import MAX_PROCESSES, NOBODY, PROGRAM_PATH, launch, require_jail, run_program
 from tests.evalcore.engine.test_sandbox import humaneval_problems, humaneval_program
 
 REPO = Path(__file__).resolve().parents[3]
@@ -122,22 +124,33 @@ def test_no_network_even_with_raw_sockets():
         "        socket.create_connection(address, timeout=2)\n"
         "        print(address, 'CONNECTED')\n"
         "    except OSError as error:\n"
-        "        print(address, type(error).__name__)\n"
-        "raw = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)\n"
+        "        print(address, type(error).__name__, error.errno)\n"
         "try:\n"
+        "    raw = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)\n"
         f"    raw.connect({redis!r})\n"
         "    print('raw CONNECTED')\n"
         "except OSError as error:\n"
-        "    print('raw', type(error).__name__)\n"
-        "print(sorted(name for _, name in socket.if_nameindex()))\n"
+        "    print('raw', type(error).__name__, error.errno)\n"
+        "try:\n"
+        "    print(sorted(name for _, name in socket.if_nameindex()))\n"
+        "except OSError as error:\n"
+        "    print('interfaces', error.errno)\n"
     )
     local_only = attack.replace(", ('1.1.1.1', 80)", "")  # unconfined, only the local services are tried
     assert unjailed(local_only).count("CONNECTED") == 3
     started = time.monotonic()
     lines = run_program(attack).stdout.splitlines()
-    assert time.monotonic() - started < 30  # no connect waited for its timeout: there is no route at all
-    assert lines[0].endswith("ConnectionRefusedError") and lines[1].endswith("ConnectionRefusedError")
-    assert lines[2].endswith("OSError") and lines[3] == "raw ConnectionRefusedError" and lines[4] == "['lo']"
+    assert time.monotonic() - started < 30  # no connect waited for its timeout: no inet socket exists at all
+    # The seccomp filter refuses every inet socket (and netlink): EAFNOSUPPORT before any address is tried.
+    refused = f"OSError {errno.EAFNOSUPPORT}"
+    assert all(line.endswith(refused) for line in lines[:4]), lines
+    assert lines[4] == f"interfaces {errno.EAFNOSUPPORT}"
+    # Beneath the filter, the network namespace: without it, the jail has its own loopback and no route out.
+    bare = dataclasses.replace(require_jail(), seccomp=b"")
+    done = launch(bare, {"main.py": attack}, (PROGRAM_PATH,), 30.0, 256)
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"{redis!r} ConnectionRefusedError") and "ConnectionRefusedError" in lines[1]
+    assert "OSError" in lines[2] and lines[3].startswith("raw ConnectionRefusedError") and lines[4] == "['lo']"
 
 
 def test_setsid_grandchild_does_not_outlive_the_timeout():
