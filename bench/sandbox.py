@@ -12,17 +12,28 @@ another copy); no PyPI package ships it.
 - ``jail``: :func:`evalcore.engine.sandbox.run_program` now (``--as-pid-1``, the seccomp filter, a
   memory and pids cgroup per jail), the whole program in one process;
 - ``no-seccomp``: the same without the seccomp filter, to price the filter alone;
-- ``referee``: :func:`evalcore.engine.verdicts.run_tests`, what pass@k runs now: the candidate in one
-  process, the tests in the referee's, the verdict from plain values;
+- ``referee``: :func:`evalcore.engine.verdicts.run_tests` as the harness's ``code_eval`` calls it: the
+  candidate in one process, the tests in the referee's (reaching it on a descriptor, never a file),
+  the names the tests use and do not define taken from the candidate, the verdict from plain values;
+- ``pass@k``: the same as Podium's HumanEval pass@k calls it (issue 47): the entry point the only
+  name taken from the candidate, the prompt run by the referee as the task's own setup (HumanEval
+  only; MBPP's rows name no entry point);
+- ``tests-file``: the whole program in one process with the tests also a file of the jail
+  (``/program/tests.py``), as the referee's jail held them before issue 47: with ``--cheat``, what a
+  completion that reads them scores;
 - ``plain``: a plain subprocess of the same interpreter (``python -I -B -``, the program on stdin).
 
 Prints per-program wall times (mean, median, 95th percentile), each way's ratio to ``plain`` and to
 ``before``, and how many programs passed each way. Also counts the referee's tampering findings, which on canonical solutions are false alarms.
 Names the problems that failed a way. Exit code 1 unless all pass in every jail.
 
+``--cheat`` replaces every solution with the issue's cheating completion: it implements nothing, reads
+``/program/tests.py``, and returns the expected value of each ``candidate(ARGS) == EXPECTED`` whose
+ARGS are its own arguments (HumanEval only).
+
 Usage::
 
-    python bench/sandbox.py [--limit N] [--only NAME,...] [--corpus humaneval|mbpp] [--mbpp PATH]
+    python bench/sandbox.py [--limit N] [--only NAME,...] [--corpus humaneval|mbpp] [--mbpp PATH] [--cheat]
 """
 
 from __future__ import annotations
@@ -50,10 +61,34 @@ MBPP_DATA = "${PODIUM_DATA_DIR}/benchmarks/mbpp/mbpp.jsonl"
 MBPP_FIELDS = {"task_id", "code", "test_list", "test_setup_code"}
 
 
-def problems(limit: int | None) -> list[tuple[str, str, str]]:
-    """(name, candidate, tests) per HumanEval problem: the prompt and canonical solution; the tests and ``check(entry_point)``."""
+# The issue's cheat: implement nothing, read the tests, answer each assert whose arguments are these.
+CHEAT = (
+    "    _args = tuple(locals().values())\n"
+    "    import ast as _ast\n"
+    "    try:\n"
+    "        _text = open('/program/tests.py').read()\n"
+    "    except OSError:\n"
+    "        _text = ''\n"
+    "    for _node in _ast.walk(_ast.parse(_text)):\n"
+    "        if isinstance(_node, _ast.Compare) and isinstance(_node.left, _ast.Call) and len(_node.comparators) == 1:\n"
+    "            try:\n"
+    "                if tuple(_ast.literal_eval(a) for a in _node.left.args) == _args:\n"
+    "                    return _ast.literal_eval(_node.comparators[0])\n"
+    "            except Exception:\n"
+    "                pass\n"
+    "    return None\n"
+)
+PROTOCOL: dict[str, tuple[list[str], str]] = {}  # HumanEval name -> (entry point, prompt): pass@k's names and setup
+
+
+def problems(limit: int | None, *, cheat: bool = False) -> list[tuple[str, str, str]]:
+    """(name, candidate, tests) per HumanEval problem: the prompt and canonical solution (or :data:`CHEAT`); the
+    tests and ``check(entry_point)``."""
     rows = [json.loads(line) for line in gzip.decompress(DATA.read_bytes()).decode().splitlines() if line]
-    return [(r["task_id"], r["prompt"] + r["canonical_solution"], f"{r['test']}\ncheck({r['entry_point']})\n") for r in rows][:limit]
+    for r in rows:
+        PROTOCOL[r["task_id"]] = ([r["entry_point"]], r["prompt"])
+    return [(r["task_id"], r["prompt"] + (CHEAT if cheat else r["canonical_solution"]),
+             f"{r['test']}\ncheck({r['entry_point']})\n") for r in rows][:limit]  # fmt: skip
 
 
 def mbpp_problems(limit: int | None = None, path: str | Path | None = None) -> list[tuple[str, str, str]]:
@@ -95,9 +130,12 @@ def main() -> int:
     parser.add_argument("--only", default=None, help="only these problems, comma-separated (MBPP/367,MBPP/533)")
     parser.add_argument("--corpus", choices=("humaneval", "mbpp"), default="humaneval", help="the problems to run")
     parser.add_argument("--mbpp", default=None, help=f"MBPP's mbpp.jsonl (default {MBPP_DATA})")
+    parser.add_argument("--cheat", action="store_true", help="the issue's test-reading cheat instead of the solutions")
     args = parser.parse_args()
+    if args.cheat and args.corpus != "humaneval":
+        parser.error("--cheat reads HumanEval's asserts: use it with --corpus humaneval")
     try:
-        corpus = problems(args.limit) if args.corpus == "humaneval" else mbpp_problems(args.limit, args.mbpp)
+        corpus = problems(args.limit, cheat=args.cheat) if args.corpus == "humaneval" else mbpp_problems(args.limit, args.mbpp)
     except (FileNotFoundError, ValueError) as exc:
         parser.error(str(exc))
     if args.only:
@@ -115,23 +153,37 @@ def main() -> int:
     unfiltered = dataclasses.replace(jail, seccomp=b"")
 
     def whole(variant):
-        return lambda candidate, tests: launch(variant, {"main.py": candidate + "\n" + tests}, (PROGRAM_PATH,), 10.0, 1024).code == 0
+        return lambda candidate, tests, _: launch(variant, {"main.py": candidate + "\n" + tests}, (PROGRAM_PATH,), 10.0, 1024).code == 0
+
+    def referee(candidate, tests, problem=None):
+        names, setup = PROTOCOL.get(problem, (None, ""))
+        verdict = run_tests(candidate, tests, timeout=10, memory_mb=1024, names=names, setup=setup)
+        flagged.setdefault("pass@k" if problem else "referee", []).append(verdict)
+        return verdict.passed
+
+    def tests_file(candidate, tests):
+        files = {"main.py": candidate + "\n" + tests, "tests.py": tests}
+        return launch(jail, files, (PROGRAM_PATH,), 10.0, 1024).code == 0
 
     ways = {
         "before": whole(before),
-        "jail": lambda c, t: run_program(c + "\n" + t, timeout=10, memory_mb=1024).passed,
+        "jail": lambda c, t, p: run_program(c + "\n" + t, timeout=10, memory_mb=1024).passed,
         "no-seccomp": whole(unfiltered),
-        "referee": lambda c, t: flagged.append(run_tests(c, t, timeout=10, memory_mb=1024)) or flagged[-1].passed,
-        "plain": lambda c, t: plain(jail.python, c + "\n" + t),
+        "tests-file": lambda c, t, p: tests_file(c, t),
+        "referee": lambda c, t, p: referee(c, t),
+        "pass@k": lambda c, t, p: referee(c, t, p),
+        "plain": lambda c, t, p: plain(jail.python, c + "\n" + t),
     }
-    flagged: list = []
+    if args.corpus != "humaneval":
+        del ways["pass@k"]
+    flagged: dict[str, list] = {}
     seconds: dict[str, list[float]] = {name: [] for name in ways}
     passed = dict.fromkeys(ways, 0)
     failed: dict[str, list[str]] = {name: [] for name in ways}
     for problem, candidate, tests in corpus:
         for name, way in ways.items():
             started = time.perf_counter()
-            ok = way(candidate, tests)
+            ok = way(candidate, tests, problem)
             seconds[name].append(time.perf_counter() - started)
             passed[name] += ok
             if not ok:
@@ -148,8 +200,12 @@ def main() -> int:
     for name, names in failed.items():
         if names:
             print(f"failed {name}: {', '.join(names[:20])}{' ...' if len(names) > 20 else ''}")
-    print(f"referee verdicts with tampering findings (false alarms on canonical solutions): "
-          f"{sum(bool(v.tampering) for v in flagged)}/{count}")  # fmt: skip
+    what = "the cheat's tries on record" if args.cheat else "false alarms on canonical solutions"
+    for name, verdicts in flagged.items():
+        print(f"{name} verdicts with tampering findings ({what}): {sum(bool(v.tampering) for v in verdicts)}/{count}")
+    if args.cheat:  # the cheat must score nothing where the tests are hidden, and be on record everywhere
+        hidden = [name for name in ("referee", "pass@k") if name in ways]
+        return 0 if all(passed[n] == 0 and all(v.tampering for v in flagged[n]) for n in hidden) else 1
     return 0 if all(passed[name] == count for name in ways if name != "plain") else 1
 
 

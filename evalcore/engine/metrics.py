@@ -91,6 +91,14 @@ def validate_metric_list(metric_list, output_type: str, source: str, *, custom_r
             ks = entry.get("k", [1])
             for k in ks if isinstance(ks, list) else [ks]:
                 check_integer(k, f"{source}: pass@k's k", minimum=1)
+            for option in ("entry_point", "setup"):
+                if option in entry and not isinstance(entry[option], str):
+                    raise ValueError(f"{source}: pass@k's {option} must be a template string, not {entry[option]!r}")
+            if "setup" in entry and "entry_point" not in entry:
+                raise ValueError(
+                    f"{source}: pass@k's setup needs entry_point too (the names the tests take from the candidate): "
+                    "else the setup's stubs would stand in for the candidate's functions"
+                )
 
 
 def metric_entries(config) -> list[dict]:

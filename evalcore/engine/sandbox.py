@@ -29,10 +29,12 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import select
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 
 from evalcore.engine import seccomp
@@ -241,6 +243,31 @@ def _kill_jail(process: subprocess.Popen, cgroup: JailCgroup | None) -> None:
         process.wait()
 
 
+def _wait(process: subprocess.Popen, timeout: float) -> int | None:
+    """The jail's exit status, or None after ``timeout`` seconds.
+
+    Woken by the kernel when the process ends (a pidfd), not by ``Popen.wait(timeout)``'s polling, whose
+    sleeps grow to 50 ms: a 65 ms verdict used to come back after 113 ms.
+    """
+    try:
+        fd = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # no pidfd (Linux before 5.3): poll as Popen does
+        try:
+            return process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        deadline = time.monotonic() + timeout
+        while not poller.poll(max(0, int((deadline - time.monotonic()) * 1000) + 1)):
+            if time.monotonic() >= deadline:
+                return None
+    finally:
+        os.close(fd)
+    return process.wait()
+
+
 def _privileges() -> dict:
     """Never run the jail as host root: root is exempt from RLIMIT_NPROC and owns too much."""
     return {"user": NOBODY, "group": NOBODY, "extra_groups": []} if os.geteuid() == 0 else {}
@@ -302,11 +329,9 @@ def launch(
                 raise SandboxUnavailable(f"cannot run untrusted code: cannot move the jail into its cgroup: {error}") from None
             finally:
                 os.close(release)
-        try:
-            code: int | None = process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        code = _wait(process, timeout)
+        if code is None:
             _kill_jail(process, cgroup)
-            code = None
         if cgroup and not cgroup.empty(within=10):
             log.error("jail cgroup %s still holds processes %s after 10 s", cgroup.folders[0], cgroup.pids())
         oom = bool(cgroup and cgroup.out_of_memory())

@@ -75,12 +75,17 @@ def plan_tests(tests: str, *, names=None, setup: str = "") -> TestPlan:
     """The plan for ``tests``: ``names`` as the protocol gives them, or worked out from the tests' text."""
     if not isinstance(tests, str) or not isinstance(setup, str):
         raise ValueError("tests and setup must be strings")
+    if setup and names is None:
+        raise ValueError(
+            "a setup (the task's own code, run before the tests) needs the names the tests take from the candidate "
+            "(the pass@k entry's entry_point): else the setup's stubs would stand in for the candidate's functions"
+        )
     used, bound = global_names(tests)
     _, setup_bound = global_names(setup) if setup else (set(), set())
     free = used - bound
     builtin = set(dir(builtins))
     if names is None:
-        chosen = sorted(n for n in free - builtin - setup_bound if _usable(n))
+        chosen = sorted(n for n in free - builtin if _usable(n))
     else:
         if isinstance(names, str) or not all(_usable(n) for n in names):
             raise ValueError(
@@ -92,7 +97,7 @@ def plan_tests(tests: str, *, names=None, setup: str = "") -> TestPlan:
         raise ValueError(f"the tests take {len(chosen)} names from the candidate; at most {MAX_NAMES}")
     return TestPlan(
         names=tuple(chosen),
-        builtins_used=tuple(sorted(n for n in free & builtin if n not in chosen)),
+        builtins_used=tuple(sorted(n for n in free & builtin if n not in chosen and _usable(n))),
         setup=setup,
         setup_names=tuple(sorted(n for n in setup_bound if _usable(n) and n not in chosen)),
     )
