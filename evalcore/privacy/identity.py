@@ -46,10 +46,16 @@ DATE = (
 )
 BIRTH = (
     r"born|birth|birthday|birthdate|\bdob\b|d\.o\.b\.?|geboren|geburtsdatum|geburtstag|né|née|naissance|nacid[oa]|"
-    r"nacimiento|cumpleaños|nascid[oa]|nascita|nato|nata|anivers[áa]rio|родил(?:ся|ась)|рождения|生日|出生|生年月日|"
+    r"nacimiento|nac[ií]|naci(?:ó|o|da|do)|cumpleaños|nascid[oa]|nasci|nascita|nato|nata|anivers[áa]rio|родил(?:ся|ась)|рождения|生日|出生|生年月日|"
     r"urodzon[ya]|data urodzenia|doğum"
 )
 DOB = re.compile(rf"(?i)(?:{BIRTH})[^\n.;!?]{{0,40}}?(?P<date>{DATE})")
+DOB_BEFORE = re.compile(rf"(?i)(?P<date>{DATE})[^\n.;!?\d]{{0,16}}?(?:geboren|born|né|née|nato|nata|urodzon[ya])")
+PASSPORT_CUE = re.compile(
+    r"(?i)(?:passport|passeport|pasaporte|passaporto|passaporte|reisepass|paspoort|paszport|паспорт)"
+    r"(?:\s*(?:number|no\.?|nr\.?|nummer|numéro|número|numero|#))?\s*(?:is|ist|est|es|é|è|:)?\s*"
+    r"(?P<value>(?=[A-Z0-9]*\d)[A-Z0-9]{6,9})\b"
+)
 RECOGNIZERS = (
     "UsSsnRecognizer", "UsItinRecognizer", "UkNinoRecognizer", "NhsRecognizer", "EsNifRecognizer", "EsNieRecognizer",
     "ItFiscalCodeRecognizer", "PlPeselRecognizer", "SePersonnummerRecognizer", "FiPersonalIdentityCodeRecognizer",
@@ -90,9 +96,14 @@ def id_spans(text: str) -> list[tuple[int, int, str]]:
 
 
 def dob_spans(text: str) -> list[tuple[int, int, str]]:
-    return [(m.start("date"), m.end("date"), "DOB") for m in DOB.finditer(text)]
+    return [(m.start("date"), m.end("date"), "DOB") for pattern in (DOB, DOB_BEFORE) for m in pattern.finditer(text)]
+
+
+def passport_spans(text: str) -> list[tuple[int, int, str]]:
+    """A passport number after a word that names it: six to nine capitals and digits, one digit at least."""
+    return [(m.start("value"), m.end("value"), "ID") for m in PASSPORT_CUE.finditer(text)]
 
 
 def identity_spans(text: str) -> list[tuple[int, int, str]]:
     """Identity numbers and dates of birth in ``text``."""
-    return id_spans(text) + dob_spans(text)
+    return id_spans(text) + dob_spans(text) + passport_spans(text)

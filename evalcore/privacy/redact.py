@@ -24,14 +24,15 @@ What is found, and by what:
   Luhn-valid card numbers in the issuer ranges Presidio's pattern predates (Mastercard's 2-series,
   UnionPay).
 
+- person names (a spaCy named-entity model, pluggable) and street addresses in nine languages
+  (:mod:`evalcore.privacy.people`);
 - national identity, tax and passport numbers (Presidio's recognisers for 21 countries' formats, a
   number without a checksum only after a word that names it) and dates of birth after a word that
   says birth (:mod:`evalcore.privacy.identity`).
 
 Each finding is replaced by a placeholder that keeps its type (``<EMAIL>``, ``<PHONE>``, ``<CARD>``,
-``<IBAN>``, ``<IP>``, ``<URL>``, ``<SECRET>``, ``<PRIVATE_KEY>``, ``<ID>``, ``<DOB>``); overlapping
-findings merge into the widest. Person names and street addresses are *not* found yet (docs/privacy.md);
-the arena's terms tell voters not to type them.
+``<IBAN>``, ``<IP>``, ``<URL>``, ``<SECRET>``, ``<PRIVATE_KEY>``, ``<ID>``, ``<DOB>``, ``<NAME>``,
+``<ADDRESS>``); overlapping findings merge into the widest.
 
 :data:`REDACTOR_VERSION` names this code and the libraries' versions: stored redactions made by another
 version are recomputed. If a recogniser fails on some text, the whole text becomes
@@ -50,6 +51,7 @@ from urllib.parse import parse_qsl, urlsplit
 from evalcore.privacy.gitleaks import gitleaks_spans
 from evalcore.privacy.gitleaks import version as gitleaks_version
 from evalcore.privacy.identity import identity_spans
+from evalcore.privacy.people import name_model_version, people_spans
 from evalcore.privacy.secrets import phrase_spans
 
 log = logging.getLogger(__name__)
@@ -90,7 +92,7 @@ TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-.=+/]*")
 # Presidio's entity -> placeholder kind, and the precedence of kinds where findings overlap.
 KINDS = {"EMAIL_ADDRESS": "EMAIL", "PHONE_NUMBER": "PHONE", "CREDIT_CARD": "CARD", "IBAN_CODE": "IBAN",
          "IP_ADDRESS": "IP"}  # fmt: skip
-PRECEDENCE = ("PRIVATE_KEY", "SECRET", "URL", "EMAIL", "CARD", "IBAN", "ID", "DOB", "IP", "PHONE")
+PRECEDENCE = ("PRIVATE_KEY", "SECRET", "URL", "EMAIL", "CARD", "IBAN", "ID", "DOB", "ADDRESS", "NAME", "IP", "PHONE")
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,7 @@ def _version(package: str) -> str:
 REDACTOR_VERSION = (
     f"podium-redact-{CODE_VERSION}+presidio-analyzer-{_version('presidio-analyzer')}"
     f"+detect-secrets-{_version('detect-secrets')}+phonenumbers-{_version('phonenumbers')}"
-    f"+gitleaks-{gitleaks_version()}"
+    f"+gitleaks-{gitleaks_version()}+names-{name_model_version()}"
 )
 
 
@@ -247,7 +249,8 @@ def _merge(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
 # Identifiers that look like phone or card numbers, told apart by the words before them and their checksums.
 IDENTIFIER_CUE = re.compile(
     r"(?i)(?:\bisbn(?:-1[03])?|\barxiv|\bdoi|\bpmid|\bversion|\bver\.?|\brelease|\bbuild|\bv|\binvoice|\binv|\border|"
-    r"\bbestellung|\bcommande|\bpedido|\bordine|\btracking|\bsendung|\bref(?:erence)?|\bsku|\bpo|\bticket|\bcase|"
+    r"\bbestell\w*|\bauftrag\w*|\brechnung\w*|\bcommande|\bfacture|\bpedido|\bfactura|\bordine|\bfattura|"
+    r"\btracking|\bsendung\w*|\bref(?:erence)?|\bsku|\bpo|\bticket|\bcase|"
     r"\bissue|\bpr|\bpatent|\bserial|\bmodel|\bpart|\bitem|\bart(?:ikel)?|\bno\.|\bnr\.|#)"
     r"[\s:#\-./]*(?:number|no\.?|nr\.?|nummer|numéro|número|id)?[\s:#\-]*$"
 )
@@ -274,7 +277,11 @@ def _identifier(text: str, start: int, end: int, kind: str) -> bool:
     before = text[max(0, start - 24) : start]
     if kind == "CARD" and CARD_CUE.search(text[max(0, start - 40) : start]):
         return False  # named as a card: a card, whatever else the sentence says
-    if IDENTIFIER_CUE.search(before) or VERSION.match(value.strip()):
+    if IDENTIFIER_CUE.search(before):
+        return True
+    if kind == "IP":  # a dotted quad is an address whatever its shape; only a word before it says otherwise
+        return False
+    if VERSION.match(value.strip()):
         return True
     if re.search(r"[A-Za-z][-_/]?$", before) and not before.endswith(" "):
         return True  # INV-2024-000183, arXiv:1706.03762 without a space: part of a longer identifier
@@ -285,7 +292,8 @@ def _identifier(text: str, start: int, end: int, kind: str) -> bool:
 def redact_spans(text: str) -> list[tuple[int, int, str]]:
     """The findings in ``text`` as merged ``(start, end, kind)`` spans (raises if a recogniser fails)."""
     spans = _presidio_spans(text) + _secret_spans(text) + _supplement_spans(text) + identity_spans(text)
-    spans = [span for span in spans if span[2] not in ("PHONE", "CARD", "ID") or not _identifier(text, *span)]
+    spans += people_spans(text)
+    spans = [span for span in spans if span[2] not in ("PHONE", "CARD", "ID", "IP") or not _identifier(text, *span)]
     return _merge(spans + gitleaks_spans(text) + phrase_spans(text))
 
 

@@ -72,9 +72,9 @@ def _classes(token: str) -> int:
                 any(not c.isalnum() for c in token)))  # fmt: skip
 
 
-def _value_span(found, text: str) -> tuple[int, int, str]:
+def _value_span(found, text: str, trailing: str = TRAILING) -> tuple[int, int, str]:
     start, end = found.span("value")
-    while end > start and text[end - 1] in TRAILING:
+    while end > start and text[end - 1] in trailing:
         end -= 1
     return start, end, text[start:end]
 
@@ -90,7 +90,7 @@ def _random_looking(token: str, *, minimum: int = 12) -> bool:
 def password_spans(text: str) -> list[tuple[int, int, str]]:
     spans = []
     for found in PASSWORD_CUE.finditer(text, overlapped=True):
-        start, end, value = _value_span(found, text)
+        start, end, value = _value_span(found, text, ".,;:)]}>'\"`")  # a password may end in ! or ?
         if len(value) < 4 or value.lower().strip(TRAILING) in ORDINARY or value.startswith(("<", "http")):
             continue
         spans.append((start, end, "SECRET"))

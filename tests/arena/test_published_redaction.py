@@ -19,13 +19,18 @@ from tests.arena_terms import agree
 pytestmark = pytest.mark.django_db
 
 
-def planted_values() -> list[tuple[str, str]]:
-    """One planted value of every kind, from the planted set (evalcore/privacy/planted.py)."""
-    seen: dict[str, str] = {}
+COARSE = ("email", "phone_international", "card_visa", "iban", "ipv4", "token_url", "github_token",
+          "pem_private_key", "aws_secret_access_key", "person_name", "street_address", "us_ssn")  # fmt: skip
+
+
+def planted_values() -> list[tuple[str, str, str]]:
+    """(kind, value, the planted sentence) for one value of each of a dozen kinds (evalcore/privacy/planted.py)."""
+    seen: dict[str, tuple[str, str]] = {}
     for item in planted_items():
         for kind, value in item.planted:
-            seen.setdefault(kind, value)
-    return sorted(seen.items())
+            if kind in COARSE:
+                seen.setdefault(kind, (value, item.text))
+    return sorted((kind, value, text) for kind, (value, text) in seen.items())
 
 
 def battle_with(prompt: str, answer_a: str, answer_b: str, django_capture_on_commit_callbacks) -> Battle:
@@ -49,10 +54,10 @@ def test_planted_personal_data_never_reaches_the_battles_api(settings, django_ca
     settings.ARENA_REFIT_MIN_VOTES = 1
     catalogue("left-model", "right-model")
     values = planted_values()
-    assert {kind for kind, _ in values} >= {"EMAIL", "PHONE", "CARD", "IBAN", "IP", "URL", "SECRET", "PRIVATE_KEY"}
-    prompt = "Please rewrite this: " + "; ".join(value for _, value in values[:4])
-    answer_a = "Sure: " + " and ".join(value for _, value in values[4:])
-    answer_b = f"I won't repeat {values[0][1]}, but here is a <b>{values[-1][1]}</b>"
+    assert {kind for kind, _, _ in values} == set(COARSE)
+    prompt = "Please rewrite this: " + "\n".join(text for _, _, text in values[:4])
+    answer_a = "Sure:\n" + "\n".join(text for _, _, text in values[4:])
+    answer_b = f"I won't repeat {values[0][1]}, but here is a <b>{values[-1][2]}</b>"
     battle = battle_with(prompt, answer_a, answer_b, django_capture_on_commit_callbacks)
     assert Turn.objects.get(battle=battle).prompt == prompt  # the stored original is never changed
 
@@ -65,7 +70,7 @@ def test_planted_personal_data_never_reaches_the_battles_api(settings, django_ca
     detail = Client().get(f"/api/battles/{battle.public_id.hex}/")
     assert listing.status_code == detail.status_code == 200
     for body in (listing.content.decode(), detail.content.decode()):
-        for kind, value in values:
+        for kind, value, _ in values:
             for piece in [value] + [part for part in value.split() if len(part) >= 8]:
                 assert piece not in body, (kind, piece)
         assert "<EMAIL>" in body or "\\u003cEMAIL\\u003e" in body

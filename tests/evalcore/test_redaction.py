@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from evalcore.privacy import redact as redact_module
-from evalcore.privacy.planted import SECRETS, STRUCTURED, planted_items
+from evalcore.privacy.planted import GROUPS, group_of, planted_items
 from evalcore.privacy.planted import measure as planted_measure
 from evalcore.privacy.redact import FAILED, redact, redact_spans
 
@@ -19,13 +19,20 @@ def measured():
 def test_the_planted_set_is_big_and_covers_every_kind():
     items = planted_items()
     kinds = {kind for item in items for kind, _ in item.planted}
-    assert len(items) >= 300 and kinds == set(STRUCTURED) | set(SECRETS)
+    planted = sum(len(item.planted) for item in items)
+    lookalikes = sum(not item.planted for item in items)
+    assert planted >= 600 - 40 and len(kinds) >= 40 and lookalikes >= 150  # issue 48's floor: 600 / 40 / 150
+    assert {group_of(kind) for kind in kinds} == {"structured", "secrets", "identity"}
+    assert set(GROUPS["identity"]) <= kinds
     assert planted_items() == items  # deterministic
 
 
 def test_recall_and_precision_on_the_planted_set(measured):
-    assert measured["recall_structured"]["value"] >= 0.98, measured["missed"]
-    assert measured["recall_secrets"]["value"] == 1.0, measured["missed"]  # no listed secret ever published
+    groups = measured["recall_group"]
+    assert groups["structured"]["value"] >= 0.99, measured["missed"]
+    assert groups["secrets"]["value"] == 1.0, measured["missed"]  # no planted secret is ever published
+    assert groups["identity"]["value"] >= 0.85, measured["missed"]
+    assert measured["lookalikes_left_alone"]["value"] >= 0.97, measured["false_alarms"]
     assert measured["precision"]["value"] >= 0.95
     for kind, row in measured["recall"].items():
         assert 0 <= row["ci_low"] <= row["value"] <= row["ci_high"] <= 1, kind
