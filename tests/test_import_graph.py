@@ -21,6 +21,8 @@ LAZY_ALLOWED = {
     # spaCy comes with Presidio (seconds to import), scikit-learn with the moderation tagger, Arrow with
     # releases: only the refit, the release writer and Parquet input need them.
     "presidio_analyzer", "tldextract", "detect_secrets", "profanity_check", "pyarrow",
+    # the name model of the redaction step (spaCy itself, seconds to import, with the model)
+    "spacy",
     # scipy.stats, scipy.optimize and scipy.integrate add 0.45, 0.17 and 0.25 s to the start of every
     # process that imports them: the few functions that need more than scipy.special import them.
     "scipy",
