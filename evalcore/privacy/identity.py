@@ -7,7 +7,7 @@
   African and Nigerian national ids, Canadian SIN, German tax ids, Australian TFN, Thai TNIN, and the
   passport formats of the US, UK, Germany, Spain, Italy, India, Korea and the Philippines. A
   recogniser's finding counts when its own confidence is 0.5 or more (a checksum held, or a shape
-  nothing else has), or when one of the recogniser's context words ("passport", "SSN", "Pass",
+  nothing else has) and the format is more than digits alone, or when one of the recogniser's context words ("passport", "SSN", "Pass",
   "pasaporte", ...) or a word of :data:`ID_CUES` stands in the 48 characters before it (a passport
   number is nine digits: without a word naming it, it is any number).
 - **Dates of birth**: a date (numeric, ISO, or with a month name in English, German, French, Spanish,
@@ -66,6 +66,13 @@ RECOGNIZERS = (
 )  # fmt: skip
 
 
+# Formats of digits alone, whose checksum a random number passes one time in ten or eleven (a 10-digit NHS
+# number, a PESEL, a TFN): kept only after a word that names them, whatever Presidio's confidence.
+DIGITS_ONLY = {"NhsRecognizer", "PlPeselRecognizer", "TrNationalIdRecognizer", "ZaIdNumberRecognizer", "NgNinRecognizer",
+               "CaSinRecognizer", "DeTaxIdRecognizer", "AuTfnRecognizer", "ThTninRecognizer", "InAadhaarRecognizer",
+               "KrRrnRecognizer", "UsPassportRecognizer", "UkPassportRecognizer", "UsItinRecognizer"}  # fmt: skip
+
+
 @functools.lru_cache(maxsize=1)
 def _recognizers() -> tuple:
     import presidio_analyzer.predefined_recognizers as predefined  # noqa: PLC0415 - heavy, once
@@ -90,7 +97,8 @@ def id_spans(text: str) -> list[tuple[int, int, str]]:
             )
             if glued:  # the tail of a UUID, a hash or a longer code: not a number of its own
                 continue
-            if result.score >= MIN_SCORE or _cued(text, result.start, list(getattr(recognizer, "context", None) or [])):
+            confident = result.score >= MIN_SCORE and type(recognizer).__name__ not in DIGITS_ONLY
+            if confident or _cued(text, result.start, list(getattr(recognizer, "context", None) or [])):
                 spans.append((result.start, result.end, "ID"))
     return spans
 

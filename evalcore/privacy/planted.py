@@ -3,7 +3,7 @@ languages, and look-alikes that are neither (issue 48).
 
 Every value is generated from its published format with a fixed seed (:mod:`evalcore.privacy.planted_values`
 for the identity numbers, names, addresses and secrets; phone numbers are ``phonenumbers``' example numbers
-for 20 regions). Each planted value has a *kind* (52 of them, ``aws_secret_access_key``, ``person_name``,
+for 44 regions). Each planted value has a *kind* (50 of them, ``aws_secret_access_key``, ``person_name``,
 ``phone_national``, ...) and each kind a *group*: ``structured`` (e-mail, phones, cards, IBANs, IP
 addresses), ``secrets`` (tokens, keys, passwords, credential and service URLs) and ``identity`` (names,
 street addresses, dates of birth, national and passport numbers). The look-alikes are identifiers that
@@ -44,6 +44,8 @@ CUED = {
                        "J'habite au {v}.", "Vivo en {v}.", "Abito in {v}.", "Moro na {v}."),
     "date_of_birth": ("I was born on {v}, what's my star sign?", "DOB: {v}", "Ich bin am {v} geboren.",
                       "Je suis né le {v}.", "Nací el {v}.", "Data di nascita: {v}", "my birthday is {v}"),
+    "phone_national_world": ("call me on {v}", "my mobile is {v}", "WhatsApp: {v}", "tel. {v}", "mi teléfono es {v}"),
+    "uk_nhs": ("my NHS number is {v}", "NHS no. {v}"),
     "us_ssn": ("My SSN is {v}, is that safe to share?", "social security number {v}"),
     "uk_nino": ("my National Insurance number is {v}", "NINO: {v}"),
     "es_dni": ("Mi DNI es {v}.", "DNI {v}"),
@@ -58,10 +60,14 @@ CUED = {
     "secret": ("here is my key {v} please help", "{v}", "Mein Schlüssel: {v}", "voilà ma clé {v}, merci",
                "I exported {v} in my shell and it still fails", "mi token es {v}"),
 }  # fmt: skip
-GROUPS = {"structured": ("email", "phone_international", "phone_e164", "phone_national", "card_visa", "card_mastercard",
+GROUPS = {"structured": ("email", "phone_international", "phone_e164", "phone_national", "phone_national_world",
+                         "card_visa", "card_mastercard",
                          "card_amex", "card_discover", "card_jcb", "card_unionpay", "iban", "ipv4", "ipv6"),
-          "identity": ("person_name", "street_address", "date_of_birth", "us_ssn", "uk_nino", "es_dni", "it_fiscal_code",
-                       "pl_pesel", "in_pan", "passport")}  # fmt: skip
+          "identity": ("person_name", "street_address", "date_of_birth", "us_ssn", "uk_nino", "uk_nhs", "es_dni",
+                       "it_fiscal_code", "pl_pesel", "in_pan", "passport")}  # fmt: skip
+# Regions outside Presidio's 20, in their national format after a word for a phone (evalcore/privacy/phones.py).
+WORLD_REGIONS = ("SG", "KE", "NG", "ID", "PH", "AR", "TR", "EG", "VN", "TH", "MY", "PK", "BD", "CO", "CL", "PE", "UA", "GR",
+                 "PT", "IE", "NZ", "NO", "DK", "FI")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -119,7 +125,20 @@ def _phones() -> list[tuple[str, str]]:
                 out.append(("phone_e164", phonenumbers.format_number(number, PhoneNumberFormat.E164)))
                 if region in ("US", "GB", "DE", "FR", "ES", "IT"):
                     out.append(("phone_national", phonenumbers.format_number(number, PhoneNumberFormat.NATIONAL)))
+    for region in WORLD_REGIONS:
+        number = phonenumbers.example_number_for_type(region, PhoneNumberType.MOBILE)
+        if number is not None:
+            out.append(("phone_national_world", phonenumbers.format_number(number, PhoneNumberFormat.NATIONAL)))
     return out
+
+
+def _nhs(rng: random.Random) -> str:
+    while True:
+        digits = pv.token(rng, string.digits, 9)
+        check = 11 - sum(int(d) * (10 - i) for i, d in enumerate(digits)) % 11
+        if check != 10:
+            number = digits + str(0 if check == 11 else check)
+            return f"{number[:3]} {number[3:6]} {number[6:]}"
 
 
 def _values(rng: random.Random) -> list[tuple[str, str]]:
@@ -136,14 +155,14 @@ def _values(rng: random.Random) -> list[tuple[str, str]]:
     values += [("service_url", pv.service_url(rng)) for _ in range(12)]
     values += [("token_url", pv.token_url(rng)) for _ in range(13)]
     values += [("credential_url", pv.credential_url(rng)) for _ in range(6)]
-    values += [("password_phrase", pv.password(rng)) for _ in range(22)]
+    values += [("password_phrase", pv.password(rng)) for _ in range(26)]
     values += [("cued_hex_token", pv.token(rng, "0123456789abcdef", 32)) for _ in range(8)]
-    values += [("person_name", pv.person(rng)) for _ in range(36)]
+    values += [("person_name", pv.person(rng)) for _ in range(45)]
     languages = list(pv.STREETS)
-    values += [("street_address", pv.address(rng, languages[k % len(languages)])) for k in range(28)]
+    values += [("street_address", pv.address(rng, languages[k % len(languages)])) for k in range(35)]
     values += [("date_of_birth", pv.dob(rng, ("en", "de", "fr", "es", "it", "en", "en")[k % 7])) for k in range(21)]
     for kind, make in (("us_ssn", pv.ssn), ("uk_nino", pv.nino), ("es_dni", pv.dni), ("it_fiscal_code", pv.fiscal_code),
-                       ("pl_pesel", pv.pesel), ("in_pan", pv.pan)):  # fmt: skip
+                       ("pl_pesel", pv.pesel), ("in_pan", pv.pan), ("uk_nhs", _nhs)):  # fmt: skip
         values += [(kind, make(rng)) for _ in range(8)]
     values += [("passport", rng.choice([pv.token(rng, string.digits, 9), "C" + pv.token(rng, "CFGHJKLMNPRTVWXYZ0123456789", 8)]))
                for _ in range(8)]  # fmt: skip

@@ -52,6 +52,7 @@ from evalcore.privacy.gitleaks import gitleaks_spans
 from evalcore.privacy.gitleaks import version as gitleaks_version
 from evalcore.privacy.identity import identity_spans
 from evalcore.privacy.people import name_model_version, people_spans
+from evalcore.privacy.phones import national_phone_spans
 from evalcore.privacy.secrets import phrase_spans
 
 log = logging.getLogger(__name__)
@@ -283,17 +284,19 @@ def _identifier(text: str, start: int, end: int, kind: str) -> bool:
         return False
     if VERSION.match(value.strip()):
         return True
-    if re.search(r"[A-Za-z][-_/]?$", before) and not before.endswith(" "):
-        return True  # INV-2024-000183, arXiv:1706.03762 without a space: part of a longer identifier
+    if re.search(r"[A-Za-z][-_/.:]?$", before) and not re.search(r"(?i)(?:tel|phone|fax|sms|callto):$", before):
+        return True  # INV-2024-000183, arXiv:1706.03762, doi:10.2216/wlga.16474: part of a longer identifier
     compact = re.sub(r"[\s-]", "", value)
-    return _isbn(compact) and (kind == "PHONE" or "-" in value)
+    # an ISBN-13 (978/979 and its check digit), or an ISBN-10 in its four hyphenated groups: one random
+    # ten-digit number in eleven passes the ISBN-10 check, so digits alone are not enough
+    return _isbn(compact) and (len(compact) == 13 or value.count("-") == 3)
 
 
 def redact_spans(text: str) -> list[tuple[int, int, str]]:
     """The findings in ``text`` as merged ``(start, end, kind)`` spans (raises if a recogniser fails)."""
     spans = _presidio_spans(text) + _secret_spans(text) + _supplement_spans(text) + identity_spans(text)
-    spans += people_spans(text)
-    spans = [span for span in spans if span[2] not in ("PHONE", "CARD", "ID", "IP") or not _identifier(text, *span)]
+    spans += people_spans(text) + national_phone_spans(text)
+    spans = [span for span in spans if span[2] not in ("PHONE", "CARD", "IP") or not _identifier(text, *span)]
     return _merge(spans + gitleaks_spans(text) + phrase_spans(text))
 
 

@@ -21,7 +21,7 @@ def test_the_planted_set_is_big_and_covers_every_kind():
     kinds = {kind for item in items for kind, _ in item.planted}
     planted = sum(len(item.planted) for item in items)
     lookalikes = sum(not item.planted for item in items)
-    assert planted >= 600 - 40 and len(kinds) >= 40 and lookalikes >= 150  # issue 48's floor: 600 / 40 / 150
+    assert planted >= 600 and len(kinds) >= 40 and lookalikes >= 150  # issue 48's floor
     assert {group_of(kind) for kind in kinds} == {"structured", "secrets", "identity"}
     assert set(GROUPS["identity"]) <= kinds
     assert planted_items() == items  # deterministic
