@@ -146,6 +146,8 @@ ADDRESS = re.compile(
     "|".join(
         (
             rf"\b{HOUSE},?\s+{NAME_WORDS}[{UPPER}][{LOWER}]*\s+(?i:{STREET_EN})(?![{LOWER}])",  # 221B Baker Street
+            rf"\b{HOUSE}\s+(?:[NSEW]\.?\s+)?\d{{1,3}}(?:st|nd|rd|th)\s+(?i:{STREET_EN})(?![{LOWER}])",  # 221 W 42nd St
+            r"\b(?i:p\.?\s?o\.?\s+box|postfach|bo[îi]te postale|apartado(?:\s+de\s+correos)?|casilla)\s+\d{1,6}\b",  # PO Box 1234
             rf"\b[{UPPER}][{LOWER}]*(?i:straße|strasse|str\.|weg|gasse|allee|platz|ring|damm|ufer|straat|laan|weg|plein|gracht|kade|gatan|vägen|vej|gade)\s+{HOUSE}\b",
             rf"\b(?:{HOUSE}(?:\s*(?:bis|ter))?,?\s+)?(?i:rue|avenue|boulevard|bd|place|chemin|allée|impasse|quai|cours)\s+(?:de\s+la\s+|de\s+|du\s+|des\s+|d'|l')?[{UPPER}][{LOWER}]+(?:[\s-][{UPPER}][{LOWER}]+)*",
             rf"\b(?i:calle|c/|avenida|avda\.?|plaza|paseo|carrer|via|viale|piazza|corso|largo|rua|travessa|praça|ulica|ul\.|улица|ул\.|проспект)\s+(?:de\s+la\s+|del\s+|de\s+|dos\s+|da\s+)?[{UPPER}][{LOWER}.]+(?:\s+[{UPPER}][{LOWER}.]+){{0,3}},?\s*(?:n[º°o]\.?\s*)?{HOUSE}\b",

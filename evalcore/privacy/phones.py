@@ -17,6 +17,7 @@ import phonenumbers
 
 CUE = re.compile(
     r"(?i)(?:phone|\btel\b|\btel\.|call me|call us|\bcall\b|mobile|\bcell\b|whats\s?app|\bfax\b|\bsms\b|text me|"
+    r"reach me|contact me|ring me|\bmy number\b|"
     r"telefon|handy|téléphone|telephone|portable|\bnuméro\b|teléfono|telefono|móvil|movil|celular|cellulare|"
     r"telefone|telefoon|mobiel|комórk|komórk|телефон|номер|电话|手机|電話|携帯|전화|휴대폰)"
 )

@@ -86,8 +86,10 @@ SERVICE_SCHEMES = {"postgres", "postgresql", "mysql", "mariadb", "mongodb", "mon
 SECRET_KEY_PARTS = ("token", "secret", "password", "passwd", "pwd", "apikey", "accesskey", "privatekey", "auth",
                     "signature", "credential", "session", "sig", "key")  # fmt: skip
 CARD_CANDIDATE = re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])")
-# Issuer ranges Presidio's card pattern predates: Mastercard's 2-series (2221-2720), UnionPay (62).
-CARD_RANGES = ((2221, 2720, 4), (62, 62, 2))
+# Issuer ranges Presidio's card pattern predates or leaves out: Mastercard's 2-series (2221-2720), UnionPay
+# (62), Maestro (50, 56-58, 6304, 6759, 6761-6763, 6799; up to 19 digits).
+CARD_RANGES = ((2221, 2720, 4), (62, 62, 2), (50, 50, 2), (56, 58, 2), (6304, 6304, 4), (6759, 6759, 4),
+               (6761, 6763, 4), (6799, 6799, 4))  # fmt: skip
 URL = re.compile(r"\b(?:jdbc:)?[a-zA-Z][a-zA-Z0-9+.\-]{1,15}://[^\s<>\"'`]+")
 TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-.=+/]*")
 # Presidio's entity -> placeholder kind, and the precedence of kinds where findings overlap.
@@ -286,6 +288,9 @@ def _identifier(text: str, start: int, end: int, kind: str) -> bool:
         return True
     if re.search(r"[A-Za-z][-_/.:]?$", before) and not re.search(r"(?i)(?:tel|phone|fax|sms|callto):$", before):
         return True  # INV-2024-000183, arXiv:1706.03762, doi:10.2216/wlga.16474: part of a longer identifier
+    groups = re.findall(r"\d+", value)
+    if kind == "PHONE" and not value.startswith("+") and sum(len(g) == 1 for g in groups) >= 2:
+        return True  # "4 8 15 16 23 42": numbers in a row, not one phone number
     compact = re.sub(r"[\s-]", "", value)
     # an ISBN-13 (978/979 and its check digit), or an ISBN-10 in its four hyphenated groups: one random
     # ten-digit number in eleven passes the ISBN-10 check, so digits alone are not enough

@@ -87,8 +87,19 @@ def _random_looking(token: str, *, minimum: int = 12) -> bool:
     return _classes(token) >= 2 and shannon(token) >= 3.0 and any(c.isdigit() for c in token)
 
 
+# A login and its password written as a pair: "login: admin / hunter2", "user=bob pass=..." (the second word).
+CREDENTIAL_PAIR = regex.compile(
+    r"(?i)\b(?:login|user(?:name)?|benutzer(?:name)?|utilisateur|usuario|utente|usu[áa]rio)\s*[:=]\s*\S+?\s*"
+    r"(?:[/|,]|\band\b|\s)\s*(?:(?:pass(?:word)?|pwd|pw)\s*[:=]\s*)?(?P<value>[^\s\"'`<>]{4,200})"
+)
+
+
 def password_spans(text: str) -> list[tuple[int, int, str]]:
     spans = []
+    for found in CREDENTIAL_PAIR.finditer(text):
+        start, end, value = _value_span(found, text, ".,;:)]}>'\"`")
+        if _classes(value) >= 2 and value.lower() not in ORDINARY:
+            spans.append((start, end, "SECRET"))
     for found in PASSWORD_CUE.finditer(text, overlapped=True):
         start, end, value = _value_span(found, text, ".,;:)]}>'\"`")  # a password may end in ! or ?
         if len(value) < 4 or value.lower().strip(TRAILING) in ORDINARY or value.startswith(("<", "http")):
