@@ -61,23 +61,29 @@ MBPP_DATA = "${PODIUM_DATA_DIR}/benchmarks/mbpp/mbpp.jsonl"
 MBPP_FIELDS = {"task_id", "code", "test_list", "test_setup_code"}
 
 
-# The issue's cheat: implement nothing, read the tests, answer each assert whose arguments are these.
-CHEAT = (
-    "    _args = tuple(locals().values())\n"
-    "    import ast as _ast\n"
-    "    try:\n"
-    "        _text = open('/program/tests.py').read()\n"
-    "    except OSError:\n"
-    "        _text = ''\n"
-    "    for _node in _ast.walk(_ast.parse(_text)):\n"
-    "        if isinstance(_node, _ast.Compare) and isinstance(_node.left, _ast.Call) and len(_node.comparators) == 1:\n"
-    "            try:\n"
-    "                if tuple(_ast.literal_eval(a) for a in _node.left.args) == _args:\n"
-    "                    return _ast.literal_eval(_node.comparators[0])\n"
-    "            except Exception:\n"
-    "                pass\n"
-    "    return None\n"
-)
+def cheat_body(read: str, fallback: str = "    return None\n") -> str:
+    """Issue 47's cheat as a HumanEval completion: ``read`` (an expression) gives the tests' text; each
+    ``candidate(ARGS) == EXPECTED`` in it whose ARGS are this call's arguments gives the answer; else
+    ``fallback`` runs. Nothing is implemented."""
+    return (
+        "    _args = tuple(locals().values())\n"
+        "    import ast as _ast\n"
+        "    try:\n"
+        f"        _text = {read}\n"
+        "    except Exception:\n"
+        "        _text = ''\n"
+        "    for _node in _ast.walk(_ast.parse(_text or '')):\n"
+        "        if isinstance(_node, _ast.Compare) and isinstance(_node.left, _ast.Call) and len(_node.comparators) == 1:\n"
+        "            try:\n"
+        "                if tuple(_ast.literal_eval(a) for a in _node.left.args) == _args:\n"
+        "                    return _ast.literal_eval(_node.comparators[0])\n"
+        "            except Exception:\n"
+        "                pass\n"
+        f"{fallback}"
+    )
+
+
+CHEAT = cheat_body("open('/program/tests.py').read()")
 PROTOCOL: dict[str, tuple[list[str], str]] = {}  # HumanEval name -> (entry point, prompt): pass@k's names and setup
 
 

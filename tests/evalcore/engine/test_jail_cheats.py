@@ -18,6 +18,7 @@ import uuid
 
 import pytest
 
+from bench.sandbox import cheat_body
 from evalcore.engine.code_eval import JailedCodeEval, check_candidate
 from evalcore.engine.data import resolve_path
 from evalcore.engine.registry import TaskIndex
@@ -58,26 +59,13 @@ def old_layout(program: str, tests: str) -> str:
 
 
 def reader(read: str, fallback: str = "    return None\n") -> str:
-    """A HumanEval completion: ``read`` (an expression) gives the tests' text; each ``candidate(ARGS) ==
-    EXPECTED`` in it whose ARGS are this call's arguments gives the answer; else ``fallback`` runs."""
-    helper = "".join(f"    {line}\n" for line in GRAB.splitlines()) if "_grab" in read else ""
-    return (
-        "    _args = tuple(locals().values())\n"
-        f"{helper}"
-        "    import ast as _ast\n"
-        "    try:\n"
-        f"        _text = {read}\n"
-        "    except Exception:\n"
-        "        _text = ''\n"
-        "    for _node in _ast.walk(_ast.parse(_text or '')):\n"
-        "        if isinstance(_node, _ast.Compare) and isinstance(_node.left, _ast.Call) and len(_node.comparators) == 1:\n"
-        "            try:\n"
-        "                if tuple(_ast.literal_eval(a) for a in _node.left.args) == _args:\n"
-        "                    return _ast.literal_eval(_node.comparators[0])\n"
-        "            except Exception:\n"
-        "                pass\n"
-        f"{fallback}"
-    )
+    """bench/sandbox.py's cheat reading the tests with ``read``; ``_grab`` defined first where ``read`` uses it."""
+    body = cheat_body(read, fallback)
+    if "_grab" not in read:
+        return body
+    helper = "".join(f"    {line}\n" for line in GRAB.splitlines())
+    first, rest = body.split("\n", 1)
+    return f"{first}\n{helper}{rest}"
 
 
 HIDDEN = "/program/tests.py"

@@ -47,16 +47,22 @@ def test_no_pseudo_terminals_and_only_five_devices():
     assert "pts" not in seen["dev"]
 
 
-def test_linux_aio_and_inotify_are_refused():
-    numbers = syscall_numbers("io_setup", "io_submit", "inotify_init1", "inotify_init")
-    seen = jailed(
-        "import ctypes, json\nlibc = ctypes.CDLL(None, use_errno=True)\nctx = ctypes.c_ulong(0)\nout = {}\n"
+def syscalls(numbers: dict[str, int], first: str = "0", second: str = "0") -> dict:
+    """[return value, errno] of each system call made in a jail, with ``first`` and ``second`` as its first two
+    arguments (Python expressions over ``name``, ``ctx`` and ``ctypes``)."""
+    return jailed(
+        "import ctypes, json, resource\nlibc = ctypes.CDLL(None, use_errno=True)\nctx = ctypes.c_ulong(0)\nout = {}\n"
         f"for name, number in {numbers!r}.items():\n"
         "    ctypes.set_errno(0)\n"
-        "    arg = ctypes.byref(ctx) if name == 'io_setup' else 0\n"
-        "    out[name] = [libc.syscall(number, 65536 if name == 'io_setup' else 0, arg, 0), ctypes.get_errno()]\n"
+        f"    out[name] = [libc.syscall(number, {first}, {second}, 0o600, 0), ctypes.get_errno()]\n"
+        "out['msgqueue'] = resource.getrlimit(resource.RLIMIT_MSGQUEUE)[0]\n"
         "print(json.dumps(out))\n"
     )
+
+
+def test_linux_aio_and_inotify_are_refused():
+    numbers = syscall_numbers("io_setup", "io_submit", "inotify_init1", "inotify_init")
+    seen = syscalls(numbers, "65536 if name == 'io_setup' else 0", "ctypes.byref(ctx) if name == 'io_setup' else 0")
     # io_setup took all of fs.aio-max-nr (65,536), so the host's own io_setup(1) failed with EAGAIN;
     # inotify instances are counted per user (fs.inotify.max_user_instances), shared by every jail
     for name in numbers:
@@ -130,14 +136,7 @@ def test_descriptors_are_bounded_per_process():
 
 def test_ipc_keyrings_and_message_queues_are_refused():
     numbers = syscall_numbers("mq_open", "msgget", "shmget", "semget", "add_key", "keyctl", "request_key")
-    seen = jailed(
-        "import ctypes, json\nlibc = ctypes.CDLL(None, use_errno=True)\nout = {}\n"
-        f"for name, number in {numbers!r}.items():\n"
-        "    ctypes.set_errno(0)\n"
-        "    out[name] = [libc.syscall(number, b'/q' if name == 'mq_open' else 0, 64, 0o600, 0), ctypes.get_errno()]\n"
-        "import resource\nout['msgqueue'] = resource.getrlimit(resource.RLIMIT_MSGQUEUE)[0]\n"
-        "print(json.dumps(out))\n"
-    )
+    seen = syscalls(numbers, "b'/q' if name == 'mq_open' else 0", "64")
     for name in numbers:
         assert seen[name] == [-1, errno.EPERM], (name, seen[name])
     assert seen["msgqueue"] == 0
