@@ -77,7 +77,18 @@ DIGITS_ONLY = {"NhsRecognizer", "PlPeselRecognizer", "TrNationalIdRecognizer", "
 def _recognizers() -> tuple:
     import presidio_analyzer.predefined_recognizers as predefined  # noqa: PLC0415 - heavy, once
 
-    return tuple(getattr(predefined, name)() for name in RECOGNIZERS if hasattr(predefined, name))
+    built = []
+    for name in RECOGNIZERS:
+        if not hasattr(predefined, name):
+            continue
+        recognizer = getattr(predefined, name)()
+        # Patterns whose lookaheads scan to the end of the text at every position (PAN's "Low": quadratic, 60 s
+        # on 200 kB of nested tags) are dropped; they score below MIN_SCORE anyway.
+        slow = [p for p in getattr(recognizer, "patterns", []) if "(?=.*" in p.regex]
+        if slow:
+            recognizer = getattr(predefined, name)(patterns=[p for p in recognizer.patterns if p not in slow])
+        built.append(recognizer)
+    return tuple(built)
 
 
 def _cued(text: str, start: int, context: list[str]) -> bool:
