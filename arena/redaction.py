@@ -1,4 +1,4 @@
-"""The public text of a turn: its prompt and answers through :func:`evalcore.privacy.redact.redact`.
+"""The public text of a turn: its prompt and answers through :func:`evalcore.privacy.redact.redact_together`.
 
 Every public path for battle texts (``/api/battles/``, data releases) reads them from here. A turn
 keeps its redaction in ``Turn.redacted`` (``{"version", "prompt", "answer_a", "answer_b", "found"}``);
@@ -9,16 +9,17 @@ them for newly published battles (:func:`arena.services.redaction.published_reda
 
 from __future__ import annotations
 
-from evalcore.privacy.redact import REDACTOR_VERSION, redact
+from evalcore.privacy.redact import REDACTOR_VERSION, redact_together
 
 FIELDS = ("prompt", "answer_a", "answer_b")
 
 
 def redaction_compute(turn) -> dict:
-    """A fresh redaction of ``turn``'s prompt and answers, with the redactor's version and what it found."""
+    """A fresh redaction of ``turn``'s prompt and answers, together (what is found in one is redacted where the
+    others repeat it), with the redactor's version and what it found."""
     out: dict = {"version": REDACTOR_VERSION, "found": {}}
-    for name in FIELDS:
-        result = redact(getattr(turn, name) or "")
+    results = redact_together([getattr(turn, name) or "" for name in FIELDS])
+    for name, result in zip(FIELDS, results):
         out[name] = result.text
         for kind, count in result.found.items():
             out["found"][kind] = out["found"].get(kind, 0) + count

@@ -305,18 +305,7 @@ def redact_spans(text: str) -> list[tuple[int, int, str]]:
     return _merge(spans + gitleaks_spans(text) + phrase_spans(text))
 
 
-def redact(text: str) -> Redaction:
-    """``text`` with every finding replaced by its placeholder, and how many of each kind there were."""
-    if not isinstance(text, str):
-        raise TypeError(f"redact() takes text, not {type(text).__name__}")
-    text = text[:MAX_CHARS]
-    if not text.strip():
-        return Redaction(text, {})
-    try:
-        spans = redact_spans(text)
-    except Exception:  # noqa: BLE001 - a recogniser that fails must not let the text out
-        log.exception("redaction failed on a text of %d characters: replaced whole", len(text))
-        return Redaction(FAILED, {"FAILED": 1})
+def _replace(text: str, spans: list[tuple[int, int, str]]) -> Redaction:
     found: dict[str, int] = {}
     pieces, cursor = [], 0
     for start, end, kind in spans:
@@ -325,3 +314,71 @@ def redact(text: str) -> Redaction:
         cursor = end
     pieces.append(text[cursor:])
     return Redaction("".join(pieces), found)
+
+
+def redact(text: str) -> Redaction:
+    """``text`` with every finding replaced by its placeholder, and how many of each kind there were."""
+    return redact_together([text])[0]
+
+
+ECHO = 6  # characters of a finding that, met again in a text of the same conversation, are the finding again
+
+
+def _echo_pieces(value: str, kind: str) -> set[str]:
+    """What of a finding counts as repeating it: the whole value; a name's capitalised words; and for secrets,
+    any six characters in a row that are not plain lower-case letters or a URL's scheme (so that "passwo" or
+    "https:" alone are not taken for the voter's key)."""
+    pieces = {value}
+    if kind == "NAME":  # "Ms Lindqvist"
+        pieces |= {word for word in re.findall(r"[^\W\d_][\w'-]{2,}", value) if word[:1].isupper()}
+    elif kind in ("SECRET", "PRIVATE_KEY") and "://" not in value:  # a key cut short by a token limit
+        for i in range(len(value) - ECHO + 1):
+            piece = value[i : i + ECHO]
+            if not any(c.isspace() for c in piece) and not (piece.isalpha() and piece.islower()) and "http" not in piece.lower():
+                pieces.add(piece)
+    return pieces
+
+
+def _echo_spans(text: str, findings: list[tuple[str, str]]) -> list[tuple[int, int, str]]:
+    """Where ``text`` repeats a finding made elsewhere in the conversation, each widened to the whole word it
+    falls in (a model repeating the voter's key, cut short by its token limit, or the voter's surname)."""
+    spans = []
+    for value, kind in findings:
+        for piece in _echo_pieces(value, kind):
+            at = text.find(piece)
+            while at >= 0:
+                start, end = at, at + len(piece)
+                if kind in ("SECRET", "PRIVATE_KEY"):
+                    while start > 0 and not text[start - 1].isspace():
+                        start -= 1
+                    end = _widen(text, start, end) if text[start:end] else end
+                    while end < len(text) and not text[end].isspace() and text[end] not in ".,;:!?)]}>'\"`":
+                        end += 1
+                spans.append((start, end, kind))
+                at = text.find(piece, at + 1)
+    return spans
+
+
+def redact_together(texts: list[str]) -> list[Redaction]:
+    """Each of ``texts`` (one conversation: a prompt and its answers) redacted, and every piece of six
+    characters or more of what was found in any of them redacted wherever it recurs in the others: a
+    model that repeats a voter's secret, or half of it, or their surname alone, publishes none of it."""
+    if not all(isinstance(text, str) for text in texts):
+        raise TypeError("redact() takes text")
+    texts = [text[:MAX_CHARS] for text in texts]
+    found_spans: list[list[tuple[int, int, str]]] = []
+    try:
+        for text in texts:
+            found_spans.append(redact_spans(text) if text.strip() else [])
+    except Exception:  # noqa: BLE001 - a recogniser that fails must not let the text out
+        log.exception("redaction failed on a conversation of %d characters: replaced whole", sum(map(len, texts)))
+        return [Redaction(FAILED, {"FAILED": 1}) if text.strip() else Redaction(text, {}) for text in texts]
+    findings = [sorted({(text[start:end], kind) for start, end, kind in spans if end - start >= ECHO})
+                for text, spans in zip(texts, found_spans)]  # fmt: skip
+    out = []
+    for index, (text, spans) in enumerate(zip(texts, found_spans)):
+        elsewhere = [finding for other, found in enumerate(findings) if other != index for finding in found]
+        if elsewhere and text.strip():
+            spans = _merge(spans + _echo_spans(text, elsewhere))
+        out.append(_replace(text, spans))
+    return out

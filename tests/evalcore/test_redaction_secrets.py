@@ -148,3 +148,15 @@ def test_lookalikes_are_left_alone(text):
 def test_a_card_named_as_a_card_is_redacted_even_beside_an_order():
     assert redacted("order 1234: paid with my visa 4539 1488 0343 6467") == "order 1234: paid with my visa <CARD>"
     assert redacted("my order was paid with 4539 1488 0343 6467") == "my order was paid with <CARD>"
+
+
+def test_what_one_text_reveals_is_redacted_where_the_others_repeat_it():
+    # Found by the browser test: a model repeated the start of the voter's password, cut by its token limit,
+    # on a line of its own, where nothing names it a password.
+    prompt = "Repeat: My name is Ingrid Lindqvist. my password is Lindqvist-Falcon-77. key wJalrXUtnFEMI/K7MDENG/bPx"
+    answers = ["Sure! 8.120.\n\nLindqvist-F", "Hello Ms Lindqvist, your key wJalrXUtnF is set", "Python tips"]
+    texts = [r.text for r in redact.redact_together([prompt, *answers])]
+    assert texts[1] == "Sure! 8.120.\n\n<SECRET>"
+    assert "Lindqvist" not in texts[2] and "wJalrXUtnF" not in texts[2] and texts[3] == "Python tips"
+    assert texts[0] == "Repeat: My name is <NAME>. my password is <SECRET>. key <SECRET>"
+    assert [r.text for r in redact.redact_together(["", "  "])] == ["", "  "]
