@@ -348,10 +348,9 @@ def _echo_spans(text: str, findings: list[tuple[str, str]]) -> list[tuple[int, i
             at = text.find(piece)
             while at >= 0:
                 start, end = at, at + len(piece)
-                if kind in ("SECRET", "PRIVATE_KEY"):
+                if kind in ("SECRET", "PRIVATE_KEY"):  # the whole word the piece falls in
                     while start > 0 and not text[start - 1].isspace():
                         start -= 1
-                    end = _widen(text, start, end) if text[start:end] else end
                     while end < len(text) and not text[end].isspace() and text[end] not in ".,;:!?)]}>'\"`":
                         end += 1
                 spans.append((start, end, kind))
