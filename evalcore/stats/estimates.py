@@ -1,0 +1,347 @@
+"""One way to put an interval on each kind of number Podium reports, chosen for its coverage.
+
+Every reported number is an :class:`Estimate`: the value, its 95% interval, the number of items it rests
+on, the method's name (what the exports' ``interval`` column says), and, where the method has one, the
+*effective* number of items. The standard error is not estimated separately: it is the interval's
+(:func:`interval_se`), so a page never prints a standard error that disagrees with the interval beside
+it, and prints none where the interval is lopsided (0 of 4 right: [0, 0.53] has no symmetric error).
+
+The kinds (coverage of each, simulated at the sizes the site shows: ``bench/intervals.py``,
+docs/ratings.md "Interval coverage"):
+
+``mid-p``
+    A proportion (``successes`` of ``n``): Lancaster's mid-p exact interval, the inversion of the
+    binomial test that counts half the probability of the observed count. It never collapses at 0/n or
+    n/n, and unlike Wilson's it stays above 90% coverage at every n from 4 (Wilson falls to 0.85 at n=4
+    and 15 near p=0.01) while keeping close to 95% above n=30 (Clopper-Pearson's exact interval covers
+    98-99% at small n: too wide).
+``mid-p-effective``
+    A mean of values bounded in [low, high] that are not all at the bounds (F1, pass@k over several
+    samples, a judge's win/tie/loss), or a proportion whose items come in clusters: the mid-p interval
+    at an effective size ``n / deff``. ``deff`` is the values' variance over the largest variance a
+    bounded variable with that mean can have, ``s^2 / (m (1 - m))``, held in [0.5, 1] (the sample
+    variance of a few values is too noisy to trust below half), times the clusters' design effect
+    (cluster-robust over naive variance, at least 1). Student's t interval covers 55-85% for such means
+    at n=4..10 (it collapses to a point when every value is equal); this one 93-99%.
+``pooled-mid-p``
+    A weighted mean of parts that are each a ``mid-p``/``mid-p-effective`` number (the micro or macro
+    average of a group's subtasks, a benchmark over its leaf tasks): the mid-p interval at the pooled
+    effective size ``1 / sum(w_i^2 / n_i)`` (Kish; equal to the summed n for a micro average). A subtask
+    at 0 of 4 counts as 4 uncertain items, never as certain.
+``mover``
+    A weighted mean of parts of any kind (the board's average over benchmarks, on the raw or the
+    normalised scale): Zou & Donner's method of variance estimates recovery, built from the parts' own
+    intervals: ``L = v - sqrt(sum w_i^2 (v_i - l_i)^2)``, ``U = v + sqrt(sum w_i^2 (u_i - v_i)^2)``. A part
+    whose interval is [0, 0.49] adds that uncertainty; a plug-in standard error of 0 would add none.
+``t`` / ``t-clustered``
+    A mean of unbounded values: Student's t with n - 1 (or clusters - 1) degrees of freedom, the
+    cluster-robust (CR1) standard error where items share a cluster.
+``bootstrap``
+    Ratios (perplexity, bits per byte) and corpus-level metrics: the percentile bootstrap over documents.
+Normalised scores (:func:`mapped`) keep their method: the interval is mapped through the same
+normalisation as the score and clipped to the same range.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+from scipy.special import betainc, ndtri, stdtrit
+
+from evalcore.validation import check_level
+
+LEVEL = 0.95
+DEFF_FLOOR = 0.5  # smallest variance ratio trusted from a sample (see mid-p-effective)
+SYMMETRY = 0.1  # an interval is symmetric enough for a standard error when its arms differ by < 10% of its width
+_BISECTIONS = 56  # bounds to ~1e-17: float precision
+METHODS = {
+    "mid-p": "Lancaster's mid-p exact interval for a proportion",
+    "mid-p-effective": "mid-p interval at the effective size n / design effect (bounded means, clustered items)",
+    "pooled-mid-p": "mid-p interval at the pooled effective size 1 / sum(w_i^2 / n_i) (group and benchmark averages)",
+    "mover": "Zou & Donner's MOVER: the parts' intervals combined (the board average)",
+    "t": "Student's t interval, n - 1 degrees of freedom",
+    "t-clustered": "Student's t with the cluster-robust (CR1) standard error, clusters - 1 degrees of freedom",
+    "bootstrap": "percentile bootstrap over documents (1,000 rounds, seeded)",
+}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A reported number with its interval.
+
+    Attributes
+    ----------
+    value : float
+    ci_low, ci_high : float or None
+        None only where no interval can be made (one item, or a custom aggregation).
+    n : int
+        Items (documents, questions, pairs) the number rests on.
+    method : str
+        A key of :data:`METHODS`.
+    level : float
+    effective_n : float or None
+        The size the mid-p interval was taken at (``mid-p*`` methods); what a pooled average weighs.
+    """
+
+    value: float
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    method: str
+    level: float = LEVEL
+    effective_n: float | None = None
+
+    @property
+    def se(self) -> float | None:
+        return interval_se(self.value, self.ci_low, self.ci_high, self.level)
+
+    def as_dict(self) -> dict:
+        return {
+            "value": self.value, "stderr": self.se, "ci_low": self.ci_low, "ci_high": self.ci_high, "n": self.n,
+            "interval": self.method, "level": self.level, "effective_n": self.effective_n,
+        }  # fmt: skip
+
+    def scaled(self, factor: float) -> Estimate:
+        """The same estimate in other units (``factor`` > 0, e.g. 100 for percent)."""
+        return replace(
+            self, value=self.value * factor,
+            ci_low=None if self.ci_low is None else self.ci_low * factor,
+            ci_high=None if self.ci_high is None else self.ci_high * factor,
+        )  # fmt: skip
+
+
+def _z(level: float) -> float:
+    return float(ndtri(0.5 + level / 2))
+
+
+def interval_se(value, low, high, level: float = LEVEL) -> float | None:
+    """The standard error an interval implies, ``(high - low) / (2 z)``, or None where it has none.
+
+    None when a bound is missing or the interval is lopsided about the value (its two arms differ by more
+    than a tenth of its width): there, value +- z se would not be the interval, so no standard error is
+    printed beside it.
+    """
+    if value is None or low is None or high is None:
+        return None
+    if not all(math.isfinite(x) for x in (value, low, high)):
+        return None
+    width = high - low
+    if width <= 0:
+        return 0.0 if width == 0 and low == value else None
+    if abs((high - value) - (value - low)) > SYMMETRY * width:
+        return None
+    return float(width / (2 * _z(level)))
+
+
+def midp_bounds(successes, n, level: float = LEVEL):
+    """Mid-p exact bounds for ``successes`` of ``n`` (arrays or floats; real values allowed, for effective sizes).
+
+    The lower bound solves ``P(X > x) + P(X = x) / 2 = alpha / 2`` and the upper ``P(X < x) + P(X = x) / 2 =
+    alpha / 2`` for X ~ Binomial(n, p), with the binomial tails written as regularised incomplete beta
+    functions so that x and n may be fractional. 0 successes give a lower bound of 0, n an upper bound of 1.
+    Solved by bisection (monotone in p), vectorised.
+    """
+    check_level(level)
+    x = np.asarray(successes, dtype=np.float64)
+    size = np.asarray(n, dtype=np.float64)
+    x, size = np.broadcast_arrays(x, size)
+    if np.any(~np.isfinite(x)) or np.any(~np.isfinite(size)) or np.any(size <= 0):
+        raise ValueError("a proportion needs a finite positive n and finite successes")
+    if np.any(x < -1e-9) or np.any(x > size + 1e-9):
+        raise ValueError("successes must lie between 0 and n")
+    x = np.clip(x, 0.0, size)
+    tail = (1 - level) / 2
+    tiny = 1e-300
+    at_zero, at_n = x <= 1e-12, x >= size - 1e-12
+    a_lo, b_lo = np.maximum(x, tiny), size - x + 1  # P(X >= x) = I_p(x, n - x + 1)
+    a_hi, b_hi = x + 1, np.maximum(size - x, tiny)  # P(X >= x + 1) = I_p(x + 1, n - x)
+
+    def upper_tail(p):  # P(X > x) + P(X = x) / 2 = (P(X >= x) + P(X >= x + 1)) / 2, increasing in p
+        ge = np.where(at_zero, 1.0, betainc(a_lo, b_lo, p))
+        gt = np.where(at_n, 0.0, betainc(a_hi, b_hi, p))
+        return 0.5 * (ge + gt)
+
+    def lower_tail(p):  # P(X < x) + P(X = x) / 2, decreasing in p
+        return 1.0 - upper_tail(p)
+
+    def solve(f, increasing: bool):
+        lo, hi = np.zeros_like(x), np.ones_like(x)
+        for _ in range(_BISECTIONS):
+            mid = (lo + hi) / 2
+            below = (f(mid) < tail) if increasing else (f(mid) > tail)
+            lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        return (lo + hi) / 2
+
+    low = np.where(at_zero, 0.0, solve(upper_tail, True))
+    high = np.where(at_n, 1.0, solve(lower_tail, False))
+    rate = x / size
+    low, high = np.minimum(low, rate), np.maximum(high, rate)  # the bounds hold the observed rate exactly
+    if low.ndim == 0:
+        return float(low), float(high)
+    return low, high
+
+
+def proportion(successes, n, *, level: float = LEVEL) -> Estimate:
+    """``successes`` of ``n`` with the mid-p exact interval."""
+    if isinstance(successes, bool) or isinstance(n, bool):
+        raise ValueError("successes and n must be numbers, not booleans")
+    if not (isinstance(n, (int, np.integer)) and n >= 1):
+        raise ValueError(f"a proportion needs n >= 1 items, got {n!r}")
+    low, high = midp_bounds(float(successes), float(n), level)
+    return Estimate(float(successes) / n, low, high, int(n), "mid-p", level, float(n))
+
+
+def _as_values(values, name: str = "values") -> np.ndarray:
+    arr = np.asarray(values, dtype=np.float64)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty list of numbers")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def cluster_design_effect(values, clusters) -> tuple[float, int]:
+    """(design effect, clusters): cluster-robust (CR1) variance of the mean over the naive one, at least 1.
+
+    1.0 with fewer than two clusters' worth of information (every item its own cluster, or one cluster:
+    then the clusters cannot be told apart and the items are taken as independent; the caller says so).
+    """
+    y = _as_values(values)
+    labels = np.asarray(clusters, dtype=object)
+    if labels.shape != y.shape:
+        raise ValueError(f"clusters must have one label per value ({y.size}), got {labels.size}")
+    _, inv = np.unique(labels.astype(str), return_inverse=True)
+    g = int(inv.max()) + 1
+    n = y.size
+    if g < 2 or g == n:
+        return 1.0, g
+    resid = np.bincount(inv, y - y.mean())
+    robust = g / (g - 1) * float(np.sum(resid**2)) / n**2
+    naive = float(y.var(ddof=1)) / n
+    if naive <= 0:
+        return 1.0, g
+    return max(1.0, robust / naive), g
+
+
+def bounded_mean(values, *, low: float = 0.0, high: float = 1.0, clusters=None, level: float = LEVEL) -> Estimate:
+    """Mean of values bounded in [low, high], with a mid-p interval at its effective size.
+
+    All values at the bounds (a proportion) and no clusters: the exact mid-p interval (``mid-p``).
+    Otherwise ``mid-p-effective`` at ``n / deff``, ``deff = clip(s^2 / (m (1 - m)), 0.5, 1)`` on the
+    [0, 1] scale, times the clusters' design effect (:func:`cluster_design_effect`). One value: no interval.
+    """
+    x = _as_values(values)
+    if not (math.isfinite(low) and math.isfinite(high) and high > low):
+        raise ValueError(f"bounds must be finite with low < high, got [{low}, {high}]")
+    if np.any(x < low - 1e-9) or np.any(x > high + 1e-9):
+        raise ValueError(f"values must lie in [{low}, {high}]")
+    span = high - low
+    u = np.clip((x - low) / span, 0.0, 1.0)
+    n = u.size
+    m = float(u.mean())
+    value = low + span * m
+    if n == 1:
+        return Estimate(value, None, None, 1, "mid-p", level, None)
+    binary = bool(np.all((u == 0.0) | (u == 1.0)))
+    cluster_deff = 1.0
+    if clusters is not None:
+        cluster_deff, _ = cluster_design_effect(u, clusters)
+    if binary and cluster_deff == 1.0:
+        lo, hi = midp_bounds(float(u.sum()), float(n), level)
+        return Estimate(value, low + span * lo, low + span * hi, n, "mid-p", level, float(n))
+    bound_var = m * (1 - m)
+    ratio = 1.0 if binary or bound_var <= 0 else min(1.0, max(DEFF_FLOOR, float(u.var(ddof=1)) / bound_var))
+    effective = n / (ratio * cluster_deff)
+    lo, hi = midp_bounds(m * effective, effective, level)
+    return Estimate(value, low + span * lo, low + span * hi, n, "mid-p-effective", level, float(effective))
+
+
+def t_mean(values, *, clusters=None, bounds: tuple[float, float] | None = None, level: float = LEVEL) -> Estimate:
+    """Mean of unbounded values with Student's t interval (cluster-robust where clusters are given).
+
+    ``bounds``: the metric's possible range, to which the interval is clipped (the interval is then
+    lopsided and carries no standard error). One value: no interval.
+    """
+    x = _as_values(values)
+    check_level(level)
+    n = x.size
+    mean = float(x.mean())
+    if n == 1:
+        return Estimate(mean, None, None, 1, "t", level, None)
+    se = float(x.std(ddof=1) / math.sqrt(n))
+    df, method = n - 1, "t"
+    if clusters is not None:
+        deff, g = cluster_design_effect(x, clusters)
+        if 2 <= g < n:
+            se, df, method = se * math.sqrt(deff), g - 1, "t-clustered"
+    q = float(stdtrit(df, 0.5 + level / 2))
+    low, high = mean - q * se, mean + q * se
+    if bounds is not None:
+        low, high = max(bounds[0], low), min(bounds[1], high)
+    return Estimate(mean, low, high, n, method, level, None)
+
+
+def _weights(parts: list[Estimate], weights) -> np.ndarray:
+    if not parts:
+        raise ValueError("an average needs at least one part")
+    if weights is None:
+        return np.full(len(parts), 1.0 / len(parts))
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (len(parts),) or np.any(~np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+        raise ValueError("weights must be one non-negative number per part, not all zero")
+    return w / w.sum()
+
+
+def pooled(parts: list[Estimate], weights=None, *, bounds: tuple[float, float] = (0.0, 1.0),
+           level: float = LEVEL) -> Estimate:  # fmt: skip
+    """Weighted mean of bounded parts (each with an ``effective_n``) with the pooled mid-p interval.
+
+    ``weights``: None for the macro average (equal), the parts' n for the micro average. The pooled
+    effective size is ``1 / sum(w_i^2 / effective_n_i)``: with micro weights, the summed effective sizes.
+    """
+    w = _weights(parts, weights)
+    if any(p.effective_n is None or p.effective_n <= 0 for p in parts):
+        raise ValueError("a pooled interval needs every part's effective size (mid-p parts)")
+    span = bounds[1] - bounds[0]
+    value = float(sum(wi * p.value for wi, p in zip(w, parts)))
+    effective = 1.0 / float(sum(wi * wi / p.effective_n for wi, p in zip(w, parts) if wi > 0))
+    m = min(1.0, max(0.0, (value - bounds[0]) / span))
+    lo, hi = midp_bounds(m * effective, effective, level)
+    n = int(sum(p.n for wi, p in zip(w, parts) if wi > 0))
+    return Estimate(value, bounds[0] + span * lo, bounds[0] + span * hi, n, "pooled-mid-p", level, effective)
+
+
+def mover(parts: list[Estimate], weights=None, *, bounds: tuple[float, float] | None = None,
+          level: float = LEVEL) -> Estimate:  # fmt: skip
+    """Weighted mean of parts with Zou & Donner's MOVER interval from the parts' own intervals.
+
+    A part without an interval leaves the average without one. ``bounds`` clips the result.
+    """
+    w = _weights(parts, weights)
+    value = float(sum(wi * p.value for wi, p in zip(w, parts)))
+    n = int(sum(p.n for wi, p in zip(w, parts) if wi > 0))
+    if any(p.ci_low is None or p.ci_high is None for wi, p in zip(w, parts) if wi > 0):
+        return Estimate(value, None, None, n, "mover", level, None)
+    down = math.sqrt(sum((wi * (p.value - p.ci_low)) ** 2 for wi, p in zip(w, parts)))
+    up = math.sqrt(sum((wi * (p.ci_high - p.value)) ** 2 for wi, p in zip(w, parts)))
+    low, high = value - down, value + up
+    if bounds is not None:
+        low, high = max(bounds[0], low), min(bounds[1], high)
+    return Estimate(value, min(low, value), max(high, value), n, "mover", level, None)
+
+
+def mapped(estimate: Estimate, scale: float, offset: float, *, bounds: tuple[float, float]) -> Estimate:
+    """``offset + scale * estimate`` (``scale`` > 0), the interval mapped the same way and both clipped to ``bounds``.
+
+    The board's normalisation ``(v - baseline) / (1 - baseline) * 100`` is ``scale = 100 / (1 - baseline)``,
+    ``offset = -baseline * scale``, bounds ``(-baseline * scale, 100)``.
+    """
+    if not (scale > 0 and math.isfinite(scale) and math.isfinite(offset)):
+        raise ValueError("a normalisation needs a finite positive scale")
+
+    def f(v):
+        return None if v is None else min(bounds[1], max(bounds[0], offset + scale * v))
+
+    return replace(estimate, value=f(estimate.value), ci_low=f(estimate.ci_low), ci_high=f(estimate.ci_high))
