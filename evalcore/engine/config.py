@@ -33,6 +33,7 @@ TASK_KEYS = {
     "metric_list", "metadata", "repeats", "should_decontaminate", "doc_to_decontamination_query",
     "rolling_window", "process_docs", "process_results", "gen_prefix", "unsafe_code", "doc_to_image",
     "doc_to_audio", "use_prompt", "group", "group_alias", "custom_dataset",
+    "cluster_key",  # Podium's: a template naming each document's cluster (questions sharing a passage)
 }  # fmt: skip
 GROUP_KEYS = {"group", "group_alias", "task", "aggregate_metric_list", "metadata", "include", "tag", "metric_list"}
 OUTPUT_TYPES = ("multiple_choice", "loglikelihood", "loglikelihood_rolling", "generate_until")
@@ -214,6 +215,12 @@ def task_config_from_mapping(data: dict, *, source: str = "<mapping>", base_dir:
     repeats = data.get("repeats", 1)
     if not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"{source}: repeats must be a positive integer")
+    cluster_key = data.get("cluster_key")
+    if cluster_key is not None and (not isinstance(cluster_key, str) or not cluster_key.strip()):
+        raise ValueError(
+            f"{source}: cluster_key must be a template naming each document's cluster (e.g. '{{{{passage_id}}}}'), "
+            f"not {cluster_key!r}"
+        )
     validate_filter_list(data.get("filter_list"), source)
     validate_metric_list(data.get("metric_list"), output_type, source, custom_results=data.get("process_results") is not None)
     tags = _tags(data, source)

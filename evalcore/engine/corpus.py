@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from evalcore.engine.metrics import MetricValue, clean
+from evalcore.engine.metrics import MetricValue, bootstrap_value
 
 BOOTSTRAP_ROUNDS = 100  # the harness caps bleu/chrf/ter bootstraps at 100 draws
 
@@ -87,6 +87,4 @@ def corpus_value(aggregation: str, pairs, *, seed: int = 0, higher_is_better: bo
     rng = np.random.default_rng(seed)
     stats = [corpus_statistic(aggregation, [pairs[i] for i in rng.integers(0, len(pairs), len(pairs))])
              for _ in range(BOOTSTRAP_ROUNDS)]  # fmt: skip
-    low, high = np.percentile(stats, [2.5, 97.5])
-    return MetricValue(value, clean(float(np.std(stats, ddof=1))), clean(low), clean(high), len(pairs),
-                       higher_is_better, "bootstrap")  # fmt: skip
+    return bootstrap_value(value, stats, len(pairs), higher_is_better=higher_is_better)

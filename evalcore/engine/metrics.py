@@ -13,8 +13,14 @@ Scoring rules (each a pure function of stored responses, so re-scoring needs no 
 - rolling log-likelihood: ``word_perplexity``, ``byte_perplexity``, ``bits_per_byte``,
   ``token_perplexity`` (ratios of sums over documents).
 
-Means get ``stderr = sd(ddof=1) / sqrt(n)`` and a 95% t interval (:mod:`evalcore.stats`); ratio metrics
-(perplexities, bits per byte) get a seeded percentile bootstrap over documents.
+Every reported number's interval comes from :mod:`evalcore.stats.estimates` (one method per kind,
+chosen for its coverage at the sizes the site shows): proportions (every value 0 or 1) the mid-p exact
+interval; means of metrics bounded in [0, 1] (F1, pass@k over several samples) the mid-p interval at
+their effective size; other means Student's t; ratio metrics (perplexities, bits per byte) a seeded
+percentile bootstrap over documents; a group's average the pooled mid-p interval of its parts (or
+MOVER where a part is not bounded). ``stderr`` is the interval's own (half its width over 1.96), None
+where the interval is lopsided (0 of 4 right) or missing, never a plug-in ``sqrt(p(1-p)/n)`` that is 0
+at 0 of n.
 """
 
 from __future__ import annotations
@@ -26,8 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalcore.stats import passk
-from evalcore.stats.intervals import mean_interval
+from evalcore.stats import estimates, passk
 from evalcore.validation import check_integer
 
 Z95 = 1.959963984540054
@@ -49,6 +54,8 @@ DEFAULT_METRICS = {
     "loglikelihood_rolling": ["word_perplexity", "byte_perplexity", "bits_per_byte"],
     "generate_until": ["exact_match"],
 }
+# Metrics whose per-document values lie in [0, 1] (their means get the bounded-mean interval).
+BOUNDED_METRICS = {"acc", "acc_norm", "acc_bytes", "acc_mutual_info", "exact_match", "f1", "em", "pass@k"}
 LOWER_IS_BETTER = {"ter", "brier_score", "perplexity", "word_perplexity", "byte_perplexity", "bits_per_byte", "token_perplexity"}
 RATIO_METRICS = {"perplexity", "word_perplexity", "byte_perplexity", "bits_per_byte", "token_perplexity"}
 METRIC_OPTIONS = {
@@ -175,7 +182,12 @@ def multiple_choice_scores(logprobs, choices, gold, *, greedy=None, unconditiona
 # -- aggregation -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MetricValue:
-    """A reported number: value, standard error, 95% interval, and how many items it covers."""
+    """A reported number: value, standard error, 95% interval, how many items it covers, and the method.
+
+    ``stderr`` is the interval's (:func:`evalcore.stats.estimates.interval_se`), None where the interval
+    is lopsided or missing. ``effective_n`` is the size a mid-p interval was taken at (what a group's
+    pooled interval weighs); None for other methods.
+    """
 
     value: float
     stderr: float | None
@@ -183,7 +195,8 @@ class MetricValue:
     ci_high: float | None
     n: int
     higher_is_better: bool
-    interval: str = "normal"
+    interval: str = "t"
+    effective_n: float | None = None
 
     def as_dict(self) -> dict:
         return {
@@ -194,7 +207,12 @@ class MetricValue:
             "n": self.n,
             "higher_is_better": self.higher_is_better,
             "interval": self.interval,
+            "effective_n": self.effective_n,
         }
+
+    def estimate(self) -> estimates.Estimate:
+        return estimates.Estimate(self.value, self.ci_low, self.ci_high, self.n, self.interval,
+                                  effective_n=self.effective_n)  # fmt: skip
 
 
 def clean(x: float) -> float | None:
@@ -204,25 +222,46 @@ def clean(x: float) -> float | None:
 _clean = clean
 
 
-def mean_value(values, *, higher_is_better: bool = True) -> MetricValue:
-    """Mean of per-item values (shape (n,)) with stderr sd(ddof=1)/sqrt(n) and a 95% interval.
+def from_estimate(estimate: estimates.Estimate, *, higher_is_better: bool = True) -> MetricValue:
+    """The engine's reported number for an :class:`~evalcore.stats.estimates.Estimate`."""
+    return MetricValue(
+        estimate.value, _clean(estimate.se), _clean(estimate.ci_low), _clean(estimate.ci_high), int(estimate.n),
+        higher_is_better, estimate.method, estimate.effective_n,
+    )  # fmt: skip
 
-    The interval is :func:`evalcore.stats.intervals.mean_interval`, the platform's one implementation:
-    Wilson's score interval when every value is 0 or 1 (accuracies), else Student's t with n - 1 degrees
-    of freedom.
+
+def bootstrap_value(value: float, stats, n: int, *, higher_is_better: bool) -> MetricValue:
+    """A value with the percentile-bootstrap interval of ``stats`` (shape (rounds,)); stderr from the interval."""
+    stats = np.asarray(stats, dtype=float)
+    stats = stats[np.isfinite(stats)]
+    if stats.size < 2 or not math.isfinite(value):
+        return MetricValue(value, None, None, None, n, higher_is_better, "bootstrap")
+    low, high = (float(q) for q in np.percentile(stats, [2.5, 97.5]))
+    low, high = min(low, value), max(high, value)
+    return from_estimate(estimates.Estimate(value, low, high, n, "bootstrap"), higher_is_better=higher_is_better)
+
+
+def mean_value(values, *, higher_is_better: bool = True, metric: str = "", clusters=None) -> MetricValue:
+    """Mean of per-item values (shape (n,)) with its 95% interval (:mod:`evalcore.stats.estimates`).
+
+    Every value 0 or 1: a proportion, the mid-p exact interval (at 0 of 4: [0, 0.53], not a point).
+    ``metric`` one of :data:`BOUNDED_METRICS` (values in [0, 1]): the mid-p interval at the effective
+    size. Otherwise Student's t. ``clusters`` (one label per item, from the task's ``cluster_key``):
+    documents that share a passage or template count as less than independent ones.
     """
     values = np.asarray(values, dtype=float)
     if values.size == 0:
         raise ValueError("cannot aggregate a metric over zero items")
     if values.size == 1:
-        return MetricValue(float(values[0]), None, None, None, 1, higher_is_better)
-    # A proportion (every value 0 or 1) gets the Wilson interval, which stays honest at 0% and 100%.
-    method = "wilson" if np.isin(values, (0.0, 1.0)).all() else "normal"
-    interval = mean_interval(values, level=0.95, method=method)
-    return MetricValue(
-        interval.mean, _clean(interval.se), _clean(interval.ci_low), _clean(interval.ci_high), int(values.size),
-        higher_is_better, interval=method,
-    )  # fmt: skip
+        return MetricValue(float(values[0]), None, None, None, 1, higher_is_better, "none")
+    base = "pass@k" if metric.startswith("pass@") else metric
+    in_unit = bool(np.all((values >= 0.0) & (values <= 1.0)))
+    binary = bool(np.all((values == 0.0) | (values == 1.0)))
+    if binary or (base in BOUNDED_METRICS and in_unit):
+        estimate = estimates.bounded_mean(values, clusters=clusters)
+    else:
+        estimate = estimates.t_mean(values, clusters=clusters)
+    return from_estimate(estimate, higher_is_better=higher_is_better)
 
 
 def ratio_statistic(name: str, numerators: np.ndarray, denominators: np.ndarray) -> float:
@@ -247,20 +286,24 @@ def ratio_value(name: str, numerators, denominators, *, seed: int = 0) -> Metric
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, n, size=(BOOTSTRAP_ROUNDS, n))
     stats = np.array([ratio_statistic(name, numerators[d], denominators[d]) for d in draws])
-    low, high = np.percentile(stats, [2.5, 97.5])
-    return MetricValue(value, _clean(float(stats.std(ddof=1))), _clean(low), _clean(high), n, False, "bootstrap")
+    return bootstrap_value(value, stats, n, higher_is_better=False)
 
 
 def group_value(parts: list[MetricValue], *, weight_by_size: bool) -> MetricValue:
-    """Aggregate task means: micro (weighted by n) or macro; independent-task standard error."""
+    """A group's average of its tasks' values: micro (weighted by n) or macro (equal weights).
+
+    Parts that are all mid-p numbers (proportions, bounded means) get the pooled mid-p interval at the
+    pooled effective size, so a task at 0 of 4 counts as four uncertain documents; otherwise MOVER,
+    built from the parts' own intervals (a part without one leaves the group without one).
+    """
     if not parts:
         raise ValueError("a group needs at least one task result")
-    n = np.array([p.n for p in parts], dtype=float)
-    values = np.array([p.value for p in parts], dtype=float)
-    se = np.array([p.stderr if p.stderr is not None else np.nan for p in parts], dtype=float)
-    weights = n / n.sum() if weight_by_size else np.full(len(parts), 1.0 / len(parts))
-    value = float(np.sum(weights * values))
-    stderr = float(math.sqrt(np.sum((weights * se) ** 2)))
-    return MetricValue(
-        value, _clean(stderr), _clean(value - Z95 * stderr), _clean(value + Z95 * stderr), int(n.sum()), parts[0].higher_is_better
-    )
+    weights = [p.n for p in parts] if weight_by_size else None
+    pieces = [p.estimate() for p in parts]
+    if all(p.effective_n and p.interval.startswith(("mid-p", "pooled-mid-p")) for p in parts) and all(
+        0.0 <= p.value <= 1.0 for p in parts
+    ):
+        estimate = estimates.pooled(pieces, weights)
+    else:
+        estimate = estimates.mover(pieces, weights)
+    return from_estimate(estimate, higher_is_better=parts[0].higher_is_better)

@@ -255,12 +255,33 @@ def _aggregation(config: TaskConfig, entry: dict, base: str):
     return "mean"
 
 
+def document_clusters(config: TaskConfig, records: list[dict]) -> list[str] | None:
+    """Each record's cluster from the task's ``cluster_key`` template (None when the task names none).
+
+    Documents of one cluster (questions on one passage) are not independent: their means get a
+    cluster-robust interval (:func:`evalcore.engine.metrics.mean_value`).
+    """
+    template = config.get("cluster_key")
+    if not template:
+        return None
+    clusters = []
+    for record in records:
+        if not isinstance(record.get("doc"), dict):
+            raise ValueError(
+                f"task {config.task!r}: cluster_key needs each record's document, and record "
+                f"{record.get('doc_id', '?')} has none (records written without their documents)"
+            )
+        clusters.append(render(template, record["doc"], task=config.task, what="cluster_key"))
+    return clusters
+
+
 def aggregate(config: TaskConfig, records: list[dict], *, seed: int = 0) -> dict[str, m.MetricValue]:
     """Reported numbers (value, stderr, 95% interval, n) for every metric key in the records."""
     if not records:
         raise ValueError(f"task {config.task!r} has no scored documents")
     entries = {metric_name(e): e for e in m.metric_entries(config)}
     keys = list(records[0]["metrics"])
+    clusters = document_clusters(config, records)
     results = {}
     for key in keys:
         base = key.split(",")[0]
@@ -280,5 +301,5 @@ def aggregate(config: TaskConfig, records: list[dict], *, seed: int = 0) -> dict
         elif aggregation == "median":
             results[key] = m.MetricValue(float(np.median(column)), None, None, None, len(column), higher, "median")
         else:
-            results[key] = m.mean_value(column, higher_is_better=higher)
+            results[key] = m.mean_value(column, higher_is_better=higher, metric=base, clusters=clusters)
     return results

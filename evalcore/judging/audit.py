@@ -7,7 +7,9 @@ and counted in ``failed_pairs``; a failure is never a tie.
 Conventions: a tie (swap average exactly 0.5, both-must-agree disagreeing, a generated ``tie``) is
 never correct; the first-position rate counts judgments (two per pair) whose first-shown answer
 scored above 0.5; Cohen's kappa compares the swap-average winner (1, 2 or tie) with the label (1 or 2).
-Rates carry Wilson 95% intervals, kappa a percentile bootstrap over pairs.
+Rates carry mid-p 95% intervals (:func:`evalcore.stats.estimates.proportion`; the first-position rate's
+two judgments of a pair count as one cluster), mean probabilities a mid-p interval at their effective size
+(:func:`~evalcore.stats.estimates.bounded_mean`), kappa a percentile bootstrap over pairs.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from evalcore.judging.records import Judgment, PairItem, PairOutcome, pair_outcomes
-from evalcore.stats import mean_interval
+from evalcore.stats.estimates import Estimate, bounded_mean, proportion
 
 LEVEL = 0.95
 POLITE_OPENING = (
@@ -33,13 +35,28 @@ POLITE_CLOSING = (
 )
 
 
-def rate(values: Sequence[float]) -> dict:
-    """A proportion (values 0/1) with its Wilson 95% interval."""
+def figure(estimate: Estimate) -> dict:
+    """A reported figure: ``{value, stderr, ci_low, ci_high, n, interval}`` (``stderr`` is the interval's,
+    None where the interval is lopsided)."""
+    d = estimate.as_dict()
+    return {k: d[k] for k in ("value", "stderr", "ci_low", "ci_high", "n", "interval")}
+
+
+def rate(values: Sequence[float], *, clusters: Sequence | None = None) -> dict:
+    """A proportion (values 0/1) with its mid-p 95% interval (all None, n 0, for no value).
+
+    ``clusters``: one label per value where values come in groups (the two judgments of a pair); the
+    interval is then taken at the effective size ``n / design effect`` (``mid-p-effective``) when the
+    groups' values are alike, and stays exact (``mid-p``) when they are not.
+    """
     values = np.asarray(values, dtype=np.float64)
     if values.size == 0:
-        return {"value": None, "ci_low": None, "ci_high": None, "n": 0, "interval": "wilson"}
-    m = mean_interval(values, level=LEVEL, method="wilson")
-    return {"value": m.mean, "ci_low": m.ci_low, "ci_high": m.ci_high, "n": int(values.size), "interval": "wilson"}
+        return {"value": None, "stderr": None, "ci_low": None, "ci_high": None, "n": 0, "interval": "mid-p"}
+    if not np.all((values == 0.0) | (values == 1.0)):
+        raise ValueError("a rate needs values that are 0 or 1")
+    if clusters is None or values.size == 1:
+        return figure(proportion(int(values.sum()), int(values.size), level=LEVEL))
+    return figure(bounded_mean(values, clusters=list(clusters), level=LEVEL))
 
 
 def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
@@ -104,21 +121,19 @@ def audit_report(judgments: Sequence[Judgment], labels: Mapping, *, rounds: int 
         "accuracy_swap_average": rate(correct("winner_swap")),
         "accuracy_both_agree": rate(correct("winner_agree")),
         "consistency": rate([float(o.consistent) for o in outcomes]),
-        "first_position_rate": rate(first),
+        "first_position_rate": rate(first, clusters=[str(o.pair_id) for o in outcomes] * 2),
         "ties_swap_average": int((swap == 0).sum()),
         "kappa": kappa_interval(swap, y, rounds=rounds, seed=seed),
     }
 
 
 def preference_report(outcomes: Sequence[PairOutcome], *, side: int) -> dict:
-    """How often the swap average prefers answer ``side`` (1 or 2): a Wilson-interval rate over pairs
-    (ties count as not preferring) and the mean swap-average probability with a normal interval."""
+    """How often the swap average prefers answer ``side`` (1 or 2): a mid-p rate over pairs (ties count
+    as not preferring), and the mean swap-average probability (in [0, 1]) with a mid-p interval at its
+    effective size (None below two pairs)."""
     wins = [float(o.winner_swap == side) for o in outcomes]
     probs = np.array([o.swap_average if side == 1 else 1.0 - o.swap_average for o in outcomes])
-    mean = None
-    if probs.size > 1:
-        m = mean_interval(probs, level=LEVEL, method="normal")
-        mean = {"value": m.mean, "ci_low": m.ci_low, "ci_high": m.ci_high, "n": int(probs.size), "interval": "normal"}
+    mean = figure(bounded_mean(probs, level=LEVEL)) if probs.size > 1 else None
     return {"share": rate(wins), "mean_probability": mean,
             "ties": sum(1 for o in outcomes if o.winner_swap == 0)}
 

@@ -83,6 +83,9 @@ class Estimate:
     level : float
     effective_n : float or None
         The size the mid-p interval was taken at (``mid-p*`` methods); what a pooled average weighs.
+    stderr : float or None
+        The method's own standard error where it has one (Student's t: ``sd / sqrt(n)``, the interval
+        being ``value +- t_q stderr``); otherwise the interval's (:func:`interval_se`).
     """
 
     value: float
@@ -92,10 +95,14 @@ class Estimate:
     method: str
     level: float = LEVEL
     effective_n: float | None = None
+    stderr: float | None = None
 
     @property
     def se(self) -> float | None:
-        return interval_se(self.value, self.ci_low, self.ci_high, self.level)
+        implied = interval_se(self.value, self.ci_low, self.ci_high, self.level)
+        if implied is None or self.stderr is None:
+            return implied  # lopsided (a t interval clipped at a bound included): none
+        return self.stderr
 
     def as_dict(self) -> dict:
         return {
@@ -280,7 +287,7 @@ def t_mean(values, *, clusters=None, bounds: tuple[float, float] | None = None, 
     low, high = mean - q * se, mean + q * se
     if bounds is not None:
         low, high = max(bounds[0], low), min(bounds[1], high)
-    return Estimate(mean, low, high, n, method, level, None)
+    return Estimate(mean, low, high, n, method, level, None, se)
 
 
 def _weights(parts: list[Estimate], weights) -> np.ndarray:

@@ -134,10 +134,14 @@ def test_multiple_choice_metrics():
 def test_mean_interval_and_micro_versus_macro():
     value = mean_value([1, 0, 1, 1])
     assert value.value == 0.75 and value.n == 4
-    assert value.stderr == pytest.approx(np.std([1, 0, 1, 1], ddof=1) / 2)
-    assert value.interval == "wilson"  # a proportion: Wilson's interval (tests/evalcore/stats/test_wilson.py)
-    graded = mean_value([1, 0, 1, 0.5])
-    assert graded.ci_low == pytest.approx(0.625 - 3.182446 * graded.stderr, abs=1e-5)  # t quantile, 3 df
+    # A proportion: the mid-p exact interval (tests/evalcore/stats/test_estimates.py); lopsided at 3 of 4,
+    # so no standard error is reported beside it.
+    assert value.interval == "mid-p" and value.stderr is None and value.ci_low < 0.75 < value.ci_high
+    graded = mean_value([1, 0, 1, 0.5], metric="f1")  # bounded, not 0/1: mid-p at the effective size
+    assert graded.interval == "mid-p-effective" and 0 < graded.ci_low < 0.625 < graded.ci_high < 1
+    unbounded = mean_value([1, 0, 1, 0.5], metric="score")
+    assert unbounded.interval == "t"
+    assert unbounded.ci_low == pytest.approx(0.625 - 3.182446 * unbounded.stderr, abs=1e-5)  # t quantile, 3 df
     big, small = mean_value([1] * 90 + [0] * 10), mean_value([0] * 9 + [1])
     micro = group_value([big, small], weight_by_size=True)
     macro = group_value([big, small], weight_by_size=False)

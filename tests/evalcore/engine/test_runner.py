@@ -86,7 +86,8 @@ def test_run_writes_results_with_protocol_and_samples(arithmetic, tmp_path):
     run = evaluate(ScriptedBackend(answers), tasks, groups=groups, index=index, limit=5, seed=3)
     value = run.results["arith"]["exact_match,strict-match"]
     assert value.value == pytest.approx(2 / 5) and value.n == 5  # "1 + 1" and "4 + 4" right, "5 + 5" wrong
-    assert value.stderr is not None and value.ci_low < value.value < value.ci_high
+    # 2 of 5: the mid-p interval is lopsided about 0.4, so no standard error stands beside it
+    assert value.interval == "mid-p" and value.stderr is None and value.ci_low < value.value < value.ci_high
     out = write_run(run, tmp_path / "out", log_samples=True)
     data = json.loads(out.read_text())
     protocol = data["protocol"]["arith"]
@@ -97,7 +98,7 @@ def test_run_writes_results_with_protocol_and_samples(arithmetic, tmp_path):
     assert data["model"]["backend"] == "scripted" and data["complete"] is True
     assert read_results(data)["arith"]["exact_match,strict-match"]["n"] == 5
     assert data["results"]["arith"]["exact_match,strict-match"] == pytest.approx(2 / 5)  # the harness's layout
-    assert data["results"]["arith"]["exact_match_stderr,strict-match"] == pytest.approx(value.stderr)
+    assert data["results"]["arith"]["exact_match_stderr,strict-match"] == "N/A"  # the harness's word for none
     samples = read_samples(tmp_path / "out" / "samples_arith.jsonl")
     assert [s["doc_id"] for s in samples] == [0, 1, 2, 3, 4]
     assert samples[3]["responses"] == [" 4+4=8\n#### 8"] and samples[3]["filtered"]["strict-match"] == ["8"]
