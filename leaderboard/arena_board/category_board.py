@@ -27,7 +27,7 @@ def category_choices(categories: list[str], counts: dict[str, int] | None = None
 
 def category_check(category: str, snapshot_settings: dict | None) -> dict | None:
     """For a tagged category: who tagged it (``tags``: protocol, version, tagger, threshold) and the
-    tagger's agreement with staff (share, Wilson interval, checks); None for the other categories."""
+    tagger's agreement with staff (share, mid-p interval, checks); None for the other categories."""
     tags = (snapshot_settings or {}).get("tags")
     if tags is None and category not in selectors_categories.tagged_categories():
         return None

@@ -96,7 +96,8 @@ class ScoreSerializer(serializers.ModelSerializer):
         model = Score
         fields = [
             "id", "run", "submission", "model", "task", "benchmark", "suite", "suite_version", "metric", "value",
-            "stderr", "ci_low", "ci_high", "n", "higher_is_better", "interval", "config_sha256", "updated_at",
+            "stderr", "ci_low", "ci_high", "n", "higher_is_better", "interval", "effective_n", "config_sha256",
+            "updated_at",
         ]  # fmt: skip
         read_only_fields = fields
 

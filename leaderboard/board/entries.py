@@ -28,18 +28,18 @@ from django.db import connection
 from arena import selectors as arena_selectors
 from arena.selectors_catalogue import BoardFilters, descriptions, rated_names, rows_public
 from common.sqltext import text_of
-from evalcore.stats import best_of_k_inflation
+from evalcore.stats import best_of_k_inflation, estimates
 from leaderboard.judging.columns import board_judge_cells, judge_fingerprint_sql
 from leaderboard.models import ContaminationScan, EvaluationRun, ScanTaskResult, Score, Submission
 from leaderboard.runs.benchmarks import (
     benchmark_key,
     board_metrics,
     headline_metric,
-    normalise,
     task_baseline,
 )
 
 Z95 = 1.959963984540054
+NORM_FLOOR = 0.0  # a normalised score below random guessing shows as 0 (the Open LLM Leaderboard's rule)
 _KEPT: OrderedDict[tuple, dict] = OrderedDict()
 _KEPT_SIZE = 8
 _LOCK = threading.Lock()
@@ -95,27 +95,49 @@ def _fingerprint() -> tuple:
         return tuple(cursor.fetchone())
 
 
+def _part_estimate(p: dict) -> estimates.Estimate:
+    """A leaf task's stored headline score as an Estimate (rows written before mid-p: Wilson's 0/1 proportions
+    pool at their n; ``manage.py recompute_intervals`` gives them today's intervals)."""
+    effective = p["effective_n"]
+    if effective is None and p["interval"] == "wilson":
+        effective = float(p["n"])
+    return estimates.Estimate(p["value"], p["ci_low"], p["ci_high"], p["n"], p["interval"] or "t",
+                              effective_n=effective, stderr=p["stderr"])  # fmt: skip
+
+
+def _poolable(parts: list[estimates.Estimate]) -> bool:
+    return all(p.effective_n and p.method.startswith(("mid-p", "pooled-mid-p", "wilson")) and 0 <= p.value <= 1
+               for p in parts)  # fmt: skip
+
+
+def _normalised(raw: estimates.Estimate, baseline: float) -> estimates.Estimate:
+    scale = 100.0 / (1.0 - baseline)
+    return estimates.mapped(raw, scale, -baseline * scale, bounds=(-baseline * scale, 100.0))
+
+
 def _cell(parts: list[dict]) -> dict:
-    """One benchmark of one submission from its leaf tasks' headline scores (micro average)."""
-    total = sum(p["n"] for p in parts)
+    """One benchmark of one submission from its leaf tasks' headline scores (micro average).
+
+    Raw: one task's stored interval, or the tasks' pooled mid-p interval (MOVER where a task's number is
+    not a proportion or bounded mean). Normalised: each task's score and interval mapped through its
+    baseline and averaged the same way; the benchmark's normalised score and interval are then cut at 0
+    (below random guessing shows as 0) and 100.
+    """
+    pieces = [_part_estimate(p) for p in parts]
+    sizes = [p["n"] for p in parts]
     if len(parts) == 1:
-        p = parts[0]
-        value, se, low, high = p["value"], p["stderr"], p["ci_low"], p["ci_high"]
+        raw = pieces[0]
+    elif _poolable(pieces):
+        raw = estimates.pooled(pieces, sizes)
     else:
-        value = sum(p["value"] * p["n"] for p in parts) / total
-        ses = [p["stderr"] for p in parts]
-        se = (
-            math.sqrt(sum((p["n"] / total * s) ** 2 for p, s in zip(parts, ses))) if None not in ses else None
-        )
-        low, high = (value - Z95 * se, value + Z95 * se) if se is not None else (None, None)
-    norm_parts = [(normalise(p["value"], p["baseline"]), p) for p in parts]
-    norm = sum(v * p["n"] for v, p in norm_parts) / total
-    norm_ses = [None if p["stderr"] is None else p["stderr"] * 100 / (1 - p["baseline"]) for p in parts]
-    norm_se = (
-        math.sqrt(sum((p["n"] / total * s) ** 2 for p, s in zip(parts, norm_ses)))
-        if None not in norm_ses
-        else None
-    )
+        raw = estimates.mover(pieces, sizes, bounds=(0.0, 1.0))
+    baselines = {p["baseline"] for p in parts}
+    if len(baselines) == 1:
+        norm = _normalised(raw, baselines.pop())  # the same map for every task: map the benchmark's interval
+    else:
+        norm = estimates.mover([_normalised(e, p["baseline"]) for e, p in zip(pieces, parts)], sizes)
+    norm = estimates.mapped(norm, 1.0, 0.0, bounds=(NORM_FLOOR, 100.0))
+    total = sum(sizes)
     ordered = sorted(parts, key=lambda p: p["task"])
     if len(parts) == 1:
         protocol = parts[0]["config_sha256"]
@@ -123,29 +145,30 @@ def _cell(parts: list[dict]) -> dict:
         joined = "\n".join(f"{p['task']}:{p['config_sha256']}" for p in ordered)
         protocol = hashlib.sha256(joined.encode()).hexdigest()
     return {
-        "value": value, "se": se, "ci_low": low, "ci_high": high, "n": total, "tasks": len(parts),
-        "norm": norm, "norm_se": norm_se,
-        "norm_low": None if norm_se is None else norm - Z95 * norm_se,
-        "norm_high": None if norm_se is None else norm + Z95 * norm_se,
+        "value": raw.value, "se": raw.se, "ci_low": raw.ci_low, "ci_high": raw.ci_high, "n": total,
+        "method": raw.method, "effective_n": raw.effective_n, "tasks": len(parts),
+        "norm": norm.value, "norm_se": norm.se, "norm_low": norm.ci_low, "norm_high": norm.ci_high,
         "baseline": sum(p["baseline"] * p["n"] for p in parts) / total,
-        "norm_floor": sum(normalise(0.0, p["baseline"]) * p["n"] for p in parts) / total,
+        "norm_floor": NORM_FLOOR,
         "run_id": ordered[0]["run_id"], "run_ids": [p["run_id"] for p in ordered], "protocol_sha256": protocol,
         "metric": parts[0]["metric"],
     }  # fmt: skip
 
 
 def cells_average(cells: list[dict], *, normalised: bool) -> dict | None:
-    """Mean over k benchmarks, ``se = sqrt(sum se_i^2) / k`` (benchmarks measured independently)."""
+    """Mean over k benchmarks with the MOVER interval built from the benchmarks' own intervals.
+
+    A benchmark at 0 of 4 ([0, 0.53]) adds its whole upper arm; a plug-in standard error of 0 would add
+    nothing. ``se`` is the interval's (None where it is lopsided); ``n`` the documents of all k.
+    """
     if not cells:
         return None
-    key, se_key = ("norm", "norm_se") if normalised else ("value", "se")
-    k = len(cells)
-    value = sum(c[key] for c in cells) / k
-    ses = [c[se_key] for c in cells]
-    se = math.sqrt(sum(s * s for s in ses)) / k if None not in ses else None
+    key, low_key, high_key = ("norm", "norm_low", "norm_high") if normalised else ("value", "ci_low", "ci_high")
+    parts = [estimates.Estimate(c[key], c[low_key], c[high_key], c["n"], "t") for c in cells]
+    avg = estimates.mover(parts, bounds=(NORM_FLOOR, 100.0) if normalised else (0.0, 1.0))
     return {
-        "value": value, "se": se,
-        "ci_low": None if se is None else value - Z95 * se, "ci_high": None if se is None else value + Z95 * se,
+        "value": avg.value, "se": avg.se, "ci_low": avg.ci_low, "ci_high": avg.ci_high, "n": avg.n,
+        "method": avg.method, "benchmarks": len(cells),
     }  # fmt: skip
 
 
@@ -171,16 +194,18 @@ def _scores_by_submission(ids: set[int]) -> dict[int, dict[str, list[dict]]]:
             "ci_low",
             "ci_high",
             "n",
+            "interval",
+            "effective_n",
         )  # fmt: skip
     )
     # One plain fetch: a server-side cursor would be planned for its first rows (nested loops),
     # many times slower for a read that needs every row.
     by_run: dict[int, dict] = {}
-    for sub_id, run_id, task, version, sha, metric, value, stderr, low, high, n in rows:
+    for sub_id, run_id, task, version, sha, metric, value, stderr, low, high, n, interval, effective in rows:
         if sub_id in ids:
             run = by_run.setdefault(run_id, {"sub": sub_id, "task": task, "version": version, "run_id": run_id,
                                              "sha": sha, "metrics": {}})  # fmt: skip
-            run["metrics"][metric] = (value, stderr, low, high, n)
+            run["metrics"][metric] = (value, stderr, low, high, n, interval, effective)
     runs: dict[tuple[int, str], dict] = {}
     for run in by_run.values():  # the newest suite's run of each task
         kept = runs.get((run["sub"], run["task"]))
@@ -191,13 +216,13 @@ def _scores_by_submission(ids: set[int]) -> dict[int, dict[str, list[dict]]]:
         metric = headline_metric(task, tuple(run["metrics"]))
         if metric not in run["metrics"]:
             continue
-        value, stderr, low, high, n = run["metrics"][metric]
+        value, stderr, low, high, n, interval, effective = run["metrics"][metric]
         if _finite(value) is None or not n:
             continue
         found[sub_id][benchmark_key(task)].append({
             "task": task, "run_id": run["run_id"], "config_sha256": run["sha"], "metric": metric,
             "value": value, "stderr": _finite(stderr), "ci_low": _finite(low), "ci_high": _finite(high), "n": n,
-            "baseline": task_baseline(task),
+            "interval": interval, "effective_n": _finite(effective), "baseline": task_baseline(task),
         })  # fmt: skip
     return found
 
@@ -222,7 +247,8 @@ def _badges(entries: list[dict]) -> None:
         k = len(members)
         for entry in members:
             avg = entry["average"]
-            se = avg["se"] if avg and avg["se"] is not None else None
+            # The best of k moves by about its spread: half the interval's width / 1.96 (lopsided ones too).
+            se = (avg["ci_high"] - avg["ci_low"]) / (2 * Z95) if avg and avg["ci_low"] is not None else None
             entry["badge"] = {
                 "k": k, "private": private,
                 "inflation": None if se is None else 100 * se * _max_z(k),

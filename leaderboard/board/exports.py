@@ -25,15 +25,23 @@ TABLE_FIELDS = (
     "judge_bt_style_rating", "judge_bt_style_ci_low", "judge_bt_style_ci_high",
 )  # fmt: skip
 JUDGE_FIELDS = TABLE_FIELDS[TABLE_FIELDS.index("judge_score") :]
-CELL_FIELDS = ("value", "stderr", "ci_low", "ci_high", "n", "normalised", "normalised_ci_low",
-               "normalised_ci_high", "baseline", "metric", "protocol_sha256", "run_ids")  # fmt: skip
+CELL_FIELDS = ("value", "stderr", "ci_low", "ci_high", "n", "interval", "normalised", "normalised_stderr",
+               "normalised_ci_low", "normalised_ci_high", "baseline", "metric", "protocol_sha256", "run_ids")  # fmt: skip
 AVERAGE_FIELDS = (
     "average",
     "average_stderr",
     "average_ci_low",
     "average_ci_high",
+    "average_n",
+    "average_interval",
     "best_of_k",
     "best_of_k_inflation",
+)
+# What the ``interval`` columns name (evalcore.stats.estimates.METHODS); the JSON download carries it too.
+INTERVAL_NOTE = (
+    "95% intervals; the interval column names the method (evalcore.stats.estimates.METHODS): mid-p for a "
+    "proportion, pooled-mid-p for a benchmark's tasks together, mover for the average over benchmarks; "
+    "stderr is the interval's (half its width / 1.96), empty where the interval is lopsided about the value"
 )
 
 
@@ -42,7 +50,8 @@ def _cell_record(cell: dict | None) -> dict:
         return dict.fromkeys(CELL_FIELDS)
     return {
         "value": cell["value"], "stderr": cell["se"], "ci_low": cell["ci_low"], "ci_high": cell["ci_high"],
-        "n": cell["n"], "normalised": cell["norm"], "normalised_ci_low": cell["norm_low"],
+        "n": cell["n"], "interval": cell["method"], "normalised": cell["norm"], "normalised_stderr": cell["norm_se"],
+        "normalised_ci_low": cell["norm_low"],
         "normalised_ci_high": cell["norm_high"], "baseline": cell["baseline"], "metric": cell["metric"],
         "protocol_sha256": cell["protocol_sha256"], "run_ids": cell["run_ids"],
     }  # fmt: skip
@@ -81,6 +90,8 @@ def table_record(row: dict, columns: list[str]) -> dict:
         "average_stderr": None if avg is None or avg["se"] is None else avg["se"] * scale,
         "average_ci_low": None if avg is None or avg["ci_low"] is None else avg["ci_low"] * scale,
         "average_ci_high": None if avg is None or avg["ci_high"] is None else avg["ci_high"] * scale,
+        "average_n": None if avg is None else avg["n"],
+        "average_interval": None if avg is None else avg["method"],
         "best_of_k": badge.get("k"),
         "best_of_k_inflation": None if badge.get("inflation") is None else badge["inflation"] / 100,
     }  # fmt: skip
@@ -135,7 +146,8 @@ def table_json_chunks(table: dict, filters: dict) -> Iterator[bytes]:
         "generated_at": datetime.now(UTC).isoformat(),
         "filters": filters,
         "scale": "normalised" if table["normalised"] else "raw",
-        "average": "mean over the benchmarks; stderr = sqrt(sum of squared benchmark stderrs) / k",
+        "average": "mean over the benchmarks; 95% interval by MOVER from the benchmarks' own intervals",
+        "intervals": INTERVAL_NOTE,
         "benchmarks": [
             {"key": key, "label": benchmark_label(key),
              "metric": known[key].metric if key in known else headline_metric(key),

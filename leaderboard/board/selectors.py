@@ -70,19 +70,14 @@ def _entries_matching(entries: list[dict], viewer, *, show_hidden: bool, model_t
 
 
 def _shown_cell(cell: dict, normalised: bool) -> dict:
-    """``cell`` plus ``raw_pct`` and ``shown``, ``shown_low``, ``shown_high``, ``shown_se`` (chosen scale)."""
+    """``cell`` plus ``raw_pct`` and ``shown``, ``shown_low``, ``shown_high``, ``shown_se`` (chosen scale).
+
+    The intervals are already within the possible range (raw 0..1, normalised 0..100): nothing is cut here.
+    """
     if normalised:
-        low, high = (
-            None if x is None else min(100.0, max(cell["norm_floor"], x))
-            for x in (cell["norm_low"], cell["norm_high"])
-        )  # cut at the possible range: a raw score of 0 up to 100
-        shown = (cell["norm"], low, high, cell["norm_se"])
-    else:  # percent right; a normal interval near 0 or 1 is cut at the possible range
-        low, high = (
-            None if x is None else min(100.0, max(0.0, 100 * x))
-            for x in (cell["ci_low"], cell["ci_high"])
-        )
-        shown = (100 * cell["value"], low, high, None if cell["se"] is None else 100 * cell["se"])
+        shown = (cell["norm"], cell["norm_low"], cell["norm_high"], cell["norm_se"])
+    else:  # percent right
+        shown = tuple(None if x is None else 100 * x for x in (cell["value"], cell["ci_low"], cell["ci_high"], cell["se"]))
     return {
         **cell,
         "raw_pct": 100 * cell["value"],
@@ -99,9 +94,7 @@ def _row_average(entry: dict, columns: list[str], normalised: bool) -> dict | No
         return None
     avg = cells_average([entry["cells"][k] for k in columns], normalised=normalised)
     if avg and not normalised:
-        avg = {k: None if v is None else 100 * v for k, v in avg.items()}
-        for k in ("ci_low", "ci_high"):
-            avg[k] = None if avg[k] is None else min(100.0, max(0.0, avg[k]))
+        avg = {**avg, **{k: None if avg[k] is None else 100 * avg[k] for k in ("value", "se", "ci_low", "ci_high")}}
     return avg
 
 

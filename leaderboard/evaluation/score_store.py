@@ -39,8 +39,9 @@ def finite(x) -> float | None:
 
 def score_changed(old: Score, new) -> bool:
     """Whether the engine's metric value ``new`` differs from the stored ``old`` score."""
-    return (old.value, old.stderr, old.ci_low, old.ci_high, old.n) != (
-        finite(new.value), finite(new.stderr), finite(new.ci_low), finite(new.ci_high), new.n,
+    return (old.value, old.stderr, old.ci_low, old.ci_high, old.n, old.interval, old.effective_n) != (
+        finite(new.value), finite(new.stderr), finite(new.ci_low), finite(new.ci_high), new.n, new.interval,
+        finite(getattr(new, "effective_n", None)),
     )  # fmt: skip
 
 
@@ -48,7 +49,7 @@ def score_history(score: Score, reason: str, code_version: dict) -> ScoreHistory
     """An (unsaved) history row keeping ``score``'s current numbers."""
     return ScoreHistory(
         run_id=score.run_id, metric=score.metric, value=score.value, stderr=score.stderr, ci_low=score.ci_low,
-        ci_high=score.ci_high, n=score.n, reason=reason, code_version=json_safe(code_version),
+        ci_high=score.ci_high, n=score.n, interval=score.interval, reason=reason, code_version=json_safe(code_version),
     )  # fmt: skip
 
 
@@ -59,7 +60,7 @@ def score_store(run, metric: str, value) -> None:
         defaults={
             "value": finite(value.value), "stderr": finite(value.stderr), "ci_low": finite(value.ci_low),
             "ci_high": finite(value.ci_high), "n": value.n, "higher_is_better": value.higher_is_better,
-            "interval": value.interval,
+            "interval": value.interval, "effective_n": finite(getattr(value, "effective_n", None)),
         },
     )  # fmt: skip
 

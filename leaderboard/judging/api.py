@@ -54,11 +54,20 @@ class JudgeScoreSerializer(serializers.Serializer):
                                              "grade for single-answer judges (null: every grade of that model failed)")  # fmt: skip
     ci_low = serializers.FloatField(allow_null=True)
     ci_high = serializers.FloatField(allow_null=True)
+    interval = serializers.CharField(
+        allow_null=True, required=False,
+        help_text="the method of value's 95% interval: delta-logit (LC: the delta-method error on the logit scale, "
+                  "mapped back), mid-p or mid-p-effective (the win rate), bootstrap (a mean grade)",
+    )  # fmt: skip
     lc = serializers.BooleanField(help_text="whether value is length-controlled")
     win_rate = serializers.FloatField(allow_null=True)
-    standard_error = serializers.FloatField(allow_null=True)
-    lc_standard_error = serializers.FloatField(allow_null=True)
-    n = serializers.IntegerField()
+    win_rate_ci_low = serializers.FloatField(allow_null=True, required=False, help_text="the win rate's 95% mid-p interval")
+    win_rate_ci_high = serializers.FloatField(allow_null=True, required=False)
+    standard_error = serializers.FloatField(allow_null=True, help_text="the win rate interval's standard error "
+                                            "((high - low) / 3.92); null where the interval is lopsided")  # fmt: skip
+    lc_standard_error = serializers.FloatField(allow_null=True, help_text="the LC interval's standard error; null "
+                                               "where the interval is lopsided")  # fmt: skip
+    n = serializers.IntegerField(help_text="pairs (instructions) the figures rest on")
     bradley_terry = serializers.DictField(
         allow_null=True, help_text="Bradley-Terry rating over the judgments (rating, ci_low, ci_high: 95% bootstrap)"
     )

@@ -2,7 +2,8 @@
 
 The board's judge is the first active judge config. A model's cell is its latest finished run under
 that config's current protocol and instruction set: the length-controlled win rate against the
-baseline with its 95% interval (the plain win rate when LC could not be fitted).
+baseline with its 95% interval (``delta-logit``; the plain win rate with its mid-p interval at the
+effective size when LC could not be fitted), the method in ``interval``, over ``n`` pairs.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def grade_cell(run: JudgeRun) -> dict:
     r = run.results or {}
     return {
         "value": r.get("score"), "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high"), "lc": False, "run_id": run.pk,
-        "kind": "single", "win_rate": None, "n": r.get("n", 0), "config_id": run.config_id, "standard_error": None,
+        "interval": "bootstrap", "win_rate_ci_low": None, "win_rate_ci_high": None, "kind": "single", "win_rate": None, "n": r.get("n", 0), "config_id": run.config_id, "standard_error": None,
         "lc_standard_error": None, "bradley_terry": None, "bradley_terry_style": None, "failed_pairs": r.get("failed", 0),
         "by_category": r.get("by_category") or {}, "by_turn": r.get("by_turn") or {}, "cost": r.get("cost"),
     }  # fmt: skip
@@ -46,12 +47,18 @@ def judge_cell(run: JudgeRun) -> dict:
     if r.get("kind") == "single":
         return grade_cell(run)
     lc = r.get("lc_win_rate")
-    value, low, high = (lc, r.get("lc_ci_low"), r.get("lc_ci_high")) if lc is not None else (r.get("win_rate"), None, None)
-    if lc is None and r.get("win_rate") is not None and r.get("standard_error") is not None:
-        low, high = r["win_rate"] - 1.959963984540054 * r["standard_error"], r["win_rate"] + 1.959963984540054 * r["standard_error"]
+    raw = r.get("win_rate"), r.get("win_rate_ci_low"), r.get("win_rate_ci_high"), r.get("win_rate_interval")
+    if raw[0] is not None and raw[1] is None and r.get("standard_error") is not None and "win_rate_interval" not in r:
+        # A run stored before the win rate carried its own interval: the normal one it was shown with then.
+        se = r["standard_error"]
+        raw = raw[0], raw[0] - 1.959963984540054 * se, raw[0] + 1.959963984540054 * se, "normal"
+    if lc is not None:
+        value, low, high, interval = lc, r.get("lc_ci_low"), r.get("lc_ci_high"), r.get("lc_interval") or "normal"
+    else:
+        value, low, high, interval = raw
     return {
-        "value": value, "ci_low": low, "ci_high": high, "lc": lc is not None, "run_id": run.pk,
-        "win_rate": r.get("win_rate"), "n": r.get("n", 0), "config_id": run.config_id,
+        "value": value, "ci_low": low, "ci_high": high, "interval": interval, "lc": lc is not None, "run_id": run.pk,
+        "win_rate": raw[0], "win_rate_ci_low": raw[1], "win_rate_ci_high": raw[2], "n": r.get("n", 0), "config_id": run.config_id,
         "standard_error": r.get("standard_error"), "lc_standard_error": r.get("lc_standard_error"),
         "bradley_terry": r.get("bradley_terry"), "bradley_terry_style": r.get("bradley_terry_style"),
         "failed_pairs": r.get("failed_pairs", 0), "kind": "pairwise", "cost": r.get("cost"),

@@ -37,7 +37,6 @@ log = logging.getLogger(__name__)
 
 ROUNDS = 200  # Bradley-Terry bootstrap rounds over judgments
 SEED = 0
-Z95 = 1.959963984540054
 ANSWER_POLL_S = 2.0  # how often a run waiting for another run's answers looks for them
 ANSWER_WAIT_MAX_S = 3600.0
 
@@ -128,17 +127,20 @@ def _finite(x):
 
 
 def run_results(entry: dict, rating: dict | None, notes: list[str], style: dict | None = None) -> dict:
-    """The numbers a run shows: win rate, LC win rate with SE and 95% interval, Bradley-Terry rating
-    and its style-controlled variant (answer length and markdown as covariates), each with an interval."""
-    lc, lc_se = _finite(entry.get("lc_win_rate")), _finite(entry.get("lc_standard_error"))
-    return {
-        "n": entry.get("n", 0), "failed_pairs": entry.get("failed_pairs", 0),
-        "win_rate": _finite(entry.get("win_rate")), "standard_error": _finite(entry.get("standard_error")),
-        "lc_win_rate": lc, "lc_standard_error": lc_se,
-        "lc_ci_low": None if lc is None or lc_se is None else lc - Z95 * lc_se,
-        "lc_ci_high": None if lc is None or lc_se is None else lc + Z95 * lc_se,
-        "bradley_terry": rating, "bradley_terry_style": style, "notes": notes,
-    }  # fmt: skip
+    """The numbers a run shows: the win rate, the discrete win rate and the LC win rate, each with its 95%
+    interval as ``evalcore.judging.judge_run`` made it (mid-p at the effective size; ``delta-logit`` for LC),
+    the method in ``*_interval`` and the interval's standard error (None where it is lopsided), over ``n``
+    pairs; the Bradley-Terry rating and its style-controlled variant (answer length and markdown as
+    covariates), each with an interval."""
+    out = {"n": entry.get("n", 0), "failed_pairs": entry.get("failed_pairs", 0), "level": entry.get("level"),
+           "bradley_terry": rating, "bradley_terry_style": style, "notes": notes}  # fmt: skip
+    for value, prefix, se in (("win_rate", "win_rate", "standard_error"),
+                              ("discrete_win_rate", "discrete", "discrete_standard_error"),
+                              ("lc_win_rate", "lc", "lc_standard_error")):  # fmt: skip
+        out.update({value: _finite(entry.get(value)), f"{prefix}_ci_low": _finite(entry.get(f"{prefix}_ci_low")),
+                    f"{prefix}_ci_high": _finite(entry.get(f"{prefix}_ci_high")), se: _finite(entry.get(se)),
+                    f"{prefix}_interval": entry.get(f"{prefix}_interval")})  # fmt: skip
+    return out
 
 
 def _judgments_store(run: JudgeRun, judged) -> None:

@@ -87,7 +87,8 @@ def judge_scores(config: JudgeConfig, viewer=None) -> list[dict]:
     if rows and config.baseline_id is not None:  # the baseline against itself: exactly 50% by construction (AlpacaEval lists it so)
         baseline = config.baseline
         rows.append({"model_id": baseline.pk, "model": baseline.name, "run_id": None, "value": 50.0, "ci_low": None,
-                     "ci_high": None, "lc": True, "win_rate": 50.0, "n": len(config.instructions), "config_id": config.pk,
+                     "ci_high": None, "interval": None, "lc": True, "win_rate": 50.0, "win_rate_ci_low": None,
+                     "win_rate_ci_high": None, "n": len(config.instructions), "config_id": config.pk,
                      "bradley_terry": None, "bradley_terry_style": None, "arena": arena.get(baseline.name), "failed_pairs": 0,
                      "lc_standard_error": None, "standard_error": None, "baseline": True})  # fmt: skip
     return sorted(rows, key=lambda r: (r["value"] is None, -(r["value"] or 0.0)))

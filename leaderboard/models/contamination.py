@@ -12,8 +12,9 @@ from leaderboard.models.submissions import Submission
 class MemorisationProbe(models.Model):
     """The memorisation probe of one task on a submission: test-split and train-split hit rates.
 
-    ``summary`` is :meth:`evalcore.contamination.ProbeResult.summary` (rates, Wilson intervals, the
-    Newcombe interval of the difference); ``hits`` lists the items the model completed verbatim.
+    ``summary`` is :meth:`evalcore.contamination.ProbeResult.summary` (rates with mid-p intervals, the
+    difference's interval built from them, ``newcombe-mid-p``; probes stored before these carry Wilson
+    intervals and no ``interval`` key); ``hits`` lists the items the model completed verbatim.
     """
 
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="probes")

@@ -87,7 +87,14 @@ class Score(models.Model):
     ci_high = models.FloatField(null=True, blank=True)
     n = models.PositiveIntegerField()
     higher_is_better = models.BooleanField(default=True)
-    interval = models.CharField(max_length=32, blank=True, help_text="How the interval was computed.")
+    interval = models.CharField(
+        max_length=32, blank=True,
+        help_text="How the interval was computed: a key of evalcore.stats.estimates.METHODS (older runs: wilson, normal).",
+    )  # fmt: skip
+    effective_n = models.FloatField(
+        null=True, blank=True,
+        help_text="The size a mid-p interval was taken at (what a benchmark's pooled interval weighs its tasks by).",
+    )  # fmt: skip
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -129,6 +136,7 @@ class ScoreHistory(models.Model):
     ci_low = models.FloatField(null=True, blank=True)
     ci_high = models.FloatField(null=True, blank=True)
     n = models.PositiveIntegerField()
+    interval = models.CharField(max_length=32, blank=True)
     reason = models.CharField(max_length=300)
     code_version = models.JSONField(default=dict, blank=True)
     replaced_at = models.DateTimeField(auto_now_add=True)

@@ -21,7 +21,7 @@ class RewardStatus(models.TextChoices):
 
 
 class RewardModelResult(models.Model):
-    """One reward model on one set of pairs files: accuracy overall and per category with Wilson
+    """One reward model on one set of pairs files: accuracy overall and per category with mid-p
     intervals, the model's identity, the protocol and every pair's rewards (``report``).
 
     ``pairs_key`` hashes the categories and their files' SHA-256: only results with the same key were

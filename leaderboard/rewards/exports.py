@@ -7,7 +7,7 @@ import json
 
 from evalcore import csvsafe
 
-FIELDS = ("model", "kind", "category", "subset", "accuracy", "ci_low", "ci_high", "n", "correct", "wrong", "tie", "skipped",
+FIELDS = ("model", "kind", "category", "subset", "accuracy", "ci_low", "ci_high", "interval", "n", "correct", "wrong", "tie", "skipped",
           "pairs_key", "weights_sha256", "reference_weights_sha256", "beta", "imported_at")  # fmt: skip
 
 
@@ -23,5 +23,5 @@ def rewards_csv(rows: list[dict]) -> bytes:
 
 
 def rewards_json(rows: list[dict]) -> bytes:
-    return json.dumps({"interval": "wilson 95%", "rows": [{f: row[f] for f in FIELDS} for row in rows]},
+    return json.dumps({"interval": "95%, the method in each row's interval", "rows": [{f: row[f] for f in FIELDS} for row in rows]},
                       ensure_ascii=False).encode()  # fmt: skip

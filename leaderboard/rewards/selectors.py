@@ -6,7 +6,7 @@ from django.db.models import F
 
 from leaderboard.models import RewardModelResult, RewardStatus
 
-FIGURE_FIELDS = ("value", "ci_low", "ci_high", "n", "correct", "wrong", "tie", "skipped")
+FIGURE_FIELDS = ("value", "ci_low", "ci_high", "interval", "n", "correct", "wrong", "tie", "skipped")
 
 
 def _results():

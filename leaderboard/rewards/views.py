@@ -1,4 +1,4 @@
-"""``/leaderboard/rewards/``: reward models' accuracy on preference pairs, per category with Wilson
+"""``/leaderboard/rewards/``: reward models' accuracy on preference pairs, per category with mid-p
 intervals, and the same figures as CSV and JSON. No query parameter is taken (a 400 names any given)."""
 
 from __future__ import annotations

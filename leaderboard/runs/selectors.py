@@ -273,7 +273,7 @@ def compare_runs(viewer, *, a: str, b: str, task: str) -> dict:
 
 SCORE_COLUMNS = (
     "submission_id", "model", "run_id", "task", "benchmark", "suite", "suite_version", "metric", "value",
-    "stderr", "ci_low", "ci_high", "n", "higher_is_better", "interval", "config_sha256", "updated_at",
+    "stderr", "ci_low", "ci_high", "n", "higher_is_better", "interval", "effective_n", "config_sha256", "updated_at",
 )  # fmt: skip
 
 
@@ -297,6 +297,7 @@ def scores_for_export(viewer=None) -> Iterator[dict]:
             "n",
             "higher_is_better",
             "interval",
+            "effective_n",
             "run__config_sha256",
             "updated_at",
         )  # fmt: skip

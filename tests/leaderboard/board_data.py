@@ -78,7 +78,7 @@ def add_run(submission: Submission, task: str, records: list[dict], *, metrics: 
         value = mean_value([r["metrics"][metric] for r in records])
         Score.objects.create(
             run=run, metric=metric, value=value.value, stderr=value.stderr, ci_low=value.ci_low,
-            ci_high=value.ci_high, n=value.n, interval="normal",
+            ci_high=value.ci_high, n=value.n, interval=value.interval, effective_n=value.effective_n,
         )  # fmt: skip
     return run
 

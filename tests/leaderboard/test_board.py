@@ -19,6 +19,25 @@ pytestmark = pytest.mark.django_db
 Z = 1.959963984540054
 
 
+def midp(x: int, n: int) -> tuple[float, float]:
+    """Lancaster's mid-p 95% bounds for x of n, solved here from scipy's binomial (not evalcore's code)."""
+    from scipy.optimize import brentq
+    from scipy.stats import binom
+
+    low = 0.0 if x == 0 else brentq(lambda p: binom.sf(x, n, p) + binom.pmf(x, n, p) / 2 - 0.025, 1e-12, 1 - 1e-12)
+    high = 1.0 if x == n else brentq(lambda p: binom.cdf(x - 1, n, p) + binom.pmf(x, n, p) / 2 - 0.025, 1e-12, 1 - 1e-12)
+    return low, high
+
+
+def mover(values, lows, highs):
+    """The MOVER interval of an equally weighted mean, from the parts' intervals (Zou & Donner 2008)."""
+    k = len(values)
+    mean = sum(values) / k
+    down = math.sqrt(sum((v - lo) ** 2 for v, lo in zip(values, lows))) / k
+    up = math.sqrt(sum((hi - v) ** 2 for v, hi in zip(values, highs))) / k
+    return mean, max(0.0, mean - down), min(1.0, mean + up)
+
+
 def rows_of(html: str) -> list[int]:
     """Primary keys of the board's rows, in order (the page names each by its opaque public id)."""
     public_ids = re.findall(r'<tr data-submission="([A-Za-z0-9_-]{22})"', html)
@@ -64,19 +83,18 @@ def test_default_view_rows_intervals_and_average(client, board, django_assert_ma
     assert set(shown) == {board["strong"].pk, board["weak"].pk, board["only_gsm"].pk}
     strong = row_html(html, board["strong"].pk)
     gsm = score(board["strong"], "gsm8k", "exact_match,strict-match")
+    assert (gsm.ci_low, gsm.ci_high) == pytest.approx(midp(30, 40), abs=1e-9) and gsm.interval == "mid-p"
     assert f"{100 * gsm.value:.1f}" in strong and f"{100 * gsm.ci_low:.1f}–{100 * gsm.ci_high:.1f}" in strong
-    # MMLU: the micro average of its subjects, stderr from theirs as independent.
-    parts = [score(board["strong"], f"mmlu_{s}", "acc") for s in ("anatomy", "astronomy")]
-    total = sum(p.n for p in parts)
-    mmlu = sum(p.value * p.n for p in parts) / total
-    mmlu_se = math.sqrt(sum((p.n / total * p.stderr) ** 2 for p in parts))
-    assert (
-        f"{100 * mmlu:.1f}" in strong
-        and f"{100 * (mmlu - Z * mmlu_se):.1f}–{100 * (mmlu + Z * mmlu_se):.1f}" in strong
-    )
-    avg, avg_se = (gsm.value + mmlu) / 2, math.sqrt(gsm.stderr**2 + mmlu_se**2) / 2
-    assert f"<strong>{100 * avg:.1f}</strong>" in strong
-    assert f"{100 * (avg - Z * avg_se):.1f}–{100 * (avg + Z * avg_se):.1f}" in strong
+    assert "n=40" in strong  # the documents beside the interval
+    # MMLU: the micro average of its subjects (15 of 20 and 21 of 30), pooled: the mid-p interval of 36 of 50.
+    mmlu = 36 / 50
+    mmlu_low, mmlu_high = midp(36, 50)
+    assert f"{100 * mmlu:.1f}" in strong and f"{100 * mmlu_low:.1f}–{100 * mmlu_high:.1f}" in strong
+    assert "n=50" in strong
+    # The average: MOVER from the two benchmarks' intervals.
+    avg, avg_low, avg_high = mover([gsm.value, mmlu], [gsm.ci_low, mmlu_low], [gsm.ci_high, mmlu_high])
+    assert f"{100 * avg:.1f}" in strong
+    assert f"{100 * avg_low:.1f}–{100 * avg_high:.1f} <span" in strong and "n=90" in strong
     assert "1100" in strong and "1070–1130" in strong  # arena rating matched by catalogue model
     assert "–" in row_html(html, board["only_gsm"].pk)  # no MMLU: no average
     assert "7B" in strong and "Pretrained" in strong and "bfloat16" in strong
@@ -100,7 +118,9 @@ def test_normalised_scores_with_the_raw_score_beside(client, board):
     weak = row_html(html, board["weak"].pk)
     weak_parts = [score(board["weak"], f"mmlu_{s}", "acc") for s in ("anatomy", "astronomy")]
     weak_norm = sum((p.value - 0.25) / 0.75 * 100 * p.n for p in weak_parts) / total
-    assert weak_norm < 0 and f"{weak_norm:.1f}" in weak  # below guessing shows as negative
+    assert weak_norm < 0  # 10 of 50: below guessing, which shows as 0, its interval mapped and cut the same way
+    low, high = midp(10, 50)
+    assert ">0.0</a>" in weak and f"0.0–{(high - 0.25) / 0.75 * 100:.1f}" in weak and low < 0.25
 
 
 def test_sorting_filters_and_search(client, board):
@@ -161,8 +181,8 @@ def test_best_of_k_badge_for_a_family_with_many_private_variants(client, board, 
     row = row_html(html, best.pk)
     gsm = score(best, "gsm8k", "exact_match,strict-match")
     inflation = (
-        100 * best_of_k_inflation(5, se=gsm.stderr).expected_inflation
-    )  # one benchmark: se of the average
+        100 * best_of_k_inflation(5, se=(gsm.ci_high - gsm.ci_low) / (2 * Z)).expected_inflation
+    )  # one benchmark: the average's spread, half its interval's width / 1.96
     assert "best of 5 variants" in row and f"+{inflation:.1f} expected" in row
     assert "best of" not in row_html(html, other.pk)  # another family
     client.force_login(carol)
