@@ -97,7 +97,7 @@ def submission_results(submission: Submission, viewer=None) -> list[dict]:
             "scores": [
                 {
                     "metric": s.metric, "value": s.value, "stderr": s.stderr, "ci_low": s.ci_low,
-                    "ci_high": s.ci_high, "n": s.n, "higher_is_better": s.higher_is_better,
+                    "ci_high": s.ci_high, "n": s.n, "higher_is_better": s.higher_is_better, "interval": s.interval,
                 }
                 for s in run.scores.all()
             ],
