@@ -158,9 +158,11 @@ def batch_size(text: str) -> str:
 
 
 def print_table(results: dict) -> None:
-    print(f"{'task':<40} {'metric':<32} {'value':>8} {'stderr':>8} {'95% interval':>20} {'n':>6}")
+    """One line per metric: value, stderr ("-" where the interval is lopsided), 95% interval, n, method."""
+    print(f"{'task':<40} {'metric':<32} {'value':>8} {'stderr':>8} {'95% interval':>20} {'n':>6}  interval")
     for task, metrics in results.items():
         for name, v in metrics.items():
             interval = f"[{v['ci_low']:.4f}, {v['ci_high']:.4f}]" if v["ci_low"] is not None else "-"
             stderr = f"{v['stderr']:.4f}" if v["stderr"] is not None else "-"
-            print(f"{task:<40} {name:<32} {v['value']:>8.4f} {stderr:>8} {interval:>20} {v['n']:>6}")
+            method = v.get("interval") or "-"
+            print(f"{task:<40} {name:<32} {v['value']:>8.4f} {stderr:>8} {interval:>20} {v['n']:>6}  {method}")
