@@ -81,7 +81,8 @@ def test_upload_runs_the_suite_and_a_retry_overwrites(client, owner, tiny_dir, s
     scores = {s.metric: s for s in Score.objects.filter(run=runs["mmlu_cloze_abstract_algebra"])}
     assert set(scores) == {"acc", "acc_norm"}
     for score in scores.values():
-        assert score.n == 4 and score.ci_low <= score.value <= score.ci_high and score.stderr is not None
+        assert score.n == 4 and score.ci_low <= score.value <= score.ci_high < 1 and score.interval == "mid-p"
+        assert score.effective_n == 4.0 and (score.stderr is None) == (score.value in (0.0, 0.25, 0.75, 1.0))
     page = client.get(f"/leaderboard/submissions/{submission.public_id}/").content.decode()
     assert "mmlu_cloze_anatomy" in page and "95% interval" in page
 
