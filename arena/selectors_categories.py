@@ -213,7 +213,7 @@ def tag_reviewable(tag_id: int) -> PromptTag | None:
 
 def category_agreement(category: str) -> dict:
     """The tagger's agreement with staff on ``category`` (:func:`evalcore.categories.agreement`: share,
-    Wilson interval, confusion cells) over every checked tag of the configured protocol, each staff
+    mid-p interval, confusion cells) over every checked tag of the configured protocol, each staff
     check counted once, with ``protocol`` and ``protocol_version``."""
     protocol = next((p for p in categories.category_protocols() if p.category == category), None)
     reviews = TagReview.objects.filter(tag__category=category)

@@ -20,10 +20,26 @@ EPS = 1e-15
 def midp(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """Mid-p bounds for ``successes`` of ``n`` (whole numbers), from the binomial distribution itself."""
     tail = (1 - level) / 2
-    low = 0.0 if successes == 0 else brentq(
-        lambda p: binom.sf(successes, n, p) + binom.pmf(successes, n, p) / 2 - tail, EPS, 1 - EPS, xtol=1e-15)
-    high = 1.0 if successes == n else brentq(
-        lambda p: binom.cdf(successes - 1, n, p) + binom.pmf(successes, n, p) / 2 - tail, EPS, 1 - EPS, xtol=1e-15)
+    low = (
+        0.0
+        if successes == 0
+        else brentq(
+            lambda p: binom.sf(successes, n, p) + binom.pmf(successes, n, p) / 2 - tail,
+            EPS,
+            1 - EPS,
+            xtol=1e-15,
+        )
+    )
+    high = (
+        1.0
+        if successes == n
+        else brentq(
+            lambda p: binom.cdf(successes - 1, n, p) + binom.pmf(successes, n, p) / 2 - tail,
+            EPS,
+            1 - EPS,
+            xtol=1e-15,
+        )
+    )
     return low, high
 
 

@@ -7,7 +7,7 @@ See ``docs/categories.md``. The public API::
                                                                  # instruction-following)
     tag_prompts(backend, protocol, prompts, cache=...) -> list[Tag]   # tagging.py
     TagCache(store, tagger=, protocol_sha256=)                   # over evalcore.judging's stores
-    agreement([(tagger, staff), ...]) -> dict                    # agreement.py, Wilson interval
+    agreement([(tagger, staff), ...]) -> dict                    # agreement.py, mid-p interval
 """
 
 from evalcore.categories.agreement import agreement

@@ -259,9 +259,12 @@ def run_scores(args: argparse.Namespace) -> int:
     results["judge"] = judge.identity.as_dict()
     _write_jsonl(out / "judgments.jsonl", [{"model": m, **j.as_dict()} for m, j in judged])
     _write_json(out / "results.json", results)
-    print(f"{'model':<24} {'win_rate':>9} {'se':>6} {'lc_win_rate':>12} {'lc_se':>6} {'n':>5}")
+    print(f"{'model':<24} {'win_rate':>9} {'95% interval':>16} {'lc_win_rate':>12} {'95% interval':>16} {'n':>5}")
     for name, v in results["models"].items():
-        cells = [v.get(k) for k in ("win_rate", "standard_error", "lc_win_rate", "lc_standard_error")]
-        text = ["-" if c is None else f"{c:.2f}" for c in cells]
-        print(f"{name:<24} {text[0]:>9} {text[1]:>6} {text[2]:>12} {text[3]:>6} {v['n']:>5}")
+        text = []
+        for value, prefix in (("win_rate", "win_rate"), ("lc_win_rate", "lc")):
+            low, high = v.get(f"{prefix}_ci_low"), v.get(f"{prefix}_ci_high")
+            text += ["-" if v.get(value) is None else f"{v[value]:.2f}",
+                     "-" if low is None or high is None else f"[{low:.2f}, {high:.2f}]"]  # fmt: skip
+        print(f"{name:<24} {text[0]:>9} {text[1]:>16} {text[2]:>12} {text[3]:>16} {v['n']:>5}")
     return _failure_exit([j for _, j in judged])

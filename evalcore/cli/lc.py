@@ -2,7 +2,11 @@
 
 Reads a CSV with ``model, instruction_id, len_output_1, len_output_2, preference`` (``output_1`` is the
 baseline's answer; preference in [1, 2], 2 = the model's answer preferred, 0 = a draw) and prints
-``model, win_rate, discrete_win_rate, lc_win_rate, lc_standard_error, n`` (percent), best LC first.
+``model, win_rate, win_rate_ci_low, win_rate_ci_high, discrete_win_rate, discrete_ci_low, discrete_ci_high,
+lc_win_rate, lc_ci_low, lc_ci_high, lc_standard_error, n`` (percent), best LC first. The raw and discrete
+win rates' 95% intervals are mid-p at the effective size; the LC one is the delta-method error on the logit
+scale, mapped back (``delta-logit``); ``lc_standard_error`` is that interval's own, empty where it is
+lopsided (near 0 or 100), so it never disagrees with the interval beside it.
 """
 
 from __future__ import annotations
@@ -12,10 +16,11 @@ import json
 import sys
 
 from evalcore import csvsafe
-from evalcore.ratings.lc import length_controlled_win_rate
+from evalcore.ratings.lc import LC_INTERVAL, length_controlled_win_rate
 from evalcore.ratings.lc_annotations import read_difficulty, read_lc_annotations
 
-LC_OUTPUT_COLUMNS = ("model", "win_rate", "discrete_win_rate", "lc_win_rate", "lc_standard_error", "n")
+LC_OUTPUT_COLUMNS = ("model", "win_rate", "win_rate_ci_low", "win_rate_ci_high", "discrete_win_rate", "discrete_ci_low",
+                     "discrete_ci_high", "lc_win_rate", "lc_ci_low", "lc_ci_high", "lc_standard_error", "n")  # fmt: skip
 
 
 def register(subparsers) -> None:
@@ -45,7 +50,9 @@ def run(args: argparse.Namespace) -> int:
     out = open(args.out, "w", encoding="utf-8", newline="") if args.out else sys.stdout
     try:
         if args.format == "json":
-            doc = {"baseline": result.baseline, "difficulty": result.difficulty_source, "models": rows}
+            doc = {"baseline": result.baseline, "difficulty": result.difficulty_source, "level": 0.95,
+                   "intervals": {"win_rate": "mid-p-effective", "discrete_win_rate": "mid-p-effective",
+                                 "lc_win_rate": LC_INTERVAL}, "models": rows}  # fmt: skip
             json.dump(doc, out, indent=2)
             out.write("\n")
         else:
@@ -53,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
             writer.writerow(LC_OUTPUT_COLUMNS)
             for row in rows:
                 writer.writerow(
-                    [row["model"]] + [f"{row[c]:.4f}" for c in LC_OUTPUT_COLUMNS[1:5]] + [row["n"]]
+                    [row["model"]] + ["" if row[c] is None else f"{row[c]:.4f}" for c in LC_OUTPUT_COLUMNS[1:-1]] + [row["n"]]
                 )
     finally:
         if args.out:

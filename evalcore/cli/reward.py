@@ -7,7 +7,7 @@ PAIRS are the judge audit's pairs files (input, output_1, output_2, label 1|2), 
 ``NAME=PATH``, or ``PATH`` named by its stem. Without ``--ref-model-args`` the model is a
 sequence-classification reward model (hf only); with it, the model is a DPO policy scored by its implicit
 reward against that reference (any backend with log-likelihoods: hf, vllm). Writes ``DIR/report.json``
-(accuracy overall and per category with Wilson 95% intervals, the model, the protocol) and
+(accuracy overall and per category with mid-p 95% intervals, the model, the protocol) and
 ``DIR/rewards.jsonl`` (one line per pair).
 """
 

@@ -19,8 +19,8 @@ Agreement: for grades, the Kendall tau between a judge's model means and the lea
 panel of the other judges), and the Pearson correlation over (model, item) scores with the leave-one-out
 panel, each with a percentile bootstrap interval over questions; for pairwise judgments, the share of a
 judge's judgments that match the majority verdict of the other judges on the same (model, other, item),
-with a Wilson interval (and, where the others split evenly, the share of the other judges' verdicts it
-matches). ``most_disagreeing`` names the judge with the lowest agreement (grades: the lowest Pearson
+with a mid-p interval (and, where the others split evenly, the share of the other judges' verdicts it
+matches, its interval taken with each judgment's comparisons as one cluster). ``most_disagreeing`` names the judge with the lowest agreement (grades: the lowest Pearson
 correlation, then the lowest Kendall tau); it needs three judges at least, since two judges' agreement
 with each other is one figure.
 
@@ -36,6 +36,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from evalcore.judging.audit import rate
 from evalcore.judging.run import _rating_dict, _with_prior_fallback
 from evalcore.judging.scores import (
     LEVEL,
@@ -47,7 +48,6 @@ from evalcore.judging.scores import (
     split_turn,
 )
 from evalcore.ratings import aggregate, battles_from_arrays, bootstrap_bradley_terry
-from evalcore.stats import mean_interval
 from evalcore.validation import check_integer
 
 MAX_JUDGMENTS = 10_000_000
@@ -289,14 +289,6 @@ def _checked_judgments(per_judge) -> dict[str, list[tuple[str, str, str, float |
     return out
 
 
-def _wilson(values: list[float]) -> dict:
-    """A share of 0/1 values with its Wilson interval (all None for no value)."""
-    if not values:
-        return {"value": None, "ci_low": None, "ci_high": None, "n": 0, "interval": "wilson"}
-    m = mean_interval(np.array(values), level=LEVEL, method="wilson")
-    return {"value": m.mean, "ci_low": m.ci_low, "ci_high": m.ci_high, "n": len(values), "interval": "wilson"}
-
-
 def _verdict(model: str, other: str, score: float) -> tuple[tuple[str, str], str]:
     """(the pair in name order, the winner's name or "tie") of one judgment."""
     pair = (model, other) if model < other else (other, model)
@@ -329,8 +321,10 @@ def panel_pairwise(per_judge: dict[str, list[tuple[str, str, str, float | None]]
     a strict majority (win, loss or tie; the key is the same whichever of the two models comes first).
     ``agreement_pairwise`` is the share of matching verdicts over every (this judgment, another judge's
     judgment of the same key) pair: it is defined where the others split evenly (with three judges, a
-    judge agreeing with one of the other two has no majority to agree with), but its comparisons share
-    judgments, so its Wilson interval is narrower than it should be. ``most_disagreeing`` is the judge
+    judge agreeing with one of the other two has no majority to agree with); its comparisons share
+    judgments, so its interval counts each judgment's comparisons as one cluster (``mid-p-effective``
+    where they make it wider). Both shares are :func:`evalcore.judging.audit.rate` figures
+    (``{value, stderr, ci_low, ci_high, n, interval}``, mid-p). ``most_disagreeing`` is the judge
     with the lowest ``agreement`` when at least two judges have one (and the lowest is not shared), else
     the lowest ``agreement_pairwise``.
     """
@@ -368,8 +362,8 @@ def panel_pairwise(per_judge: dict[str, list[tuple[str, str, str, float | None]]
         notes.extend(result.notes)
     judges_out = {}
     for judge, rows in judged.items():
-        agree, matches = [], []
-        for model, other, item, score in rows:
+        agree, matches, match_of = [], [], []
+        for k, (model, other, item, score) in enumerate(rows):
             if score is None:
                 continue
             pair, won = _verdict(model, other, score)
@@ -379,12 +373,13 @@ def panel_pairwise(per_judge: dict[str, list[tuple[str, str, str, float | None]]
                     others[verdict] += count
             for verdict, count in others.items():
                 matches.extend([float(verdict == won)] * count)
+                match_of.extend([k] * count)  # the comparisons of one judgment: one cluster
             top = others.most_common(2)
             if not top or (len(top) == 2 and top[0][1] == top[1][1]):
                 continue  # nobody else judged it, or the other judges split evenly: no majority
             agree.append(float(won == top[0][0]))
         judges_out[judge] = {"judgments": len(rows), "failed": sum(1 for r in rows if r[3] is None),
-                             "agreement": _wilson(agree), "agreement_pairwise": _wilson(matches)}  # fmt: skip
+                             "agreement": rate(agree), "agreement_pairwise": rate(matches, clusters=match_of)}  # fmt: skip
     return json_safe({
         "method": "bradley_terry_pooled",
         "ratings": ratings, "prior": prior,

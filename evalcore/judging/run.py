@@ -2,9 +2,13 @@
 with the baseline's in both orders, and the results are win rates, length-controlled win rates and
 Bradley-Terry ratings (plain and style-controlled), each with an interval.
 
-- win rate: the mean swap-average preference for the model's answer, in percent, with its standard
-  error; the length-controlled win rate and its SE come from :func:`evalcore.ratings.length_controlled_win_rate`
-  (AlpacaEval 2's GLM), which needs at least two models besides the baseline;
+- win rate: the mean swap-average preference for the model's answer, in percent, with a mid-p interval
+  at its effective size (a mean of values in [0, 1]: :func:`evalcore.stats.estimates.bounded_mean`), and the
+  discrete win rate (wins plus half the ties) likewise; ``standard_error`` is the interval's (None where
+  it is lopsided); the length-controlled win rate and its interval (``delta-logit``: the delta-method
+  error on the logit scale, mapped back into [0, 100]) come from
+  :func:`evalcore.ratings.length_controlled_win_rate` (AlpacaEval 2's GLM), which needs at least two
+  models besides the baseline; every figure records the ``n`` pairs it rests on;
 - Bradley-Terry: every successful judgment is a battle between the model shown first and the one shown
   second (a generated verdict counts ``weight`` times, Arena-Hard's 3 for a strong verdict; a log-prob
   verdict is won by the side with P > 0.5), fitted across all models with a bootstrap over battles; the
@@ -37,8 +41,10 @@ from evalcore.ratings import (
     length_controlled_win_rate,
     style_vector,
 )
+from evalcore.ratings.lc import discrete_win_rate_estimate, lc_estimate, win_rate_estimate
 
 MAX_INSTRUCTIONS = 100_000
+LEVEL = 0.95
 
 
 @dataclass(frozen=True)
@@ -212,14 +218,25 @@ def _win_rates(judgments, owner, models, instructions, answers, baseline, notes)
         pref = ann.preference[idx] - 1.0
         entry = out[m]
         entry["n"] = int(idx.size)
-        entry["win_rate"] = float(100 * pref.mean()) if idx.size else None
-        entry["standard_error"] = float(100 * pref.std(ddof=1) / np.sqrt(idx.size)) if idx.size > 1 else None
+        if not idx.size:
+            entry["win_rate"] = entry["standard_error"] = None
+            continue
+        entry["level"] = LEVEL
+        raw, discrete = win_rate_estimate(pref, level=LEVEL), discrete_win_rate_estimate(pref, level=LEVEL)
+        entry.update(_flat(raw, "win_rate", "win_rate", "standard_error"))
+        entry.update(_flat(discrete, "discrete_win_rate", "discrete", "discrete_standard_error"))
         if lc is not None and m in lc.models:
             i = lc.models.index(m)
-            entry["discrete_win_rate"] = float(lc.discrete_win_rate[i])
-            entry["lc_win_rate"] = float(lc.lc_win_rate[i])
-            entry["lc_standard_error"] = float(lc.lc_standard_error[i])
+            estimate = lc_estimate(lc.lc_win_rate[i], lc.lc_standard_error[i], int(idx.size), level=LEVEL)
+            entry.update(_flat(estimate, "lc_win_rate", "lc", "lc_standard_error"))
     return out
+
+
+def _flat(estimate, value_key: str, prefix: str, se_key: str) -> dict:
+    """A win-rate estimate as the entry's flat keys: the value, ``<prefix>_ci_low``, ``<prefix>_ci_high``,
+    ``<prefix>_interval`` (the method) and the interval's standard error (None where it is lopsided)."""
+    return {value_key: float(estimate.value), f"{prefix}_ci_low": estimate.ci_low,
+            f"{prefix}_ci_high": estimate.ci_high, f"{prefix}_interval": estimate.method, se_key: estimate.se}  # fmt: skip
 
 
 def _battles(judgments, owner, answers, baseline):

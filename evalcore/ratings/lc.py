@@ -10,7 +10,13 @@ come in [1, 2] (2: the model's answer preferred; 0 means a draw, read as 1.5) an
 targets ``preference - 1``. The length-controlled win rate is the mean prediction with the length term set
 to zero, ``mean_i sigmoid(theta_m + gamma_m * difficulty_i)``, in percent. Its standard error is the delta
 influence-function (delta-method) error over instructions: each instruction's own prediction plus its
-pull on the fitted coefficients.
+pull on the fitted coefficients. Its interval (``delta-logit``, :func:`lc_estimate`) is that error carried to
+the logit scale (divided by ``p (1 - p)``), ``logit(p) +- z se / (p (1 - p))``, and mapped back: it stays
+inside [0, 100] and is lopsided near the ends, where ``p +- z se`` would cross them.
+
+The raw win rate (the mean preference) and the discrete one (wins plus half the draws) are means of
+values bounded in [0, 1]: their intervals are mid-p at the effective size
+(:func:`evalcore.stats.estimates.bounded_mean`; exact mid-p where every preference is 0 or 1).
 
 AlpacaEval fits its difficulty term once across many models and regularises each fit towards "gamed"
 versions of the baseline; we accept a difficulty file when the user has one, and otherwise estimate it
@@ -28,9 +34,12 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import linalg
-from scipy.special import expit
+from scipy.special import expit, logit, ndtri
 
 from evalcore.ratings.lc_annotations import LCAnnotations
+from evalcore.stats.estimates import LEVEL, Estimate, bounded_mean, interval_se
+
+LC_INTERVAL = "delta-logit"  # the delta-method standard error on the logit scale, mapped back
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,10 @@ class LengthControlledResult:
     discrete_win_rate : ndarray, shape (p,)
         ``(wins + draws / 2) / n`` (x100), a win being a preference above 1.5.
     lc_win_rate, lc_standard_error : ndarray, shape (p,)
+        The LC win rate and its delta-method standard error (percent).
+    win_rate_ci_low, win_rate_ci_high, discrete_ci_low, discrete_ci_high, lc_ci_low, lc_ci_high : ndarray, shape (p,)
+        95% intervals (percent): mid-p at the effective size for the raw and discrete win rates (NaN for a
+        model with one annotation), ``delta-logit`` for the LC win rate (the baseline's is [50, 50]).
     n : ndarray of int, shape (p,)
     length_coef, difficulty_coef, intercept : ndarray, shape (p,)
         The per-model GLM (logit scale); zero for the baseline itself.
@@ -65,21 +78,69 @@ class LengthControlledResult:
     difficulty_coef: np.ndarray
     intercept: np.ndarray
     difficulty_source: str
+    win_rate_ci_low: np.ndarray
+    win_rate_ci_high: np.ndarray
+    discrete_ci_low: np.ndarray
+    discrete_ci_high: np.ndarray
+    lc_ci_low: np.ndarray
+    lc_ci_high: np.ndarray
 
     def to_rows(self) -> list[dict]:
-        """One dict per model, best LC win rate first, with the ``lc`` command's columns."""
+        """One dict per model, best LC win rate first, with the ``lc`` command's columns: each rate with its
+        95% interval (None where there is none), and ``lc_standard_error`` the LC interval's own
+        (:func:`~evalcore.stats.estimates.interval_se`: None where the interval is lopsided), so that it never
+        disagrees with the interval printed beside it."""
         order = np.lexsort((np.asarray(self.models, dtype=object), -self.lc_win_rate))
+
+        def num(x):
+            return float(x) if np.isfinite(x) else None
+
         return [
             {
                 "model": self.models[k],
                 "win_rate": float(self.win_rate[k]),
+                "win_rate_ci_low": num(self.win_rate_ci_low[k]),
+                "win_rate_ci_high": num(self.win_rate_ci_high[k]),
                 "discrete_win_rate": float(self.discrete_win_rate[k]),
+                "discrete_ci_low": num(self.discrete_ci_low[k]),
+                "discrete_ci_high": num(self.discrete_ci_high[k]),
                 "lc_win_rate": float(self.lc_win_rate[k]),
-                "lc_standard_error": float(self.lc_standard_error[k]),
+                "lc_ci_low": num(self.lc_ci_low[k]),
+                "lc_ci_high": num(self.lc_ci_high[k]),
+                "lc_standard_error": interval_se(
+                    float(self.lc_win_rate[k]), num(self.lc_ci_low[k]), num(self.lc_ci_high[k])
+                ),
                 "n": int(self.n[k]),
             }
             for k in order
         ]
+
+
+def win_rate_estimate(preferences, *, level: float = LEVEL) -> Estimate:
+    """The raw win rate (percent) of preferences in [0, 1] (1: the model's answer preferred), with the mid-p
+    interval at its effective size; no interval for one preference."""
+    return bounded_mean(preferences, level=level).scaled(100)
+
+
+def discrete_win_rate_estimate(preferences, *, level: float = LEVEL) -> Estimate:
+    """The discrete win rate (percent): a preference above 0.5 a win (1), exactly 0.5 a draw (0.5), else a
+    loss (0), averaged, with the mid-p interval at its effective size (exact mid-p without draws)."""
+    y = np.asarray(preferences, dtype=np.float64)
+    return bounded_mean(np.where(y > 0.5, 1.0, np.where(y == 0.5, 0.5, 0.0)), level=level).scaled(100)
+
+
+def lc_estimate(lc_win_rate: float, lc_standard_error: float, n: int, *, level: float = LEVEL) -> Estimate:
+    """The LC win rate (percent) with its ``delta-logit`` interval: ``expit(logit(p) +- z se / (p (1 - p)))``
+    (``p``, ``se`` as fractions), which stays inside [0, 100]. No interval where the error is not finite
+    or ``p`` is 0 or 1 in floating point."""
+    p, se = float(lc_win_rate) / 100, float(lc_standard_error) / 100
+    if not (np.isfinite(se) and se >= 0 and 0.0 < p < 1.0):
+        return Estimate(float(lc_win_rate), None, None, int(n), LC_INTERVAL, level)
+    half = float(ndtri(0.5 + level / 2)) * se / (p * (1 - p))
+    eta = float(logit(p))
+    low, high = 100 * float(expit(eta - half)), 100 * float(expit(eta + half))
+    value = float(lc_win_rate)
+    return Estimate(value, min(low, value), max(high, value), int(n), LC_INTERVAL, level)
 
 
 def _length_feature(ann: LCAnnotations) -> np.ndarray:
@@ -230,7 +291,8 @@ def length_controlled_win_rate(
             raise ValueError(
                 "estimating instruction difficulty needs at least two models besides the baseline"
             )
-    out = {key: np.zeros(p_count) for key in ("wr", "se", "dwr", "lc", "lcse", "b", "g", "t")}
+    keys = ("wr", "se", "dwr", "lc", "lcse", "b", "g", "t", "wr_lo", "wr_hi", "dwr_lo", "dwr_hi", "lc_lo", "lc_hi")
+    out = {key: np.zeros(p_count) for key in keys}
     n = np.zeros(p_count, dtype=np.int64)
     for m in range(p_count):
         rows = ann.model == m
@@ -240,8 +302,11 @@ def length_controlled_win_rate(
         out["se"][m] = 100 * y.std(ddof=1) / np.sqrt(n[m]) if n[m] > 1 else np.nan
         wins, draws = (y > 0.5).sum(), (y == 0.5).sum()
         out["dwr"][m] = 100 * (wins + draws / 2) / n[m]
+        for key, est in (("wr", win_rate_estimate(y)), ("dwr", discrete_win_rate_estimate(y))):
+            out[f"{key}_lo"][m] = np.nan if est.ci_low is None else est.ci_low
+            out[f"{key}_hi"][m] = np.nan if est.ci_high is None else est.ci_high
         if is_base[m]:
-            out["lc"][m] = 50.0
+            out["lc"][m] = out["lc_lo"][m] = out["lc_hi"][m] = 50.0
             continue
         if d_fixed is None:
             include = ~is_base
@@ -253,6 +318,9 @@ def length_controlled_win_rate(
         x = np.column_stack([np.ones(n[m]), length[rows], d])
         out["lc"][m], out["lcse"][m], w = _lc_fit(x, y, ridge)
         out["t"][m], out["b"][m], out["g"][m] = w
+        lc = lc_estimate(out["lc"][m], out["lcse"][m], int(n[m]))
+        out["lc_lo"][m] = np.nan if lc.ci_low is None else lc.ci_low
+        out["lc_hi"][m] = np.nan if lc.ci_high is None else lc.ci_high
     return LengthControlledResult(
         models=ann.models,
         baseline=baseline,
@@ -266,4 +334,10 @@ def length_controlled_win_rate(
         difficulty_coef=out["g"],
         intercept=out["t"],
         difficulty_source=source,
+        win_rate_ci_low=out["wr_lo"],
+        win_rate_ci_high=out["wr_hi"],
+        discrete_ci_low=out["dwr_lo"],
+        discrete_ci_high=out["dwr_hi"],
+        lc_ci_low=out["lc_lo"],
+        lc_ci_high=out["lc_hi"],
     )

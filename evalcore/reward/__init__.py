@@ -6,7 +6,7 @@ See ``docs/reward-models.md``. The public API::
     SequenceClassifierReward(path=..., dtype=...)                                  # classifier.py
     classifier_rewards(model, pairs) -> list[PairReward]                           # scoring.py
     dpo_rewards(policy, reference, pairs, beta=) -> list[PairReward]
-    reward_report(records, files) -> dict   # accuracy overall, per category and per subset, Wilson 95% intervals
+    reward_report(records, files) -> dict   # accuracy overall, per category and per subset, mid-p 95% intervals
     reward_run(specs, model=, model_args=, ...) -> (report, records)               # run.py: the CLI's and the worker's run
 
 ``SequenceClassifierReward`` imports torch and transformers when constructed, not here.

@@ -53,7 +53,7 @@ def reward_run(
     pairs, files = read_reward_pairs(pairs_specs, max_field_chars=max_field_chars)
     if limit is not None:  # the first N of each file (pair ids end with the index in the file)
         pairs = [p for p in pairs if int(p.pair_id.rsplit("/", 1)[1]) < limit]
-    protocol = {"tie_rule": TIE_RULE, "interval": "wilson", "level": 0.95, "limit": limit,
+    protocol = {"tie_rule": TIE_RULE, "interval": "mid-p", "level": 0.95, "limit": limit,
                 "max_field_chars": max_field_chars, "code_version": code_version()}  # fmt: skip
     if dpo:
         policy = load_backend(model, **model_args)

@@ -1,4 +1,4 @@
-"""Rewards of chosen and rejected answers, and accuracy per category with Wilson intervals.
+"""Rewards of chosen and rejected answers, and accuracy per category with mid-p intervals.
 
 Two kinds of reward model:
 
@@ -16,7 +16,11 @@ too long for the model is ``skipped`` and left out of every figure.
 Pairs may carry a ``subset`` (RewardBench's records do). A category's figure is then RewardBench's
 section score: the mean of its subsets' accuracies weighted by each subset's number of scored pairs
 (:data:`CATEGORY_RULE`), which is the share of the category's scored pairs that are correct, so it keeps
-its Wilson interval; each subset gets its own figure too.
+its mid-p interval; each subset gets its own figure too.
+
+Accuracy is a proportion (a tie counts 0, not 0.5): its interval is Lancaster's mid-p exact interval
+(:func:`evalcore.stats.estimates.proportion`), which does not collapse at 0 or n correct and keeps above
+90% coverage at the few pairs a subset may have (Wilson's falls to 85% at n = 4 and 15 near p = 0.01).
 """
 
 from __future__ import annotations
@@ -139,7 +143,8 @@ def _figure(records: Sequence[PairReward]) -> dict:
 def reward_report(records: Sequence[PairReward], files: Sequence[PairsFile]) -> dict:
     """Accuracy (share of pairs whose chosen answer gets the higher reward) overall and per category.
 
-    Each figure is ``{value, ci_low, ci_high, n, interval: "wilson", correct, wrong, tie, skipped}``;
+    Each figure is ``{value, stderr, ci_low, ci_high, n, interval: "mid-p", correct, wrong, tie, skipped}``
+    (``stderr`` is the interval's, None where it is lopsided);
     ``value`` and the interval are None when no pair of it was scored. Categories come in file order.
     ``subsets`` maps each category whose pairs name subsets to ``{subset: figure}`` (by name);
     such a category's figure is its subsets' size-weighted mean (:data:`CATEGORY_RULE`), computed as

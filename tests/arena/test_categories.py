@@ -3,7 +3,7 @@ the pipeline): every vote's first prompt tagged in batches and recorded with the
 version, a re-run answered from the stored tags (no model call), failures kept and retried, a refit per
 tagged category (Bradley-Terry equal to evalcore's on the tagged votes, style control, too few votes: no
 category), the board's selector with vote counts, and staff checks of published prompts with the
-agreement figure and its Wilson interval."""
+agreement figure and its mid-p interval."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from evalcore.ratings.provisional import mark_provisional
 from tests.arena.vote_data import votes_create
 from tests.evalcore.categories.conftest import MIXED, PROMPTS
 from tests.evalcore.models._shared import smollm2_backend
+from tests.midp_reference import midp
 
 pytestmark = pytest.mark.django_db
 
@@ -221,7 +222,7 @@ def published(settings, configured, tagger_backend):
     return staff
 
 
-def test_staff_check_published_tags_and_the_agreement_has_a_wilson_interval(published, settings):
+def test_staff_check_published_tags_and_the_agreement_has_a_midp_interval(published, settings):
     sample = tags_sample("mentions_code", seed=1)
     assert len(sample) == 8  # every distinct prompt of the category's tags, all published
     assert {item["prompt"] for item in sample} <= set(PROMPTS)
@@ -241,6 +242,7 @@ def test_staff_check_published_tags_and_the_agreement_has_a_wilson_interval(publ
     for key in ("value", "ci_low", "ci_high"):
         assert found[key] == pytest.approx(want[key], abs=1e-12)
     assert 0 < found["ci_low"] < 0.875 < found["ci_high"] <= 1
+    assert (found["ci_low"], found["ci_high"]) == pytest.approx(midp(7, 8), abs=1e-9) and found["interval"] == "mid-p"
 
     api = Client().get("/api/ratings/?category=mentions_code")
     assert api.status_code == 200 and api.json()["category"] == "mentions_code"
@@ -248,7 +250,7 @@ def test_staff_check_published_tags_and_the_agreement_has_a_wilson_interval(publ
     assert board.status_code == 200
     html = board.content.decode()
     assert "Agreement with staff: 88% of 8 checked prompts" in html
-    assert f"95% Wilson interval {round(100 * found['ci_low'])}–{round(100 * found['ci_high'])}%" in html
+    assert f"95% mid-p interval {round(100 * found['ci_low'])}–{round(100 * found['ci_high'])}%" in html
     assert "protocol mentions-code version test-1" in html
     counts = RatingSnapshot.objects.get(method="bt", category="mentions_code").vote_count
     assert f'<option value="mentions_code" selected>Mentions code ({counts} votes)</option>' in html

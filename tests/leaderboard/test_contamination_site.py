@@ -16,7 +16,7 @@ from django.core.management.base import CommandError
 from evalcore.contamination.items import task_items
 from evalcore.contamination.probe import ProbeResult, SplitRate, newcombe_difference
 from evalcore.engine import TaskIndex
-from evalcore.stats import mean_interval, subset_difference
+from evalcore.stats import subset_difference
 from leaderboard.evaluation.contamination import flag_check, probe_pending, probe_store
 from leaderboard.evaluation.suites import suite_current, suite_plan
 from leaderboard.models import (
@@ -33,6 +33,7 @@ from leaderboard.review.services import submission_review
 from leaderboard.runs.integrity import CLEAN_ROUNDS, CLEAN_SEED, clean_subset, submission_integrity
 from leaderboard.tasks import contamination_scan, submission_evaluate  # noqa: F401 - registered: eager runs them
 from tests.leaderboard import board_data as bd
+from tests.midp_reference import midp
 
 pytestmark = pytest.mark.django_db
 SUITE = [{"task": "gsm8k", "num_fewshot": 0, "limit": 3}]
@@ -83,14 +84,15 @@ def test_evaluate_probes_and_declared_data_is_scanned(client, owner, tiny_dir, s
     assert submission.status == "FINISHED", (submission.failure_reason, submission.log_tail)
     assert sorted(TrainingDataFile.objects.values_list("name", flat=True)) == ["books.txt.gz", "broken.txt.gz", "crawl.jsonl"]
 
-    # The probe ran with the evaluation: 3 test and 3 train items, Wilson intervals, Newcombe difference.
+    # The probe ran with the evaluation: 3 test and 3 train items, mid-p intervals, the difference built from them.
     probe = MemorisationProbe.objects.get(submission=submission)
     assert probe.task == "gsm8k" and probe.limit == 3
     test, train = probe.summary["test"], probe.summary["train"]
     assert (test["n"], train["n"], test["split"], train["split"]) == (3, 3, "test", "train")
     for rate in (test, train):
-        wilson = mean_interval([1.0] * rate["hits"] + [0.0] * (rate["n"] - rate["hits"]), method="wilson")
-        assert rate["ci_low"] == pytest.approx(wilson.ci_low, abs=1e-4) and rate["ci_high"] == pytest.approx(wilson.ci_high, abs=1e-4)
+        assert (rate["ci_low"], rate["ci_high"]) == pytest.approx(midp(rate["hits"], rate["n"]), abs=1e-9)
+        assert rate["interval"] == "mid-p" and rate["ci_high"] > 0  # never a point, even at 0 of 3
+    assert probe.summary["diff_interval"] == "newcombe-mid-p"
     assert probe.difference == pytest.approx(test["rate"] - train["rate"])
     assert probe.diff_ci_low <= probe.difference <= probe.diff_ci_high
     assert probe_pending(submission, suite_plan(suite_current())) == []  # a retry does not probe again
@@ -198,8 +200,8 @@ def test_admin_scan_command_refuses_bad_input_and_scans_a_corpus(owner, tmp_path
 def _probe_result(task: str, test_hits: int, train_hits: int, n: int = 100) -> ProbeResult:
     rates = []
     for split, hits in (("test", test_hits), ("train", train_hits)):
-        w = mean_interval([1.0] * hits + [0.0] * (n - hits), method="wilson")
-        rates.append(SplitRate(split, n, hits, w.mean, w.ci_low, w.ci_high, 0))
+        low, high = midp(hits, n)
+        rates.append(SplitRate(split, n, hits, hits / n, low, high, 0))
     d, low, high = newcombe_difference(*rates)
     return ProbeResult(task, 8, 0.95, rates[0], rates[1], d, low, high, ())
 
@@ -208,8 +210,8 @@ def test_probe_past_threshold_flags_for_review_as_system(client, owner, settings
     admin = bd.user("admin@example.org", staff=True)
     quiet = bd.entry(owner, "acme/quiet", gsm8k=bd.pattern(10, 5))
     loud = bd.entry(owner, "acme/loud", gsm8k=bd.pattern(10, 5))
-    probe_store(quiet, _probe_result("gsm8k", 2, 1), limit=100)  # +1 pp [-4.3, +6.6]: no evidence
-    probe_store(loud, _probe_result("gsm8k", 30, 1), limit=100)  # +29 pp [+19.7, +38.2]
+    probe_store(quiet, _probe_result("gsm8k", 2, 1), limit=100)  # +1 pp [-3.2, +5.6]: no evidence
+    probe_store(loud, _probe_result("gsm8k", 30, 1), limit=100)  # +29 pp [+19.8, +38.6]
     assert flag_check(quiet.pk) == [] and Submission.objects.get(pk=quiet.pk).review_state == "none"
     reasons = flag_check(loud.pk)
     assert len(reasons) == 1 and "test 30/100 vs train 1/100" in reasons[0]

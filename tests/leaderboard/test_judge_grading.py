@@ -183,7 +183,7 @@ def test_a_grader_is_audited_against_human_labels_on_each_set(smollm2_dir, eager
     assert [a.status for a in audits] == ["FINISHED", "FINISHED"], [a.failure_reason for a in audits]
     for audit in audits:
         accuracy = audit.report["accuracy_grades"]
-        assert audit.report["kind"] == "single" and accuracy["interval"] == "wilson"
+        assert audit.report["kind"] == "single" and accuracy["interval"] == "mid-p"
         assert audit.report["pairs"] + len(audit.report["failed_pairs"]) == audit.limit
         if accuracy["n"]:
             assert accuracy["ci_low"] <= accuracy["value"] <= accuracy["ci_high"]

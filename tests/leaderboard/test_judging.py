@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from evalcore.judging import pair_outcomes
 from evalcore.judging.records import Judgment as CoreJudgment
+from leaderboard.judging.columns import judge_cell
 from leaderboard.judging.configs import answerer_of, judge_spec
 from leaderboard.judging.exports import JUDGMENT_FIELDS, judgments_csv_chunks, judgments_jsonl_chunks
 from leaderboard.judging.services import judge_config_save, judge_run_request
@@ -62,6 +63,11 @@ def test_two_models_judged_in_both_orders_with_scores_and_a_free_rerun(setup, ea
     assert not failed
     expected = 100 * sum(1 - o.swap_average for o in outcomes) / len(outcomes)  # answer_1 is the baseline's
     assert first.results["win_rate"] == pytest.approx(expected, abs=1e-9)
+    r = first.results  # the win rate's own mid-p interval, over the n pairs it rests on; the board's cell shows it
+    assert r["win_rate_ci_low"] <= r["win_rate"] <= r["win_rate_ci_high"] and r["n"] == len(INSTRUCTIONS)
+    assert r["win_rate_interval"] in ("mid-p", "mid-p-effective") and 0 <= r["win_rate_ci_low"] < r["win_rate_ci_high"] <= 100
+    cell = judge_cell(first)
+    assert (cell["ci_low"], cell["ci_high"], cell["interval"]) == (r["win_rate_ci_low"], r["win_rate_ci_high"], r["win_rate_interval"])
     assert len(first.judge_key) > 20 and first.protocol_sha256 == config.protocol_sha256
     cost = first.results["cost"]  # the judge's time and prompt tokens per 1,000 judgments computed
     assert cost["judgments"] == 2 * len(INSTRUCTIONS) and cost["seconds_per_1000"] > 0 and cost["prompt_tokens_per_1000"] > 100_000

@@ -1,6 +1,6 @@
 """Reward models on the board: ``manage.py reward_import`` stores an ``evalcore reward --out`` folder after
 recomputing its figures (a tampered or malformed one is refused, nothing stored), /leaderboard/rewards/
-lists each model's accuracy and Wilson interval overall and per category (compared only on the same
+lists each model's accuracy and mid-p interval overall and per category (compared only on the same
 pairs), linked from the navigation, and reward-models.csv / .json carry the same figures."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 
 import pytest
 from django.core.management import call_command
@@ -17,17 +16,11 @@ from django.core.management.base import CommandError
 from evalcore.reward.pairs import PairsFile
 from evalcore.reward.scoring import PairReward, outcome_of, reward_report
 from leaderboard.models import RewardModelResult
+from tests.midp_reference import midp
 
 pytestmark = pytest.mark.django_db
-Z95 = 1.959963984540054
 FILES = [PairsFile("llmbar", "llmbar.json", "a" * 64, 6), PairsFile("mt-bench", "mt.jsonl", "b" * 64, 4)]
 
-
-def wilson(successes: int, n: int) -> tuple[float, float]:
-    p = successes / n
-    centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
-    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def out_folder(tmp_path, name: str, margins: list[float], files=FILES, kind="classifier"):
@@ -40,7 +33,7 @@ def out_folder(tmp_path, name: str, margins: list[float], files=FILES, kind="cla
         for pid, m in zip(ids, margins)
     ]
     report = {"kind": kind, "model": {"backend": "hf", "name": name, "weights_sha256": "c" * 64},
-              "protocol": {"interval": "wilson", "beta": 0.1 if kind == "dpo" else None}, **reward_report(records, files)}  # fmt: skip
+              "protocol": {"interval": "mid-p", "beta": 0.1 if kind == "dpo" else None}, **reward_report(records, files)}  # fmt: skip
     (folder / "report.json").write_text(json.dumps(report))
     (folder / "rewards.jsonl").write_text("".join(json.dumps(r.as_dict()) + "\n" for r in records))
     return folder
@@ -67,9 +60,9 @@ def test_import_and_page(client, imported):
     assert page.count('class="reward-board"') == 2  # two sets of pairs, never mixed
     first = page.index("rm-good")
     assert first < page.index("rm-tie")  # sorted by overall accuracy
-    low, high = wilson(8, 10)
+    low, high = midp(8, 10)
     assert f'0.800 <span class="ci">[{low:.3f}, {high:.3f}]</span>' in page
-    low, high = wilson(5, 6)
+    low, high = midp(5, 6)
     assert f'0.833 <span class="ci">[{low:.3f}, {high:.3f}]</span>' in page
     assert "n=10, 2 ties" in page and "DPO implicit reward (β 0.1)" in page
 
@@ -94,12 +87,12 @@ def test_downloads(client, imported):
     assert set(good) == {"overall", "llmbar", "mt-bench"}
     for category, correct, n in (("overall", 8, 10), ("llmbar", 5, 6), ("mt-bench", 3, 4)):
         assert good[category]["accuracy"] == pytest.approx(correct / n, abs=1e-12)
-        assert (good[category]["ci_low"], good[category]["ci_high"]) == pytest.approx(
-            wilson(correct, n), abs=1e-12
-        )
+        assert (good[category]["ci_low"], good[category]["ci_high"]) == pytest.approx(midp(correct, n), abs=1e-9)
+        assert good[category]["interval"] == "mid-p"
     tie = next(r for r in rows if r["model"] == "rm-tie" and r["category"] == "overall")
     assert (tie["tie"], tie["correct"], tie["kind"], tie["beta"]) == ("2", "4", "dpo", "0.1")
-    assert float(tie["ci_low"]) == wilson(4, 10)[0]  # written exactly (repr)
+    assert float(tie["ci_low"]) == pytest.approx(midp(4, 10)[0], abs=1e-12) and tie["interval"] == "mid-p"
+    assert tie["ci_low"] == repr(RewardModelResult.objects.get(name="rm-tie").report["overall"]["ci_low"])  # written exactly
 
 
 @pytest.mark.parametrize("url", ["/leaderboard/rewards/", "/leaderboard/rewards/reward-models.csv",
@@ -146,7 +139,7 @@ def test_empty_page(client):
 
 def test_a_real_evalcore_run_imports(client, smollm2_dir, tmp_path):
     """``python -m evalcore reward`` (a DPO policy against itself on the real SmolLM2: every pair a tie)
-    then ``reward_import``: the page shows accuracy 0 with its Wilson interval and the ties."""
+    then ``reward_import``: the page shows accuracy 0 with its mid-p interval (above 0: 1 - 0.05^(1/3)) and the ties."""
     from evalcore.cli import main
 
     pairs = tmp_path / "short.json"
@@ -181,7 +174,8 @@ def test_a_real_evalcore_run_imports(client, smollm2_dir, tmp_path):
     result = RewardModelResult.objects.get()
     assert (result.kind, result.accuracy, result.report["overall"]["tie"]) == ("dpo", 0.0, 3)
     page = client.get("/leaderboard/rewards/").content.decode()
-    assert f'0.000 <span class="ci">[0.000, {wilson(0, 3)[1]:.3f}]</span>' in page and "n=3, 3 ties" in page
+    assert result.report["overall"]["ci_high"] == pytest.approx(1 - 0.05 ** (1 / 3), abs=1e-9)
+    assert f'0.000 <span class="ci">[0.000, {midp(0, 3)[1]:.3f}]</span>' in page and "n=3, 3 ties" in page
 
 
 def test_admin_lists_read_only(client, imported):

@@ -1,7 +1,7 @@
 """Tagging with the real SmolLM2 (hf backend): log-prob criteria, batching, the cache (a re-run makes no
 model call), generated verdicts (SmolLM2 rarely writes the format: those tags fail, are recorded with the
 answer and are not cached), the openai backend against ``python -m evalcore serve`` (same tags as hf),
-and the agreement figure with its Wilson interval."""
+and the agreement figure with its mid-p interval."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from evalcore.models import load_backend
 from tests.conftest import FLOAT32_ATOL
 from tests.evalcore.categories.conftest import MIXED, PROMPTS
 from tests.evalcore.models.test_serve import launch_serve, serve_process
+from tests.midp_reference import midp
 
 
 def test_log_prob_tags_record_the_tagger_protocol_and_each_criterion(tagger):
@@ -126,19 +127,29 @@ def test_the_openai_backend_gives_the_hf_tags(tagger, smollm2_dir):
         assert a.p_yes["code"] == pytest.approx(b.p_yes["code"], abs=FLOAT32_ATOL)
 
 
-def test_agreement_is_the_share_agreeing_with_a_wilson_interval():
-    # 8 of 10 agree: Wilson 95% interval [0.4902, 0.9433] (Wilson 1927; statsmodels' proportion_confint
-    # (8, 10, method="wilson") gives the same bounds).
+def test_agreement_is_the_share_agreeing_with_a_midp_interval():
+    # 8 of 10 agree: Lancaster's mid-p 95% interval [0.4805, 0.9650], the p where P(X > 8) + P(X = 8) / 2 and
+    # P(X < 8) + P(X = 8) / 2 are 0.025 (solved on scipy's binomial in tests/midp_reference.py).
     pairs = [(True, True)] * 5 + [(False, False)] * 3 + [(True, False), (False, True)]
     found = agreement(pairs)
     assert (found["n"], found["agree"], found["both_yes"], found["both_no"]) == (10, 8, 5, 3)
     assert (found["tagger_only"], found["staff_only"]) == (1, 1)
-    assert found["value"] == pytest.approx(0.8, abs=1e-12)
-    assert found["ci_low"] == pytest.approx(0.4902, abs=1e-4) and found["ci_high"] == pytest.approx(
-        0.9433, abs=1e-4
-    )
+    assert found["value"] == pytest.approx(0.8, abs=1e-12) and found["interval"] == "mid-p"
+    assert (found["ci_low"], found["ci_high"]) == pytest.approx(midp(8, 10), abs=1e-9)
+    assert found["ci_low"] == pytest.approx(0.4805, abs=1e-4) and found["ci_high"] == pytest.approx(0.9650, abs=1e-4)
+    assert found["stderr"] is None  # [0.48, 0.97] about 0.8 is lopsided
+    # 4 of 4: the lower bound solves p^4 / 2 = 0.025.
     everything = agreement([(True, True)] * 4)
-    assert everything["value"] == 1.0 and everything["ci_high"] == 1.0 and everything["ci_low"] < 0.6
-    assert agreement([])["value"] is None
+    assert everything["value"] == 1.0 and everything["ci_high"] == 1.0
+    assert everything["ci_low"] == pytest.approx(0.05**0.25, abs=1e-9)
+    empty = agreement([])
+    assert empty["value"] is None and empty["n"] == 0 and empty["ci_low"] is None
     with pytest.raises(ValueError, match="level"):
         agreement(pairs, level=95)
+
+
+def test_agreement_of_none_of_n_has_an_interval_above_zero():
+    """A tagger that disagrees with all 5 checks: 0 of 5, upper bound 1 - 0.05^(1/5) = 0.4507, n recorded."""
+    found = agreement([(True, False)] * 3 + [(False, True)] * 2)
+    assert found["value"] == 0.0 and found["n"] == 5 and found["ci_low"] == 0.0
+    assert found["ci_high"] == pytest.approx(1 - 0.05**0.2, abs=1e-9) and found["ci_high"] > 0

@@ -61,6 +61,8 @@ def test_probe_and_exchangeability_commands_write_their_results(data_env, tiny_d
     summary = json.loads((out / "probe.json").read_text())["tasks"]["gsm8k"]
     assert summary["test"]["n"] == summary["train"]["n"] == 2
     assert summary["difference"] == summary["test"]["rate"] - summary["train"]["rate"]
+    assert summary["test"]["interval"] == "mid-p" and summary["diff_interval"] == "newcombe-mid-p"
+    assert summary["test"]["ci_high"] > summary["test"]["rate"] or summary["test"]["rate"] == 1.0  # never a point
     records = [json.loads(line) for line in (out / "probe_samples.jsonl").read_text().splitlines()]
     assert [r["split"] for r in records] == ["test", "test", "train", "train"]
 

@@ -1,6 +1,9 @@
-"""Memorisation probe: the split, the hit rule, Newcombe's interval, and runs on the real SmolLM2."""
+"""Memorisation probe: the split, the hit rule, mid-p rates and Newcombe's construction of the difference,
+and runs on the real SmolLM2."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -17,6 +20,17 @@ from evalcore.contamination.probe import (
     split_item,
 )
 from evalcore.models.base import GenerationRequest
+from tests.midp_reference import midp, symmetric_se
+
+Z95 = 1.959963984540054
+
+
+def wilson(successes: int, n: int) -> tuple[float, float]:
+    """Wilson's (1927) score interval, the closed form."""
+    p = successes / n
+    centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
+    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
+    return centre - half, centre + half
 
 
 def test_split_item_gives_the_first_half_and_the_next_words():
@@ -37,20 +51,39 @@ def test_a_hit_needs_the_next_words_exactly_with_trailing_punctuation_ignored():
     assert not is_hit(" the remainder at the", expected)  # too few words
 
 
-def test_newcombe_interval_matches_the_published_example():
+def test_newcombe_construction_matches_the_published_example():
     """Newcombe (1998), Statistics in Medicine 17:873-890, Table II example (a): 56/70 - 48/80,
-    method 10 (score interval, hybrid): 0.2000, [0.0524, 0.3339]."""
-    a = _split_rate("test", [_record(k < 56) for k in range(70)], 0, 0.95)
-    b = _split_rate("train", [_record(k < 48) for k in range(80)], 0, 0.95)
+    method 10 (from the two Wilson score intervals, hybrid): 0.2000, [0.0524, 0.3339]."""
+    a = SplitRate("test", 70, 56, 0.8, *wilson(56, 70), 0, "wilson")
+    b = SplitRate("train", 80, 48, 0.6, *wilson(48, 80), 0, "wilson")
     d, low, high = newcombe_difference(a, b)
     assert (d, low, high) == pytest.approx((0.2, 0.0524, 0.3339), abs=1e-4)
 
 
+def test_rates_are_midp_and_the_difference_is_built_from_them():
+    """The probe's rates carry Lancaster's mid-p interval (scipy's binomial, tests/midp_reference.py), and
+    the difference the same construction from those: d -+ sqrt((arm of a)^2 + (other arm of b)^2)."""
+    a = _split_rate("test", [_record(k < 56) for k in range(70)], 0, 0.95)
+    b = _split_rate("train", [_record(k < 48) for k in range(80)], 0, 0.95)
+    (la, ua), (lb, ub) = midp(56, 70), midp(48, 80)
+    assert (a.ci_low, a.ci_high, a.interval, a.n, a.hits) == (pytest.approx(la, abs=1e-9), pytest.approx(ua, abs=1e-9), "mid-p", 70, 56)
+    assert a.stderr == pytest.approx(symmetric_se(0.8, la, ua), abs=1e-12)
+    d, low, high = newcombe_difference(a, b)
+    assert d == pytest.approx(0.2, abs=1e-12)
+    assert low == pytest.approx(0.2 - math.hypot(0.8 - la, ub - 0.6), abs=1e-9)
+    assert high == pytest.approx(0.2 + math.hypot(ua - 0.8, 0.6 - lb), abs=1e-9)
+
+
 def test_rates_at_zero_keep_an_honest_interval():
+    """0 of 200: the mid-p upper bound solves (1 - p)^200 / 2 = 0.025, 1 - 0.05^(1/200) = 0.0149 (Wilson's
+    was 0.0188), not a point at 0; n recorded; no standard error beside a lopsided interval."""
     zero = _split_rate("train", [_record(False)] * 200, 0, 0.95)
-    assert zero.rate == 0 and zero.ci_high == pytest.approx(0.0188, abs=1e-4)
+    assert zero.rate == 0 and zero.n == 200 and zero.ci_low == 0.0
+    assert zero.ci_high == pytest.approx(1 - 0.05 ** (1 / 200), abs=1e-9) and zero.ci_high > 0
+    assert zero.stderr is None and zero.interval == "mid-p"
     d, low, high = newcombe_difference(zero, zero)
     assert d == 0 and low < 0 < high
+    assert high == pytest.approx(zero.ci_high, abs=1e-12)  # sqrt(u^2 + 0^2)
     with pytest.raises(ValueError, match="long enough to probe"):
         _split_rate("test", [], 5, 0.95)
 

@@ -100,7 +100,7 @@ def test_gsm8k_run_and_rescore_from_the_command_line(smollm2_dir, data_env, tmp_
     gsm = read_results(results)["gsm8k"]
     assert set(results["results"]["gsm8k"]) >= {"exact_match,strict-match", "exact_match_stderr,strict-match"}
     assert set(gsm) == {"exact_match,strict-match", "exact_match,flexible-extract"}
-    assert all(v["n"] == 2 and v["stderr"] is not None for v in gsm.values())
+    assert all(v["n"] == 2 and v["interval"] == "mid-p" and v["ci_high"] > v["ci_low"] for v in gsm.values())
     protocol = results["protocol"]["gsm8k"]
     assert protocol["num_fewshot"] == 1 and protocol["first_prompt"].startswith("Question: Natalia sold clips")
     assert len(results["model"]["weights_sha256"]) == 64 and results["model"]["dtype"] == "float32"

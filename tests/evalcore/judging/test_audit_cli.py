@@ -4,7 +4,6 @@ and an unresponsive judge endpoint give one clear error naming the item."""
 from __future__ import annotations
 
 import json
-import math
 import socket
 
 import numpy as np
@@ -12,15 +11,21 @@ import pytest
 import yaml
 
 from evalcore.cli import main
+from tests.midp_reference import midp, midp_effective
 
-Z95 = 1.959963984540054
 
-
-def wilson(successes: int, n: int) -> tuple[float, float]:
-    p = successes / n
-    centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
-    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+def clustered_midp(hits, clusters) -> tuple[tuple[float, float], str]:
+    """Mid-p bounds of a clustered 0/1 rate: at n / deff, deff the CR1 cluster-robust variance of the mean
+    (Cameron & Miller 2015, ``g / (g - 1) * sum_c (sum_i (y_i - ybar))^2 / n^2``) over the naive ``s^2 / n``,
+    at least 1; the exact mid-p interval when deff is 1."""
+    y, labels = np.asarray(hits, dtype=float), np.asarray(clusters)
+    n, groups = y.size, sorted(set(labels.tolist()))
+    robust = len(groups) / (len(groups) - 1) * sum((y[labels == c] - y.mean()).sum() ** 2 for c in groups) / n**2
+    naive = y.var(ddof=1) / n
+    deff = max(1.0, robust / naive) if naive > 0 else 1.0
+    if deff == 1.0:
+        return midp(int(y.sum()), n), "mid-p"
+    return midp_effective(y.mean() * n / deff, n / deff), "mid-p-effective"
 
 
 def kappa(a, b) -> float:
@@ -70,7 +75,12 @@ def test_report_recomputes_from_judgments(audit, llmbar):
     for key, hits in expected.items():
         figure = report[key]
         assert figure["n"] == len(hits) and figure["value"] == pytest.approx(np.mean(hits), abs=1e-12), key
-        assert (figure["ci_low"], figure["ci_high"]) == pytest.approx(wilson(sum(hits), len(hits)), abs=1e-9), key
+        if key == "first_position_rate":  # two judgments per pair: the pair is a cluster
+            bounds, method = clustered_midp(hits, [r["pair_id"] for r in rows])
+        else:
+            bounds, method = midp(sum(hits), len(hits)), "mid-p"
+        assert (figure["ci_low"], figure["ci_high"]) == pytest.approx(bounds, abs=1e-9), key
+        assert figure["interval"] == method, key
     k = report["kappa"]
     assert k["value"] == pytest.approx(kappa(w_swap, labels), abs=1e-12)
     draws = np.random.default_rng(k["seed"]).integers(0, 6, size=(k["rounds"], 6))

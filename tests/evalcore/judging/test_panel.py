@@ -8,6 +8,7 @@ import math
 import pytest
 
 from evalcore.judging.panel import panel_grades, panel_pairwise
+from tests.midp_reference import midp, midp_effective
 
 ROOT5 = math.sqrt(5)
 TWO_JUDGES = {
@@ -132,33 +133,51 @@ def test_pooled_bradley_terry_recovers_the_ordering_and_pools_votes():
     json.dumps(out, allow_nan=False)
 
 
-def test_an_inverting_judge_is_most_disagreeing_with_wilson_values():
+def test_an_inverting_judge_is_most_disagreeing_with_midp_values():
     order = ["a", "b", "c"]
     per_judge = {"j1": _rows(order, 4), "j2": _rows(order, 4), "bad": _rows(order, 4, invert=True)}
     out = panel_pairwise(per_judge, rounds=50)
     assert out["most_disagreeing"] == "bad"
     bad = out["judges"]["bad"]["agreement"]
-    assert bad["value"] == 0.0 and bad["n"] == 12
-    # Wilson 95% for 0 of 12: upper bound z^2 / (n + z^2).
-    assert bad["ci_low"] == 0.0 and bad["ci_high"] == pytest.approx(1.959964**2 / (12 + 1.959964**2), abs=1e-4)
+    assert bad["value"] == 0.0 and bad["n"] == 12 and bad["interval"] == "mid-p"
+    # Mid-p 95% for 0 of 12: the upper bound solves (1 - p)^12 / 2 = 0.025, p = 1 - 0.05^(1/12) (not a point at 0).
+    assert bad["ci_low"] == 0.0 and bad["ci_high"] == pytest.approx(1 - 0.05 ** (1 / 12), abs=1e-9)
+    assert bad["ci_high"] > 0 and bad["stderr"] is None
     # With three judges the honest ones have no majority to agree with (the others split), so the
-    # pairwise figure decides: each honest judge matches half of the others' verdicts.
+    # pairwise figure decides: each honest judge matches half of the others' verdicts. Its two comparisons
+    # per judgment (one match, one miss) are a cluster that does not widen the interval: exact mid-p, 12 of 24.
     assert out["judges"]["j1"]["agreement"]["value"] is None
-    assert out["judges"]["j1"]["agreement_pairwise"]["value"] == 0.5
+    pairwise = out["judges"]["j1"]["agreement_pairwise"]
+    assert pairwise["value"] == 0.5 and pairwise["n"] == 24 and pairwise["interval"] == "mid-p"
+    assert (pairwise["ci_low"], pairwise["ci_high"]) == pytest.approx(midp(12, 24), abs=1e-9)
     four = panel_pairwise({**per_judge, "j4": _rows(order, 4)}, rounds=50)
     assert four["judges"]["j1"]["agreement"]["value"] == 1.0 and four["most_disagreeing"] == "bad"
 
 
-def test_wilson_interval_against_the_formula():
-    """3 of 4 agreeing: Wilson 95% is (0.3006, 0.9544) (Wilson 1927; e.g. Newcombe 1998, table I method 3)."""
+def test_midp_interval_against_the_binomial():
+    """3 of 4 agreeing: mid-p 95% is (0.2423, 0.9875), the bounds where P(X > 3) + P(X = 3) / 2 and
+    P(X < 3) + P(X = 3) / 2 are 0.025 (Wilson's (0.3006, 0.9544) covers 85% near p = 0.01 at n = 4)."""
     rows = [("a", "b", f"i{k}", 1.0) for k in range(4)]
     others = [("a", "b", f"i{k}", 1.0) for k in range(4)]
     mine = [("a", "b", "i0", 1.0), ("a", "b", "i1", 1.0), ("b", "a", "i2", 0.0), ("b", "a", "i3", 1.0)]
     out = panel_pairwise({"x": rows, "y": others, "me": mine}, rounds=20)
     got = out["judges"]["me"]["agreement"]
-    assert got["value"] == 0.75 and got["n"] == 4
-    assert got["ci_low"] == pytest.approx(0.30064, abs=1e-4) and got["ci_high"] == pytest.approx(0.95441, abs=1e-4)
+    assert got["value"] == 0.75 and got["n"] == 4 and got["interval"] == "mid-p"
+    assert (got["ci_low"], got["ci_high"]) == pytest.approx(midp(3, 4), abs=1e-9)
+    assert got["ci_low"] == pytest.approx(0.24229, abs=1e-4) and got["ci_high"] == pytest.approx(0.98750, abs=1e-4)
     assert out["most_disagreeing"] == "me"
+
+
+def test_pairwise_agreement_counts_a_judgments_comparisons_as_one_cluster():
+    """x and y agree everywhere; "me" matches both on two items and neither on two: 4 of 8 comparisons, but
+    the two of one judgment are alike, so the interval is taken at 8 / deff, deff the CR1 design effect
+    (4 / 3 * 4 * 1^2 / 64) / ((8 * 0.25 / 7) / 8) = 7 / 3."""
+    rows = [("a", "b", f"i{k}", 1.0) for k in range(4)]
+    mine = [("a", "b", "i0", 1.0), ("a", "b", "i1", 1.0), ("a", "b", "i2", 0.0), ("a", "b", "i3", 0.0)]
+    got = panel_pairwise({"x": rows, "y": list(rows), "me": mine}, rounds=20)["judges"]["me"]["agreement_pairwise"]
+    assert got["value"] == 0.5 and got["n"] == 8 and got["interval"] == "mid-p-effective"
+    effective = 8 / (7 / 3)
+    assert (got["ci_low"], got["ci_high"]) == pytest.approx(midp_effective(0.5 * effective, effective), abs=1e-9)
 
 
 def test_failed_and_degenerate_pairwise():

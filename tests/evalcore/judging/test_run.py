@@ -18,13 +18,16 @@ from evalcore.judging import (
     load_protocol,
     pair_outcomes,
 )
+from evalcore.judging.records import Judgment
 from evalcore.judging.run import (
     GenerationSettings,
     Instruction,
+    _win_rates,
     generate_answers,
     judge_run,
     read_instructions,
 )
+from tests.midp_reference import midp, midp_effective, symmetric_se
 
 MODELS = {"base": 12, "terse": 5, "wordy": 24}  # one checkpoint, three answer lengths
 
@@ -70,7 +73,9 @@ def test_judge_run_scores_and_reruns_from_the_cache(judge, llmbar, tmp_path, cou
         entry = results["models"][model]
         assert not failed and entry["n"] == 3
         assert entry["win_rate"] == pytest.approx(100 * np.mean([1 - o.swap_average for o in outcomes]), abs=1e-9)
-        assert 0 <= entry["lc_win_rate"] <= 100 and entry["lc_standard_error"] >= 0
+        assert 0 <= entry["lc_ci_low"] <= entry["lc_win_rate"] <= entry["lc_ci_high"] <= 100
+        assert entry["lc_interval"] == "delta-logit" and entry["win_rate_interval"] in ("mid-p", "mid-p-effective")
+        assert entry["win_rate_ci_low"] <= entry["win_rate"] <= entry["win_rate_ci_high"]
     bt = results["bradley_terry"]["ratings"]
     assert set(bt) == set(MODELS)
     assert all(v["ci_low"] <= v["rating"] <= v["ci_high"] for v in bt.values())
@@ -82,6 +87,53 @@ def test_judge_run_scores_and_reruns_from_the_cache(judge, llmbar, tmp_path, cou
     assert again_answers == answers and again == results
     assert all(j.cached for _, j in again_judged)
     assert [j.p_first for _, j in again_judged] == [j.p_first for _, j in judged]
+
+
+def _judged(model: str, p_firsts: list[tuple[float, float]]) -> list[Judgment]:
+    """Both orders of ``model``'s pair on instructions 0, 1, ...: (p_first with the baseline shown first,
+    p_first with the model shown first)."""
+    return [j for k, (ab, ba) in enumerate(p_firsts)
+            for j in (Judgment(f"{model}/{k}", "ab", "x", "ok", p_first=ab), Judgment(f"{model}/{k}", "ba", "x", "ok", p_first=ba))]  # fmt: skip
+
+
+def test_win_rates_carry_intervals_and_n():
+    """Win rates are means of preferences in [0, 1]: a mid-p interval at their effective size n / deff,
+    deff = s^2 / (m (1 - m)) held in [0.5, 1] (exact mid-p when every preference is 0 or 1), with the
+    interval's standard error or none; the LC win rate's interval is symmetric on the logit scale. A model
+    that never wins gets 0% with an interval above 0."""
+    n = 6
+    instructions = [Instruction(str(k), f"q{k}") for k in range(n)]
+    answers = {"base": ["a" * 10] * n, "never": ["b" * (5 + k) for k in range(n)], "mixed": ["c" * (8 + 5 * k) for k in range(n)]}
+    prefs = [0.8, 0.3, 0.6, 0.9, 0.2, 0.7]  # the judge's preference for mixed's answer over the baseline's
+    judgments = _judged("never", [(1.0, 0.0)] * n) + _judged("mixed", [(1 - p, p) for p in prefs])
+    owner = {f"{m}/{k}": (m, k) for m in ("never", "mixed") for k in range(n)}
+    notes: list[str] = []
+    out = _win_rates(judgments, owner, ["never", "mixed"], instructions, answers, "base", notes)
+    never = out["never"]
+    assert (never["n"], never["win_rate"], never["win_rate_interval"]) == (n, 0.0, "mid-p")
+    # 0 of 6: the mid-p upper bound solves (1 - p)^6 / 2 = 0.025: 100 (1 - 0.05^(1/6)) = 39.3%.
+    assert never["win_rate_ci_low"] == 0.0 and never["win_rate_ci_high"] == pytest.approx(100 * (1 - 0.05 ** (1 / 6)), abs=1e-9)
+    assert never["standard_error"] is None  # [0, 39.3] about 0 is lopsided
+    assert never["discrete_win_rate"] == 0.0 and never["discrete_ci_high"] == never["win_rate_ci_high"]
+    mixed = out["mixed"]
+    m = np.mean(prefs)
+    effective = n / min(1.0, max(0.5, np.var(prefs, ddof=1) / (m * (1 - m))))
+    low, high = midp_effective(m * effective, effective)
+    assert (mixed["n"], mixed["win_rate_interval"], mixed["level"]) == (n, "mid-p-effective", 0.95)
+    assert mixed["win_rate"] == pytest.approx(100 * m, abs=1e-9)
+    assert (mixed["win_rate_ci_low"], mixed["win_rate_ci_high"]) == pytest.approx((100 * low, 100 * high), abs=1e-9)
+    assert mixed["standard_error"] == pytest.approx(100 * symmetric_se(m, low, high), abs=1e-9)
+    # discrete: 4 wins of 6 (no preference is exactly 0.5): exact mid-p
+    assert mixed["discrete_interval"] == "mid-p"
+    assert (mixed["discrete_ci_low"], mixed["discrete_ci_high"]) == pytest.approx(tuple(100 * b for b in midp(4, 6)), abs=1e-9)
+    assert mixed["lc_interval"] == "delta-logit"
+    lc, lc_low, lc_high = (mixed[k] / 100 for k in ("lc_win_rate", "lc_ci_low", "lc_ci_high"))
+    assert 0 < lc_low < lc < lc_high < 1
+
+    def logit(x):
+        return np.log(x / (1 - x))
+
+    assert (logit(lc_low) + logit(lc_high)) / 2 == pytest.approx(logit(lc), abs=1e-9)
 
 
 def test_instruction_file_errors_name_the_item(tmp_path):

@@ -17,8 +17,14 @@ import pytest
 from scipy.stats import spearmanr
 
 from evalcore.cli import main
-from evalcore.ratings.lc import length_controlled_win_rate
+from evalcore.ratings.lc import (
+    discrete_win_rate_estimate,
+    lc_estimate,
+    length_controlled_win_rate,
+    win_rate_estimate,
+)
 from evalcore.ratings.lc_annotations import annotations_from_arrays, read_lc_annotations
+from tests.midp_reference import logit_interval, midp_effective, symmetric_se
 
 BASELINE = "gpt4_1106_preview"
 
@@ -105,12 +111,71 @@ def test_lc_command(data_dir, capsys):
     assert list(rows[0]) == [
         "model",
         "win_rate",
+        "win_rate_ci_low",
+        "win_rate_ci_high",
         "discrete_win_rate",
+        "discrete_ci_low",
+        "discrete_ci_high",
         "lc_win_rate",
+        "lc_ci_low",
+        "lc_ci_high",
         "lc_standard_error",
         "n",
     ]
     assert rows[0]["model"] == "FuseChat-Llama-3.1-8B-Instruct" and len(rows) == 19
+    for row in rows:  # a standard error printed beside the interval is the interval's, or none
+        low, high, value = float(row["lc_ci_low"]), float(row["lc_ci_high"]), float(row["lc_win_rate"])
+        assert low <= value <= high and int(row["n"]) > 0
+        se = symmetric_se(value, low, high)
+        assert row["lc_standard_error"] == ("" if se is None else f"{se:.4f}")
+
+
+def _bounded_mean_bounds(values) -> tuple[float, float]:
+    """The mid-p interval at n / deff, deff = s^2 / (m (1 - m)) held in [0.5, 1] (the design of
+    evalcore.stats.estimates ``mid-p-effective``), in percent."""
+    y = np.asarray(values, dtype=float)
+    m, n = y.mean(), y.size
+    binary = np.all((y == 0) | (y == 1))
+    ratio = 1.0 if binary else min(1.0, max(0.5, y.var(ddof=1) / (m * (1 - m))))
+    low, high = midp_effective(m * n / ratio, n / ratio)
+    return 100 * low, 100 * high
+
+
+def test_every_rate_has_an_interval(alpaca):
+    ann, _, result = alpaca
+    base = result.models.index(BASELINE)
+    for k, model in enumerate(result.models):
+        y = ann.preference[ann.model == k] - 1.0
+        assert (result.win_rate_ci_low[k], result.win_rate_ci_high[k]) == pytest.approx(_bounded_mean_bounds(y), abs=1e-7)
+        discrete = np.where(y > 0.5, 1.0, np.where(y == 0.5, 0.5, 0.0))
+        assert (result.discrete_ci_low[k], result.discrete_ci_high[k]) == pytest.approx(_bounded_mean_bounds(discrete), abs=1e-7)
+        if k == base:
+            assert result.lc_ci_low[k] == result.lc_ci_high[k] == 50.0  # by construction
+            continue
+        p, se = result.lc_win_rate[k] / 100, result.lc_standard_error[k] / 100
+        expected = [100 * b for b in logit_interval(p, se)]
+        assert (result.lc_ci_low[k], result.lc_ci_high[k]) == pytest.approx(expected, abs=1e-9), model
+        assert 0 < result.lc_ci_low[k] < result.lc_win_rate[k] < result.lc_ci_high[k] < 100
+
+
+def test_lc_interval_stays_inside_0_100():
+    """99% with a delta-method error of 2 points: 99 +- 1.96 * 2 would reach 102.9; on the logit scale
+    (se / (p (1 - p)) = 2.02) and back it is [87.1, 99.9], lopsided, so it has no standard error."""
+    estimate = lc_estimate(99.0, 2.0, 30)
+    low, high = logit_interval(0.99, 0.02)
+    assert (estimate.ci_low, estimate.ci_high) == pytest.approx((100 * low, 100 * high), abs=1e-9)
+    assert 0 < estimate.ci_low < 99.0 < estimate.ci_high < 100
+    assert (estimate.method, estimate.n, estimate.se) == ("delta-logit", 30, None)
+    near_half = lc_estimate(50.0, 2.0, 30)  # symmetric there: its standard error is close to the delta-method one
+    assert near_half.se == pytest.approx(2.0, rel=5e-3)
+
+
+def test_a_model_that_never_wins_has_an_interval_above_zero():
+    """0 of 5 preferred: the mid-p upper bound solves (1 - p)^5 / 2 = 0.025, 100 (1 - 0.05^(1/5)) = 45.07%
+    (every preference below 0.5 is a loss for the discrete win rate)."""
+    for estimate in (win_rate_estimate([0.0] * 5), discrete_win_rate_estimate([0.0, 0.2, 0.4, 0.1, 0.0])):
+        assert (estimate.value, estimate.n, estimate.method, estimate.ci_low) == (0.0, 5, "mid-p", 0.0)
+        assert estimate.ci_high == pytest.approx(100 * (1 - 0.05**0.2), abs=1e-9) and estimate.ci_high > 0
 
 
 @pytest.mark.parametrize(

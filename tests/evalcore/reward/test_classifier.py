@@ -1,26 +1,17 @@
 """``python -m evalcore reward`` with a sequence-classification reward model built on the real SmolLM2:
 rewards equal a plain transformers forward pass, batching changes nothing, ties are exact and counted,
-and every figure of report.json recomputes from rewards.jsonl (Wilson intervals against the closed form)."""
+and every figure of report.json recomputes from rewards.jsonl (mid-p intervals against scipy's binomial)."""
 
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
 
 from evalcore.cli import main
 from evalcore.reward import classifier_rewards, read_reward_pairs
 from evalcore.reward.classifier import SequenceClassifierReward
-
-Z95 = 1.959963984540054
-
-
-def wilson(successes: int, n: int) -> tuple[float, float]:
-    p = successes / n
-    centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
-    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+from tests.midp_reference import midp
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +75,7 @@ def test_batched_equals_one_by_one(reward_dir, pairs_files):
 def test_report_recomputes_from_rewards(run):
     report, rows = run
     assert report["kind"] == "classifier" and report["model"]["backend"] == "hf"
-    assert report["protocol"]["interval"] == "wilson" and "tie" in report["protocol"]["tie_rule"]
+    assert report["protocol"]["interval"] == "mid-p" and "tie" in report["protocol"]["tie_rule"]
     assert (
         len(report["protocol"]["chat_template_sha256"]) == 64
         and report["protocol"]["code_version"]["evalcore"]
@@ -110,7 +101,8 @@ def test_report_recomputes_from_rewards(run):
         assert figure["tie"] == sum(r["outcome"] == "tie" for r in subset)
         assert figure["wrong"] == len(subset) - correct - figure["tie"]
         assert figure["value"] == pytest.approx(correct / len(subset), abs=1e-12)
-        assert (figure["ci_low"], figure["ci_high"]) == pytest.approx(wilson(correct, len(subset)), abs=1e-9)
+        assert (figure["ci_low"], figure["ci_high"]) == pytest.approx(midp(correct, len(subset)), abs=1e-9)
+        assert figure["interval"] == "mid-p"
     assert report["categories"]["mt-bench"]["tie"] == 2 and report["skipped_pairs"] == []
 
 

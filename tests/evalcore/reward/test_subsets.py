@@ -1,5 +1,6 @@
-"""RewardBench-style subsets: records may name a ``subset``; each subset gets its accuracy with a Wilson
-interval and a category is its subsets' accuracies weighted by their sizes (RewardBench's section score,
+"""RewardBench-style subsets: records may name a ``subset``; each subset gets its accuracy with a mid-p
+interval (checked against scipy's binomial, tests/midp_reference.py; a tie counts 0, so accuracy is a
+proportion) and a category is its subsets' accuracies weighted by their sizes (RewardBench's section score,
 ``calculate_scores_per_section`` in allenai/reward-bench: sum(n_s * acc_s) / sum(n_s)), which equals the
 pooled share. ``data/subset_pairs.json`` is a small file written for these tests (not RewardBench data).
 Hostile subsets are refused with one ValueError (one ``error:`` line from the CLI) naming the pair."""
@@ -7,7 +8,6 @@ Hostile subsets are refused with one ValueError (one ``error:`` line from the CL
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -16,17 +16,11 @@ from evalcore.cli import main
 from evalcore.reward import read_reward_pairs
 from evalcore.reward.scoring import CATEGORY_RULE, PairReward, outcome_of, reward_report, weighted_section
 from evalcore.reward.stored import verify_report
+from tests.midp_reference import midp
 
 DATA = Path(__file__).parent / "data" / "subset_pairs.json"
-Z95 = 1.959963984540054
 GOOD = {"input": "Say hi.", "output_1": "Hi!", "output_2": "Go away.", "label": 1}
 
-
-def wilson(successes: int, n: int) -> tuple[float, float]:
-    p = successes / n
-    centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
-    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def scored(pairs, margins):
@@ -58,16 +52,18 @@ def test_subset_figures_and_the_size_weighted_category():
     expected = {"chat-easy": (3, 4), "chat-hard": (1, 3), "refusals-made-up": (1, 1), "math-small": (3, 3)}
     for name, (correct, n) in expected.items():
         figure = subsets[name]
-        low, high = wilson(correct, n)
-        assert figure["n"] == n and figure["correct"] == correct and figure["interval"] == "wilson"
+        low, high = midp(correct, n)
+        assert figure["n"] == n and figure["correct"] == correct and figure["interval"] == "mid-p"
         assert figure["value"] == pytest.approx(correct / n, abs=1e-4)
-        assert (figure["ci_low"], figure["ci_high"]) == pytest.approx((low, high), abs=1e-4)
+        assert (figure["ci_low"], figure["ci_high"]) == pytest.approx((low, high), abs=1e-9)
+        assert "stderr" in figure
     assert subsets["chat-hard"]["tie"] == 1 and subsets["refusals-made-up"]["skipped"] == 1
     # the section score, RewardBench's way: (4 * 3/4 + 3 * 1/3 + 1 * 1 + 3 * 1) / 11 = 8 / 11
     category = report["categories"]["mini"]
     by_hand = (4 * 0.75 + 3 * (1 / 3) + 1 * 1.0 + 3 * 1.0) / 11
     assert weighted_section(subsets) == pytest.approx(by_hand, abs=1e-4) == pytest.approx(8 / 11, abs=1e-4)
     assert category["value"] == pytest.approx(by_hand, abs=1e-12) and category["n"] == 11
+    assert (category["ci_low"], category["ci_high"]) == pytest.approx(midp(8, 11), abs=1e-9)
     assert report["category_rule"] == CATEGORY_RULE and "weighted by each subset's number" in CATEGORY_RULE
 
 
@@ -93,6 +89,36 @@ def test_verify_report_recomputes_subsets_and_refuses_a_tampered_one():
     bad_row = [dict(rows[0], subset={"x": 1}), *rows[1:]]
     with pytest.raises(ValueError, match="line 1: subset must be a name"):
         verify_report(json.loads(json.dumps(report)), bad_row)
+
+
+def test_no_pair_right_has_an_interval_above_zero():
+    """Every pair of a subset wrong or tied: accuracy 0 of 4 with the mid-p upper bound 1 - 0.05^(1/4) (it
+    solves (1 - p)^4 / 2 = 0.025), not a point at 0; n recorded."""
+    pairs, files = read_reward_pairs([f"mini={DATA}"])
+    report = reward_report(scored(pairs, [-1, -1, 0, -1, 1, 1, 1, 1, 1, 1, 1, 1]), files)
+    easy = report["subsets"]["mini"]["chat-easy"]
+    assert (easy["value"], easy["n"], easy["tie"], easy["interval"]) == (0.0, 4, 1, "mid-p")
+    assert easy["ci_low"] == 0.0 and easy["ci_high"] == pytest.approx(1 - 0.05**0.25, abs=1e-9) and easy["ci_high"] > 0
+    assert easy["stderr"] is None  # [0, 0.53] about 0 is lopsided
+
+
+def test_a_report_written_with_wilson_intervals_still_verifies():
+    """A report.json from before the intervals were mid-p names ``"wilson"``: its intervals are not compared
+    (they follow from the counts, which are) and the verified report holds the recomputed mid-p ones; a
+    report that names mid-p must match them."""
+    pairs, files = read_reward_pairs([f"mini={DATA}"])
+    records = scored(pairs, [1, 1, 1, -1, 1, 0, -1, 1, None, 1, 1, 1])
+    report = json.loads(json.dumps({"kind": "classifier", "model": {"name": "m"}, "protocol": {}, **reward_report(records, files)}))
+    rows = [json.loads(json.dumps(r.as_dict())) for r in records]
+    old = json.loads(json.dumps(report))
+    for figure in [old["overall"], *old["categories"].values(), *old["subsets"]["mini"].values()]:
+        figure.update(interval="wilson", ci_low=figure["ci_low"] + 0.01)
+    verified = verify_report(old, rows)
+    assert verified["overall"]["interval"] == "mid-p"
+    assert (verified["overall"]["ci_low"], verified["overall"]["ci_high"]) == pytest.approx(midp(8, 11), abs=1e-9)
+    report["overall"]["ci_low"] += 0.01
+    with pytest.raises(ValueError, match="overall ci_low"):
+        verify_report(report, rows)
 
 
 def test_files_without_subsets_report_none(tmp_path):
