@@ -4,8 +4,8 @@ Reads a CSV with ``model, instruction_id, len_output_1, len_output_2, preference
 baseline's answer; preference in [1, 2], 2 = the model's answer preferred, 0 = a draw) and prints
 ``model, win_rate, win_rate_ci_low, win_rate_ci_high, discrete_win_rate, discrete_ci_low, discrete_ci_high,
 lc_win_rate, lc_ci_low, lc_ci_high, lc_standard_error, n`` (percent), best LC first. The raw and discrete
-win rates' 95% intervals are mid-p at the effective size; the LC one is the delta-method error on the logit
-scale, mapped back (``delta-logit``); ``lc_standard_error`` is that interval's own, empty where it is
+win rates' 95% intervals are mid-p at the effective size; the LC one is mid-p at the effective size its
+delta-method error implies (``delta-mid-p``); ``lc_standard_error`` is that interval's own, empty where it is
 lopsided (near 0 or 100), so it never disagrees with the interval beside it.
 """
 

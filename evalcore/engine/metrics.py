@@ -275,14 +275,29 @@ def ratio_statistic(name: str, numerators: np.ndarray, denominators: np.ndarray)
 
 
 def ratio_value(name: str, numerators, denominators, *, seed: int = 0) -> MetricValue:
-    """A ratio metric with a percentile-bootstrap 95% interval over documents."""
+    """A ratio metric (perplexity, bits per byte) with a 95% interval over documents.
+
+    The mean log-likelihood per unit ``R = sum(ll) / sum(units)`` gets the delta-method t interval
+    (:func:`evalcore.stats.estimates.ratio_of_sums`), mapped through the metric (``exp(-R)`` for
+    perplexities, ``-R / ln 2`` for bits per byte). Documents with no units (an empty text) leave only the
+    seeded percentile bootstrap.
+    """
     numerators, denominators = np.asarray(numerators, float), np.asarray(denominators, float)
     n = numerators.size
     if n == 0:
         raise ValueError("cannot aggregate a metric over zero items")
     value = ratio_statistic(name, numerators, denominators)
     if n < 2:
-        return MetricValue(value, None, None, None, n, False, "bootstrap")
+        return MetricValue(value, None, None, None, n, False, "delta-t")
+    if np.all(denominators > 0) and np.all(np.isfinite(numerators)) and math.isfinite(value):
+        _, low, high = estimates.ratio_of_sums(numerators, denominators)[:3]
+
+        def metric_of(r: float) -> float:
+            return -r / math.log(2) if name == "bits_per_byte" else math.exp(min(-r, 700.0))
+
+        bounds = sorted((metric_of(low), metric_of(high)))
+        estimate = estimates.Estimate(value, min(bounds[0], value), max(bounds[1], value), n, "delta-t")
+        return from_estimate(estimate, higher_is_better=False)
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, n, size=(BOOTSTRAP_ROUNDS, n))
     stats = np.array([ratio_statistic(name, numerators[d], denominators[d]) for d in draws])
@@ -303,7 +318,7 @@ def group_value(parts: list[MetricValue], *, weight_by_size: bool) -> MetricValu
     if all(p.effective_n and p.interval.startswith(("mid-p", "pooled-mid-p")) for p in parts) and all(
         0.0 <= p.value <= 1.0 for p in parts
     ):
-        estimate = estimates.pooled(pieces, weights)
+        estimate = estimates.pooled(pieces, weights) if weight_by_size else estimates.macro(pieces)
     else:
         estimate = estimates.mover(pieces, weights)
     return from_estimate(estimate, higher_is_better=parts[0].higher_is_better)

@@ -5,8 +5,8 @@ Bradley-Terry ratings (plain and style-controlled), each with an interval.
 - win rate: the mean swap-average preference for the model's answer, in percent, with a mid-p interval
   at its effective size (a mean of values in [0, 1]: :func:`evalcore.stats.estimates.bounded_mean`), and the
   discrete win rate (wins plus half the ties) likewise; ``standard_error`` is the interval's (None where
-  it is lopsided); the length-controlled win rate and its interval (``delta-logit``: the delta-method
-  error on the logit scale, mapped back into [0, 100]) come from
+  it is lopsided); the length-controlled win rate and its interval (``delta-mid-p``: the mid-p interval
+  at the effective size the delta-method error implies, at most twice the pairs) come from
   :func:`evalcore.ratings.length_controlled_win_rate` (AlpacaEval 2's GLM), which needs at least two
   models besides the baseline; every figure records the ``n`` pairs it rests on;
 - Bradley-Terry: every successful judgment is a battle between the model shown first and the one shown

@@ -54,6 +54,9 @@ from evalcore.validation import check_level
 
 LEVEL = 0.95
 DEFF_FLOOR = 0.5  # smallest variance ratio trusted from a sample (see mid-p-effective)
+DEFF_FLOOR_SMALL = 0.75  # ... below SMALL_N values (pass@k at n = 4 covered 0.89 with 0.5)
+SMALL_N = 10
+SPREAD_RATIO = 10.0  # a macro average whose parts' sizes differ more than this takes the hull with MOVER
 SYMMETRY = 0.1  # an interval is symmetric enough for a standard error when its arms differ by < 10% of its width
 _BISECTIONS = 56  # bounds to ~1e-17: float precision
 METHODS = {
@@ -61,6 +64,10 @@ METHODS = {
     "mid-p-effective": "mid-p interval at the effective size n / design effect (bounded means, clustered items)",
     "pooled-mid-p": "mid-p interval at the pooled effective size 1 / sum(w_i^2 / n_i) (group and benchmark averages)",
     "mover": "Zou & Donner's MOVER: the parts' intervals combined (the board average)",
+    "pooled-mid-p+mover": "the wider of the pooled mid-p and MOVER bounds (a macro average of parts of very different sizes)",
+    "delta-t": "delta-method t interval of a ratio of sums on the log scale (perplexities, bits per byte)",
+    "delta-mid-p": "mid-p at the effective size p(1-p)/se^2 of a delta-method error, at most 2n (the LC win rate)",
+    "newcombe-mid-p": "Newcombe's hybrid score interval for a difference of rates, built from the two mid-p intervals",
     "t": "Student's t interval, n - 1 degrees of freedom",
     "t-clustered": "Student's t with the cluster-robust (CR1) standard error, clusters - 1 degrees of freedom",
     "bootstrap": "percentile bootstrap over documents (1,000 rounds, seeded)",
@@ -116,6 +123,7 @@ class Estimate:
             self, value=self.value * factor,
             ci_low=None if self.ci_low is None else self.ci_low * factor,
             ci_high=None if self.ci_high is None else self.ci_high * factor,
+            stderr=None if self.stderr is None else self.stderr * factor,
         )  # fmt: skip
 
 
@@ -252,15 +260,21 @@ def bounded_mean(values, *, low: float = 0.0, high: float = 1.0, clusters=None, 
     if n == 1:
         return Estimate(value, None, None, 1, "mid-p", level, None)
     binary = bool(np.all((u == 0.0) | (u == 1.0)))
-    cluster_deff = 1.0
+    cluster_deff, groups = 1.0, n
     if clusters is not None:
-        cluster_deff, _ = cluster_design_effect(u, clusters)
-    if binary and cluster_deff == 1.0:
+        cluster_deff, groups = cluster_design_effect(u, clusters)
+    clustered = 2 <= groups < n
+    if binary and not clustered:
         lo, hi = midp_bounds(float(u.sum()), float(n), level)
         return Estimate(value, low + span * lo, low + span * hi, n, "mid-p", level, float(n))
     bound_var = m * (1 - m)
-    ratio = 1.0 if binary or bound_var <= 0 else min(1.0, max(DEFF_FLOOR, float(u.var(ddof=1)) / bound_var))
+    floor = DEFF_FLOOR_SMALL if n < SMALL_N else DEFF_FLOOR
+    ratio = 1.0 if binary or bound_var <= 0 else min(1.0, max(floor, float(u.var(ddof=1)) / bound_var))
     effective = n / (ratio * cluster_deff)
+    if clustered:
+        # A design effect estimated from G clusters is itself uncertain: widen as Student's t with G - 1
+        # degrees of freedom widens the normal (rare outcomes in 25 clusters covered 0.87 without this).
+        effective /= (float(stdtrit(groups - 1, 0.5 + level / 2)) / _z(level)) ** 2
     lo, hi = midp_bounds(m * effective, effective, level)
     return Estimate(value, low + span * lo, low + span * hi, n, "mid-p-effective", level, float(effective))
 
@@ -337,6 +351,48 @@ def mover(parts: list[Estimate], weights=None, *, bounds: tuple[float, float] | 
     if bounds is not None:
         low, high = max(bounds[0], low), min(bounds[1], high)
     return Estimate(value, min(low, value), max(high, value), n, "mover", level, None)
+
+
+def macro(parts: list[Estimate], *, bounds: tuple[float, float] = (0.0, 1.0), level: float = LEVEL) -> Estimate:
+    """Equally weighted mean of mid-p parts: pooled, or, where the parts' sizes differ more than tenfold, the
+    hull of the pooled and the MOVER intervals.
+
+    The pooled size gives every part the average's variance; a small part far from the rest (4 items at 0.5
+    beside nine of 1,000 at 0.02) then covered 0.65. MOVER alone falls to 0.86 on many 4-item parts; the
+    hull covered at least 0.95 on every case of bench/intervals.py.
+    """
+    pool = pooled(parts, None, bounds=bounds, level=level)
+    sizes = [p.n for p in parts]
+    if max(sizes) <= SPREAD_RATIO * min(sizes):
+        return pool
+    other = mover(parts, None, bounds=bounds, level=level)
+    if other.ci_low is None:
+        return pool
+    return replace(pool, ci_low=min(pool.ci_low, other.ci_low), ci_high=max(pool.ci_high, other.ci_high),
+                   method="pooled-mid-p+mover")  # fmt: skip
+
+
+def ratio_of_sums(numerators, denominators, *, level: float = LEVEL) -> tuple[float, float, float, float]:
+    """``R = sum(a) / sum(b)`` with a delta-method t interval: (R, low, high, degrees of freedom).
+
+    ``var(R) = n / (n - 1) * sum((a_i - R b_i)^2) / sum(b)^2`` (the linearised ratio estimator), Student's t
+    with ``sum(b)^2 / sum(b^2) - 1`` degrees of freedom (the documents' effective number, at least 1). The
+    percentile bootstrap it replaces covered 0.79 at n = 4 and 0.87 at n = 10 (bench/intervals.py).
+    """
+    a, b = _as_values(numerators, "numerators"), _as_values(denominators, "denominators")
+    if a.shape != b.shape:
+        raise ValueError("numerators and denominators differ in length")
+    if np.any(b <= 0):
+        raise ValueError("denominators must be positive")
+    n, total = a.size, float(b.sum())
+    ratio = float(a.sum()) / total
+    if n < 2:
+        return ratio, float("nan"), float("nan"), 0.0
+    resid = a - ratio * b
+    se = math.sqrt(n / (n - 1) * float(np.sum(resid**2))) / total
+    df = max(1.0, total**2 / float(np.sum(b**2)) - 1.0)
+    q = float(stdtrit(df, 0.5 + level / 2))
+    return ratio, ratio - q * se, ratio + q * se, df
 
 
 def mapped(estimate: Estimate, scale: float, offset: float, *, bounds: tuple[float, float]) -> Estimate:

@@ -56,8 +56,8 @@ class JudgeScoreSerializer(serializers.Serializer):
     ci_high = serializers.FloatField(allow_null=True)
     interval = serializers.CharField(
         allow_null=True, required=False,
-        help_text="the method of value's 95% interval: delta-logit (LC: the delta-method error on the logit scale, "
-                  "mapped back), mid-p or mid-p-effective (the win rate), bootstrap (a mean grade)",
+        help_text="the method of value's 95% interval: delta-mid-p (LC: mid-p at the effective size "
+                  "its delta-method error implies), mid-p or mid-p-effective (the win rate), bootstrap (a mean grade)",
     )  # fmt: skip
     lc = serializers.BooleanField(help_text="whether value is length-controlled")
     win_rate = serializers.FloatField(allow_null=True)

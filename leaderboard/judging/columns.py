@@ -2,7 +2,7 @@
 
 The board's judge is the first active judge config. A model's cell is its latest finished run under
 that config's current protocol and instruction set: the length-controlled win rate against the
-baseline with its 95% interval (``delta-logit``; the plain win rate with its mid-p interval at the
+baseline with its 95% interval (``delta-mid-p``; the plain win rate with its mid-p interval at the
 effective size when LC could not be fitted), the method in ``interval``, over ``n`` pairs.
 """
 

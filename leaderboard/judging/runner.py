@@ -128,7 +128,7 @@ def _finite(x):
 
 def run_results(entry: dict, rating: dict | None, notes: list[str], style: dict | None = None) -> dict:
     """The numbers a run shows: the win rate, the discrete win rate and the LC win rate, each with its 95%
-    interval as ``evalcore.judging.judge_run`` made it (mid-p at the effective size; ``delta-logit`` for LC),
+    interval as ``evalcore.judging.judge_run`` made it (mid-p at the effective size; ``delta-mid-p`` for LC),
     the method in ``*_interval`` and the interval's standard error (None where it is lopsided), over ``n``
     pairs; the Bradley-Terry rating and its style-controlled variant (answer length and markdown as
     covariates), each with an interval."""

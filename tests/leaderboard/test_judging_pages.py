@@ -77,7 +77,7 @@ def test_board_judge_page_browser_exports_and_api(client, judged):
     assert f"{style['rating']:.0f}" in style_cell and f"{style['ci_low']:.0f}" in style_cell
     win_cell = re.search(r'<td class="num win-rate">(.*?)</td>', mine[: mine.index("</tr>")], re.S).group(1)
     assert f"{r['win_rate']:.1f}" in win_cell and f"{r['win_rate_ci_low']:.1f}–{r['win_rate_ci_high']:.1f}" in win_cell
-    assert "±" not in win_cell and r["lc_interval"] == "delta-logit" and 0 <= r["lc_ci_low"] and r["lc_ci_high"] <= 100
+    assert "±" not in win_cell and r["lc_interval"] == "delta-mid-p" and 0 <= r["lc_ci_low"] and r["lc_ci_high"] <= 100
     audit = JudgeAudit.objects.get()
     assert audit.status == "FINISHED", audit.failure_reason
     acc = audit.report["accuracy_swap_average"]

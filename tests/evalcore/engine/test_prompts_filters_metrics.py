@@ -150,10 +150,22 @@ def test_mean_interval_and_micro_versus_macro():
     assert micro.value != pytest.approx(macro.value)
 
 
-def test_ratio_metrics_use_sums_and_a_bootstrap_interval():
-    lls, units = [-10.0, -30.0, -20.0], [10, 20, 10]
+def test_ratio_metrics_use_sums_and_a_delta_method_interval():
+    from scipy.stats import t as student_t
+
+    lls, units = [-10.0, -30.0, -24.0, -12.0], [10, 20, 10, 15]
     value = ratio_value("word_perplexity", lls, units, seed=0)
-    assert value.value == pytest.approx(math.exp(60 / 40))
-    assert value.ci_low <= value.value <= value.ci_high and value.interval == "bootstrap"
+    r = sum(lls) / sum(units)
+    assert value.value == pytest.approx(math.exp(-r))
+    # The linearised ratio estimator by hand: residuals ll_i - r u_i, t with sum(u)^2 / sum(u^2) - 1 df.
+    resid = [a - r * b for a, b in zip(lls, units)]
+    se = math.sqrt(4 / 3 * sum(e * e for e in resid)) / sum(units)
+    q = student_t.ppf(0.975, sum(units) ** 2 / sum(u * u for u in units) - 1)
+    assert value.interval == "delta-t"
+    assert (value.ci_low, value.ci_high) == pytest.approx((math.exp(-(r + q * se)), math.exp(-(r - q * se))))
     bpb = ratio_value("bits_per_byte", lls, units, seed=0)
-    assert bpb.value == pytest.approx(60 / 40 / math.log(2))
+    assert bpb.value == pytest.approx(-r / math.log(2))
+    assert (bpb.ci_low, bpb.ci_high) == pytest.approx(((-r - q * se) / math.log(2), (-r + q * se) / math.log(2)))
+    assert bpb.stderr == pytest.approx(q * se / math.log(2) / 1.959964, rel=1e-5)  # symmetric: its own error
+    empty = ratio_value("word_perplexity", [-10.0, 0.0, -20.0], [10, 0, 10], seed=0)  # a document of no words
+    assert empty.interval == "bootstrap" and empty.ci_low <= empty.value <= empty.ci_high

@@ -78,15 +78,17 @@ def test_bounded_means_use_the_effective_size():
     assert binary.method == "mid-p" and (binary.ci_low, binary.ci_high) == pytest.approx(midp_reference(3, 5), abs=1e-9)
     values = np.array([0.0, 0.5, 1.0, 0.5, 1.0, 0.5])
     m, s2 = values.mean(), values.var(ddof=1)
-    effective = len(values) / min(1.0, max(0.5, s2 / (m * (1 - m))))
+    effective = len(values) / min(1.0, max(0.75, s2 / (m * (1 - m))))  # under 10 values: floor 0.75
     e = est.bounded_mean(values)
     assert e.method == "mid-p-effective" and e.effective_n == pytest.approx(effective)
     low, high = est.midp_bounds(m * effective, effective)
     assert (e.ci_low, e.ci_high) == pytest.approx((low, high))
     scaled = est.bounded_mean(values * 10, low=0, high=10)  # the same on a 0..10 scale
     assert (scaled.ci_low, scaled.ci_high) == pytest.approx((10 * low, 10 * high))
-    same = est.bounded_mean([0.4, 0.4, 0.4, 0.4])  # no spread observed: trust at most twice the size
-    assert same.effective_n == 8 and same.ci_low < 0.4 < same.ci_high
+    same = est.bounded_mean([0.4] * 12)  # no spread observed: trust at most twice the size
+    assert same.effective_n == 24 and same.ci_low < 0.4 < same.ci_high
+    few = est.bounded_mean([0.4, 0.4, 0.4, 0.4])  # under 10 values: at most 4 / 0.75
+    assert few.effective_n == pytest.approx(4 / 0.75)
 
 
 def test_clusters_widen_by_the_design_effect():
@@ -100,7 +102,9 @@ def test_clusters_widen_by_the_design_effect():
     reference = clustered_standard_error(values, clusters)
     assert g == 30 and deff == pytest.approx(max(1.0, reference.design_effect), rel=1e-9) and deff > 2
     clustered, plain = est.bounded_mean(values, clusters=clusters), est.bounded_mean(values)
-    assert clustered.method == "mid-p-effective" and clustered.effective_n == pytest.approx(150 / deff)
+    # The design effect, then Student's t with 29 degrees of freedom over the normal, squared.
+    widen = (student_t.ppf(0.975, 29) / 1.959963984540054) ** 2
+    assert clustered.method == "mid-p-effective" and clustered.effective_n == pytest.approx(150 / deff / widen)
     assert clustered.ci_high - clustered.ci_low > 1.4 * (plain.ci_high - plain.ci_low)
     t_clustered = est.t_mean(values, clusters=clusters)
     q = student_t.ppf(0.975, 29)
@@ -126,6 +130,16 @@ def test_pooled_micro_average_of_proportions_is_the_pooled_count():
     macro = est.pooled(parts)  # equal weights: effective size 1 / sum((1/3)^2 / n_i)
     assert macro.effective_n == pytest.approx(1 / sum(1 / 9 / n for n in (4, 20, 30)))
     assert macro.ci_high > macro.value > macro.ci_low > 0
+
+
+def test_a_macro_average_of_very_different_sizes_takes_the_hull_with_mover():
+    small, big = est.proportion(2, 4), est.proportion(20, 1000)
+    hull = est.macro([small] + [big] * 9)
+    pool, other = est.pooled([small] + [big] * 9), est.mover([small] + [big] * 9)
+    assert hull.method == "pooled-mid-p+mover"
+    assert (hull.ci_low, hull.ci_high) == (min(pool.ci_low, other.ci_low), max(pool.ci_high, other.ci_high))
+    alike = est.macro([est.proportion(3, 20), est.proportion(30, 100)])  # sizes within 10x: pooled
+    assert alike.method == "pooled-mid-p"
 
 
 def test_mover_combines_the_parts_intervals():

@@ -20,12 +20,12 @@ def test_wilson_matches_scipy(k, n):
 def test_accuracy_intervals_do_not_collapse_at_the_edges():
     none_right = mean_value([0, 0, 0, 0])
     assert none_right.value == 0 and none_right.ci_low == 0 and none_right.ci_high > 0.45
-    assert none_right.interval == "wilson"
+    assert none_right.interval == "mid-p"  # the engine's proportions: tests/evalcore/stats/test_estimates.py
     all_right = mean_value([1, 1, 1, 1])
     assert all_right.ci_high == 1 and all_right.ci_low < 0.55
 
 
 def test_non_binary_metrics_keep_the_t_interval():
-    assert mean_value([0.5, 0.25, 1.0]).interval == "normal"
+    assert mean_value([0.5, 0.25, 1.0]).interval == "t"  # an unnamed metric: not known to be bounded
     with pytest.raises(ValueError, match="0/1 values"):
         mean_interval(np.array([0.5, 1.0]), method="wilson")
