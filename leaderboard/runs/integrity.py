@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
-from evalcore.stats import mean_interval, subset_difference
+from evalcore.engine.metrics import mean_value
+from evalcore.stats import subset_difference
 from leaderboard.models import (
     ContaminationScan,
     EvaluationRun,
@@ -101,14 +102,15 @@ def clean_subset_of_runs(runs: list[EvaluationRun], flagged: dict[str, set[int]]
     x, keep = np.concatenate(values), np.concatenate(keeps)
     if keep.all():
         return None
-    binary = bool(np.isin(x, (0.0, 1.0)).all())
-    full = mean_interval(x, method="wilson" if binary else "normal")
+    base = metric.split(",")[0]
+    full = mean_value(x, metric=base)  # the interval the score itself gets (mid-p for a proportion)
     row = {"metric": metric, "n": int(x.size), "flagged": int((~keep).sum()), "clean_n": int(keep.sum()),
-           "full": full.mean, "full_ci_low": full.ci_low, "full_ci_high": full.ci_high, "clean": None}  # fmt: skip
+           "full": full.value, "full_ci_low": full.ci_low, "full_ci_high": full.ci_high, "interval": full.interval,
+           "clean": None}  # fmt: skip
     if keep.any():
-        clean = mean_interval(x[keep], method="wilson" if binary else "normal")
+        clean = mean_value(x[keep], metric=base)
         diff = subset_difference(x, keep, rng=np.random.default_rng(CLEAN_SEED), rounds=CLEAN_ROUNDS)
-        row.update(clean=clean.mean, clean_ci_low=clean.ci_low, clean_ci_high=clean.ci_high,
+        row.update(clean=clean.value, clean_ci_low=clean.ci_low, clean_ci_high=clean.ci_high,
                    difference=diff.difference, diff_ci_low=diff.ci_low, diff_ci_high=diff.ci_high,
                    distinguishable=not diff.ci_low <= 0.0 <= diff.ci_high)  # fmt: skip
     return row
