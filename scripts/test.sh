@@ -27,7 +27,7 @@ find_or_start_services || exit 1
 if ! command -v bwrap >/dev/null; then
   apt_install bubblewrap || { echo "bubblewrap (bwrap) is needed for the code-execution jail" >&2; exit 1; }
 fi
-# The jail's seccomp filter is compiled by libseccomp (evalcore/engine/seccomp.py).
+# The jail's seccomp filter is compiled by libseccomp (evalcore/jail/seccomp.py).
 if ! ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2'; then
   apt_install libseccomp2 || { echo "libseccomp2 is needed for the jail's seccomp filter" >&2; exit 1; }
 fi

@@ -51,6 +51,11 @@ def write_config(tmp_path: Path) -> None:
                 for tail in re.split(r"[|:]", layer):
                     name = tail.strip().strip("()")
                     _touch_module(tmp_path, f"{container}.{name}" if container else name)
+    for contract in config["contracts"]:  # then the submodules forbidden contracts name (evalcore.jail, ...)
+        for key in ("source_modules", "forbidden_modules"):
+            for name in contract.get(key, []):
+                if name.split(".")[0] in config["root_packages"]:
+                    _touch_module(tmp_path, name)
     (tmp_path / ".importlinter").write_text("\n".join(lines) + "\n")
 
 
@@ -157,3 +162,11 @@ def test_workers_name_no_app_task():
         for match in re.findall(r"\b(?:arena|leaderboard)\.tasks(?:\.\w+)?", path.read_text())
     ]
     assert not named, named
+
+
+def test_jail_contract_fails_when_the_jail_imports_the_engine(tmp_path):
+    write_config(tmp_path)
+    (tmp_path / "evalcore" / "jail" / "sandbox.py").write_text("import evalcore.engine\n")
+    result = lint(tmp_path)
+    assert result.returncode == 1
+    assert "evalcore.jail is not allowed to import evalcore.engine" in result.stdout

@@ -19,10 +19,10 @@ from typing import Any
 
 import yaml
 
-from evalcore.engine.code_eval import uses_code_eval
 from evalcore.engine.filters import validate_filter_list
 from evalcore.engine.metrics import validate_metric_list
 from evalcore.engine.taskcode import PythonFunction, check_functions, functions_in
+from evalcore.jail import uses_code_eval
 from evalcore.validation import yaml_problem
 
 TASK_KEYS = {
@@ -277,7 +277,7 @@ def _check_unsafe(data: dict, source: str, output_type: str) -> None:
     Two ways pass: Podium's ``pass@k`` metric, and (trusted folders only) metric functions from a
     module that scores through Hugging Face ``evaluate``'s ``code_eval``, as the harness's humaneval
     and mbpp do: that module got Podium's stand-in, which runs every program in the bubblewrap
-    jail (:mod:`evalcore.engine.code_eval`). Any other task Python that would score programs
+    jail (:mod:`evalcore.jail.code_eval`). Any other task Python that would score programs
     (``process_results``, a metric function that never loaded code_eval) is refused.
     """
     if output_type != "generate_until":

@@ -23,9 +23,8 @@ from evalcore.engine import metrics as m
 from evalcore.engine.chat import ChatOptions, effective_generation_kwargs, parse_gen_kwargs
 from evalcore.engine.config import GroupConfig, TaskConfig
 from evalcore.engine.records import build_records, fewshot_pool
-from evalcore.engine.sandbox import jail_protocol
 from evalcore.engine.scoring import aggregate, metric_key, runs_programs, score_records, tampering_summary
-from evalcore.engine.verdicts import require_referee
+from evalcore.jail import jail_protocol, require_referee
 from evalcore.models.base import Backend, GenerationRequest, LoglikelihoodRequest, RollingRequest
 
 __all__ = ["DEFAULT_FEWSHOT_SEED", "RunResult", "TaskResult", "build_records", "evaluate", "evaluate_task",

@@ -18,7 +18,7 @@ from evalcore.engine.corpus import corpus_value
 from evalcore.engine.filters import pipelines
 from evalcore.engine.prompts import Prompter, render
 from evalcore.engine.textnorm import max_f1
-from evalcore.engine.verdicts import collecting_tampering, report_tampering, run_tests
+from evalcore.jail import collecting_tampering, report_tampering, run_tests
 
 
 def metric_key(metric: str, filter_name: str) -> str:
@@ -50,7 +50,7 @@ def _generation_gold(config: TaskConfig, record: dict):
 
 def _execute(candidates: list[str], tests: str, timeout: float, memory_mb: int, names, setup: str) -> list[bool]:
     """Whether each candidate program passes ``tests``: the candidate runs as a script (``__main__``) in one
-    process of the jail, the tests in another that alone decides (:func:`evalcore.engine.verdicts.run_tests`),
+    process of the jail, the tests in another that alone decides (:func:`evalcore.jail.verdicts.run_tests`),
     seeing only the candidate's ``names`` (None: the names the tests use and do not define) and the
     task's own ``setup``."""
 

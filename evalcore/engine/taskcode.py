@@ -10,7 +10,7 @@ never trusted; without the mark a task that names code is refused with a clear e
 A module is imported once per process under a private name (``podium_task_code.<hash>``); the
 SHA-256 of its source is part of the tag's text, so a config's hash changes when its code does.
 A module that loads Hugging Face ``evaluate``'s ``code_eval`` gets a stand-in that runs every
-program in the jail (:mod:`evalcore.engine.code_eval`).
+program in the jail (:mod:`evalcore.jail.code_eval`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from evalcore.engine.code_eval import jailed_evaluate
+from evalcore.jail import jailed_evaluate
 
 _MODULES: dict[Path, Any] = {}
 

@@ -1,7 +1,7 @@
 """Code tasks whose programs attack the interpreter or the verdict put the submission in the review queue.
 
 The jail's referee decides every verdict from plain values, so tampering cannot raise a score
-(evalcore.engine.verdicts); but a model that emits exit hooks, patched builtins or always-equal
+(evalcore.jail.verdicts); but a model that emits exit hooks, patched builtins or always-equal
 objects was likely trained to cheat, which is for an admin to judge. The engine records, per
 document, what the completion spells out and what its process reports about itself
 (``tampering``), and the task's protocol counts the documents; here a non-zero count becomes a

@@ -12,7 +12,7 @@ from evalcore.engine.runner import DEFAULT_FEWSHOT_SEED, build_records
 from leaderboard.evaluation.rescoring import runs_rescore
 from leaderboard.evaluation.task_index import task_config_current
 from leaderboard.models import ReviewAction, SampleRecord, Score, Submission
-from tests.evalcore.engine.test_jail_cheats import cheating, honest
+from tests.evalcore.jail.test_jail_cheats import cheating, honest
 from tests.leaderboard import board_data as bd
 
 pytestmark = pytest.mark.django_db

@@ -18,9 +18,11 @@ KINDS = (
     "clustered: mid-p ignoring clusters (peer)",
     "pooled: micro average",
     "pooled: macro average",
+    "pooled: macro, pooled only (peer)",
     "mover: raw board average",
     "mover: normalised board average",
-    "ratio: percentile bootstrap",
+    "ratio: delta-t",
+    "ratio: percentile bootstrap (peer)",
 )
 
 

@@ -8,7 +8,7 @@ harness itself on the same files and weights (``bench/record_harness_reference.p
 log-likelihoods within 1e-4, identical generations, equal per-document and aggregated metrics (within
 1e-4 too: truthfulqa_mc2 turns log-likelihoods into a probability). humaneval and mbpp
 (``unsafe_code``) score with evaluate's code_eval: the harness ran the hub's script on its
-programs, the engine runs the same programs in its jail (``evalcore.engine.code_eval``).
+programs, the engine runs the same programs in its jail (``evalcore.jail.code_eval``).
 """
 
 from __future__ import annotations

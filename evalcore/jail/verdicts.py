@@ -6,7 +6,7 @@ reports the result, register an exit hook that prints a later "passed" line, ``o
 failed assertion, or return an object whose ``__eq__`` always says yes. :func:`run_tests` runs the
 candidate's program in one process (the *host*) and the tests in another (the *referee*, the
 jail's PID 1), which calls the candidate's functions through the jail-side protocol of
-:mod:`evalcore.engine.jailside` and sees only plain values coming back. The referee alone writes
+:mod:`evalcore.jail.jailside` and sees only plain values coming back. The referee alone writes
 the verdict, on a descriptor the host never holds.
 
 Separately, :func:`static_tampering` reads the completion for the moves that attack the
@@ -28,8 +28,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalcore.engine.sandbox import PROGRAM_DIR, SandboxUnavailable, check_limits, launch, require_jail
-from evalcore.engine.testplan import TestPlan, plan_tests
+from evalcore.jail.sandbox import PROGRAM_DIR, SandboxUnavailable, check_limits, launch, require_jail
+from evalcore.jail.testplan import TestPlan, plan_tests
 
 # What the scoring jail holds under /program, besides candidate.py: the referee and host, and the modules
 # jailside.py imports from beside it. Never the tests: they come in on a descriptor.
@@ -65,7 +65,7 @@ def run_tests(
     code_eval's ``reliability_guard`` in both processes and swallows output, as the hub script does;
     ``main`` runs the candidate as ``__main__`` (a script) rather than in an empty namespace.
     ``names``: the candidate's names the tests call, as the task's protocol gives them (the entry
-    point); None works them out from the tests (:func:`evalcore.engine.testplan.plan_tests`).
+    point); None works them out from the tests (:func:`evalcore.jail.testplan.plan_tests`).
     ``setup``: the task's own code (a HumanEval prompt's helpers), run by the referee in the tests'
     globals; what it defines never comes from the candidate. The tests and the setup reach the jail
     on a descriptor that the referee reads and closes before the candidate's process exists.
@@ -78,7 +78,7 @@ def run_tests(
 
 
 def require_referee():
-    """:func:`evalcore.engine.sandbox.require_jail`, plus a trial verdict from the jail's referee."""
+    """:func:`evalcore.jail.sandbox.require_jail`, plus a trial verdict from the jail's referee."""
     return _referee_jail()
 
 

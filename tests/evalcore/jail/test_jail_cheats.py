@@ -19,16 +19,16 @@ import uuid
 import pytest
 
 from bench.sandbox import cheat_body
-from evalcore.engine.code_eval import JailedCodeEval, check_candidate
 from evalcore.engine.data import resolve_path
 from evalcore.engine.registry import TaskIndex
 from evalcore.engine.runner import evaluate
-from evalcore.engine.sandbox import PROGRAM_PATH, launch, require_jail
-from evalcore.engine.testplan import plan_tests
-from evalcore.engine.verdicts import collecting_tampering, run_tests
+from evalcore.jail.code_eval import JailedCodeEval, check_candidate
+from evalcore.jail.sandbox import PROGRAM_PATH, launch, require_jail
+from evalcore.jail.testplan import plan_tests
+from evalcore.jail.verdicts import collecting_tampering, run_tests
 from evalcore.models.base import GenerationResult
 from tests.evalcore.engine.test_runner import ScriptedBackend
-from tests.evalcore.engine.test_sandbox import humaneval_problems
+from tests.evalcore.jail.test_sandbox import humaneval_problems
 
 PROBLEMS = {p["task_id"]: p for p in humaneval_problems()}
 SAMPLE = list(PROBLEMS.values())[::16]  # 11 problems

@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 
 from bench.sandbox import mbpp_problems
-from evalcore.engine.sandbox import run_program
-from evalcore.engine.verdicts import run_tests
+from evalcore.jail.sandbox import run_program
+from evalcore.jail.verdicts import run_tests
 
 # math, heapq, re, collections, itertools, sys, cmath, array, bisect, datetime; 367 has test_setup_code.
 CHOSEN = ("MBPP/3", "MBPP/4", "MBPP/7", "MBPP/13", "MBPP/40", "MBPP/100", "MBPP/124", "MBPP/137", "MBPP/736",

@@ -1,6 +1,6 @@
 """Which of the candidate's names the tests may see, worked out on the worker before a jail starts.
 
-The scoring referee runs the tests in globals it builds itself (:mod:`evalcore.engine.jailside`): real
+The scoring referee runs the tests in globals it builds itself (:mod:`evalcore.jail.jailside`): real
 builtins, real modules, the task's own helpers, and only the candidate names this plan lists, each a
 stand-in for the candidate's object. A completion that rebinds ``abs`` or ``math``, or forges more
 names in its answer, changes nothing the tests compute.

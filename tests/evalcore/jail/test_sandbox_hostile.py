@@ -18,8 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from evalcore.engine.sandbox import MAX_PROCESSES, NOBODY, PROGRAM_PATH, launch, require_jail, run_program
-from tests.evalcore.engine.test_sandbox import humaneval_problems, humaneval_program
+from evalcore.jail.sandbox import MAX_PROCESSES, NOBODY, PROGRAM_PATH, launch, require_jail, run_program
+from tests.evalcore.jail.test_sandbox import humaneval_problems, humaneval_program
 
 REPO = Path(__file__).resolve().parents[3]
 SETTINGS = REPO / "config" / "settings" / "base.py"

@@ -6,7 +6,7 @@ child process of the evaluating one (``execute.py`` of huggingface/evaluate, who
 says it is not a sandbox). When Podium imports such trusted task code,
 :func:`jailed_evaluate` stands in for the ``evaluate`` module during the import: its
 ``load("code_eval")`` returns :class:`JailedCodeEval`, the same computation with each program run
-in the bubblewrap jail (:func:`evalcore.engine.verdicts.run_tests`); every other name goes to the
+in the bubblewrap jail (:func:`evalcore.jail.verdicts.run_tests`); every other name goes to the
 real ``evaluate`` where it is installed.
 
 Semantics kept from the hub script (``metrics/code_eval/code_eval.py`` and ``execute.py``,
@@ -20,7 +20,7 @@ directory, after the same ``reliability_guard`` (``os.kill``, ``os.system``, ``s
 only for the ``k`` every problem has enough samples for. What differs is the place: the jail's
 Python is the system one under ``/usr``, with the jail's limits (memory, processes, no network); and
 who decides: the candidate and the test run in two processes, the test's process alone writing the
-result from plain values (:mod:`evalcore.engine.verdicts`), so that a candidate that patches the
+result from plain values (:mod:`evalcore.jail.verdicts`), so that a candidate that patches the
 interpreter, registers exit hooks or returns always-equal objects cannot turn a failure into
 ``"passed"``. The hub's exact strings hold for every program that does not attack its checker.
 """
@@ -36,7 +36,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from evalcore.engine.verdicts import TestVerdict, report_tampering, run_tests
+from evalcore.jail.verdicts import TestVerdict, report_tampering, run_tests
 
 MEMORY_MB = 2048  # the hub script sets no memory limit; the jail needs one
 _USERS: set[str] = set()  # task-code modules that loaded code_eval through jailed_evaluate
@@ -45,7 +45,7 @@ _USERS: set[str] = set()  # task-code modules that loaded code_eval through jail
 def check_candidate(candidate: str, test: str, *, timeout: float = 3.0) -> TestVerdict:
     """One program scored as code_eval's ``check_correctness`` scores it, in the jail: the verdict, whose
     ``result`` is the hub's string. The candidate runs in its own process, the test in the referee's
-    (:mod:`evalcore.engine.verdicts`), both under code_eval's ``reliability_guard``, in an empty
+    (:mod:`evalcore.jail.verdicts`), both under code_eval's ``reliability_guard``, in an empty
     namespace, with output swallowed and stdin unreadable."""
     return run_tests(candidate, test, timeout=float(timeout), memory_mb=MEMORY_MB, guard=True, main=False)
 

@@ -15,8 +15,8 @@ import os
 
 import pytest
 
-from evalcore.engine import jailwire
-from evalcore.engine.verdicts import run_tests
+from evalcore.jail import jailwire
+from evalcore.jail.verdicts import run_tests
 
 TREE = """
 class Node:

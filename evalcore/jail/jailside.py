@@ -42,8 +42,8 @@ import tempfile
 import types
 
 if __package__:  # imported by Podium (tests)
-    from evalcore.engine.jailaudit import state, tampering, watch_reaches
-    from evalcore.engine.jailwire import (
+    from evalcore.jail.jailaudit import state, tampering, watch_reaches
+    from evalcore.jail.jailwire import (
         HostGone,
         Peer,
         ProtocolError,

@@ -1,4 +1,4 @@
-"""Which candidate names the tests may see (evalcore/engine/testplan.py), and what the completion's text
+"""Which candidate names the tests may see (evalcore/jail/testplan.py), and what the completion's text
 says about bending the tests (issue 47). No jail: these run on the worker before one starts."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 
 from evalcore.engine.config import TaskConfig, task_config_from_mapping
 from evalcore.engine.scoring import _test_names
-from evalcore.engine.testplan import global_names, plan_tests
-from evalcore.engine.verdicts import static_tampering
+from evalcore.jail.testplan import global_names, plan_tests
+from evalcore.jail.verdicts import static_tampering
 
 HUMANEVAL_38 = (
     "def check(candidate):\n    from random import randint, choice\n    import string\n"

@@ -14,7 +14,7 @@ import textwrap
 import pytest
 
 from evalcore.engine import load_config_file
-from evalcore.engine.code_eval import JailedCodeEval, uses_code_eval
+from evalcore.jail.code_eval import JailedCodeEval, uses_code_eval
 from tests.evalcore.engine.harness_cases import HUB_CODE_EVAL
 
 # (candidate, test): every way a program ends that code_eval tells apart.

@@ -12,7 +12,7 @@ Each program runs in fresh user, PID, network, mount, IPC, UTS and cgroup namesp
   loopback, no further user namespaces, a new session (no terminal);
 - optionally, hidden data on an inherited descriptor (``hidden=``, the descriptor's number last among
   the arguments) instead of a file: the jail's first process reads it and closes it before it
-  starts anything else (the scoring referee's tests, :mod:`evalcore.engine.verdicts`);
+  starts anything else (the scoring referee's tests, :mod:`evalcore.jail.verdicts`);
 - the system Python under ``/usr`` in isolated mode, as an unprivileged user (``nobody`` when the
   worker is root), under ``RLIMIT_NPROC`` / ``RLIMIT_AS`` / ``RLIMIT_CPU`` / ``RLIMIT_FSIZE`` set inside
   the jail's own user namespace, so the process count is the jail's alone;
@@ -37,8 +37,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from evalcore.engine import seccomp
-from evalcore.engine.jail_cgroup import CgroupRoot, CgroupUnavailable, JailCgroup, find_root
+from evalcore.jail import seccomp
+from evalcore.jail.jail_cgroup import CgroupRoot, CgroupUnavailable, JailCgroup, find_root
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class Jail:
     prlimit: str
     python: str
     root: tuple[str, ...]  # bwrap arguments that build the read-only root
-    seccomp: bytes = b""  # the compiled filter (evalcore.engine.seccomp)
+    seccomp: bytes = b""  # the compiled filter (evalcore.jail.seccomp)
     cgroups: CgroupRoot | None = field(default=None)  # None: PODIUM_JAIL_CGROUP=off
     bwrap_init: bool = False  # True: bwrap's own init as PID 1 (the jail before issue 28; bench/sandbox.py only)
 

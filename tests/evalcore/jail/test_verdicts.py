@@ -9,11 +9,11 @@ import os
 
 import pytest
 
-from evalcore.engine import jail_cgroup, jailwire, sandbox
-from evalcore.engine.jail_cgroup import CgroupUnavailable, find_root
-from evalcore.engine.sandbox import SandboxUnavailable, run_program
-from evalcore.engine.verdicts import run_tests, static_tampering
-from tests.evalcore.engine.test_sandbox import humaneval_problems
+from evalcore.jail import jail_cgroup, jailwire, sandbox
+from evalcore.jail.jail_cgroup import CgroupUnavailable, find_root
+from evalcore.jail.sandbox import SandboxUnavailable, run_program
+from evalcore.jail.verdicts import run_tests, static_tampering
+from tests.evalcore.jail.test_sandbox import humaneval_problems
 
 # One in eight HumanEval problems (all 164 run in bench/sandbox.py: 164/164 pass, none flagged).
 SAMPLE = humaneval_problems()[::8]
@@ -134,7 +134,7 @@ def test_without_a_cgroup_the_jail_says_which_guarantee_is_lost(monkeypatch, cap
             run_program("print(1)")
         monkeypatch.setenv("PODIUM_JAIL_CGROUP", "off")
         sandbox.require_jail.cache_clear()
-        with caplog.at_level(logging.WARNING, logger="evalcore.engine.sandbox"):
+        with caplog.at_level(logging.WARNING, logger="evalcore.jail.sandbox"):
             result = run_program("print(1)")
         assert result.passed and result.limits == "per-process (PODIUM_JAIL_CGROUP=off)"
         assert "jail without a memory cgroup" in caplog.text and "may hold more" in caplog.text

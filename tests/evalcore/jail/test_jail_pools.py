@@ -16,8 +16,8 @@ import os
 
 import pytest
 
-from evalcore.engine import jail_cgroup
-from evalcore.engine.sandbox import (
+from evalcore.jail import jail_cgroup
+from evalcore.jail.sandbox import (
     DEVICES,
     MAX_DESCRIPTORS,
     MAX_PENDING_SIGNALS,
@@ -26,7 +26,7 @@ from evalcore.engine.sandbox import (
     require_jail,
     run_program,
 )
-from tests.evalcore.engine.test_jail_attacks import syscall_numbers
+from tests.evalcore.jail.test_jail_attacks import syscall_numbers
 
 
 def jailed(program: str, *, timeout: float = 20) -> dict:

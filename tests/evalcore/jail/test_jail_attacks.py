@@ -18,10 +18,10 @@ import uuid
 
 import pytest
 
-from evalcore.engine import seccomp
-from evalcore.engine.code_eval import check_candidate
-from evalcore.engine.sandbox import PROGRAM_PATH, _children, launch, require_jail, run_program
-from evalcore.engine.verdicts import run_tests
+from evalcore.jail import seccomp
+from evalcore.jail.code_eval import check_candidate
+from evalcore.jail.sandbox import PROGRAM_PATH, _children, launch, require_jail, run_program
+from evalcore.jail.verdicts import run_tests
 
 
 def syscall_numbers(*names: str) -> dict[str, int]:
