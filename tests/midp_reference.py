@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import beta, binom, norm
 
@@ -74,3 +75,22 @@ def logit_interval(p: float, se: float, level: float = 0.95) -> tuple[float, flo
     """The delta-method interval on the logit scale, mapped back: ``expit(logit(p) -+ z se / (p (1 - p)))``."""
     eta, half = math.log(p / (1 - p)), z(level) * se / (p * (1 - p))
     return 1 / (1 + math.exp(-(eta - half))), 1 / (1 + math.exp(-(eta + half)))
+
+
+def clustered_effective(values, clusters, level: float = 0.95) -> float:
+    """The effective size of a clustered mean of values in [0, 1] (the rule of ``bounded_mean``): n over the
+    variance ratio (1 for 0/1 values, else s^2 / (m (1 - m)) held in [0.5, 1], [0.75, 1] under 10 values) and
+    the CR1 design effect (Cameron & Miller 2015, at least 1), then over (t_{G-1} / z)^2 for G clusters."""
+    from scipy.stats import t as student_t
+
+    y, labels = np.asarray(values, dtype=float), np.asarray(clusters)
+    n, groups = y.size, sorted(set(labels.tolist()))
+    m = y.mean()
+    binary = bool(np.all((y == 0) | (y == 1)))
+    floor = 0.75 if n < 10 else 0.5
+    ratio = 1.0 if binary or m * (1 - m) <= 0 else min(1.0, max(floor, y.var(ddof=1) / (m * (1 - m))))
+    robust = len(groups) / (len(groups) - 1) * sum((y[labels == c] - m).sum() ** 2 for c in groups) / n**2
+    naive = y.var(ddof=1) / n
+    deff = max(1.0, robust / naive) if naive > 0 else 1.0
+    widen = (student_t.ppf(0.5 + level / 2, len(groups) - 1) / z(level)) ** 2
+    return n / (ratio * deff) / widen

@@ -11,21 +11,14 @@ import pytest
 import yaml
 
 from evalcore.cli import main
-from tests.midp_reference import midp, midp_effective
+from tests.midp_reference import clustered_effective, midp, midp_effective
 
 
 def clustered_midp(hits, clusters) -> tuple[tuple[float, float], str]:
-    """Mid-p bounds of a clustered 0/1 rate: at n / deff, deff the CR1 cluster-robust variance of the mean
-    (Cameron & Miller 2015, ``g / (g - 1) * sum_c (sum_i (y_i - ybar))^2 / n^2``) over the naive ``s^2 / n``,
-    at least 1; the exact mid-p interval when deff is 1."""
-    y, labels = np.asarray(hits, dtype=float), np.asarray(clusters)
-    n, groups = y.size, sorted(set(labels.tolist()))
-    robust = len(groups) / (len(groups) - 1) * sum((y[labels == c] - y.mean()).sum() ** 2 for c in groups) / n**2
-    naive = y.var(ddof=1) / n
-    deff = max(1.0, robust / naive) if naive > 0 else 1.0
-    if deff == 1.0:
-        return midp(int(y.sum()), n), "mid-p"
-    return midp_effective(y.mean() * n / deff, n / deff), "mid-p-effective"
+    """Mid-p bounds of a clustered 0/1 rate at its effective size (:func:`tests.midp_reference.clustered_effective`:
+    n over the CR1 design effect (Cameron & Miller 2015), then over (t_{G-1} / z)^2)."""
+    effective = clustered_effective(hits, clusters)
+    return midp_effective(float(np.mean(hits)) * effective, effective), "mid-p-effective"
 
 
 def kappa(a, b) -> float:

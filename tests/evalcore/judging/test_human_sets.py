@@ -9,7 +9,7 @@ import pytest
 
 from evalcore.judging import Judgment, audit_report, read_pairs
 from evalcore.judging.audit import verbosity_report
-from tests.midp_reference import midp, midp_effective, symmetric_se
+from tests.midp_reference import clustered_effective, midp, midp_effective, symmetric_se
 
 
 @pytest.mark.parametrize("name, count", [("mtbench_human_majority.json", 200), ("llmbar_natural.json", 100)])
@@ -58,24 +58,26 @@ def test_a_judge_wrong_on_every_pair_has_an_interval_above_zero():
 def test_first_position_rate_counts_a_pair_as_one_cluster():
     """A judge that picks the first-shown answer in both orders of 3 pairs and the second in both orders of
     3 others: 6 of 12 judgments, but the two of a pair agree, so the interval is taken at n / deff with deff
-    the CR1 design effect: 6 / 5 * 6 * 1 / 144 over (12 * 0.25 / 11) / 12 = 2.2."""
+    the CR1 design effect: 6 / 5 * 6 * 1 / 144 over (12 * 0.25 / 11) / 12 = 2.2, then over (t_5 / z)^2 (a
+    design effect estimated from 6 clusters is itself uncertain)."""
     report = audit_report(_judgments([(0.9, 0.9)] * 3 + [(0.1, 0.1)] * 3), {k: 1 for k in range(6)}, rounds=50, seed=0)
     first = report["first_position_rate"]
     assert first["value"] == 0.5 and first["n"] == 12 and first["interval"] == "mid-p-effective"
-    effective = 12 / 2.2
+    effective = clustered_effective([1, 1] * 3 + [0, 0] * 3, [k // 2 for k in range(12)])
+    assert effective == pytest.approx(12 / 2.2 / (2.570582 / 1.959964) ** 2, rel=1e-5)
     assert (first["ci_low"], first["ci_high"]) == pytest.approx(midp_effective(0.5 * effective, effective), abs=1e-9)
     assert first["ci_high"] - first["ci_low"] > np.subtract(*midp(6, 12)[::-1])  # wider than 12 independent ones
 
 
 def test_mean_preference_probability_is_a_bounded_mean():
     """Swap averages 0, 0.5 (x4), 1 for the padded copy: mean 0.5, sample variance 0.1, below half the 0.25 a
-    [0, 1] variable with that mean can have, so the ratio is held at 0.5: the mid-p interval at 6 / 0.5 = 12,
-    6 of 12 (exact: a whole count)."""
+    [0, 1] variable with that mean can have, so the ratio is held at its floor, 0.75 under 10 values: the
+    mid-p interval at 6 / 0.75 = 8, 4 of 8 (exact: a whole count)."""
     # padded preference = 1 - swap; swap = 0.5 + (ab - ba) / 2
     report = verbosity_report(_judgments([(0.0, 1.0)] + [(0.5, 0.5)] * 4 + [(1.0, 0.0)]))
     mean = report["prefers_padded"]["mean_probability"]
     assert mean["value"] == 0.5 and mean["n"] == 6 and mean["interval"] == "mid-p-effective"
-    assert (mean["ci_low"], mean["ci_high"]) == pytest.approx(midp(6, 12), abs=1e-9)
+    assert (mean["ci_low"], mean["ci_high"]) == pytest.approx(midp(4, 8), abs=1e-9)
     never = verbosity_report(_judgments([(0.9, 0.1)] * 5))["prefers_padded"]  # the padded copy never preferred
     assert never["share"]["value"] == 0.0 and never["share"]["n"] == 5 and never["share"]["ci_high"] == pytest.approx(midp(0, 5)[1])
     assert never["mean_probability"]["value"] == pytest.approx(0.1) and never["mean_probability"]["ci_high"] > 0.1

@@ -145,11 +145,14 @@ def test_an_inverting_judge_is_most_disagreeing_with_midp_values():
     assert bad["ci_high"] > 0 and bad["stderr"] is None
     # With three judges the honest ones have no majority to agree with (the others split), so the
     # pairwise figure decides: each honest judge matches half of the others' verdicts. Its two comparisons
-    # per judgment (one match, one miss) are a cluster that does not widen the interval: exact mid-p, 12 of 24.
+    # per judgment (one match, one miss) are a cluster whose design effect is 1, but estimated from 12
+    # clusters: the size is divided by (t_11 / z)^2, so the interval is wider than 12 of 24's exact one.
     assert out["judges"]["j1"]["agreement"]["value"] is None
     pairwise = out["judges"]["j1"]["agreement_pairwise"]
-    assert pairwise["value"] == 0.5 and pairwise["n"] == 24 and pairwise["interval"] == "mid-p"
-    assert (pairwise["ci_low"], pairwise["ci_high"]) == pytest.approx(midp(12, 24), abs=1e-9)
+    assert pairwise["value"] == 0.5 and pairwise["n"] == 24 and pairwise["interval"] == "mid-p-effective"
+    effective = 24 / (2.200985 / 1.959964) ** 2
+    assert (pairwise["ci_low"], pairwise["ci_high"]) == pytest.approx(midp_effective(0.5 * effective, effective), abs=1e-6)
+    assert pairwise["ci_low"] < midp(12, 24)[0]
     four = panel_pairwise({**per_judge, "j4": _rows(order, 4)}, rounds=50)
     assert four["judges"]["j1"]["agreement"]["value"] == 1.0 and four["most_disagreeing"] == "bad"
 
@@ -171,13 +174,13 @@ def test_midp_interval_against_the_binomial():
 def test_pairwise_agreement_counts_a_judgments_comparisons_as_one_cluster():
     """x and y agree everywhere; "me" matches both on two items and neither on two: 4 of 8 comparisons, but
     the two of one judgment are alike, so the interval is taken at 8 / deff, deff the CR1 design effect
-    (4 / 3 * 4 * 1^2 / 64) / ((8 * 0.25 / 7) / 8) = 7 / 3."""
+    (4 / 3 * 4 * 1^2 / 64) / ((8 * 0.25 / 7) / 8) = 7 / 3, then over (t_3 / z)^2 for 4 clusters."""
     rows = [("a", "b", f"i{k}", 1.0) for k in range(4)]
     mine = [("a", "b", "i0", 1.0), ("a", "b", "i1", 1.0), ("a", "b", "i2", 0.0), ("a", "b", "i3", 0.0)]
     got = panel_pairwise({"x": rows, "y": list(rows), "me": mine}, rounds=20)["judges"]["me"]["agreement_pairwise"]
     assert got["value"] == 0.5 and got["n"] == 8 and got["interval"] == "mid-p-effective"
-    effective = 8 / (7 / 3)
-    assert (got["ci_low"], got["ci_high"]) == pytest.approx(midp_effective(0.5 * effective, effective), abs=1e-9)
+    effective = 8 / (7 / 3) / (3.182446 / 1.959964) ** 2
+    assert (got["ci_low"], got["ci_high"]) == pytest.approx(midp_effective(0.5 * effective, effective), abs=1e-6)
 
 
 def test_failed_and_degenerate_pairwise():
