@@ -35,7 +35,6 @@ import numpy as np
 from evalcore.stats import estimates, passk
 from evalcore.validation import check_integer
 
-Z95 = 1.959963984540054
 BOOTSTRAP_ROUNDS = 1000
 
 METRICS_BY_TYPE = {

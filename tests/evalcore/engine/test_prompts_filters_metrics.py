@@ -141,7 +141,7 @@ def test_mean_interval_and_micro_versus_macro():
     assert graded.interval == "mid-p-effective" and 0 < graded.ci_low < 0.625 < graded.ci_high < 1
     unbounded = mean_value([1, 0, 1, 0.5], metric="score")
     assert unbounded.interval == "t"
-    assert unbounded.ci_low == pytest.approx(0.625 - 3.182446 * unbounded.stderr, abs=1e-5)  # t quantile, 3 df
+    assert unbounded.ci_low == pytest.approx(0.625 - 3.182446 * unbounded.stderr, abs=1e-4)  # t quantile, 3 df
     big, small = mean_value([1] * 90 + [0] * 10), mean_value([0] * 9 + [1])
     micro = group_value([big, small], weight_by_size=True)
     macro = group_value([big, small], weight_by_size=False)
@@ -166,6 +166,6 @@ def test_ratio_metrics_use_sums_and_a_delta_method_interval():
     bpb = ratio_value("bits_per_byte", lls, units, seed=0)
     assert bpb.value == pytest.approx(-r / math.log(2))
     assert (bpb.ci_low, bpb.ci_high) == pytest.approx(((-r - q * se) / math.log(2), (-r + q * se) / math.log(2)))
-    assert bpb.stderr == pytest.approx(q * se / math.log(2) / 1.959964, rel=1e-5)  # symmetric: its own error
+    assert bpb.stderr == pytest.approx(q * se / math.log(2) / 1.959964, rel=1e-4)  # symmetric: its own error
     empty = ratio_value("word_perplexity", [-10.0, 0.0, -20.0], [10, 0, 10], seed=0)  # a document of no words
     assert empty.interval == "bootstrap" and empty.ci_low <= empty.value <= empty.ci_high

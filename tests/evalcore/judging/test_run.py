@@ -112,7 +112,7 @@ def test_win_rates_carry_intervals_and_n():
     never = out["never"]
     assert (never["n"], never["win_rate"], never["win_rate_interval"]) == (n, 0.0, "mid-p")
     # 0 of 6: the mid-p upper bound solves (1 - p)^6 / 2 = 0.025: 100 (1 - 0.05^(1/6)) = 39.3%.
-    assert never["win_rate_ci_low"] == 0.0 and never["win_rate_ci_high"] == pytest.approx(100 * (1 - 0.05 ** (1 / 6)), abs=1e-9)
+    assert never["win_rate_ci_low"] == 0.0 and never["win_rate_ci_high"] == pytest.approx(100 * (1 - 0.05 ** (1 / 6)), abs=1e-4)
     assert never["standard_error"] is None  # [0, 39.3] about 0 is lopsided
     assert never["discrete_win_rate"] == 0.0 and never["discrete_ci_high"] == never["win_rate_ci_high"]
     mixed = out["mixed"]
@@ -120,12 +120,12 @@ def test_win_rates_carry_intervals_and_n():
     effective = n / min(1.0, max(0.75 if n < 10 else 0.5, np.var(prefs, ddof=1) / (m * (1 - m))))  # 0.75 under 10
     low, high = midp_effective(m * effective, effective)
     assert (mixed["n"], mixed["win_rate_interval"], mixed["level"]) == (n, "mid-p-effective", 0.95)
-    assert mixed["win_rate"] == pytest.approx(100 * m, abs=1e-9)
-    assert (mixed["win_rate_ci_low"], mixed["win_rate_ci_high"]) == pytest.approx((100 * low, 100 * high), abs=1e-9)
-    assert mixed["standard_error"] == pytest.approx(100 * symmetric_se(m, low, high), abs=1e-9)
+    assert mixed["win_rate"] == pytest.approx(100 * m, abs=1e-4)
+    assert (mixed["win_rate_ci_low"], mixed["win_rate_ci_high"]) == pytest.approx((100 * low, 100 * high), abs=1e-4)
+    assert mixed["standard_error"] == pytest.approx(100 * symmetric_se(m, low, high), abs=1e-4)
     # discrete: 4 wins of 6 (no preference is exactly 0.5): exact mid-p
     assert mixed["discrete_interval"] == "mid-p"
-    assert (mixed["discrete_ci_low"], mixed["discrete_ci_high"]) == pytest.approx(tuple(100 * b for b in midp(4, 6)), abs=1e-9)
+    assert (mixed["discrete_ci_low"], mixed["discrete_ci_high"]) == pytest.approx(tuple(100 * b for b in midp(4, 6)), abs=1e-4)
     assert mixed["lc_interval"] == "delta-mid-p"
     lc, lc_low, lc_high = (mixed[k] / 100 for k in ("lc_win_rate", "lc_ci_low", "lc_ci_high"))
     assert 0 < lc_low < lc < lc_high < 1
