@@ -1,8 +1,8 @@
 from django.contrib import admin, messages
 
+from arena.categories.services import categorizations_retry
 from arena.models import LanguageModel, PromptTag, VoteCategorization, VoterFlag
-from arena.ratings_anchor import anchor_refusal_message
-from arena.services.categories import categorizations_retry
+from arena.ratings.anchor import anchor_refusal_message
 
 
 @admin.register(LanguageModel)
@@ -26,7 +26,7 @@ class LanguageModelAdmin(admin.ModelAdmin):
         return super().change_view(request, object_id, form_url, extra_context)
 
     def _anchor_warning(self, request, model: LanguageModel) -> None:
-        """The scale's anchor (ARENA_ANCHOR_MODEL) not shown publicly: refits refuse it (arena.ratings_anchor)."""
+        """The scale's anchor (ARENA_ANCHOR_MODEL) not shown publicly: refits refuse it (arena.ratings.anchor)."""
         message = anchor_refusal_message(model)
         if message:
             self.message_user(request, message, messages.WARNING)
@@ -77,7 +77,7 @@ class PromptTagAdmin(ReadOnlyAdmin):
 class VoteCategorizationAdmin(ReadOnlyAdmin):
     """The tagging queue's state per vote (pending, done, failed with the error), read-only but for one
     action: put the selected failed rows back in the queue (after the tagger was fixed), as
-    :func:`arena.services.categories.categorizations_retry` does for all of them."""
+    :func:`arena.categories.services.categorizations_retry` does for all of them."""
 
     list_display = ("vote_id", "status", "attempts", "updated_at", "error")
     list_filter = ("status",)

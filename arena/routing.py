@@ -1,6 +1,6 @@
 from django.urls import path
 
-from arena import consumers
+from arena.play import consumers
 from common.public_ids import register_converters
 
 register_converters()

@@ -14,22 +14,24 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import OperationalError
 
-from arena import categories, live
-from arena.dispatch import (
+from arena.categories import services as categories_services
+from arena.categories import tagger as categories
+from arena.models import LanguageModel
+from arena.play import generation
+from arena.play.base import SIDES, ArenaError
+from arena.play.dispatch import (
     LIVE_PENDING_KEY,
     categories_tag_schedule,
     ratings_live_followup,
     ratings_refit_schedule,
 )
-from arena.models import LanguageModel
-from arena.ratings import snapshots_refit
-from arena.services import categories as categories_services
-from arena.services import generation, releases
-from arena.services.base import SIDES, ArenaError
-from arena.services.moderation import battles_moderate
-from arena.services.redaction import published_redact
-from arena.services.voters import voters_flag as voters_flag_run
-from arena.streams import battle_group
+from arena.play.streams import battle_group
+from arena.publication import releases
+from arena.publication.holds import battles_moderate
+from arena.publication.redaction import published_redact
+from arena.ratings import live
+from arena.ratings.refit import snapshots_refit
+from arena.votes.voters import voters_flag as voters_flag_run
 from common.public_ids import battle_id
 from evalcore.models import load_backend
 from workers import metrics
@@ -64,7 +66,7 @@ class GenerationTimeout(Exception):
 @shared_task(
     bind=True,
     name="arena.tasks.battle_generate",
-    declared_queue=GENERATE,  # models with their own workers go to generate.<suffix>: see arena.dispatch
+    declared_queue=GENERATE,  # models with their own workers go to generate.<suffix>: see arena.play.dispatch
     soft_time_limit=settings.ARENA_GENERATION_TIMEOUT_S + 60,
     time_limit=settings.ARENA_GENERATION_TIMEOUT_S + 90,
     **LONG_TASK_OPTIONS,
@@ -152,14 +154,14 @@ def sides_reap() -> int:
 
 
 # --- Rating refits -------------------------------------------------------------------------------
-# Asked for through arena.dispatch.ratings_refit_schedule (debounced) after votes commit, and by the
+# Asked for through arena.play.dispatch.ratings_refit_schedule (debounced) after votes commit, and by the
 # beat schedule (CELERY_BEAT_SCHEDULE in settings).
 REFIT_RUNNING_KEY = "arena:ratings_refit:running"
 
 
 @shared_task(name="arena.tasks.ratings_refit", declared_queue=DEFAULT, **LONG_TASK_OPTIONS)
 def ratings_refit(force: bool = False) -> dict:
-    """Refit every rating snapshot from the counted votes (:func:`arena.ratings.snapshots_refit`).
+    """Refit every rating snapshot from the counted votes (:func:`arena.ratings.refit.snapshots_refit`).
 
     One refit at a time: while another runs (a beat refit meeting a debounced one), this one steps
     aside and schedules a debounced follow-up, so no older fit lands after a newer one. Idempotent (a
@@ -194,7 +196,7 @@ LIVE_LOCK_S = 30
 
 @shared_task(name="arena.tasks.ratings_live", declared_queue=DEFAULT, ignore_result=True)
 def ratings_live() -> dict:
-    """Refit the live point ratings (:func:`arena.live.live_refit`), asked for by each vote (debounced).
+    """Refit the live point ratings (:func:`arena.ratings.live.live_refit`), asked for by each vote (debounced).
 
     Clears the pending marker before reading, so a vote committed after the read schedules the next
     fit. One at a time: while another runs, this one steps aside and leaves the marker; the running
@@ -236,7 +238,7 @@ def voters_flag() -> dict:
 
 @shared_task(name="arena.tasks.release_build", declared_queue=DEFAULT, **LONG_TASK_OPTIONS)
 def release_build() -> dict:
-    """Write a data release at the newest snapshot (arena.services.releases); a version that exists is skipped."""
+    """Write a data release at the newest snapshot (arena.publication.releases); a version that exists is skipped."""
     try:
         release = releases.release_build()
     except ArenaError as exc:
@@ -247,14 +249,14 @@ def release_build() -> dict:
 
 
 # --- Prompt categories ---------------------------------------------------------------------------
-# Asked for by the live fit after votes (arena.dispatch.categories_tag_schedule, debounced) and by beat.
+# Asked for by the live fit after votes (arena.play.dispatch.categories_tag_schedule, debounced) and by beat.
 CATEGORIES_BATCHES_PER_TASK = 8  # then the task sends itself again, so other judge work gets a turn
 
 
 @shared_task(name="arena.tasks.categories_tag", declared_queue=JUDGE, **LONG_TASK_OPTIONS)
 def categories_tag() -> dict:
     """Tag new votes' first prompts with the configured category protocols
-    (:func:`arena.services.categories.votes_categorize`), a batch at a time, then ask for a refit.
+    (:func:`arena.categories.services.votes_categorize`), a batch at a time, then ask for a refit.
 
     Runs may overlap (a beat run meeting a vote's): each claims other votes (row locks, skipped by the
     other) and a tag stored twice is stored once. No lock: a killed worker leaves none behind, so the

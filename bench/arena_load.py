@@ -60,10 +60,10 @@ def seed(n_battles: int) -> dict:
     from django.conf import settings
     from django.core.management import call_command
 
-    from arena.consent import consent_give, terms_version
-    from arena.identity import salted_hash
     from arena.models import Battle, LanguageModel, Turn, Vote
-    from arena.ratings import snapshots_refit
+    from arena.play.identity import salted_hash
+    from arena.publication.consent import consent_give, terms_version
+    from arena.ratings.refit import snapshots_refit
     from common.public_ids import battle_id
 
     call_command("migrate", verbosity=0)
@@ -73,7 +73,7 @@ def seed(n_battles: int) -> dict:
     for _ in range(200):
         store = SessionStore()
         store["arena"] = True
-        consent_give(store, terms_version())  # the voter agreed to the arena's terms (arena/consent.py)
+        consent_give(store, terms_version())  # the voter agreed to the arena's terms (arena/publication/consent.py)
         store.create()
         sessions.append(store.session_key)
     rng = np.random.default_rng(0)

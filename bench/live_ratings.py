@@ -5,13 +5,13 @@
 
 A fresh PostgreSQL database ``podium_bench_live`` gets 200 arena models and ``--base`` votes in SQL
 (bench/scale_data.py: skewed pairs, 12 languages, three turn counts, long and short prompts). The refit's
-read (``arena.refit_read.refit_votes_read``: the packed column read, duplicate prompts once) and the base it
-stores per category (``arena.live.base_store``) are timed; then every stored count is multiplied so the
+read (``arena.ratings.inputs.refit_votes_read``: the packed column read, duplicate prompts once) and the base it
+stores per category (``arena.ratings.live.base_store``) are timed; then every stored count is multiplied so the
 base stands for ``--scale-to`` votes (10M by default): the counts are numbers in a table, so the live fit's
 cost cannot depend on them, and the bench shows it. Then, for each ``--deltas`` size (votes cast after
-the refit, added in SQL), ``arena.live.live_refit`` as the task runs it (base + the newer votes
+the refit, added in SQL), ``arena.ratings.live.live_refit`` as the task runs it (base + the newer votes
 aggregated in SQL, one Bradley-Terry point fit per category, the rows written) ``--repeat`` times: median
-and max wall time, with the part spent in the fits alone (``arena.live.point_fit``, every category) and
+and max wall time, with the part spent in the fits alone (``arena.ratings.live.point_fit``, every category) and
 in the overall category's fit. The peer is the full refit the live fit stands in for: its time comes from
 bench/scale.py (docs/PERFORMANCE.md). Writes bench/out/live_ratings.json.
 """
@@ -64,7 +64,7 @@ def vote_path_cost(n: int = 5000) -> dict:
     against the per-vote full-refit request it replaced (re-checked at most every 0.5 s per process)."""
     from django.core.cache import cache
 
-    from arena import dispatch
+    from arena.play import dispatch
 
     cache.set(dispatch.LIVE_PENDING_KEY, 1, timeout=600)
     cache.set(dispatch.REFIT_PENDING_KEY, 1, timeout=600)
@@ -74,7 +74,7 @@ def vote_path_cost(n: int = 5000) -> dict:
     live_us = 1e6 * (time.perf_counter() - began) / n
     recheck_after = 0.0
     began = time.perf_counter()
-    for _ in range(n):  # the old arena.services.refits.refit_request
+    for _ in range(n):  # the old arena.ratings.requests.refit_request
         now = time.monotonic()
         if now >= recheck_after:
             dispatch.ratings_refit_schedule()
@@ -114,8 +114,9 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connection
 
-    from arena import live, refit_read
     from arena.models import PairCountBase
+    from arena.ratings import inputs as refit_read
+    from arena.ratings import live
 
     call_command("migrate", verbosity=0)
     with connection.cursor() as cursor:

@@ -3,9 +3,9 @@
     OMP_NUM_THREADS=1 .venv/bin/python bench/live_tagged.py                         # 1M then 10M votes
     .venv/bin/python bench/live_tagged.py --votes 1000000 --deltas 1000,10000,100000 --repeat 5
 
-Tagged categories are live between refits: each live fit (``arena.live.live_refit``) adds the votes cast
+Tagged categories are live between refits: each live fit (``arena.ratings.live.live_refit``) adds the votes cast
 after the last refit whose first prompt is tagged by now, one SQL aggregate per configured protocol
-(``arena.selectors_categories.tagged_vote_groups``). This bench measures that query at scale, on
+(``arena.categories.selectors.tagged_vote_groups``). This bench measures that query at scale, on
 PostgreSQL, in a fresh database ``bench_live_<pid>`` (dropped at the end):
 
 - ``--votes`` sizes (ascending; the table grows from one to the next): votes in SQL as bench/scale_data.py
@@ -21,7 +21,7 @@ PostgreSQL, in a fresh database ``bench_live_<pid>`` (dropped at the end):
     statement per protocol, a semi-join on every prompt the tagger put in the category, without the
     index ``prompttag_live_lookup`` of arena migration 0017), in the same run;
   * peers, same votes: ``untagged_ms``, the live board's own aggregate of the votes after the refit
-    (``arena.live.delta_groups``: every untagged category in one statement), and ``refit_read_ms``, the
+    (``arena.ratings.live.delta_groups``: every untagged category in one statement), and ``refit_read_ms``, the
     refit's read of one protocol's tagged votes (``tagged_vote_ids``: every tagged vote, whatever the
     delta);
   * the plan of one protocol's query before and after (EXPLAIN ANALYZE): the tables it reads whole per
@@ -186,7 +186,10 @@ def main() -> None:
     from django.db import connection
     from live_ratings import models_create
 
-    from arena import categories, live, refit_read, selectors_categories
+    from arena.categories import selectors as selectors_categories
+    from arena.categories import tagger as categories
+    from arena.ratings import inputs as refit_read
+    from arena.ratings import live
 
     settings.ARENA_CATEGORY_TAGGER = TAGGER
     protocols = categories.category_protocols()

@@ -10,7 +10,7 @@ length preference in the outcomes; vote timestamps.
 
 Times are CPU seconds of this process (``time.process_time``; with ``OMP_NUM_THREADS=1`` everything runs
 on one thread), so that a busy shared machine does not inflate them; wall times go to stderr. Each size
-times what :mod:`arena.ratings` runs for one category, called the same way: the pair
+times what :mod:`arena.ratings.refit` runs for one category, called the same way: the pair
 aggregation, the BT point fit, ``bootstrap_bradley_terry`` with 1,000 rounds (``fit_bt``), the
 style-controlled fit with the rounds ``style_rounds`` allows under ``STYLE_BUDGET`` (``fit_style``; at
 1M and more that is the sandwich fit), and online Elo without the permutation study (``fit_elo`` above
@@ -48,7 +48,7 @@ from evalcore.ratings import (  # noqa: E402
     online_elo,
 )
 
-# As in arena/ratings_fits.py (not imported: it needs Django).
+# As in arena/ratings/fits.py (not imported: it needs Django).
 STYLE_BUDGET = 1_500_000
 STYLE_MIN_ROUNDS = 100
 

@@ -2,8 +2,8 @@
 
     OMP_NUM_THREADS=1 .venv/bin/python bench/refit_tagged.py --votes 1000000 --repeat 3
 
-The full refit (``arena.ratings``) masks the votes it read by each configured tagged category
-(``arena.selectors_categories.tag_masks``). This bench measures that read on PostgreSQL, in a fresh
+The full refit (``arena.ratings.refit``) masks the votes it read by each configured tagged category
+(``arena.categories.selectors.tag_masks``). This bench measures that read on PostgreSQL, in a fresh
 database ``bench_refit_<pid>`` (dropped at the end), with votes as bench/scale_data.py makes them and tags
 as bench/live_tagged.py makes them (the five bundled protocols, a tag per distinct prompt and protocol,
 in the category for 30, 20, 10, 10, 25% of prompts), the counted votes read as the refit reads them
@@ -40,7 +40,7 @@ live_tagged.DB_NAME = f"bench_refit_{os.getpid()}"
 def masks_before(votes, protocols, name):
     import numpy as np
 
-    from arena.selectors_categories import tagged_vote_ids
+    from arena.categories.selectors import tagged_vote_ids
 
     return {p.category: np.isin(votes.vote_id, tagged_vote_ids(p.sha256, name)) for p in protocols}
 
@@ -60,8 +60,10 @@ def main() -> None:
     from django.db import connection
     from live_ratings import models_create
 
-    from arena import categories, refit_read, selectors_categories
-    from arena.selectors import votes_counted_columns
+    from arena.categories import selectors as selectors_categories
+    from arena.categories import tagger as categories
+    from arena.ratings import inputs as refit_read
+    from arena.votes.selectors import votes_counted_columns
 
     settings.ARENA_CATEGORY_TAGGER = live_tagged.TAGGER
     protocols = categories.category_protocols()

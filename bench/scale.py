@@ -8,7 +8,7 @@ A fresh PostgreSQL database ``podium_scale`` (on postgres://postgres@127.0.0.1:5
 then votes are added in SQL (bench/scale_data.py: skewed pair frequencies, Bradley-Terry outcomes, styles,
 languages) up to each size in turn. At each size, in one run:
 
-1. ``refit``: ``arena.ratings.snapshots_refit`` as the worker runs it (every category; Bradley-Terry with
+1. ``refit``: ``arena.ratings.refit.snapshots_refit`` as the worker runs it (every category; Bradley-Terry with
    1,000 bootstrap rounds, style control, Elo) from the database; wall time, its phases (read, fit,
    write), the CPU seconds of the process and of the processes it forks for the fits, and peak RSS;
 2. ``csv``: ``GET /api/votes.csv`` through the production server (gunicorn, 2 sync workers) read to the
@@ -91,14 +91,14 @@ def children_of(pid: int) -> list[int]:
 def measure_refit(*, cold: bool = False) -> dict:
     """One refit as the worker runs it: wall seconds, its phases, and the CPU seconds of this process and
     of the processes it forked for the fits (PostgreSQL's own work is not in them). ``cold``: the refit
-    cache's folder (arena.vote_cache) and the Elo and style snapshots are removed first, so every vote is
+    cache's folder (arena.votes.cache) and the Elo and style snapshots are removed first, so every vote is
     read from PostgreSQL (the files written anew), Elo replays every vote and style fits start from plain
     BT, as on a first refit."""
     from django.conf import settings
 
-    from arena import selectors
     from arena.models import RatingSnapshot
-    from arena.ratings import snapshots_refit
+    from arena.ratings import selectors as rating_selectors
+    from arena.ratings.refit import snapshots_refit
 
     if cold:  # no cache folder, no Elo state, no style fit to start from: as a first refit
         if settings.ARENA_REFIT_CACHE_DIR is not None:
@@ -110,7 +110,7 @@ def measure_refit(*, cold: bool = False) -> dict:
     wall = time.monotonic() - began
     after = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
     cpu = sum(a.ru_utime + a.ru_stime - b.ru_utime - b.ru_stime for a, b in zip(after, before))
-    elo = selectors.snapshot_latest("elo", "overall")
+    elo = rating_selectors.snapshot_latest("elo", "overall")
     return {
         "wall_s": round(wall, 2),
         "cpu_s": round(cpu, 1),
@@ -174,9 +174,9 @@ def votes_targets(n: int) -> tuple[list[tuple[str, str]], list[int]]:
 
     from django.conf import settings
 
-    from arena.consent import consent_give, terms_version
-    from arena.identity import salted_hash
     from arena.models import Battle, LanguageModel, Turn
+    from arena.play.identity import salted_hash
+    from arena.publication.consent import consent_give, terms_version
     from common.public_ids import battle_id
 
     store_class = import_module(settings.SESSION_ENGINE).SessionStore

@@ -5,8 +5,9 @@ through a DRF serializer, an inverted since/until range is a 400 naming both."""
 from __future__ import annotations
 
 from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import LimitOffsetPagination
 
-from common.query import query_problems, range_problem
+from common.query import query_problems, range_problem, whole_number
 
 PAGING_PARAMS = frozenset({"limit", "offset", "format"})
 UNPAGED_PARAMS = frozenset({"format"})
@@ -29,3 +30,41 @@ def validated_query(request, serializer_class, *, drop_blank: bool = False, page
     if inverted:
         raise ValidationError({"detail": inverted})
     return values
+
+
+MAX_LIMIT = 1000
+
+
+MAX_OFFSET = 10**9
+
+
+def _int_param(request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    try:
+        return whole_number(raw, low=low, high=high)  # ASCII digits only (common.query)
+    except ValueError as exc:
+        raise ValidationError({name: str(exc)}) from None
+
+
+class StrictLimitOffsetPagination(LimitOffsetPagination):
+    """Limit/offset paging that refuses bad or oversized values instead of silently clamping them."""
+
+    default_limit = 100
+    max_limit = MAX_LIMIT
+
+    def get_limit(self, request):
+        return _int_param(request, "limit", self.default_limit, 1, self.max_limit)
+
+    def get_offset(self, request):
+        return _int_param(request, "offset", 0, 0, MAX_OFFSET)
+
+    def get_schema_operation_parameters(self, view):
+        """The documented parameters carry the bounds the server enforces."""
+        bounds = {"limit": (1, self.max_limit), "offset": (0, MAX_OFFSET)}
+        parameters = super().get_schema_operation_parameters(view)
+        for parameter in parameters:
+            low, high = bounds[parameter["name"]]
+            parameter["schema"] = {**parameter["schema"], "minimum": low, "maximum": high}
+        return parameters

@@ -26,6 +26,7 @@ def _touch_module(root: Path, dotted: str) -> None:
         return
     for depth in range(2, len(parts)):
         package = root.joinpath(*parts[:depth])
+        package.with_suffix(".py").unlink(missing_ok=True)  # a module named earlier becomes a package
         package.mkdir(exist_ok=True)
         (package / "__init__.py").touch()
     module = root.joinpath(*parts[:-1], f"{parts[-1]}.py")
@@ -112,27 +113,54 @@ def test_layers_contract_allows_importing_downwards(tmp_path):
 
 def test_arena_layers_contract_fails_when_a_service_imports_a_task(tmp_path):
     write_config(tmp_path)
-    (tmp_path / "arena" / "services.py").write_text("from arena import tasks\n")
+    (tmp_path / "arena" / "votes" / "casting.py").write_text("from arena import tasks\n")
     result = lint(tmp_path)
     assert result.returncode != 0
-    assert "arena layers" in result.stdout and "BROKEN" in result.stdout
-    assert "arena.services -> arena.tasks" in result.stdout
+    assert "arena: the wiring above six rooms" in result.stdout and "BROKEN" in result.stdout
+    assert "arena.votes.casting -> arena.tasks" in result.stdout
 
 
 def test_arena_layers_contract_fails_when_two_entry_points_import_each_other(tmp_path):
     write_config(tmp_path)
-    (tmp_path / "arena" / "views.py").write_text("from arena import api\n")
+    (tmp_path / "arena" / "play" / "views.py").write_text("from arena.publication import api\n")
     result = lint(tmp_path)
-    assert result.returncode != 0 and "arena layers" in result.stdout
+    assert result.returncode != 0
+    assert "arena: entry points, then services" in result.stdout and "BROKEN" in result.stdout
 
 
 def test_arena_layers_contract_accepts_the_downward_direction(tmp_path):
     write_config(tmp_path)
-    (tmp_path / "arena" / "tasks.py").write_text("from arena import services, dispatch\n")
-    (tmp_path / "arena" / "services.py").write_text("from arena import dispatch, models\n")
-    (tmp_path / "arena" / "exports.py").write_text("from arena import selectors\n")
+    (tmp_path / "arena" / "tasks.py").write_text("from arena.play import battles, dispatch\n")
+    (tmp_path / "arena" / "votes" / "casting.py").write_text("from arena.play import dispatch\nfrom arena import models\n")
+    (tmp_path / "arena" / "votes" / "exports.py").write_text("from arena.votes import selectors\n")
     result = lint(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_module_outside_the_arena_rooms_breaks_the_contract(tmp_path):
+    """Only the app's wiring sits at the arena's top level: a new flat module is refused until placed."""
+    write_config(tmp_path)
+    (tmp_path / "arena" / "vote_helpers.py").write_text("")
+    result = lint(tmp_path)
+    assert result.returncode != 0
+    assert "arena.vote_helpers" in result.stdout
+
+
+def test_a_room_module_not_placed_breaks_the_contract(tmp_path):
+    write_config(tmp_path)
+    (tmp_path / "arena" / "ratings" / "shortcuts.py").write_text("")
+    result = lint(tmp_path)
+    assert result.returncode != 0
+    assert "arena.ratings.shortcuts" in result.stdout
+
+
+def test_a_room_importing_a_room_it_may_not_breaks_the_contract(tmp_path):
+    write_config(tmp_path)
+    (tmp_path / "arena" / "play" / "sampling.py").write_text("from arena.ratings import selectors\n")
+    result = lint(tmp_path)
+    assert result.returncode != 0
+    assert "arena.play never imports ratings" in result.stdout and "BROKEN" in result.stdout
+    assert "arena.play.sampling -> arena.ratings.selectors" in result.stdout
 
 
 def test_the_web_process_does_not_import_model_libraries(tmp_path):
@@ -143,7 +171,8 @@ def test_the_web_process_does_not_import_model_libraries(tmp_path):
     script = (
         "import sys, django; django.setup(); import config.wsgi, config.asgi; "
         "from django.urls import get_resolver; get_resolver().url_patterns; "
-        "from arena import dispatch, services; dispatch.app.tasks; "
+        "from arena.play import battles, dispatch; from arena.votes import casting, voters; "
+        "from arena.publication import holds, releases; dispatch.app.tasks; "
         "print(sorted(m for m in ('torch', 'transformers', 'vllm', 'arena.tasks', 'scipy.stats', 'scipy.optimize') if m in sys.modules))"
     )
     env = clean_env(DJANGO_SETTINGS_MODULE="config.settings.dev", PODIUM_VAR_DIR=str(tmp_path))

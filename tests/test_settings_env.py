@@ -85,7 +85,7 @@ HEALTH_PROBE = (
 
 PAGES_PROBE = (
     "import json; from django.test import Client; from tests.arena.vote_data import votes_create; "
-    "from arena.ratings import snapshots_refit; "
+    "from arena.ratings.refit import snapshots_refit; "
     "votes_create({'alpha': 0.5, 'beta': 0.0, 'gamma': -0.5}, 60, seed=1); snapshots_refit(rounds=20, elo_orders=2); "
     "c = Client(HTTP_HOST='127.0.0.1'); "
     "pages = {p: c.get(p).status_code for p in ('/leaderboard/', '/leaderboard/?page=1', '/leaderboard/arena/', "

@@ -3,7 +3,7 @@ included), tasks from each app's ``tasks.py`` (autodiscovered) and from :mod:`wo
 
 No app task is named here: each task declares its queue where it is defined
 (``@shared_task(declared_queue=...)``, routed by :func:`workers.queues.route_by_declared_queue`), and the
-apps enqueue by name with an explicit queue (``arena.dispatch``, ``leaderboard.dispatch``)."""
+apps enqueue by name with an explicit queue (``arena.play.dispatch``, ``leaderboard.dispatch``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A log of changes to the votes table, read by the refit cache (arena.vote_cache).
+"""A log of changes to the votes table, read by the refit cache (arena.votes.cache).
 
 Statement-level triggers add a row to ``arena_vote_changes`` for every UPDATE, DELETE and TRUNCATE of
 ``arena_vote``; a snapshot's count of those rows changes with every such statement committed after it

@@ -1,12 +1,12 @@
-"""Each model's rating across refits, kept past snapshot pruning (arena.models_history.RatingPoint), and
-its back-fill from the snapshots stored when this runs (arena.ratings_history.history_backfill: every
+"""Each model's rating across refits, kept past snapshot pruning (arena.models.ratings.RatingPoint), and
+its back-fill from the snapshots stored when this runs (arena.ratings.history.history_backfill: every
 rated row of every snapshot, then one thinning: a point older than a week only as its day's last)."""
 
 from django.db import migrations, models
 
 
 def backfill(apps, schema_editor):
-    from arena.ratings_history import history_backfill
+    from arena.ratings.history import history_backfill
 
     history_backfill(snapshots=apps.get_model("arena", "RatingSnapshot"), points=apps.get_model("arena", "RatingPoint"))
 

@@ -1,4 +1,4 @@
-"""The live board's lookup of a new vote's tags (arena.selectors_categories.tagged_vote_groups, issue 31):
+"""The live board's lookup of a new vote's tags (arena.categories.selectors.tagged_vote_groups, issue 31):
 a partial index on (prompt, tagger, protocol) of the tags in a category, read from the index alone, so a
 live fit reads the tags of the votes after the refit instead of every tag of each protocol
 (bench/live_tagged.py)."""

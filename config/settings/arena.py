@@ -44,14 +44,14 @@ except ConfigError as error:
 # Refits, the live board, the terms, moderation and data releases.
 try:
     ARENA_REFIT_DEBOUNCE_S = config_env.integer("ARENA_REFIT_DEBOUNCE_S", default=30, minimum=1)
-    # The live board (arena.live): a point fit within ARENA_LIVE_DEBOUNCE_S of a vote; a debounced full
+    # The live board (arena.ratings.live): a point fit within ARENA_LIVE_DEBOUNCE_S of a vote; a debounced full
     # refit follows votes only while the arena has at most ARENA_REFIT_ON_VOTE_MAX_VOTES counted votes.
     ARENA_LIVE_DEBOUNCE_S = 0.25
     ARENA_REFIT_ON_VOTE_MAX_VOTES = config_env.integer("ARENA_REFIT_ON_VOTE_MAX_VOTES", default=100_000, minimum=0)
     ARENA_REFIT_ROUNDS = config_env.integer("ARENA_REFIT_ROUNDS", default=1000, minimum=10)
     ARENA_REFIT_MIN_VOTES = config_env.integer("ARENA_REFIT_MIN_VOTES", default=10, minimum=1)
     # The refit keeps the votes' decoded columns here between refits and reads only newer votes from
-    # PostgreSQL (arena.vote_cache; ~120 bytes a vote); an empty value turns it off.
+    # PostgreSQL (arena.votes.cache; ~120 bytes a vote); an empty value turns it off.
     _refit_cache = config_env.env.str("ARENA_REFIT_CACHE_DIR", default=str(VAR_DIR / "refit-cache")).strip()
     ARENA_REFIT_CACHE_DIR = Path(_refit_cache) if _refit_cache else None
     # Fewer votes than this (or all wins / all losses): the model is provisional on the board
@@ -64,7 +64,7 @@ try:
     # first message, and a new version asks again. Bump it with every change of the text.
     ARENA_TERMS_VERSION = config_env.env.str("ARENA_TERMS_VERSION", default="2026-12-03").strip()[:40] or "1"
     # Battles whose prompts the moderation step scores at or above this are held back from publication
-    # until staff release them (arena/moderation.py, docs/privacy.md).
+    # until staff release them (arena/publication/moderation.py, docs/privacy.md).
     ARENA_MODERATION_THRESHOLD = config_env.floating("ARENA_MODERATION_THRESHOLD", default=0.9, minimum=0.0, maximum=1.0)
     # Where the staff button (and arena_release without --out) writes data releases (docs/privacy.md).
     ARENA_RELEASES_DIR = Path(config_env.env.str("ARENA_RELEASES_DIR", default=str(VAR_DIR / "releases")).strip() or VAR_DIR / "releases")

@@ -56,7 +56,7 @@ CELERY_RESULT_SERIALIZER = "json"
 CELERY_TIMEZONE = "UTC"
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # Periodic work (celery beat), named here because settings sit above every app; the tasks declare
-# their own queues. The debounced refit after each vote is arena.dispatch's; this one catches up.
+# their own queues. The debounced refit after each vote is arena.play.dispatch's; this one catches up.
 try:
     _reap_interval_s = float(config_env.integer("PODIUM_REAP_INTERVAL_S", default=60, minimum=1))
     _outbox_interval_s = float(config_env.integer("PODIUM_OUTBOX_INTERVAL_S", default=60, minimum=1))
@@ -65,7 +65,7 @@ try:
             "task": "arena.tasks.ratings_refit",
             "schedule": float(config_env.integer("PODIUM_REFIT_INTERVAL_S", default=600, minimum=1)),
         },
-        # The anomalous-voter test (arena.services.voters.voters_flag): flags go to the review queue.
+        # The anomalous-voter test (arena.votes.voters.voters_flag): flags go to the review queue.
         "voters-flag": {
             "task": "arena.tasks.voters_flag",
             "schedule": float(config_env.integer("PODIUM_VOTER_FLAG_INTERVAL_S", default=3600, minimum=1)),

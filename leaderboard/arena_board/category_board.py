@@ -3,8 +3,8 @@ a tagged category's page the tagger, its protocol version and its agreement with
 
 from __future__ import annotations
 
-from arena import selectors_categories
-from arena.categories import category_label
+from arena.categories import selectors as selectors_categories
+from arena.categories.tagger import category_label
 
 
 def categories_counted() -> tuple[list[str], dict[str, int]]:

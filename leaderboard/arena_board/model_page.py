@@ -3,10 +3,10 @@ retired and unreleased models: plain data for the templates, read from arena's s
 
 from __future__ import annotations
 
-from arena import selectors as arena_selectors
-from arena.ratings_anchor import NOT_PUBLIC
-from arena.selectors_catalogue import descriptions
-from arena.selectors_history import rating_history, retirements_public
+from arena.catalogue.selectors import descriptions
+from arena.ratings import selectors as rating_selectors
+from arena.ratings.anchor import NOT_PUBLIC
+from arena.ratings.selectors import rating_history, retirements_public
 from leaderboard.arena_board.charts import history_figure
 from leaderboard.arena_board.page import METHODS, category_label
 
@@ -47,7 +47,7 @@ def arena_model_page(name: str, *, method: str, category: str) -> dict | None:
         "method": method,
         "methods": list(METHODS.items()),
         "category": category,
-        "categories": [(c, category_label(c)) for c in arena_selectors.snapshot_categories()]
+        "categories": [(c, category_label(c)) for c in rating_selectors.snapshot_categories()]
         or [("overall", "Overall")],
         "history": list(reversed(history)),  # newest first in the table
         "anchor_changes": changes,

@@ -14,11 +14,7 @@ from datetime import datetime
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
-from arena import selectors as arena_selectors
-from arena.categories import category_label as arena_category_label
-from arena.models import RatingSnapshot
-from arena.ratings_anchor import NOT_PUBLIC
-from arena.selectors_catalogue import (
+from arena.catalogue.selectors import (
     BoardFilters,
     anchor_public,
     descriptions,
@@ -28,6 +24,10 @@ from arena.selectors_catalogue import (
     rated_names,
     rows_public,
 )
+from arena.categories.tagger import category_label as arena_category_label
+from arena.models import RatingSnapshot
+from arena.ratings import selectors as rating_selectors
+from arena.ratings.anchor import NOT_PUBLIC
 from leaderboard.arena_board.category_board import (
     categories_counted,
     category_check,
@@ -114,8 +114,8 @@ def before_after_rows(snapshot_rows: list[dict], before: dict | None) -> dict | 
 
 
 def scale_sentence(anchor: dict | None) -> str:
-    """What the numbers are relative to (arena.ratings_anchor), from ``settings["anchor"]`` as the public
-    sees it (:func:`arena.selectors_catalogue.anchor_public`: a model not shown publicly is not named)."""
+    """What the numbers are relative to (arena.ratings.anchor), from ``settings["anchor"]`` as the public
+    sees it (:func:`arena.catalogue.selectors.anchor_public`: a model not shown publicly is not named)."""
     if anchor and anchor.get("refused"):
         return (
             f"Ratings are centred on a mean of 1000: the configured anchor is {NOT_PUBLIC}, so it is not used "
@@ -150,9 +150,9 @@ def arena_board(
     """Everything the board shows for one method (``bt`` or ``style``) and category, as plain data.
 
     ``snapshot`` is None when no refit has run yet; ``rows`` is empty while there are too few votes.
-    ``described`` (the catalogue, :func:`arena.selectors_catalogue.descriptions`) and ``filters`` pick the
-    rows shown (:func:`arena.selectors_catalogue.rows_public`): never a model that is not public, retired
-    ones only on request; ranks are among the rows shown (:func:`arena.selectors_catalogue.ranks_among`).
+    ``described`` (the catalogue, :func:`arena.catalogue.selectors.descriptions`) and ``filters`` pick the
+    rows shown (:func:`arena.catalogue.selectors.rows_public`): never a model that is not public, retired
+    ones only on request; ranks are among the rows shown (:func:`arena.catalogue.selectors.ranks_among`).
     """
     described = {} if described is None else described
     board = {
@@ -214,12 +214,12 @@ def arena_board_page(*, method: str, category: str, filters: BoardFilters = Boar
     """The rendered board for the page: ``html`` (safe), ``has_figures``, ``known`` (category exists).
     Rendered once per set of snapshots, catalogue and filters (a retirement changes the board without a refit)."""
     categories, counts = categories_counted()  # the categories with snapshots, and each one's votes
-    stamps = arena_selectors.snapshot_latest_stamp(method, category), arena_selectors.snapshot_latest_stamp("elo", category)
+    stamps = rating_selectors.snapshot_latest_stamp(method, category), rating_selectors.snapshot_latest_stamp("elo", category)
     kept, snapshot, elo = (_rated(stamps[0]), _rated(stamps[1])), None, None
     names = None if None in kept else kept[0] | kept[1]
     if names is None:  # snapshots not seen by this process: read them once, whole, rather than their rows apart
-        snapshot = arena_selectors.snapshot_by_id(stamps[0][0]) if stamps[0] else None
-        elo = arena_selectors.snapshot_by_id(stamps[1][0]) if stamps[1] else None
+        snapshot = rating_selectors.snapshot_by_id(stamps[0][0]) if stamps[0] else None
+        elo = rating_selectors.snapshot_by_id(stamps[1][0]) if stamps[1] else None
         names = _keep_rated(stamps[0], snapshot) | _keep_rated(stamps[1], elo)
     described = descriptions(names=names)  # not the scored-only models
     key = (method, category, *stamps, tuple(categories), category_stamp(category), filters, hash(repr(sorted(described.items()))))
@@ -228,9 +228,9 @@ def arena_board_page(*, method: str, category: str, filters: BoardFilters = Boar
             _RENDERED.move_to_end(key)
             return _RENDERED[key]
     if snapshot is None and stamps[0]:
-        snapshot = arena_selectors.snapshot_by_id(stamps[0][0])
+        snapshot = rating_selectors.snapshot_by_id(stamps[0][0])
     if elo is None and stamps[1]:
-        elo = arena_selectors.snapshot_by_id(stamps[1][0])
+        elo = rating_selectors.snapshot_by_id(stamps[1][0])
     board = arena_board(
         method=method, category=category, categories=categories, snapshot=snapshot, elo=elo, counts=counts,
         described=described, filters=filters,
@@ -313,14 +313,14 @@ def arena_live_html(*, category: str, page: dict, now: datetime) -> str:
     """The live board above the refit's: point ratings refitted within a second of each vote, the
     refit's intervals beside them, and how old each is. The table is rendered once per live fit and
     refit; the ages are worked out per request."""
-    stamp = arena_selectors.live_rating_stamp(category)
+    stamp = rating_selectors.live_rating_stamp(category)
     if stamp is None:
         return ""
     key = (category, stamp["id"], stamp["fitted_at"], stamp["high_water"], page.get("refit_at"), page.get("filters"), page.get("catalogue"))
     with _LOCK:
         table = _LIVE_TABLES.get(key)
     if table is None:
-        row = arena_selectors.live_rating(category)
+        row = rating_selectors.live_rating(category)
         if row is None:
             return ""
         shown = rows_public(row.rows, page.get("described", {}), page.get("filters", BoardFilters()))

@@ -8,7 +8,7 @@ from django import forms
 from django.shortcuts import render
 from django.utils import timezone
 
-from arena.selectors_catalogue import BoardFilters
+from arena.catalogue.selectors import BoardFilters
 from common.http import read_only
 from common.query import CategoryField, LicenceField, OrganisationField, YesNoField
 from leaderboard.arena_board.model_page import arena_model_page, arena_retired_page

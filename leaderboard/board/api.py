@@ -11,8 +11,7 @@ from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers
 
-from arena.api import StrictLimitOffsetPagination
-from common.api_params import validated_query
+from common.api_params import StrictLimitOffsetPagination, validated_query
 from leaderboard.models import EvaluationRun, SampleRecord, Score, Submission
 from leaderboard.query_forms import SUBMISSION_PARAM, legacy_submission_redirect
 from leaderboard.runs import selectors as selectors_runs

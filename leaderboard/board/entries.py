@@ -25,8 +25,8 @@ from functools import lru_cache
 from django.conf import settings
 from django.db import connection
 
-from arena import selectors as arena_selectors
-from arena.selectors_catalogue import BoardFilters, descriptions, rated_names, rows_public
+from arena.catalogue.selectors import BoardFilters, descriptions, rated_names, rows_public
+from arena.ratings import selectors as rating_selectors
 from common.sqltext import text_of
 from evalcore.stats import best_of_k_inflation, estimates
 from leaderboard.judging.columns import board_judge_cells, judge_fingerprint_sql
@@ -78,7 +78,7 @@ def _fingerprint_sql() -> str:
         f"SELECT (SELECT {submissions} FROM {sub} WHERE status = %(finished)s),"
         f" (SELECT {scores} FROM {score}),"
         f" (SELECT {scans} FROM {result} r JOIN {scan} s ON s.id = r.scan_id WHERE s.status = %(scan_finished)s),"
-        f" ({arena_selectors.snapshot_latest_id_sql()}),"
+        f" ({rating_selectors.snapshot_latest_id_sql()}),"
         f" {judge_fingerprint_sql()}"
     )
 
@@ -257,7 +257,7 @@ def _badges(entries: list[dict]) -> None:
 
 def _build() -> dict:
     arena_rows = {}
-    snapshot = arena_selectors.snapshot_latest("bt", "overall")
+    snapshot = rating_selectors.snapshot_latest("bt", "overall")
     if snapshot is not None:
         # Only models shown publicly in the arena lend their rating to a board row (the arena's rule).
         shown = rows_public(snapshot.rows, descriptions(names=rated_names(snapshot.rows)), BoardFilters(retired=True))

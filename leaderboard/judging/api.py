@@ -8,8 +8,7 @@ from django.http import Http404
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers
 
-from arena.api import StrictLimitOffsetPagination
-from common.api_params import validated_query
+from common.api_params import StrictLimitOffsetPagination, validated_query
 from common.query import WholeNumberParam
 from leaderboard.judging import selectors
 from leaderboard.models import JudgeConfig, JudgeGrade, JudgePanel, Judgment

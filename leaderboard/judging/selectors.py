@@ -3,9 +3,9 @@ model, and the rank correlation between judge scores and arena ratings."""
 
 from __future__ import annotations
 
-from arena import selectors as arena_selectors
+from arena.catalogue.selectors import BoardFilters, descriptions, rated_names, rows_public
 from arena.models import LanguageModel
-from arena.selectors_catalogue import BoardFilters, descriptions, rated_names, rows_public
+from arena.ratings import selectors as rating_selectors
 from common.urls import addresses_withheld
 from evalcore.judging import JudgeProtocol
 from evalcore.stats.rank_correlation import spearman_interval
@@ -77,7 +77,7 @@ def judge_scores(config: JudgeConfig, viewer=None) -> list[dict]:
     keep = config.kind == JudgeConfig.Kind.SINGLE  # a model whose every grade failed is listed, unscored
     cells = {k: v for k, v in judge_cells(config, keep_unscored=keep).items() if k not in hidden}
     names = dict(LanguageModel.objects.filter(pk__in=cells).values_list("pk", "name"))
-    snapshot = arena_selectors.snapshot_latest("bt", "overall")
+    snapshot = rating_selectors.snapshot_latest("bt", "overall")
     shown = rows_public(snapshot.rows, descriptions(names=rated_names(snapshot.rows)), BoardFilters(retired=True)) if snapshot is not None else []
     arena = {r["model"]: r for r in shown}  # a model not shown publicly in the arena has no public rating
     rows = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db.models import Count, Prefetch
 
 from arena.models import BattleHold, Turn, Vote, VoterFlag
-from arena.vote_filters import IDENTITY_REVEALED
+from arena.votes.filters import IDENTITY_REVEALED
 from leaderboard.models import EvaluationRun, ReviewAction, Submission
 
 QUEUE_LIMIT = 200  # items of each kind shown at once (oldest first); the rest wait their turn

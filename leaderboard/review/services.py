@@ -12,7 +12,9 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from arena.services import ArenaError, battle_hold_decide, vote_identity_decide, voter_flag_decide
+from arena.play.base import ArenaError
+from arena.publication.holds import battle_hold_decide
+from arena.votes.voters import vote_identity_decide, voter_flag_decide
 from leaderboard.models import REVIEW_ACTIONS, ReviewAction, Submission
 
 REVIEW_STATE = {
@@ -91,7 +93,7 @@ def submission_flag_system(*, submission_id: int, reason: str) -> ReviewAction |
 
 
 def voter_review(*, flag_id: int, admin, action: str, comment: str) -> ReviewAction:
-    """Confirm or dismiss a flagged voter (arena.services.voter_flag_decide) and log it."""
+    """Confirm or dismiss a flagged voter (arena.votes.voters.voter_flag_decide) and log it."""
     comment = _checked(admin, ReviewAction.Target.VOTER, action, comment)
     with transaction.atomic():
         try:
@@ -107,7 +109,7 @@ def voter_review(*, flag_id: int, admin, action: str, comment: str) -> ReviewAct
 
 
 def identity_review(*, vote_id: int, admin, action: str, comment: str) -> ReviewAction:
-    """Keep an identity-revealing vote out or count it again (arena.services.vote_identity_decide); log it."""
+    """Keep an identity-revealing vote out or count it again (arena.votes.voters.vote_identity_decide); log it."""
     comment = _checked(admin, ReviewAction.Target.IDENTITY, action, comment)
     with transaction.atomic():
         try:

@@ -18,9 +18,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from arena import selectors_categories
-from arena.services import categories as category_services
-from arena.services.base import ArenaError
+from arena.categories import selectors as selectors_categories
+from arena.categories import services as category_services
+from arena.play.base import ArenaError
 from leaderboard.review.forms import TagReviewForm, TagSampleForm
 
 

@@ -24,7 +24,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from arena.catalogue_services import model_register
+from arena.catalogue.services import model_register
 from arena.models import LanguageModel
 from leaderboard import dispatch
 from leaderboard.evaluation.scans import scan_request, training_data_folder

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from arena import categories
+from arena.categories import tagger as categories
 from arena.models import PromptTag
 
 

@@ -1,7 +1,7 @@
 """Issue 31: an anchor the catalogue does not show publicly is never named publicly.
 
 Set as the anchor, a model withheld at its owner's request or tested but never shown is refused by the
-refit (arena.ratings_anchor.anchor_in_force): held at a known rating, every public rating would be its
+refit (arena.ratings.anchor.anchor_in_force): held at a known rating, every public rating would be its
 distance to it, publishing its rating. The ratings are centred, the board and the snapshot say why
 without naming it, the refit logs a warning and the model's admin page tells staff. An anchor hidden
 after it was used (older snapshots, rating points, their notes) is shown as "a model not shown publicly"
@@ -20,14 +20,14 @@ import numpy as np
 import pytest
 from django.utils import timezone
 
-from arena import selectors
-from arena.live import live_refit
 from arena.models import LanguageModel, LiveRating, RatingSnapshot
-from arena.models_catalogue import stand_in
-from arena.ratings import snapshots_refit
-from arena.ratings_anchor import NOT_PUBLIC
-from arena.selectors_history import rating_history
-from arena.services.releases import release_build
+from arena.models.catalogue import stand_in
+from arena.publication.releases import release_build
+from arena.ratings import selectors as rating_selectors
+from arena.ratings.anchor import NOT_PUBLIC
+from arena.ratings.live import live_refit
+from arena.ratings.refit import snapshots_refit
+from arena.ratings.selectors import rating_history
 from tests.arena.vote_data import votes_create
 
 pytestmark = pytest.mark.django_db
@@ -88,23 +88,23 @@ def test_a_hidden_anchor_is_refused_the_ratings_centred_and_the_reason_given_unn
 ):
     secret_stand_in = hide(kind)
     settings.ARENA_ANCHOR_MODEL, settings.ARENA_ANCHOR_RATING = HIDDEN, 1100.0
-    with caplog.at_level(logging.WARNING, logger="arena.ratings"):
+    with caplog.at_level(logging.WARNING, logger="arena.ratings.refit"):
         refit()
     assert any(HIDDEN in r.getMessage() and "not shown publicly" in r.getMessage() for r in caplog.records)
     # Stored: refused, with its name for staff; centred as evalcore centres (mean 1000 over every fitted model).
     for method in ("bt", "style", "elo"):
-        snapshot = selectors.snapshot_latest(method)
+        snapshot = rating_selectors.snapshot_latest(method)
         anchor = snapshot.settings["anchor"]
         assert anchor["model"] is None and anchor["applied"] is False and anchor["shift"] == 0.0, method
         assert anchor["refused"]["model"] == HIDDEN and anchor["refused"]["rating"] == 1100.0
         assert not any(HIDDEN in note for note in snapshot.extra["notes"]), method
-    bt = selectors.snapshot_latest("bt")
+    bt = rating_selectors.snapshot_latest("bt")
     assert np.mean([r["rating"] for r in bt.rows]) == pytest.approx(1000.0, abs=1e-4)
     live = LiveRating.objects.get(category="overall").rows
     assert np.mean([r["rating"] for r in live]) == pytest.approx(1000.0, abs=1e-4)  # the live board too
     # The same refusal again is no change of scale (no note of one, nothing recorded).
     snapshots_refit(rounds=10, seed=1, elo_orders=4, min_votes=1, force=True)
-    assert "changed_from" not in selectors.snapshot_latest("bt").settings["anchor"]
+    assert "changed_from" not in rating_selectors.snapshot_latest("bt").settings["anchor"]
     for who in (client, admin_client):  # staff see the same public output
         texts = public_texts(who)
         assert_unnamed(texts, HIDDEN, secret_stand_in)
@@ -142,7 +142,7 @@ def test_an_anchor_hidden_after_use_is_unnamed_on_the_old_scale_and_refused_at_t
     refit()  # centred
     settings.ARENA_ANCHOR_MODEL, settings.ARENA_ANCHOR_RATING = HIDDEN, 1100.0
     refit()  # anchored while public: its name is in the stored settings, notes and rating points
-    anchored = selectors.snapshot_latest("bt")
+    anchored = rating_selectors.snapshot_latest("bt")
     assert anchored.settings["anchor"]["model"] == HIDDEN and anchored.settings["anchor"]["applied"]
     assert any(HIDDEN in note for note in anchored.extra["notes"])
     alpha = next(r["rating"] for r in anchored.rows if r["model"] == "alpha")
@@ -173,7 +173,7 @@ def test_an_anchor_hidden_after_use_is_unnamed_on_the_old_scale_and_refused_at_t
     # scale changed, still without the name.
     assert snapshots_refit(rounds=10, seed=1, elo_orders=4, min_votes=1)["skipped"] is False
     live_refit()
-    refused = selectors.snapshot_latest("bt")
+    refused = rating_selectors.snapshot_latest("bt")
     assert refused.settings["anchor"]["changed_from"] == {"model": HIDDEN, "rating": 1100.0}
     shift = next(r["rating"] for r in refused.rows if r["model"] == "alpha") - alpha
     assert abs(shift) > 1.0  # back on the centred scale

@@ -10,11 +10,12 @@ from django.core.cache import cache
 from django.db import connection
 from django.test import Client
 
-from arena import services
 from arena.models import Battle, LanguageModel, Turn, Vote
-from arena.selectors_battles import battle_state
-from arena.services import votes
+from arena.play import base, generation
+from arena.play.selectors import battle_state
 from arena.tasks import battle_generate
+from arena.votes import casting
+from arena.votes import casting as votes
 from tests.arena_terms import agree
 
 SMALL = {"max_new_tokens": 24, "temperature": 0.0}
@@ -61,8 +62,8 @@ def start(client: Client, prompt="What is the capital of France?"):
 
 def finish_turn(battle: Battle, text_a="Paris.", text_b="It is Paris."):
     for turn in battle.turns.all():
-        services.turn_side_finish(turn.pk, "a", text_a)
-        services.turn_side_finish(turn.pk, "b", text_b)
+        generation.turn_side_finish(turn.pk, "a", text_a)
+        generation.turn_side_finish(turn.pk, "b", text_b)
 
 
 def test_full_battle_with_the_real_model(arena_models, django_capture_on_commit_callbacks):
@@ -112,8 +113,8 @@ def test_a_failing_side_marks_the_battle_and_does_not_block_the_other(arena_mode
     battle.refresh_from_db()
     assert turn.status_a == "error" and turn.status_b == "done" and turn.answer_b
     assert battle.status == "failed" and battle.excluded_reason == "generation_error"
-    with pytest.raises(services.ArenaError, match="failed to answer"):
-        services.vote_cast(public_id=battle.public_id, winner="model_b", session_hash="s", ip_hash="i")
+    with pytest.raises(base.ArenaError, match="failed to answer"):
+        casting.vote_cast(public_id=battle.public_id, winner="model_b", session_hash="s", ip_hash="i")
 
 
 def test_vote_needs_finished_answers_and_a_known_winner(arena_models):
@@ -147,7 +148,7 @@ def test_multi_turn_history_and_turn_limit(arena_models, settings):
     second = client.post(f"/arena/battles/{public_id}/turns/", {"prompt": "Second question"})
     assert second.status_code == 201 and second.json()["turn"] == 1
     turn = battle.turns.get(index=1)
-    assert services.conversation_for_side(turn, "b") == [
+    assert generation.conversation_for_side(turn, "b") == [
         {"role": "user", "content": "First question"},
         {"role": "assistant", "content": "answer B1"},
         {"role": "user", "content": "Second question"},
@@ -228,9 +229,9 @@ def test_two_concurrent_votes_leave_exactly_one(smollm2_dir):
 
         barrier.wait()
         try:
-            services.vote_cast(public_id=battle.public_id, winner=winner, session_hash="s", ip_hash="i")
+            casting.vote_cast(public_id=battle.public_id, winner=winner, session_hash="s", ip_hash="i")
             outcomes.append("accepted")
-        except services.ArenaError as exc:
+        except base.ArenaError as exc:
             outcomes.append(f"refused {exc.status}")
         finally:
             thread_connection.close()
@@ -290,7 +291,7 @@ def test_vote_claims_the_battle_only_if_unchanged_since_it_was_read():
 
     # The plain case: one statement marks the battle voted and inserts the vote.
     battle = finished_battle()
-    cast = services.vote_cast(public_id=battle.public_id, winner="tie", session_hash="s", ip_hash="i")
+    cast = casting.vote_cast(public_id=battle.public_id, winner="tie", session_hash="s", ip_hash="i")
     vote = Vote.objects.get(pk=cast.id)
     assert (cast.model_a_name, cast.model_b_name, vote.winner, vote.turn_count) == ("model-one", "model-two", "tie", 1)
     assert vote.style_a["headers"] == 1 and vote.created_at is not None
@@ -304,9 +305,9 @@ def test_vote_claims_the_battle_only_if_unchanged_since_it_was_read():
     assert votes._vote_save_claiming(stale, vote) is False
     assert not Vote.objects.filter(battle=battle).exists()
     assert Battle.objects.get(pk=battle.pk).status == Battle.Status.ACTIVE
-    refused = pytest.raises(services.ArenaError, match="finished answering")
+    refused = pytest.raises(base.ArenaError, match="finished answering")
     with refused:
-        services.vote_cast(public_id=battle.public_id, winner="model_a", session_hash="s", ip_hash="i")
+        casting.vote_cast(public_id=battle.public_id, winner="model_a", session_hash="s", ip_hash="i")
     # A side that failed after the read: the same.
     battle = finished_battle()
     stale = votes._vote_context(battle.public_id, session_hash="s", lock=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from arena.catalogue import catalogue_parse, catalogue_sync
+from arena.catalogue.sync import catalogue_parse, catalogue_sync
 from arena.models import LanguageModel
 from tests.conftest import REPO_ROOT
 

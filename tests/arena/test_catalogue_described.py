@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from arena.catalogue import UNDECLARED_REASON, catalogue_parse, catalogue_sync
+from arena.catalogue.sync import UNDECLARED_REASON, catalogue_parse, catalogue_sync
 from arena.models import LanguageModel
-from arena.sampling import sample_pair
-from arena.services.battles import arena_candidates
+from arena.play.battles import arena_candidates
+from arena.play.sampling import sample_pair
 
 ENTRY = "  - name: {name}\n    backend: hf\n    model_args: {{path: x}}\n"
 DESCRIBED = """models:

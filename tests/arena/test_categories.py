@@ -13,12 +13,12 @@ import yaml
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from arena.categories.selectors import category_agreement, tag_masks, tags_sample
+from arena.categories.services import categorizations_retry, tag_review_record, votes_categorize
 from arena.models import PromptTag, RatingSnapshot, TagReview, Turn, Vote, VoteCategorization
-from arena.ratings import snapshots_refit
-from arena.selectors import _names_table, _read_orm, votes_counted_columns
-from arena.selectors_categories import category_agreement, tag_masks, tags_sample
-from arena.services.base import ArenaError
-from arena.services.categories import categorizations_retry, tag_review_record, votes_categorize
+from arena.play.base import ArenaError
+from arena.ratings.refit import snapshots_refit
+from arena.votes.selectors import _names_table, _read_orm, votes_counted_columns
 from evalcore.categories import agreement, load_category_protocol, prompt_sha256
 from evalcore.ratings import aggregate, battles_from_arrays, bootstrap_bradley_terry
 from evalcore.ratings.provisional import mark_provisional

@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 
+from arena.categories import services as category_services
 from arena.models import VoteCategorization
-from arena.services import categories as category_services
 from tests.arena.vote_data import votes_create
 
 pytestmark = pytest.mark.django_db

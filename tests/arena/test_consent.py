@@ -8,8 +8,8 @@ import asyncio
 import pytest
 from django.test import Client
 
-from arena import services
 from arena.models import Battle, Turn, Vote
+from arena.play import generation
 from tests.arena.test_battle_flow import arena_models  # noqa: F401 - the fixture
 from tests.arena.test_consumer import communicator, cookie_of, voter_with_battle
 from tests.arena_terms import agree
@@ -47,7 +47,7 @@ def test_battles_and_votes_carry_the_agreement(settings, arena_models, django_ca
     battle = Battle.objects.get(public_id=created.json()["battle"])
     assert battle.consent_version == settings.ARENA_TERMS_VERSION and battle.consent_at.isoformat() == agreed["at"]
     for side in ("a", "b"):
-        services.turn_side_finish(Turn.objects.get(battle=battle).pk, side, "Paris.")
+        generation.turn_side_finish(Turn.objects.get(battle=battle).pk, side, "Paris.")
     voted = client.post(f"/arena/battles/{battle.public_id.hex}/vote/", {"winner": "tie"})
     assert voted.status_code == 201, voted.content
     vote = Vote.objects.get()

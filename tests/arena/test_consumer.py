@@ -13,7 +13,7 @@ from django.db import connections
 from django.test import Client
 
 from arena.models import Battle, LanguageModel
-from arena.streams import battle_group
+from arena.play.streams import battle_group
 from config.asgi import application
 from tests.arena_terms import agree
 

@@ -1,4 +1,4 @@
-"""Enqueueing by name: the names arena.dispatch sends are the tasks arena.tasks registers, on the queues
+"""Enqueueing by name: the names arena.play.dispatch sends are the tasks arena.tasks registers, on the queues
 they declare; through a real broker and real workers, a battle's two sides land on their models'
 generation queues."""
 
@@ -12,8 +12,8 @@ import pytest
 import redis
 from django.db import connection
 
-from arena import dispatch
 from arena.models import Battle, LanguageModel, Turn
+from arena.play import dispatch
 from tests.conftest import clean_env, database_url_of, run_manage
 from workers.celery import app
 from workers.queues import DEFAULT, GENERATE
@@ -66,7 +66,7 @@ def test_a_web_process_sends_each_side_to_its_models_queue(redis_url, smollm2_di
     )
     shared_worker = start_worker(env=env, queues=GENERATE, name="shared")
     script = (
-        "from arena.services import battle_create; "
+        "from arena.play.battles import battle_create; "
         "print(battle_create(prompt='Name a colour.', session_hash='s', ip_hash='i').public_id)"
     )
     result = run_manage("shell", "-c", script, env=env, timeout=150)

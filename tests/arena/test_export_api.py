@@ -14,10 +14,10 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.test import AsyncClient
 
-from arena import exports
 from arena.models import Battle, LanguageModel, RatingSnapshot, Turn, Vote
-from arena.ratings import snapshots_refit
-from arena.services import battles_moderate
+from arena.publication.holds import battles_moderate
+from arena.ratings.refit import snapshots_refit
+from arena.votes import exports
 from evalcore.ratings import read_battles
 from tests.arena.vote_data import votes_create
 from tests.conftest import REPO_ROOT

@@ -8,10 +8,10 @@ import uuid
 
 import pytest
 
-from arena import services
-from arena.catalogue import catalogue_parse
+from arena.catalogue.sync import catalogue_parse
 from arena.models import Battle, LanguageModel, Turn, Vote
-from arena.reveals import model_terms, reveals_identity
+from arena.play.reveals import model_terms, reveals_identity
+from arena.votes import casting
 from evalcore.ratings import prompt_key
 
 GPT = model_terms("gpt-4o-mini", "gpt-4o", ["ChatGPT"], "OpenAI")
@@ -107,7 +107,7 @@ def test_vote_service_reads_aliases_and_makers_and_keeps_the_vote(answer, counte
                                    session_hash="s", ip_hash="i")  # fmt: skip
     Turn.objects.create(battle=battle, index=0, prompt="  Capital of   FRANCE? ", answer_a=answer, answer_b="Paris.",
                         status_a="done", status_b="done")  # fmt: skip
-    cast = services.vote_cast(public_id=battle.public_id, winner="model_a", session_hash="s", ip_hash="i")
+    cast = casting.vote_cast(public_id=battle.public_id, winner="model_a", session_hash="s", ip_hash="i")
     vote = Vote.objects.get(pk=cast.id)
     assert vote.counted is counted and cast.counted is counted
     assert vote.excluded_reason == ("" if counted else "identity_revealed")

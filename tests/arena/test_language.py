@@ -2,7 +2,7 @@
 
 import pytest
 
-from arena.language import detect_language
+from arena.categories.language import detect_language
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,13 @@ from django.core.cache import cache
 from django.db import connection, transaction
 from django.utils import timezone
 
-from arena import live, refit_read, selectors
 from arena.models import LiveRating, PairCountBase, Vote
-from arena.ratings import snapshots_refit
-from arena.ratings_draft import categories_of, category_battles
+from arena.ratings import inputs as refit_read
+from arena.ratings import live
+from arena.ratings import selectors as rating_selectors
+from arena.ratings.draft import categories_of, category_battles
+from arena.ratings.refit import snapshots_refit
+from arena.votes import selectors
 from evalcore.ratings import aggregate, fit_bradley_terry
 from tests.arena.vote_data import votes_create
 from tests.conftest import celery_eager_tasks
@@ -63,7 +66,7 @@ def test_live_fit_right_after_a_refit_is_the_refits_point_rating():
     snapshots_refit(rounds=ROUNDS)
     live.live_refit()
     got = {r["model"]: r["rating"] for r in LiveRating.objects.get(category="overall").rows}
-    snap = {r["model"]: r["rating"] for r in selectors.snapshot_latest("bt", "overall").rows}
+    snap = {r["model"]: r["rating"] for r in rating_selectors.snapshot_latest("bt", "overall").rows}
     assert got.keys() == snap.keys()
     for name in got:
         assert got[name] == pytest.approx(snap[name], abs=1e-4)
@@ -146,7 +149,7 @@ def eager_celery(settings):
 
 
 def test_task_debounces_and_steps_aside_while_another_runs(eager_celery):
-    from arena.dispatch import LIVE_PENDING_KEY, ratings_live_schedule
+    from arena.play.dispatch import LIVE_PENDING_KEY, ratings_live_schedule
     from arena.tasks import LIVE_RUNNING_KEY, ratings_live
 
     votes_create(STRENGTHS, 30, seed=8)

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from arena import categories, live
+from arena.categories import tagger as categories
 from arena.models import LiveRating, PairCountBase, PromptTag, Vote, VoteCategorization
-from arena.ratings import snapshots_refit
+from arena.ratings import live
+from arena.ratings.refit import snapshots_refit
 from evalcore.ratings import aggregate, battles_from_arrays, fit_bradley_terry
 from tests.arena.vote_data import votes_create
 

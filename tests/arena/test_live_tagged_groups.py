@@ -1,4 +1,4 @@
-"""The live board's tagged votes come from one statement for every protocol (arena.selectors_categories.
+"""The live board's tagged votes come from one statement for every protocol (arena.categories.selectors.
 tagged_vote_groups, issue 31: it read every tag of each protocol before): per protocol, exactly the counted
 votes after the refit whose prompt the configured tagger put in the category, each once, even when two
 tagger keys of one configured tagger (weights changed at the same path) both tagged the prompt."""
@@ -9,9 +9,10 @@ from collections import Counter
 
 import pytest
 
-from arena import categories, live
+from arena.categories import tagger as categories
+from arena.categories.selectors import tagged_vote_groups
 from arena.models import Vote, VoteCategorization
-from arena.selectors_categories import tagged_vote_groups
+from arena.ratings import live
 from tests.arena.tag_rows import tag_row
 from tests.arena.vote_data import votes_create
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from arena import services
 from arena.models import Battle, BattleHold, Turn
-from arena.moderation import MODERATION_VERSION, verdict
+from arena.play import generation
+from arena.publication.moderation import MODERATION_VERSION, verdict
 from arena.tasks import ratings_refit
 from leaderboard.models import ReviewAction
 from leaderboard.review.services import battle_review
@@ -35,8 +35,8 @@ def played(client: Client, prompt: str, capture) -> Battle:
     assert created.status_code == 201, created.content
     battle = Battle.objects.get(public_id=created.json()["battle"])
     turn = Turn.objects.get(battle=battle)
-    services.turn_side_finish(turn.pk, "a", "An answer.")
-    services.turn_side_finish(turn.pk, "b", "Another answer.")
+    generation.turn_side_finish(turn.pk, "a", "An answer.")
+    generation.turn_side_finish(turn.pk, "b", "Another answer.")
     with capture(execute=False):
         assert client.post(f"/arena/battles/{battle.public_id.hex}/vote/", {"winner": "tie"}).status_code == 201
     return battle

@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from arena import selectors
-from arena.ratings import snapshots_refit
+from arena.ratings import selectors as rating_selectors
+from arena.ratings.refit import snapshots_refit
 from leaderboard.board.exports import TABLE_FIELDS, table_record
 from tests.arena.vote_data import T0, votes_create
 
@@ -33,17 +33,17 @@ def newcomer(db):
 
 def test_snapshot_rows_mark_the_newcomer_with_an_exact_lower_bound(newcomer):
     for method in ("bt", "style", "elo"):
-        rows = {r["model"]: r for r in selectors.snapshot_latest(method).rows}
+        rows = {r["model"]: r for r in rating_selectors.snapshot_latest(method).rows}
         new = rows["newbie"]
         assert new["provisional"] is True and new["battles"] == 20, method
         assert new["ci_high"] is None, method  # no loss: the upper side is open
         assert new["rank"] >= 2 and new["rank_ub"] >= 2, method
         assert not any(rows[m]["provisional"] for m in ("alpha", "beta", "gamma")), method
         assert rows["alpha"]["rank_ub"] == 1 and rows["alpha"]["rank"] == 1, method
-    bt = {r["model"]: r for r in selectors.snapshot_latest("bt").rows}
+    bt = {r["model"]: r for r in rating_selectors.snapshot_latest("bt").rows}
     assert bt["newbie"]["ci_low"] - bt["beta"]["rating"] == pytest.approx(277.39, abs=0.5)
     assert bt["newbie"]["rating"] - bt["beta"]["rating"] > 600  # the prior's point: kept, but not believed
-    assert selectors.snapshot_latest("bt").settings["provisional_votes"] == 300
+    assert rating_selectors.snapshot_latest("bt").settings["provisional_votes"] == 300
 
 
 def test_ratings_api_board_and_leaderboard_csv_say_provisional(newcomer, client):
@@ -64,11 +64,11 @@ def test_ratings_api_board_and_leaderboard_csv_say_provisional(newcomer, client)
 
 def test_threshold_is_a_setting_of_the_refit(newcomer):
     snapshots_refit(rounds=ROUNDS, seed=1, provisional_votes=5000)
-    rows = selectors.snapshot_latest("bt").rows
+    rows = rating_selectors.snapshot_latest("bt").rows
     assert all(r["provisional"] for r in rows)  # nobody has 5,000 votes
     assert min(r["rank"] for r in rows) == 1  # with no rated model, rank 1 is still given
     snapshots_refit(rounds=ROUNDS, seed=1, provisional_votes=0)
-    flagged = {r["model"] for r in selectors.snapshot_latest("bt").rows if r["provisional"]}
+    flagged = {r["model"] for r in rating_selectors.snapshot_latest("bt").rows if r["provisional"]}
     assert flagged == {"newbie"}  # all wins: provisional whatever the threshold
     with pytest.raises(ValueError, match="min_battles"):
         snapshots_refit(rounds=ROUNDS, provisional_votes=-1, force=True)

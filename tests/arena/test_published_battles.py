@@ -9,10 +9,10 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from arena.identity import salted_hash
 from arena.models import Battle, RatingSnapshot, Turn, Vote
-from arena.selectors import battles_published_until
-from arena.services import battles_moderate
+from arena.play.identity import salted_hash
+from arena.publication.holds import battles_moderate
+from arena.publication.selectors import battles_published_until
 from tests.arena.vote_data import catalogue, votes_create
 from tests.arena_terms import agree
 

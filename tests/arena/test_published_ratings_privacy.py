@@ -14,13 +14,13 @@ import pyarrow.parquet as pq
 import pytest
 from django.utils import timezone
 
-from arena.live import live_refit
+from arena.catalogue.selectors import descriptions, extra_public
 from arena.models import LanguageModel, RatingSnapshot
-from arena.models_catalogue import stand_in
-from arena.ratings import snapshots_refit
-from arena.selectors_catalogue import descriptions, extra_public
-from arena.services import battles_moderate
-from arena.services.releases import release_build
+from arena.models.catalogue import stand_in
+from arena.publication.holds import battles_moderate
+from arena.publication.releases import release_build
+from arena.ratings.live import live_refit
+from arena.ratings.refit import snapshots_refit
 from leaderboard.judging.selectors import judge_scores
 from leaderboard.judging.services import judge_config_save
 from leaderboard.models import JudgeConfig, JudgeRun

@@ -8,9 +8,10 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
-from arena import redaction as arena_redaction
-from arena import services
 from arena.models import Battle, Turn
+from arena.play import generation
+from arena.publication import redaction
+from arena.publication import redaction as arena_redaction
 from arena.tasks import ratings_refit
 from evalcore.privacy.planted import planted_items
 from tests.arena.vote_data import catalogue
@@ -42,8 +43,8 @@ def battle_with(prompt: str, answer_a: str, answer_b: str, django_capture_on_com
     assert created.status_code == 201, created.content
     battle = Battle.objects.get(public_id=created.json()["battle"])
     turn = Turn.objects.get(battle=battle)
-    services.turn_side_finish(turn.pk, "a", answer_a)
-    services.turn_side_finish(turn.pk, "b", answer_b)
+    generation.turn_side_finish(turn.pk, "a", answer_a)
+    generation.turn_side_finish(turn.pk, "b", answer_b)
     with django_capture_on_commit_callbacks(execute=False):
         assert voter.post(f"/arena/battles/{battle.public_id.hex}/vote/", {"winner": "model_a"}).status_code == 201
     return battle
@@ -92,12 +93,12 @@ def test_a_new_redactor_version_redacts_again_and_nothing_is_served_raw_meanwhil
     call_command("arena_redact")
     assert Turn.objects.get(battle=battle).redacted["prompt"] == "mail me: <EMAIL>"
     monkeypatch.setattr(arena_redaction, "REDACTOR_VERSION", "podium-redact-test")
-    from arena.services import redaction as service_redaction
+    from arena.publication import redaction as service_redaction
     from evalcore.privacy import redact as redact_module
 
     monkeypatch.setattr(service_redaction, "REDACTOR_VERSION", "podium-redact-test")
     monkeypatch.setattr(redact_module, "REDACTOR_VERSION", "podium-redact-test")
-    assert services.published_redact() == 1
+    assert redaction.published_redact() == 1
     assert Turn.objects.get(battle=battle).redacted["version"] == "podium-redact-test"
 
 

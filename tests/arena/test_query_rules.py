@@ -25,8 +25,8 @@ def test_limit_and_offset_take_ascii_digits_only(client, path, value):
 def test_language_codes_in_any_case_and_inverted_ranges(client, settings):
     settings.ARENA_PUBLISH_DELAY_S = 0
     votes_create({"a": 0.0, "b": 0.0}, 4, language="ja", with_turns=True)
-    from arena.ratings import snapshots_refit
-    from arena.services import battles_moderate
+    from arena.publication.holds import battles_moderate
+    from arena.ratings.refit import snapshots_refit
 
     battles_moderate()
     snapshots_refit(rounds=5, min_votes=1)

@@ -10,10 +10,10 @@ import re
 
 import pytest
 
+from arena.catalogue.selectors import ranks_among
 from arena.models import LanguageModel, RatingPoint, RatingSnapshot
-from arena.ratings import snapshots_refit
-from arena.selectors_catalogue import ranks_among
-from arena.selectors_history import rating_history
+from arena.ratings.refit import snapshots_refit
+from arena.ratings.selectors import rating_history
 from tests.arena.vote_data import votes_create
 
 

@@ -8,7 +8,7 @@ import pytest
 from django.core.cache import caches
 
 from arena.models import Battle, LanguageModel, Turn
-from arena.ratelimit import RateLimited, hit
+from arena.play.ratelimit import RateLimited, hit
 from tests.conftest import free_port
 
 

@@ -1,4 +1,4 @@
-"""A model's rating history outlives snapshot pruning (arena.ratings_history): points written with each
+"""A model's rating history outlives snapshot pruning (arena.ratings.history): points written with each
 refit's snapshots (one transaction), the model page charting every point after the snapshots are pruned,
 the back-fill from stored snapshots (migration 0016), the thinning rule (every point for 7 days, then the
 last of each UTC day), models not public never listed, and hostile query parameters refused with a 400."""
@@ -13,11 +13,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.apps import apps
 
-from arena import live, ratings, selectors
 from arena.models import LanguageModel, RatingPoint, RatingSnapshot
-from arena.ratings import snapshots_refit
-from arena.ratings_history import FULL_RESOLUTION, history_backfill, history_thin
-from arena.selectors_history import rating_history
+from arena.ratings import live
+from arena.ratings import refit as ratings
+from arena.ratings import selectors as rating_selectors
+from arena.ratings.history import FULL_RESOLUTION, history_backfill, history_thin
+from arena.ratings.refit import snapshots_refit
+from arena.ratings.selectors import rating_history
 from tests.arena.vote_data import T0, votes_create
 from tests.conftest import clean_env, run_manage
 
@@ -45,7 +47,7 @@ def refits(n: int) -> list[dict[str, float]]:
     for k in range(n):
         votes_create(STRENGTHS, 200, seed=10 + k, start=T0 + timedelta(days=k))
         assert snapshots_refit(rounds=ROUNDS, seed=1)["skipped"] is False
-        seen.append(next(r for r in selectors.snapshot_latest("bt").rows if r["model"] == "alpha"))
+        seen.append(next(r for r in rating_selectors.snapshot_latest("bt").rows if r["model"] == "alpha"))
     return seen
 
 
@@ -212,8 +214,8 @@ SQLITE_SCRIPT = """
 import json
 from datetime import UTC, datetime, timedelta
 from arena.models import RatingPoint, RatingSnapshot
-from arena.ratings_history import history_backfill, history_thin
-from arena.selectors_history import rating_history
+from arena.ratings.history import history_backfill, history_thin
+from arena.ratings.selectors import rating_history
 NOW = datetime(2026, 3, 20, 12, 0, tzinfo=UTC)
 for days in (8, 9):
     for hours in (1, 9, 23.5):

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 from django.core.cache import cache
 
-from arena import selectors
-from arena.live import LONG_PROMPT_TOKENS
 from arena.models import RatingSnapshot, Vote
-from arena.ratings import snapshots_compute, snapshots_refit
-from arena.ratings_fits import FALLBACK_PRIOR, style_rounds
+from arena.ratings import selectors as rating_selectors
+from arena.ratings.fits import FALLBACK_PRIOR, style_rounds
+from arena.ratings.live import LONG_PROMPT_TOKENS
+from arena.ratings.refit import snapshots_compute, snapshots_refit
+from arena.votes import selectors
 from evalcore.ratings import aggregate, battles_from_arrays, bootstrap_bradley_terry
 from evalcore.ratings.provisional import mark_provisional
 from tests.arena.vote_data import T0, votes_create
@@ -25,7 +26,7 @@ ROUNDS = 40
 
 
 def latest(method, category="overall"):
-    snap = selectors.snapshot_latest(method, category)
+    snap = rating_selectors.snapshot_latest(method, category)
     assert snap is not None, f"no {method} snapshot for {category}"
     return snap
 
@@ -101,7 +102,7 @@ def test_categories_language_multi_turn_and_long_prompts():
     )  # fmt: skip
     votes_create(STRENGTHS, 5, seed=6, language="fr", start=selectors_later())
     snapshots_refit(rounds=ROUNDS, min_category_votes=60)
-    categories = selectors.snapshot_categories()
+    categories = rating_selectors.snapshot_categories()
     assert categories[0] == "overall"
     assert set(categories) == {"overall", "language:en", "language:de", "multi_turn", "long_prompt", "no_ties"}
     assert latest("bt", "language:en").vote_count == 200
@@ -222,7 +223,7 @@ def eager_celery(settings):
 
 
 def test_task_refits_and_the_scheduler_debounces(eager_celery):
-    from arena.dispatch import ratings_refit_schedule
+    from arena.play.dispatch import ratings_refit_schedule
     from arena.tasks import ratings_refit
 
     votes_create(STRENGTHS, 60, seed=14)
@@ -253,7 +254,7 @@ def test_a_refit_steps_aside_while_another_runs(eager_celery):
 
 
 def test_scheduling_never_fails_a_committed_vote(settings):
-    from arena.dispatch import ratings_refit_schedule
+    from arena.play.dispatch import ratings_refit_schedule
 
     # A cache that cannot be reached (nothing listens on port 1): scheduling gives up quietly.
     settings.CACHES = {
@@ -335,7 +336,7 @@ def test_a_broken_elo_state_is_replayed_in_full():
 
 
 def test_battles_of_every_vote_are_read_only_views_and_a_subset_renumbers_its_models():
-    from arena.ratings_draft import category_battles
+    from arena.ratings.draft import category_battles
 
     votes_create({**STRENGTHS, "delta": 0.5}, 200, seed=41)
     columns = selectors.votes_counted_columns()

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from arena import selectors
 from arena.models import RatingSnapshot
-from arena.ratings import snapshots_compute
+from arena.ratings import selectors as rating_selectors
+from arena.ratings.refit import snapshots_compute
 from tests.arena.vote_data import votes_create
 from tests.conftest import clean_env, database_url_of, run_manage
 from tests.leaderboard.polling import wait_for_row
@@ -35,7 +35,7 @@ def test_a_prefork_worker_refits_with_forked_fits(redis_url, start_worker, proce
                  timeout=180, what="the worker's refit", log=lambda: processes.log_of(worker))  # fmt: skip
     stored = {(s.method, s.category): s for s in RatingSnapshot.objects.all()}
     assert len(stored) == 18  # overall, multi_turn, long_prompt, no_ties, two languages x bt, elo, style
-    params = selectors.snapshot_latest("bt").settings["refit"]
+    params = rating_selectors.snapshot_latest("bt").settings["refit"]
     assert params["rounds"] == 200
     _, drafts, _ = snapshots_compute(params)  # here, in this process
     for draft in drafts:

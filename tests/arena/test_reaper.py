@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 
 from arena.models import Battle, LanguageModel, Turn
-from arena.services.generation import turn_side_finish, turn_side_progress, turn_side_start, turns_reap_stale
+from arena.play.generation import turn_side_finish, turn_side_progress, turn_side_start, turns_reap_stale
 from arena.tasks import sides_reap
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""The refit's tag masks come from one statement for every protocol (arena.selectors_categories.tag_masks,
+"""The refit's tag masks come from one statement for every protocol (arena.categories.selectors.tag_masks,
 issue 31: one semi-join per protocol before): per protocol, exactly the mask the per-protocol read gave
 (tagged_vote_ids + np.isin), with several protocols, prompts tagged by two keys of the configured tagger
 and by another tagger, tags not in the category (value False), votes without a categorisation, pending
@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from arena import categories
+from arena.categories import tagger as categories
+from arena.categories.selectors import tag_masks, tagged_masks_sql, tagged_vote_ids, tagged_vote_masks
 from arena.models import PromptTag, VoteCategorization
-from arena.selectors import VoteColumns, votes_counted_columns
-from arena.selectors_categories import tag_masks, tagged_masks_sql, tagged_vote_ids, tagged_vote_masks
+from arena.votes.selectors import VoteColumns, votes_counted_columns
 from tests.arena.tag_rows import tag_row
 from tests.arena.vote_data import votes_create
 

@@ -16,9 +16,10 @@ from django.test import Client
 from django.utils import timezone
 
 from arena.models import BattleHold, DataRelease, RatingSnapshot, Turn
-from arena.ratings import snapshots_refit
-from arena.services import ArenaError, battles_moderate
-from arena.services.releases import release_build
+from arena.play.base import ArenaError
+from arena.publication.holds import battles_moderate
+from arena.publication.releases import release_build
+from arena.ratings.refit import snapshots_refit
 from arena.tasks import release_build as release_task  # noqa: F401 - registered: the eager button runs it
 from tests.arena.vote_data import votes_create
 from tests.conftest import REPO_ROOT
@@ -131,7 +132,7 @@ def test_the_command_the_page_and_the_staff_button(
 def test_pruning_keeps_the_snapshot_a_release_was_built_on(arena, tmp_path, monkeypatch):
     """A release protects its snapshot; refits past the kept window prune around it instead of failing."""
     release = release_build(out=tmp_path)
-    monkeypatch.setattr("arena.ratings.KEEP_PER_KEY", 1)
+    monkeypatch.setattr("arena.ratings.refit.KEEP_PER_KEY", 1)
     for seed in (3, 4):  # new votes each time: a refit with nothing new writes no snapshot
         votes_create(STRENGTHS, 10, seed=seed, start=timezone.now() - timedelta(hours=seed))
         snapshots_refit(rounds=ROUNDS, seed=SEED, elo_orders=10, min_votes=1)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from arena.sampling import Candidate, pair_weights, sample_pair
+from arena.play.sampling import Candidate, pair_weights, sample_pair
 
 
 def draw(candidates, n, **options):

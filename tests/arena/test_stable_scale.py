@@ -7,12 +7,13 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from arena import selectors, services
-from arena.live import live_refit
 from arena.models import Battle, LanguageModel, LiveRating, Turn, Vote
-from arena.ratings import snapshots_refit
-from arena.ratings_anchor import anchor_record, rows_shifted
-from arena.ratings_verify import snapshots_verify
+from arena.ratings import selectors
+from arena.ratings.anchor import anchor_record, rows_shifted
+from arena.ratings.live import live_refit
+from arena.ratings.refit import snapshots_refit
+from arena.ratings.verify import snapshots_verify
+from arena.votes import casting
 from evalcore.ratings import aggregate, battles_from_arrays, bootstrap_bradley_terry
 from evalcore.ratings.provisional import mark_provisional
 from tests.arena.vote_data import T0, votes_create
@@ -212,12 +213,12 @@ def test_votes_past_the_daily_cap_are_kept_but_not_counted_and_the_snapshot_says
     votes_create({"alpha": 1.0, "beta": 0.0, "gamma": -1.0}, 60, seed=8)  # other voters, earlier days
     a, b = LanguageModel.objects.get(name="alpha"), LanguageModel.objects.get(name="beta")
     cast = [
-        services.vote_cast(public_id=_finished_battle(a, b, "heavy").public_id, winner="model_a", session_hash="heavy", ip_hash="i")
+        casting.vote_cast(public_id=_finished_battle(a, b, "heavy").public_id, winner="model_a", session_hash="heavy", ip_hash="i")
         for _ in range(4)
     ]  # fmt: skip
     assert [c.counted for c in cast] == [True, True, False, False]
     assert {c.excluded_reason for c in cast[2:]} == {"daily_cap"}
-    other = services.vote_cast(
+    other = casting.vote_cast(
         public_id=_finished_battle(a, b, "light").public_id, winner="tie", session_hash="light", ip_hash="i"
     )
     assert other.counted
@@ -240,7 +241,7 @@ def test_no_cap_by_default(settings):
     a = LanguageModel.objects.create(name="one", in_arena=True)
     b = LanguageModel.objects.create(name="two", in_arena=True)
     cast = [
-        services.vote_cast(public_id=_finished_battle(a, b, "s").public_id, winner="model_b", session_hash="s", ip_hash="i")
+        casting.vote_cast(public_id=_finished_battle(a, b, "s").public_id, winner="model_b", session_hash="s", ip_hash="i")
         for _ in range(5)
     ]  # fmt: skip
     assert all(c.counted for c in cast)

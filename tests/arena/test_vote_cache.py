@@ -1,4 +1,4 @@
-"""The refit cache (arena.vote_cache): a read through it equals a full read, whatever happened to the
+"""The refit cache (arena.votes.cache): a read through it equals a full read, whatever happened to the
 votes in between, and it is only used when it provably holds what the database would send."""
 
 from __future__ import annotations
@@ -11,10 +11,12 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from arena import selectors, vote_cache, vote_columns
 from arena.models import RatingSnapshot, Vote
-from arena.ratings import snapshots_refit
-from arena.refit_read import consistent_read
+from arena.ratings.inputs import consistent_read
+from arena.ratings.refit import snapshots_refit
+from arena.votes import cache as vote_cache
+from arena.votes import columns as vote_columns
+from arena.votes import selectors
 from tests.arena.vote_data import T0, votes_create
 
 pytestmark = pytest.mark.django_db(transaction=True)

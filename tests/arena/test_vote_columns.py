@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from django.db import connection, transaction
 
-from arena import selectors, vote_columns
 from arena.models import Vote
+from arena.votes import columns as vote_columns
+from arena.votes import selectors
 from tests.arena.vote_data import T0, votes_create
 from tests.conftest import database_backends, wait_backends_closed
 

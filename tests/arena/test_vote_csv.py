@@ -1,5 +1,5 @@
-"""``/api/votes.csv`` as PostgreSQL writes it (arena.vote_csv): byte for byte what Python's formula-safe
-CSV writer makes of :func:`arena.selectors.votes_for_export`, every counted vote once, in order, across
+"""``/api/votes.csv`` as PostgreSQL writes it (arena.votes.csv_writer): byte for byte what Python's formula-safe
+CSV writer makes of :func:`arena.votes.selectors.votes_for_export`, every counted vote once, in order, across
 chunk boundaries, with hostile model names and languages and votes that share a timestamp."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
-from arena import vote_csv
-from arena.exports import votes_csv_chunks
 from arena.models import Vote
-from arena.selectors import EXPORT_COLUMNS, votes_for_export
+from arena.votes import csv_writer as vote_csv
+from arena.votes.exports import votes_csv_chunks
+from arena.votes.selectors import EXPORT_COLUMNS, votes_for_export
 from evalcore import csvsafe
 from tests.arena.vote_data import T0, votes_create
 from tests.conftest import database_backends, wait_backends_closed

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from django.db import transaction
 
-from arena import services, tasks
+from arena import tasks
 from arena.models import RatingSnapshot, Vote, VoterFlag
-from arena.ratings import snapshots_refit
-from arena.services.base import ArenaError
+from arena.play.base import ArenaError
+from arena.ratings.refit import snapshots_refit
+from arena.votes import voters
 from tests.arena.vote_data import T0, votes_create, votes_from_rows
 from workers.queues import DEFAULT
 
@@ -80,7 +81,7 @@ def test_planted_voters_are_flagged_confirmed_and_left_out_with_the_fit_before_b
 ):
     planted_votes()
     snapshots_refit(rounds=ROUNDS)
-    summary = services.voters_flag(alpha=0.01, min_votes=20)
+    summary = voters.voters_flag(alpha=0.01, min_votes=20)
     assert summary["tested"] == {"session": 45, "ip": 43}
     sessions = set(VoterFlag.objects.filter(kind="session").values_list("voter_hash", flat=True))
     assert {f"clicker-{k}" for k in range(3)} | {"fan-0", "fan-1"} <= sessions
@@ -88,22 +89,22 @@ def test_planted_voters_are_flagged_confirmed_and_left_out_with_the_fit_before_b
     assert "ip-clickers" in set(VoterFlag.objects.filter(kind="ip").values_list("voter_hash", flat=True))
     fan = VoterFlag.objects.get(kind="session", voter_hash="fan-0")
     assert fan.status == "pending" and fan.statistics["favoured"] == "m1" and fan.p_value < 0.01
-    again = services.voters_flag(alpha=0.01, min_votes=20)  # idempotent: nobody is flagged twice
+    again = voters.voters_flag(alpha=0.01, min_votes=20)  # idempotent: nobody is flagged twice
     assert again["created"] == 0
 
     before = overall()
     with django_capture_on_commit_callbacks(execute=False), transaction.atomic():
-        flag, excluded = services.voter_flag_decide(fan.pk, confirm=True)
+        flag, excluded = voters.voter_flag_decide(fan.pk, confirm=True)
     assert flag.status == "confirmed" and flag.decided_at is not None and excluded == 25
     assert not Vote.objects.filter(session_hash="fan-0", counted=True).exists()
     assert set(Vote.objects.filter(session_hash="fan-0").values_list("excluded_reason", flat=True)) == {
         "voter_flagged"
     }
     with transaction.atomic(), pytest.raises(ArenaError, match="already decided"):
-        services.voter_flag_decide(fan.pk, confirm=False)
+        voters.voter_flag_decide(fan.pk, confirm=False)
     other = VoterFlag.objects.get(kind="session", voter_hash="clicker-0")
     with transaction.atomic():
-        services.voter_flag_decide(other.pk, confirm=False)
+        voters.voter_flag_decide(other.pk, confirm=False)
     assert Vote.objects.filter(session_hash="clicker-0", counted=True).count() == 60  # dismissed: nothing moves
 
     snapshots_refit(rounds=ROUNDS)
@@ -122,7 +123,7 @@ def test_planted_voters_are_flagged_confirmed_and_left_out_with_the_fit_before_b
 def test_votes_a_confirmed_voter_casts_later_are_set_aside_by_the_next_run():
     votes_from_rows([("m0", "m1", "model_a", "late", "ip-late")] * 3)
     flag = VoterFlag.objects.create(kind="session", voter_hash="late", votes=20, p_value=1e-6, status="confirmed")
-    assert services.voters_flag()["reapplied"] == 3
+    assert voters.voters_flag()["reapplied"] == 3
     assert not Vote.objects.filter(session_hash="late", counted=True).exists()
     assert flag.status == "confirmed"
 
@@ -130,15 +131,15 @@ def test_votes_a_confirmed_voter_casts_later_are_set_aside_by_the_next_run():
 def test_identity_decisions_restore_or_confirm_once():
     votes = votes_create({"a": 0.5, "b": 0.0}, 2, counted=False)
     with transaction.atomic():
-        restored = services.vote_identity_decide(votes[0].pk, restore=True)
-        kept_out = services.vote_identity_decide(votes[1].pk, restore=False)
+        restored = voters.vote_identity_decide(votes[0].pk, restore=True)
+        kept_out = voters.vote_identity_decide(votes[1].pk, restore=False)
     assert (restored.counted, restored.excluded_reason) == (True, "")
     assert (kept_out.counted, kept_out.excluded_reason) == (False, "identity_confirmed")
     for vote in votes:
         with transaction.atomic(), pytest.raises(ArenaError, match="not waiting"):
-            services.vote_identity_decide(vote.pk, restore=True)
+            voters.vote_identity_decide(vote.pk, restore=True)
     with transaction.atomic(), pytest.raises(ArenaError, match="No such vote"):
-        services.vote_identity_decide(10**9, restore=True)
+        voters.vote_identity_decide(10**9, restore=True)
 
 
 def test_the_flag_task_runs_on_the_beat_schedule(settings):

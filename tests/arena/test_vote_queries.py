@@ -12,8 +12,9 @@ from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from arena import services
 from arena.models import Battle, LanguageModel, Turn, Vote
+from arena.play import base
+from arena.votes import casting
 from tests.conftest import clean_env, run_manage
 
 
@@ -38,7 +39,7 @@ def test_a_vote_is_two_round_trips_on_postgresql(finished_battle):
     assert connection.vendor == "postgresql" and connection.get_autocommit()
     battle = finished_battle()
     with CaptureQueriesContext(connection) as queries:
-        cast = services.vote_cast(public_id=battle.public_id, winner="model_a", session_hash="s", ip_hash="i")
+        cast = casting.vote_cast(public_id=battle.public_id, winner="model_a", session_hash="s", ip_hash="i")
     statements = [q["sql"] for q in queries.captured_queries]
     assert len(statements) == 2, "\n".join(statements)
     assert statements[0].startswith("SELECT") and "FOR UPDATE" not in statements[0]
@@ -48,21 +49,22 @@ def test_a_vote_is_two_round_trips_on_postgresql(finished_battle):
 
 def test_a_refused_vote_is_one_round_trip_on_postgresql(finished_battle, django_assert_num_queries):
     battle = finished_battle()
-    services.vote_cast(public_id=battle.public_id, winner="tie", session_hash="s", ip_hash="i")
-    with django_assert_num_queries(1), pytest.raises(services.ArenaError, match="already has a vote"):
-        services.vote_cast(public_id=battle.public_id, winner="tie", session_hash="s", ip_hash="i")
-    with django_assert_num_queries(1), pytest.raises(services.ArenaError, match="No such battle"):
-        services.vote_cast(public_id=battle.public_id, winner="tie", session_hash="stranger", ip_hash="i")
-    with django_assert_num_queries(0), pytest.raises(services.ArenaError, match="Unknown vote"):
-        services.vote_cast(public_id=battle.public_id, winner="nobody", session_hash="s", ip_hash="i")
+    casting.vote_cast(public_id=battle.public_id, winner="tie", session_hash="s", ip_hash="i")
+    with django_assert_num_queries(1), pytest.raises(base.ArenaError, match="already has a vote"):
+        casting.vote_cast(public_id=battle.public_id, winner="tie", session_hash="s", ip_hash="i")
+    with django_assert_num_queries(1), pytest.raises(base.ArenaError, match="No such battle"):
+        casting.vote_cast(public_id=battle.public_id, winner="tie", session_hash="stranger", ip_hash="i")
+    with django_assert_num_queries(0), pytest.raises(base.ArenaError, match="Unknown vote"):
+        casting.vote_cast(public_id=battle.public_id, winner="nobody", session_hash="s", ip_hash="i")
 
 
 SQLITE_SCRIPT = """
 import json
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from arena import services
+
 from arena.models import Battle, LanguageModel, Turn
+from arena.votes import casting
 a = LanguageModel.objects.create(name="model-one", in_arena=True)
 b = LanguageModel.objects.create(name="model-two", in_arena=True)
 battle = Battle.objects.create(model_a=a, model_b=b, session_hash="s", ip_hash="i")
@@ -70,7 +72,7 @@ for index in range(2):
     Turn.objects.create(battle=battle, index=index, prompt="p", answer_a="x", answer_b="y",
                         status_a="done", status_b="done")
 with CaptureQueriesContext(connection) as queries:
-    services.vote_cast(public_id=battle.public_id, winner="tie", session_hash="s", ip_hash="i")
+    casting.vote_cast(public_id=battle.public_id, winner="tie", session_hash="s", ip_hash="i")
 print(json.dumps({"vendor": connection.vendor, "sql": [q["sql"] for q in queries.captured_queries]}))
 """
 
@@ -89,10 +91,10 @@ def test_a_vote_is_three_statements_in_one_transaction_on_sqlite(sqlite_var_dir)
 def test_the_refit_fingerprint_is_answered_from_an_index_alone(finished_battle):
     """count, max and sum of the counted votes' ids come from the partial index on counted ids (an
     index-only scan: 0.9 s at 10M votes where a scan of the table took 2.4 s)."""
-    from arena.selectors import votes_counted_fingerprint
+    from arena.votes.selectors import votes_counted_fingerprint
 
     for _ in range(3):
-        services.vote_cast(public_id=finished_battle().public_id, winner="tie", session_hash="s", ip_hash="i")
+        casting.vote_cast(public_id=finished_battle().public_id, winner="tie", session_hash="s", ip_hash="i")
     with CaptureQueriesContext(connection) as queries:
         fingerprint = votes_counted_fingerprint()
     ids = sorted(Vote.objects.filter(counted=True).values_list("id", flat=True))

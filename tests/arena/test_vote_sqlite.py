@@ -10,7 +10,8 @@ from tests.conftest import clean_env, run_manage
 
 SCRIPT = """
 import json, uuid
-from arena import services
+from arena.play import base
+from arena.votes import casting
 from arena.models import Battle, LanguageModel, Turn, Vote
 a = LanguageModel.objects.create(name="alpha-model", in_arena=True)
 b = LanguageModel.objects.create(name="beta-model", in_arena=True)
@@ -24,14 +25,14 @@ for label, kwargs in {
     "unknown id": dict(public_id=uuid.uuid4(), winner="tie", session_hash="s", ip_hash="i"),
 }.items():
     try:
-        services.vote_cast(**kwargs)
-    except services.ArenaError as exc:
+        casting.vote_cast(**kwargs)
+    except base.ArenaError as exc:
         out[label] = [exc.status, str(exc)]
-vote = services.vote_cast(public_id=battle.public_id.hex, winner="model_a", session_hash="s", ip_hash="i")
+vote = casting.vote_cast(public_id=battle.public_id.hex, winner="model_a", session_hash="s", ip_hash="i")
 out["vote"] = [vote.model_a_name, vote.model_b_name, vote.counted, vote.excluded_reason]
 try:
-    services.vote_cast(public_id=battle.public_id, winner="tie", session_hash="s", ip_hash="i")
-except services.ArenaError as exc:
+    casting.vote_cast(public_id=battle.public_id, winner="tie", session_hash="s", ip_hash="i")
+except base.ArenaError as exc:
     out["second"] = [exc.status, str(exc)]
 row = Vote.objects.get()
 out["row"] = [row.battle_started_at == battle.created_at, row.style_a["headers"], row.turn_count]
@@ -41,10 +42,12 @@ print(json.dumps(out))
 
 LIVE_SCRIPT = """
 import json
-from arena import live, selectors, services
+from arena.ratings import live
+from arena.votes import casting, selectors
+
 from arena.models import Battle, LanguageModel, LiveRating, Turn
-from arena.ratings import snapshots_refit
-from arena.ratings_draft import categories_of, category_battles
+from arena.ratings.refit import snapshots_refit
+from arena.ratings.draft import categories_of, category_battles
 from evalcore.ratings import aggregate
 models = [LanguageModel.objects.create(name=n, in_arena=True) for n in ("m-one", "m-two", "m-three")]
 WINNERS = ["model_a", "model_b", "tie", "model_a", "tie (bothbad)"]
@@ -56,7 +59,7 @@ def cast(k):
     prompt = ("Tell me about rivers " * (300 if k % 4 == 0 else 1)) + str(k)
     Turn.objects.create(battle=battle, index=0, prompt=prompt, answer_a="Fine.", answer_b="Sure.",
                         status_a="done", status_b="done")
-    services.vote_cast(public_id=battle.public_id, winner=WINNERS[k % 5], session_hash=f"s{k}", ip_hash="i")
+    casting.vote_cast(public_id=battle.public_id, winner=WINNERS[k % 5], session_hash=f"s{k}", ip_hash="i")
 def same(a, b):
     key = lambda c: sorted(zip(c.i.tolist(), c.j.tolist(), *(x.tolist() for x in c.cells().T)))
     return a is not None and a.models == b.models and key(a) == key(b)
@@ -92,7 +95,7 @@ def test_vote_on_sqlite(sqlite_var_dir):
     assert out["second"][0] == 409
     assert out["row"] == [True, 1, 1]
     assert out["status"] == "voted"
-    # The live counts on the same database (arena.live): before a refit every vote comes from SQL,
+    # The live counts on the same database (arena.ratings.live): before a refit every vote comes from SQL,
     # after it the refit's base plus the votes since.
     result = run_manage("shell", "-c", LIVE_SCRIPT, env={**env, "ARENA_REFIT_ON_VOTE_MAX_VOTES": "0"})
     assert result.returncode == 0, result.stderr[-3000:]

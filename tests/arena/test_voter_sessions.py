@@ -12,8 +12,8 @@ from django.contrib.sessions.models import Session
 from django.core.cache import cache
 from django.test import Client
 
-from arena.identity import ip_bucket
 from arena.models import Battle, Vote
+from arena.play.identity import ip_bucket
 from tests.arena.vote_data import catalogue
 from tests.arena_terms import agree
 

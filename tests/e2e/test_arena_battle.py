@@ -9,7 +9,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from arena.catalogue import catalogue_parse, catalogue_sync
+from arena.catalogue.sync import catalogue_parse, catalogue_sync
 from arena.models import Battle, Vote
 from tests.conftest import REPO_ROOT, clean_env, database_url_of
 from tests.e2e.arena_page import battle_ask

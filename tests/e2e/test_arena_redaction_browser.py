@@ -11,8 +11,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.db import connection
 
-from arena import categories
-from arena.catalogue import catalogue_parse, catalogue_sync
+from arena.catalogue.sync import catalogue_parse, catalogue_sync
+from arena.categories import tagger as categories
 from arena.models import Battle, PromptTag, Turn, VoteCategorization
 from arena.tasks import ratings_refit
 from evalcore.categories import prompt_sha256

@@ -14,7 +14,7 @@ import httpx
 import pytest
 from django.db import connection
 
-from arena.catalogue import catalogue_parse, catalogue_sync
+from arena.catalogue.sync import catalogue_parse, catalogue_sync
 from arena.models import Battle, Vote
 from tests.conftest import REPO_ROOT, clean_env, database_url_of, free_port, wait_for_port
 from tests.e2e.arena_page import battle_ask

@@ -16,8 +16,8 @@ import pytest
 from django.db import connection
 from websockets.sync.client import connect as ws_connect
 
-from arena import services
 from arena.models import Battle, Turn, Vote
+from arena.play import generation
 from tests.arena_terms import agree
 from tests.conftest import clean_env, database_url_of
 from tests.faults.conftest import arena_models, wait_until
@@ -92,7 +92,7 @@ def test_redis_killed_mid_battle(smollm2_dir, private_redis, start_worker, start
     assert first.status_code == 201, first.text
     first_id = first.json()["battle"]
     for side in ("a", "b"):  # answered already: this battle waits only for its vote
-        services.turn_side_finish(Turn.objects.get(battle__public_id=first_id).pk, side, "Paris.")
+        generation.turn_side_finish(Turn.objects.get(battle__public_id=first_id).pk, side, "Paris.")
     worker = start_worker(env=env, queues="generate,default", name="worker", beat_schedule=tmp_path / "beat")
     wait_until(lambda: " ready." in processes.log_of(worker), timeout=120, what="the worker to start")
     second = post("/arena/battles/", {"prompt": "Count from 1 to 300, one number per line."})

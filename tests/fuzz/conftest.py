@@ -20,7 +20,7 @@ try:  # pytest 9 builds node ids from NodeId objects
 except ImportError:  # pytest 8: an item's node id is its name, nothing to mend
     coerce_node_id = None
 
-from arena.services import battles_moderate
+from arena.publication.holds import battles_moderate
 from tests.arena import vote_data
 from tests.leaderboard import board_data
 

@@ -8,7 +8,7 @@ import yaml
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from arena.catalogue import ENTRY_KEYS, GENERATION_LIMITS, catalogue_parse
+from arena.catalogue.sync import ENTRY_KEYS, GENERATION_LIMITS, catalogue_parse
 from evalcore import boundedjson
 from tests.fuzz.strategies import documented, json_values, scalars
 

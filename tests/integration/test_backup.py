@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from arena.models import Vote
-from arena.ratings import snapshots_refit
+from arena.ratings.refit import snapshots_refit
 from tests.arena.vote_data import votes_create
 from tests.conftest import clean_env, database_url_of, run_manage
 from tests.leaderboard import board_data

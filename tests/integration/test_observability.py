@@ -12,7 +12,7 @@ import redis
 from django.db import connection
 from django.test import Client, override_settings
 
-from arena.catalogue import catalogue_parse, catalogue_sync
+from arena.catalogue.sync import catalogue_parse, catalogue_sync
 from tests.arena_terms import agree
 from tests.conftest import REPO_ROOT, clean_env, database_url_of
 from tests.leaderboard.polling import wait_for_row
@@ -80,7 +80,7 @@ def test_metrics_and_request_id_follow_a_battle(observed_site, processes):
     base, worker = observed_site["base"], observed_site["worker"]
     with httpx.Client(base_url=base, timeout=30) as client:
         battle, counted = _battle_played(client, lambda: processes.log_of(worker))
-        # The vote asked for a live point fit (arena.live) on the default queue: the worker ran it. Wait for
+        # The vote asked for a live point fit (arena.ratings.live) on the default queue: the worker ran it. Wait for
         # a fit that covers the vote (high_water): a fit from before it (a refit's follow-up, a task another
         # test left in the broker) is not the one this vote asked for.
         live = wait_for_row(

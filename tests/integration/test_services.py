@@ -101,7 +101,7 @@ def test_websocket_round_trip_through_channels_redis(redis_url, start_asgi_serve
 def test_websocket_ping_is_rate_limited_per_connection(start_asgi_server):
     import websockets
 
-    from arena.consumers import PING_LIMIT
+    from arena.play.consumers import PING_LIMIT
 
     env = clean_env(DJANGO_SETTINGS_MODULE="config.settings.dev", DATABASE_URL=database_url_of(connection))
     port = start_asgi_server(env=env)

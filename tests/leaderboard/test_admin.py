@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
-from arena.catalogue_services import model_register
+from arena.catalogue.services import model_register
 from leaderboard.evaluation.suites import suite_freeze
 from leaderboard.models import ReviewAction, Submission
 

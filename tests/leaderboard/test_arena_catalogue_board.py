@@ -13,12 +13,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from arena import selectors
-from arena.api import BattleSerializer
-from arena.live import live_refit
 from arena.models import Battle, LanguageModel
-from arena.models_catalogue import stand_in
-from arena.ratings import snapshots_refit
+from arena.models.catalogue import stand_in
+from arena.publication.api import BattleSerializer
+from arena.ratings import selectors as rating_selectors
+from arena.ratings.live import live_refit
+from arena.ratings.refit import snapshots_refit
 from tests.arena.vote_data import T0, votes_create
 
 pytestmark = pytest.mark.django_db
@@ -89,7 +89,7 @@ def test_a_model_out_of_the_arena_keeps_its_description_among_thousands_of_score
     hide or rename one (not the catalogue's scored-only models, one per submission): a model taken out of
     the arena without retirement is still described and filtered as before, and a scored-only model named
     like no rated one changes nothing."""
-    from arena.selectors_catalogue import descriptions
+    from arena.catalogue.selectors import descriptions
 
     LanguageModel.objects.filter(name__in=["alpha", "beta"]).update(in_arena=False)
     LanguageModel.objects.bulk_create(
@@ -166,7 +166,7 @@ def test_a_withheld_name_appears_in_no_public_output(client, described):
     outputs = {
         "votes.csv": b"".join(client.get("/api/votes.csv").streaming_content).decode(),
         "votes.jsonl": b"".join(client.get("/api/votes.jsonl").streaming_content).decode(),
-        "snapshot": json.dumps(client.get(f"/api/snapshots/{selectors.snapshot_latest('bt').id}/").json()),
+        "snapshot": json.dumps(client.get(f"/api/snapshots/{rating_selectors.snapshot_latest('bt').id}/").json()),
         "ratings": json.dumps(client.get("/api/ratings/?retired=yes").json()),
         "models": json.dumps(client.get("/api/models/").json()),
         "retired page": client.get("/leaderboard/arena/retired/").content.decode(),
@@ -232,7 +232,7 @@ def test_the_model_page_charts_its_rating_across_refits_and_marks_a_change_of_an
     )
     trace = figure["history"]["data"][0]
     assert len(trace["x"]) == 2  # one point per stored refit
-    ratings = [row["rating"] for row in (selectors.snapshot_latest("bt").rows) if row["model"] == "alpha"]
+    ratings = [row["rating"] for row in (rating_selectors.snapshot_latest("bt").rows) if row["model"] == "alpha"]
     assert trace["y"][-1] == pytest.approx(ratings[0], abs=1e-4)
     assert figure["history"]["layout"]["shapes"], "the change of anchor is drawn"
     assert "The scale changed" in html and "beta at 1100" in html

@@ -13,7 +13,7 @@ import yaml
 from django.db import connection
 
 from arena.models import RatingSnapshot
-from arena.ratings import snapshots_refit
+from arena.ratings.refit import snapshots_refit
 from tests.arena.test_categories import Loader, drain, votes_with_prompts
 from tests.conftest import clean_env, database_url_of
 from tests.evalcore.categories.conftest import MIXED

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from arena.models import LanguageModel
-from arena.ratings import snapshots_refit
+from arena.ratings.refit import snapshots_refit
 from tests.arena.vote_data import T0, votes_create
 from tests.conftest import clean_env, database_url_of
 from tests.leaderboard.test_arena_page_browser import browser  # noqa: F401  (the Chromium fixture)

@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from arena import live
 from arena.models import LiveRating, RatingSnapshot
-from arena.ratings import snapshots_refit
+from arena.ratings import live
+from arena.ratings.refit import snapshots_refit
 from leaderboard.arena_board.page import age
 from tests.arena.vote_data import votes_create
 

@@ -11,7 +11,7 @@ import plotly
 import pytest
 
 from arena.models import RatingSnapshot
-from arena.ratings import snapshots_refit
+from arena.ratings.refit import snapshots_refit
 from leaderboard.arena_board.charts import HEATMAP_MODELS, snapshot_figures
 from tests.arena.vote_data import votes_create
 

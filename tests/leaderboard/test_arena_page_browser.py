@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import pytest
 from django.db import connection
 
-from arena.ratings import snapshots_refit
+from arena.ratings.refit import snapshots_refit
 from tests.arena.vote_data import votes_create
 from tests.conftest import clean_env, database_url_of
 

@@ -192,7 +192,7 @@ def test_suites_are_frozen_and_versioned(settings):
 
 
 def test_review_needs_staff_and_a_comment(owner):
-    from arena.catalogue_services import model_register
+    from arena.catalogue.services import model_register
 
     submission = Submission.objects.create(
         owner=owner, model_name="acme/x", language_model=model_register(name="acme/x"), model_type="pretrained",

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.utils import timezone
 
-from arena.services import battles_moderate
+from arena.publication.holds import battles_moderate
 from leaderboard.models import EvaluationRun, Submission
 from tests.arena.vote_data import votes_create
 from tests.leaderboard import board_data as bd

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from arena.models import Vote, VoterFlag
-from arena.ratings import snapshots_refit
+from arena.ratings.refit import snapshots_refit
 from leaderboard.models import ReviewAction, Submission
 from tests.arena.vote_data import T0, votes_create, votes_from_rows
 from tests.leaderboard import board_data as bd

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from rest_framework.throttling import SimpleRateThrottle
 
-from arena.catalogue_services import model_register
+from arena.catalogue.services import model_register
 from leaderboard.models import ApiToken, SubmissionDraft
 from tests.leaderboard import tus_helpers as tus
 

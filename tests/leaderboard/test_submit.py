@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from arena.catalogue_services import model_register
+from arena.catalogue.services import model_register
 from arena.models import LanguageModel
 from evalcore.models.hf import hash_files
 from leaderboard.models import Submission

@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from arena.catalogue import catalogue_parse, catalogue_sync
+from arena.catalogue.sync import catalogue_parse, catalogue_sync
 
 
 class Command(BaseCommand):

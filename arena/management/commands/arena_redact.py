@@ -6,7 +6,7 @@ another version are redacted again. ``--all`` covers every voted battle, publish
 
 from django.core.management.base import BaseCommand
 
-from arena.services import published_redact
+from arena.publication.redaction import published_redact
 from evalcore.privacy.redact import REDACTOR_VERSION
 
 

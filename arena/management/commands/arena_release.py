@@ -1,12 +1,12 @@
 """``manage.py arena_release --out DIR``: write a versioned data release (Parquet, dataset card, checksums)
-at the newest rating snapshot (arena/services/releases.py, docs/privacy.md)."""
+at the newest rating snapshot (arena/publication/releases.py, docs/privacy.md)."""
 
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from arena.services import ArenaError
-from arena.services.releases import release_build
+from arena.play.base import ArenaError
+from arena.publication.releases import release_build
 
 
 class Command(BaseCommand):

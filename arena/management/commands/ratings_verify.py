@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from arena.ratings_verify import snapshots_verify
+from arena.ratings.verify import snapshots_verify
 
 
 class Command(BaseCommand):
