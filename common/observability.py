@@ -13,7 +13,7 @@ from django.http import HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 
 from common.http import read_only
-from evalcore.netutil import is_loopback
+from evalcore.boundary.netutil import is_loopback
 from workers import metrics, requestid
 
 REQUEST_ID_HEADER = "X-Request-ID"

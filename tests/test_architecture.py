@@ -199,3 +199,12 @@ def test_jail_contract_fails_when_the_jail_imports_the_engine(tmp_path):
     result = lint(tmp_path)
     assert result.returncode == 1
     assert "evalcore.jail is not allowed to import evalcore.engine" in result.stdout
+
+
+def test_a_flat_module_in_evalcore_breaks_the_contract(tmp_path):
+    """evalcore's modules live in subpackages (boundary/, engine/, jail/, ...): a new flat one is refused."""
+    write_config(tmp_path)
+    (tmp_path / "evalcore" / "helpers.py").write_text("")
+    result = lint(tmp_path)
+    assert result.returncode != 0
+    assert "evalcore.helpers" in result.stdout

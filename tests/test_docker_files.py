@@ -39,7 +39,7 @@ READ_ELSEWHERE = {
     "PYTHONUNBUFFERED": "Python",
     "OMP_NUM_THREADS": "OpenMP, in torch",
     "TOKENIZERS_PARALLELISM": "Hugging Face tokenizers",
-    "PODIUM_DATA_DIR": "evalcore/defaults.py, for the settings and every evalcore command alike",
+    "PODIUM_DATA_DIR": "evalcore/boundary/defaults.py, for the settings and every evalcore command alike",
 }
 
 

@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from arena.catalogue.selectors import EXPORT_FIELDS, models_public
 from common.api_params import validated_query
-from evalcore import csvsafe
+from evalcore.boundary import csvsafe
 
 
 class ModelSerializer(serializers.Serializer):

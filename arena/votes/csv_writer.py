@@ -6,9 +6,9 @@ lines into one text value, so Python handles one string per chunk. Chunks follow
 (``created_at, id``) by keyset, ``(created_at, id) > (last seen)``: no long transaction, no cursor
 held between chunks, and memory bounded by one chunk whatever the table size.
 
-The lines are byte for byte what ``evalcore.csvsafe.writer`` writes from
+The lines are byte for byte what ``evalcore.boundary.csvsafe.writer`` writes from
 :func:`arena.votes.selectors.votes_for_export` (the test compares them): model names, the only free text
-besides the language, are escaped in Python (:func:`evalcore.csvsafe.safe_cell` and ``csv`` quoting)
+besides the language, are escaped in Python (:func:`evalcore.boundary.csvsafe.safe_cell` and ``csv`` quoting)
 and joined in by id; the language cell is escaped in SQL the same way (a formula-like cell that does
 not parse as a number gets a leading apostrophe; a cell with a comma, quote or line break is quoted);
 ``tstamp`` is the shortest decimal of the vote's epoch seconds, as Python's ``repr`` of the float.
@@ -36,7 +36,7 @@ from django.db import connection, transaction
 
 from arena.models import Battle, LanguageModel, Vote
 from arena.models.catalogue import stand_in
-from evalcore import csvsafe
+from evalcore.boundary import csvsafe
 
 CHUNK_ROWS = 50_000
 CSV_WORKERS = 2  # connections building chunks side by side (see the module docstring)

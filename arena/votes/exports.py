@@ -16,7 +16,7 @@ from django.db import connection
 
 from arena.votes import csv_writer as vote_csv
 from arena.votes.selectors import EXPORT_COLUMNS, votes_for_export
-from evalcore import csvsafe
+from evalcore.boundary import csvsafe
 
 CHUNK_ROWS = 1000
 

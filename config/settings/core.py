@@ -9,7 +9,7 @@ from pathlib import Path
 
 from config import env as config_env
 from config.env import ConfigError, fail
-from evalcore.defaults import data_dir
+from evalcore.boundary.defaults import data_dir
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 
@@ -20,7 +20,7 @@ try:
     ALLOWED_HOSTS = config_env.string_list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
     DATABASES = {"default": config_env.database("DATABASE_URL", VAR_DIR / "podium.sqlite3")}
     REDIS_URL = config_env.url("REDIS_URL", schemes={"redis", "rediss"})
-    PODIUM_DATA_DIR = data_dir()  # one rule for every entry point (evalcore/defaults.py)
+    PODIUM_DATA_DIR = data_dir()  # one rule for every entry point (evalcore/boundary/defaults.py)
     PODIUM_MODELS_DIR = Path(config_env.env.str("PODIUM_MODELS_DIR", default=str(VAR_DIR / "models")))
 except ConfigError as error:
     fail(error)

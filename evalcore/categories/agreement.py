@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from evalcore.boundary.validation import check_level
 from evalcore.stats.estimates import proportion
-from evalcore.validation import check_level
 
 
 def agreement(pairs: Iterable[tuple[bool, bool]], *, level: float = 0.95) -> dict:

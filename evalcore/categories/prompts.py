@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalcore.boundedjson import loads
+from evalcore.boundary.boundedjson import loads
 
 MAX_FILE_BYTES = 1 << 30
 MAX_LINE_BYTES = 1 << 20

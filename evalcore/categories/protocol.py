@@ -36,7 +36,7 @@ from pathlib import Path
 
 import yaml
 
-from evalcore.validation import yaml_problem
+from evalcore.boundary.validation import yaml_problem
 
 MAX_PROTOCOL_BYTES = 64 * 1024
 MAX_CRITERIA = 32

@@ -18,7 +18,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from evalcore import boundedjson
+from evalcore.boundary import boundedjson
 from evalcore.cli import CliError, check_option
 from evalcore.cli.grade import grade_key, prepare_out, write_json
 from evalcore.cli.judge import judge_commands

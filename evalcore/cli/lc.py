@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 
-from evalcore import csvsafe
+from evalcore.boundary import csvsafe
 from evalcore.ratings.lc import LC_INTERVAL, length_controlled_win_rate
 from evalcore.ratings.lc_annotations import read_difficulty, read_lc_annotations
 

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from evalcore import csvsafe
+from evalcore.boundary import csvsafe
 from evalcore.cli import check_option
 from evalcore.ratings import (
     TIES_POLICIES,

@@ -19,11 +19,11 @@ from typing import Any
 
 import yaml
 
+from evalcore.boundary.validation import yaml_problem
 from evalcore.engine.filters import validate_filter_list
 from evalcore.engine.metrics import validate_metric_list
 from evalcore.engine.taskcode import PythonFunction, check_functions, functions_in
 from evalcore.jail import uses_code_eval
-from evalcore.validation import yaml_problem
 
 TASK_KEYS = {
     "task", "task_alias", "tag", "include", "dataset_path", "dataset_name", "dataset_kwargs",

@@ -25,7 +25,7 @@ import os
 import re
 from pathlib import Path
 
-from evalcore.defaults import ENV_DEFAULTS
+from evalcore.boundary.defaults import ENV_DEFAULTS
 from evalcore.engine.config import TaskConfig
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -40,7 +40,7 @@ def resolve_path(text: str, base_dir: str = "") -> Path:
     def expand(match: re.Match) -> str:
         name = match.group(1) or match.group(2)
         if not os.environ.get(name, "").strip() and name in ENV_DEFAULTS:
-            return ENV_DEFAULTS[name]()  # the default every entry point uses (evalcore/defaults.py)
+            return ENV_DEFAULTS[name]()  # the default every entry point uses (evalcore/boundary/defaults.py)
         if name not in os.environ:
             raise ValueError(f"data path {text!r} uses ${name}, which is not set; export {name}=DIR (for bundled tasks: the shared data folder)")
         return os.environ[name]

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from evalcore.boundary.validation import check_integer
 from evalcore.stats import estimates, passk
-from evalcore.validation import check_integer
 
 BOOTSTRAP_ROUNDS = 1000
 

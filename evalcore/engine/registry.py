@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from evalcore.boundary.validation import yaml_problem
 from evalcore.engine.config import (
     GroupConfig,
     TaskConfig,
@@ -26,7 +27,6 @@ from evalcore.engine.config import (
     resolve_includes,
     task_config_from_mapping,
 )
-from evalcore.validation import yaml_problem
 
 BUNDLED = Path(__file__).resolve().parent.parent / "tasks"
 

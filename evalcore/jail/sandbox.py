@@ -29,16 +29,13 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import select
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 
-from evalcore.jail import seccomp
-from evalcore.jail.jail_cgroup import CgroupRoot, CgroupUnavailable, JailCgroup, find_root
+from evalcore.jail import reaper, seccomp
+from evalcore.jail.jail_cgroup import CgroupRoot, CgroupUnavailable, find_root
 
 log = logging.getLogger(__name__)
 
@@ -204,70 +201,6 @@ def _read_output(fd: int) -> str:
     return text + f"\n[output truncated: {size} bytes]" if size > OUTPUT_LIMIT else text
 
 
-def _children(pid: int) -> list[int]:
-    """Host pids whose parent is ``pid`` (from the kernel's /proc, never from the jail)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(b")") + 2 :].split()
-        if len(fields) > 1 and int(fields[1]) == pid:
-            found.append(int(entry))
-    return found
-
-
-def _kill_jail(process: subprocess.Popen, cgroup: JailCgroup | None) -> None:
-    """SIGKILL the jail's processes and wait for bwrap, which reaps the jail's init (pid 1 inside).
-
-    The jail runs ``--as-pid-1``: its first process is bwrap's child, and when it dies the kernel
-    kills every other process of its PID namespace. bwrap is spared so that it collects its child.
-    """
-    children = cgroup.pids() if cgroup else _children(process.pid)
-    for pid in children:
-        if pid != process.pid:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    if not [pid for pid in children if pid != process.pid]:  # still setting up: no jail process yet
-        process.kill()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:  # bwrap itself stuck: --die-with-parent kills the jail with it
-        process.kill()
-        process.wait()
-
-
-def _wait(process: subprocess.Popen, timeout: float) -> int | None:
-    """The jail's exit status, or None after ``timeout`` seconds.
-
-    Woken by the kernel when the process ends (a pidfd), not by ``Popen.wait(timeout)``'s polling, whose
-    sleeps grow to 50 ms: a 65 ms verdict used to come back after 113 ms.
-    """
-    try:
-        fd = os.pidfd_open(process.pid)
-    except (AttributeError, OSError):  # no pidfd (Linux before 5.3): poll as Popen does
-        try:
-            return process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
-    try:
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        deadline = time.monotonic() + timeout
-        while not poller.poll(max(0, int((deadline - time.monotonic()) * 1000) + 1)):
-            if time.monotonic() >= deadline:
-                return None
-    finally:
-        os.close(fd)
-    return process.wait()
-
-
 def _privileges() -> dict:
     """Never run the jail as host root: root is exempt from RLIMIT_NPROC and owns too much."""
     return {"user": NOBODY, "group": NOBODY, "extra_groups": []} if os.geteuid() == 0 else {}
@@ -329,9 +262,9 @@ def launch(
                 raise SandboxUnavailable(f"cannot run untrusted code: cannot move the jail into its cgroup: {error}") from None
             finally:
                 os.close(release)
-        code = _wait(process, timeout)
+        code = reaper.exit_wait(process, timeout)
         if code is None:
-            _kill_jail(process, cgroup)
+            reaper.jail_kill(process, cgroup)
         if cgroup and not cgroup.empty(within=10):
             log.error("jail cgroup %s still holds processes %s after 10 s", cgroup.folders[0], cgroup.pids())
         oom = bool(cgroup and cgroup.out_of_memory())

@@ -19,7 +19,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from evalcore import boundedjson
+from evalcore.boundary import boundedjson
 from evalcore.judging.questions import JudgeQuestion
 
 MAX_FILE_BYTES = 256 * 1024 * 1024

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from evalcore.boundary.validation import check_integer
 from evalcore.judging.audit import rate
 from evalcore.judging.run import _rating_dict, _with_prior_fallback
 from evalcore.judging.scores import (
@@ -48,7 +49,6 @@ from evalcore.judging.scores import (
     split_turn,
 )
 from evalcore.ratings import aggregate, battles_from_arrays, bootstrap_bradley_terry
-from evalcore.validation import check_integer
 
 MAX_JUDGMENTS = 10_000_000
 

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import yaml
 
-from evalcore.validation import yaml_problem
+from evalcore.boundary.validation import yaml_problem
 
 MAX_PROTOCOL_BYTES = 256 * 1024
 KINDS = ("pairwise", "single")

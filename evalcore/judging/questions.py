@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from evalcore import boundedjson
+from evalcore.boundary import boundedjson
 
 SAMPLE_QUESTIONS = Path(__file__).resolve().parent / "data" / "sample-questions.jsonl"
 MAX_TURNS = 2

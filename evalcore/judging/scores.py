@@ -29,7 +29,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from evalcore.validation import check_integer, check_level
+from evalcore.boundary.validation import check_integer, check_level
 
 TURN_ID = re.compile(r"^(?P<question>.+)/t(?P<turn>[1-9][0-9]*)$")
 LEVEL = 0.95

@@ -38,6 +38,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from evalcore.boundary.netutil import is_loopback
 from evalcore.models.base import (
     Backend,
     ChatParams,
@@ -63,7 +64,6 @@ from evalcore.models.endpoint import (
 )
 from evalcore.models.endpoint_args import as_bool, as_number, check_base_url, check_key_env
 from evalcore.models.next_token import DEFAULT_TOP_LOGPROBS, endpoint_next_token_logprobs, load_tokenizer
-from evalcore.netutil import is_loopback
 
 __all__ = ["EndpointError", "EndpointTimeout", "OpenAIBackend"]
 

@@ -28,6 +28,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import sparse
 
+from evalcore.boundary.validation import check_integer, check_level, check_prior
 from evalcore.ratings.bt import (
     LogitFit,
     check_identifiable,
@@ -47,7 +48,6 @@ from evalcore.ratings.result import (
     ranks_from_ratings,
     to_elo_scale,
 )
-from evalcore.validation import check_integer, check_level, check_prior
 
 # A bootstrap round's fit stops once its largest step is below this (logit scale; 1.7e-7 Elo points).
 STEP_TOL = 1e-9

@@ -20,6 +20,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit, ndtri
 
+from evalcore.boundary.validation import check_level, check_prior
 from evalcore.ratings.counts import PairCounts, check_ties_policy, win_weights
 from evalcore.ratings.result import (
     ELO_PER_LOGIT,
@@ -29,7 +30,6 @@ from evalcore.ratings.result import (
     ranks_from_ratings,
     to_elo_scale,
 )
-from evalcore.validation import check_level, check_prior
 
 
 @dataclass(frozen=True)

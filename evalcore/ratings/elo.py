@@ -16,10 +16,10 @@ import math
 
 import numpy as np
 
+from evalcore.boundary.validation import check_integer, check_level
 from evalcore.ratings.battles import A_WINS, B_WINS, BOTHBAD, Battles
 from evalcore.ratings.counts import check_ties_policy
 from evalcore.ratings.result import RatingResult, conservative_rank, percentile_interval, ranks_from_ratings
-from evalcore.validation import check_integer, check_level
 
 
 def _scores_and_mask(battles: Battles, ties: str) -> tuple[np.ndarray, np.ndarray]:

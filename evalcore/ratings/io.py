@@ -22,7 +22,7 @@ from typing import IO
 
 import numpy as np
 
-from evalcore import csvsafe
+from evalcore.boundary import csvsafe
 from evalcore.ratings.battles import STYLE_FEATURES, WINNER_CODES, Battles, battles_from_records
 from evalcore.ratings.counts import PairCounts, pair_counts_from_arrays
 
@@ -293,7 +293,7 @@ def write_battles_csv(battles: Battles, target) -> None:
         w = csv.writer(fh, lineterminator="\n")
         has_ts = battles.tstamp is not None
         w.writerow(["model_a", "model_b", "winner"] + (["tstamp"] if has_ts else []))
-        # Names are the only text: escaped once here (evalcore.csvsafe), rows then go out at C speed.
+        # Names are the only text: escaped once here (evalcore.boundary.csvsafe), rows then go out at C speed.
         names = np.asarray([csvsafe.safe_cell(name) for name in battles.models], dtype=object)
         outcomes = np.asarray(["model_a", "model_b", "tie", "tie (bothbad)"], dtype=object)
         for start in range(0, len(battles), _CHUNK):

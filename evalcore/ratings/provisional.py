@@ -32,9 +32,9 @@ import math
 import numpy as np
 from scipy.special import betaincinv, expit, gammaln, log_expit
 
+from evalcore.boundary.validation import check_integer, check_level
 from evalcore.ratings.counts import PairCounts
 from evalcore.ratings.result import ELO_PER_LOGIT, RatingResult
-from evalcore.validation import check_integer, check_level
 
 DEFAULT_MIN_BATTLES = 300
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evalcore.validation import check_level
+from evalcore.boundary.validation import check_level
 
 # One logit unit in Elo points: a 400-point gap means 10:1 odds.
 ELO_PER_LOGIT = 400.0 / math.log(10.0)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri
 
+from evalcore.boundary.validation import check_integer, check_level, check_prior
 from evalcore.ratings.battles import A_WINS, B_WINS, BOTHBAD, STYLE_FEATURES, TIE, Battles
 from evalcore.ratings.bt import check_identifiable, elo_se, fit_notes, newton_fit
 from evalcore.ratings.counts import PairCounts, aggregate, check_ties_policy, win_weights
@@ -33,7 +34,6 @@ from evalcore.ratings.result import (
 )
 from evalcore.ratings.spanning import TwoWayTree
 from evalcore.ratings.style_fit import StyleProblem
-from evalcore.validation import check_integer, check_level, check_prior
 
 
 @dataclass(frozen=True)

@@ -41,8 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import chdtrc, expit, ndtr
 
+from evalcore.boundary.validation import check_probability
 from evalcore.ratings.battles import A_WINS, B_WINS
-from evalcore.validation import check_probability
 
 CHECKPOINT_START = 10
 

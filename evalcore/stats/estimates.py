@@ -76,7 +76,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.special import betainc, ndtri, stdtrit
 
-from evalcore.validation import check_level
+from evalcore.boundary.validation import check_level
 
 LEVEL = 0.95
 DEFF_FLOOR = 0.5  # smallest variance ratio trusted from a sample (see mid-p-effective)

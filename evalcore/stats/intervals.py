@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import ndtri, stdtrit
 
-from evalcore.validation import check_integer, check_level
+from evalcore.boundary.validation import check_integer, check_level
 
 _CHUNK_CELLS = 4_000_000  # rounds x items per vectorised chunk (~32 MB of float64)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from evalcore.validation import check_integer, integer_array
+from evalcore.boundary.validation import check_integer, integer_array
 
 
 def pass_at_k(n, c, k: int) -> np.ndarray | float:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from scipy.special import ndtr, ndtri
 
-from evalcore.validation import check_integer, check_probability
+from evalcore.boundary.validation import check_integer, check_probability
 
 
 def _paired_sd(sd_a: float, sd_b: float, rho: float) -> float:

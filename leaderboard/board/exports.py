@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
-from evalcore import csvsafe
+from evalcore.boundary import csvsafe
 from leaderboard.runs.benchmarks import BENCHMARKS, benchmark_label, headline_metric, task_baseline
 from leaderboard.runs.selectors import SCORE_COLUMNS, scores_for_export
 

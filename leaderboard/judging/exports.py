@@ -6,7 +6,7 @@ import io
 import json
 from collections.abc import Iterable, Iterator
 
-from evalcore import csvsafe
+from evalcore.boundary import csvsafe
 
 CHUNK_ROWS = 500
 JUDGMENT_FIELDS = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from evalcore import csvsafe
+from evalcore.boundary import csvsafe
 
 FIELDS = ("model", "kind", "category", "subset", "accuracy", "ci_low", "ci_high", "interval", "n", "correct", "wrong", "tie", "skipped",
           "pairs_key", "weights_sha256", "reference_weights_sha256", "beta", "imported_at")  # fmt: skip

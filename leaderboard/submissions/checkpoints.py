@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from evalcore import boundedjson
+from evalcore.boundary import boundedjson
 from leaderboard.submissions.file_rules import CONFIG, INDEX, SAFETENSORS, file_list_problems
 
 CHUNK = 1 << 22

@@ -16,7 +16,7 @@ from arena.models import Vote
 from arena.votes import csv_writer as vote_csv
 from arena.votes.exports import votes_csv_chunks
 from arena.votes.selectors import EXPORT_COLUMNS, votes_for_export
-from evalcore import csvsafe
+from evalcore.boundary import csvsafe
 from tests.arena.vote_data import T0, votes_create
 from tests.conftest import database_backends, wait_backends_closed
 

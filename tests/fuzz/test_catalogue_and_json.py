@@ -1,4 +1,4 @@
-"""The arena catalogue YAML and evalcore.boundedjson: a result or a ValueError naming the problem."""
+"""The arena catalogue YAML and evalcore.boundary.boundedjson: a result or a ValueError naming the problem."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from arena.catalogue.sync import ENTRY_KEYS, GENERATION_LIMITS, catalogue_parse
-from evalcore import boundedjson
+from evalcore.boundary import boundedjson
 from tests.fuzz.strategies import documented, json_values, scalars
 
 KEYS = sorted(ENTRY_KEYS | set(GENERATION_LIMITS)) + ["models", "path", "base_url", "api_key", "dtype"]

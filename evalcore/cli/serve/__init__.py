@@ -39,11 +39,11 @@ import os
 import sys
 from pathlib import Path
 
+from evalcore.boundary.netutil import is_loopback
 from evalcore.cli.serve.handler import Handler, make_server
 from evalcore.cli.serve.service import MAX_WAITING, ModelService
 from evalcore.cli.serve.validation import RequestError
 from evalcore.models import backend_class, parse_model_args
-from evalcore.netutil import is_loopback
 
 API_KEY_ENV = "PODIUM_SERVE_API_KEY"
 

@@ -20,7 +20,8 @@ import pytest
 
 from evalcore.jail import seccomp
 from evalcore.jail.code_eval import check_candidate
-from evalcore.jail.sandbox import PROGRAM_PATH, _children, launch, require_jail, run_program
+from evalcore.jail.reaper import children_of
+from evalcore.jail.sandbox import PROGRAM_PATH, launch, require_jail, run_program
 from evalcore.jail.verdicts import run_tests
 
 
@@ -180,7 +181,7 @@ def test_plain_values_cross_and_candidate_objects_stay_references():
 def _jail_processes(parent: int) -> list[int]:
     """bwrap's pid (our child) and its children: the jail's init, host-side."""
     found = []
-    for bwrap in _children(parent):
+    for bwrap in children_of(parent):
         try:
             with open(f"/proc/{bwrap}/comm") as handle:
                 if handle.read().strip() != "bwrap":
@@ -188,7 +189,7 @@ def _jail_processes(parent: int) -> list[int]:
         except OSError:
             continue
         found.append(bwrap)
-        found += _children(bwrap)
+        found += children_of(bwrap)
     return found
 
 

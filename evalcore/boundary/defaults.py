@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-CHECKOUT = Path(__file__).resolve().parents[1]
+CHECKOUT = Path(__file__).resolve().parents[2]  # evalcore/boundary/defaults.py: the checkout is three levels up
 
 
 def default_data_dir() -> Path:

@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from evalcore import csvsafe
+from evalcore.boundary import csvsafe
 from evalcore.cli import main
 
 

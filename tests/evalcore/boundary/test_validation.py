@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from evalcore.boundary.validation import check_integer, check_probability, integer_array
 from evalcore.stats import (
     best_of_k_inflation,
     expected_max_standard_normal,
@@ -18,7 +19,6 @@ from evalcore.stats import (
     power_for_sample_size,
     required_sample_size,
 )
-from evalcore.validation import check_integer, check_probability, integer_array
 
 VALUES = np.array([0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0])
 OTHER = np.array([0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0])

@@ -8,7 +8,7 @@ import sys
 
 from django.conf import settings
 
-from evalcore.defaults import data_dir, default_data_dir
+from evalcore.boundary.defaults import data_dir, default_data_dir
 from evalcore.engine.data import resolve_path
 from tests.conftest import REPO_ROOT, clean_env
 
