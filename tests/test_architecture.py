@@ -8,6 +8,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO_ROOT, clean_env
 
 LINT_IMPORTS = str(Path(sys.executable).parent / "lint-imports")
@@ -71,96 +73,71 @@ def lint(tmp_path: Path) -> subprocess.CompletedProcess:
     )
 
 
-def test_contract_passes_on_a_clean_tree(tmp_path):
+def lint_tree(tmp_path: Path, files: dict[str, str]) -> subprocess.CompletedProcess:
+    """The project's contracts over a throwaway tree with ``files`` (path: text) written into it."""
     write_config(tmp_path)
-    (tmp_path / "evalcore" / "ratings.py").write_text("import numpy\n")
-    result = lint(tmp_path)
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    return lint(tmp_path)
+
+
+KEPT = {
+    "a clean tree": {"evalcore/ratings.py": "import numpy\n"},
+    "imports downwards": {
+        "leaderboard/views.py": "import arena\nimport common\nimport evalcore\n",
+        "common/health.py": "import workers\n",
+    },
+    "the arena's downward direction": {
+        "arena/tasks.py": "from arena.play import battles, dispatch\n",
+        "arena/votes/casting.py": "from arena.play import dispatch\nfrom arena import models\n",
+        "arena/votes/exports.py": "from arena.votes import selectors\n",
+    },
+}
+
+# What is written, and what the report must say: the contract that breaks, and the import or module.
+BROKEN = {
+    "evalcore imports Django": ({"evalcore/ratings.py": "from django.db import models\n"}, ["evalcore is a library"]),
+    "workers import an app": ({"workers/runtime.py": "import arena\n"}, ["workers import no Django app"]),
+    "a lower layer imports a higher one": (
+        {"common/streaming.py": "import arena\n"},
+        ["Layers: config -> leaderboard -> arena -> common -> workers -> evalcore BROKEN"],
+    ),
+    "an arena service imports a task": (
+        {"arena/votes/casting.py": "from arena import tasks\n"},
+        ["arena: the wiring above six rooms", "arena.votes.casting -> arena.tasks"],
+    ),
+    "two arena entry points import each other": (
+        {"arena/play/views.py": "from arena.publication import api\n"},
+        ["arena: entry points, then services"],
+    ),
+    "a flat module at the arena's top level": ({"arena/vote_helpers.py": ""}, ["arena.vote_helpers"]),
+    "a room module not placed": ({"arena/ratings/shortcuts.py": ""}, ["arena.ratings.shortcuts"]),
+    "a room importing a room it may not": (
+        {"arena/play/sampling.py": "from arena.ratings import selectors\n"},
+        ["arena.play never imports ratings", "arena.play.sampling -> arena.ratings.selectors"],
+    ),
+    "the jail imports the engine": (
+        {"evalcore/jail/sandbox.py": "import evalcore.engine\n"},
+        ["evalcore.jail is not allowed to import evalcore.engine"],
+    ),
+    "a flat module in evalcore": ({"evalcore/helpers.py": ""}, ["evalcore.helpers"]),
+}
+
+
+@pytest.mark.parametrize("files", KEPT.values(), ids=KEPT.keys())
+def test_contracts_keep_what_points_down(tmp_path, files):
+    result = lint_tree(tmp_path, files)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_contract_fails_when_evalcore_imports_django(tmp_path):
-    write_config(tmp_path)
-    (tmp_path / "evalcore" / "ratings.py").write_text("from django.db import models\n")
-    result = lint(tmp_path)
-    assert result.returncode != 0
-    assert "evalcore is a library" in result.stdout
+@pytest.mark.parametrize(("files", "said"), BROKEN.values(), ids=BROKEN.keys())
+def test_contracts_break_on_what_they_forbid(tmp_path, files, said):
+    """Each contract bites: the import or module named, under a BROKEN contract (a long name wraps)."""
+    result = lint_tree(tmp_path, files)
+    assert result.returncode == 1, result.stdout + result.stderr
     assert "BROKEN" in result.stdout
-
-
-def test_contract_fails_when_workers_import_an_app(tmp_path):
-    write_config(tmp_path)
-    (tmp_path / "workers" / "runtime.py").write_text("import arena\n")
-    result = lint(tmp_path)
-    assert result.returncode != 0
-    assert "workers import no Django app" in result.stdout
-
-
-def test_layers_contract_fails_when_a_lower_layer_imports_a_higher_one(tmp_path):
-    write_config(tmp_path)
-    (tmp_path / "common" / "streaming.py").write_text("import arena\n")
-    result = lint(tmp_path)
-    assert result.returncode != 0
-    assert "Layers: config -> leaderboard -> arena -> common -> workers -> evalcore BROKEN" in result.stdout
-
-
-def test_layers_contract_allows_importing_downwards(tmp_path):
-    write_config(tmp_path)
-    (tmp_path / "leaderboard" / "views.py").write_text("import arena\nimport common\nimport evalcore\n")
-    (tmp_path / "common" / "health.py").write_text("import workers\n")
-    result = lint(tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-def test_arena_layers_contract_fails_when_a_service_imports_a_task(tmp_path):
-    write_config(tmp_path)
-    (tmp_path / "arena" / "votes" / "casting.py").write_text("from arena import tasks\n")
-    result = lint(tmp_path)
-    assert result.returncode != 0
-    assert "arena: the wiring above six rooms" in result.stdout and "BROKEN" in result.stdout
-    assert "arena.votes.casting -> arena.tasks" in result.stdout
-
-
-def test_arena_layers_contract_fails_when_two_entry_points_import_each_other(tmp_path):
-    write_config(tmp_path)
-    (tmp_path / "arena" / "play" / "views.py").write_text("from arena.publication import api\n")
-    result = lint(tmp_path)
-    assert result.returncode != 0
-    assert "arena: entry points, then services" in result.stdout and "BROKEN" in result.stdout
-
-
-def test_arena_layers_contract_accepts_the_downward_direction(tmp_path):
-    write_config(tmp_path)
-    (tmp_path / "arena" / "tasks.py").write_text("from arena.play import battles, dispatch\n")
-    (tmp_path / "arena" / "votes" / "casting.py").write_text("from arena.play import dispatch\nfrom arena import models\n")
-    (tmp_path / "arena" / "votes" / "exports.py").write_text("from arena.votes import selectors\n")
-    result = lint(tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-def test_a_module_outside_the_arena_rooms_breaks_the_contract(tmp_path):
-    """Only the app's wiring sits at the arena's top level: a new flat module is refused until placed."""
-    write_config(tmp_path)
-    (tmp_path / "arena" / "vote_helpers.py").write_text("")
-    result = lint(tmp_path)
-    assert result.returncode != 0
-    assert "arena.vote_helpers" in result.stdout
-
-
-def test_a_room_module_not_placed_breaks_the_contract(tmp_path):
-    write_config(tmp_path)
-    (tmp_path / "arena" / "ratings" / "shortcuts.py").write_text("")
-    result = lint(tmp_path)
-    assert result.returncode != 0
-    assert "arena.ratings.shortcuts" in result.stdout
-
-
-def test_a_room_importing_a_room_it_may_not_breaks_the_contract(tmp_path):
-    write_config(tmp_path)
-    (tmp_path / "arena" / "play" / "sampling.py").write_text("from arena.ratings import selectors\n")
-    result = lint(tmp_path)
-    assert result.returncode != 0
-    assert "arena.play never imports ratings" in result.stdout and "BROKEN" in result.stdout
-    assert "arena.play.sampling -> arena.ratings.selectors" in result.stdout
+    for text in said:
+        assert text in result.stdout, result.stdout
 
 
 def test_the_web_process_does_not_import_model_libraries(tmp_path):
@@ -191,20 +168,3 @@ def test_workers_name_no_app_task():
         for match in re.findall(r"\b(?:arena|leaderboard)\.tasks(?:\.\w+)?", path.read_text())
     ]
     assert not named, named
-
-
-def test_jail_contract_fails_when_the_jail_imports_the_engine(tmp_path):
-    write_config(tmp_path)
-    (tmp_path / "evalcore" / "jail" / "sandbox.py").write_text("import evalcore.engine\n")
-    result = lint(tmp_path)
-    assert result.returncode == 1
-    assert "evalcore.jail is not allowed to import evalcore.engine" in result.stdout
-
-
-def test_a_flat_module_in_evalcore_breaks_the_contract(tmp_path):
-    """evalcore's modules live in subpackages (boundary/, engine/, jail/, ...): a new flat one is refused."""
-    write_config(tmp_path)
-    (tmp_path / "evalcore" / "helpers.py").write_text("")
-    result = lint(tmp_path)
-    assert result.returncode != 0
-    assert "evalcore.helpers" in result.stdout
