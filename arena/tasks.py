@@ -20,7 +20,10 @@ from arena.models import LanguageModel
 from arena.play import generation
 from arena.play.base import SIDES, ArenaError
 from arena.play.dispatch import (
+    CATEGORIES_PENDING_KEY,
     LIVE_PENDING_KEY,
+    REFIT_PENDING_KEY,
+    REFIT_PENDING_TIMEOUT_S,
     categories_tag_schedule,
     ratings_live_followup,
     ratings_refit_schedule,
@@ -160,18 +163,26 @@ REFIT_RUNNING_KEY = "arena:ratings_refit:running"
 
 
 @shared_task(name="arena.tasks.ratings_refit", declared_queue=DEFAULT, **LONG_TASK_OPTIONS)
-def ratings_refit(force: bool = False) -> dict:
+def ratings_refit(force: bool = False, pending: str | None = None) -> dict:
     """Refit every rating snapshot from the counted votes (:func:`arena.ratings.refit.snapshots_refit`).
 
-    One refit at a time: while another runs (a beat refit meeting a debounced one), this one steps
-    aside and schedules a debounced follow-up, so no older fit lands after a newer one. Idempotent (a
-    refit with unchanged votes writes nothing), so a redelivery after a lost worker is harmless; the
-    lock expires after 15 minutes if its holder died.
+    One refit at a time: while another runs (a beat refit meeting a requested one), this one steps
+    aside, so no older fit lands after a newer one. A requested one (``pending``: the token its request
+    left in the pending key) marks its key orphaned first, and the running refit, when it ends, sends
+    one follow-up for it (:func:`refit_orphan_followup`), so no vote waits for the beat. A refit that
+    starts clears the pending key first (:func:`arena.play.dispatch.ratings_refit_schedule`), so the
+    votes committed until then are in it and the next vote asks for the next refit: at most one waits.
+    Idempotent (a refit with unchanged votes writes nothing), so a redelivery after a lost worker is
+    harmless; the lock expires after 15 minutes if its holder died.
     """
     if not cache.add(REFIT_RUNNING_KEY, 1, timeout=15 * 60):
-        ratings_refit_schedule()
+        if pending is not None and cache.get(REFIT_PENDING_KEY) == pending:
+            cache.set(REFIT_PENDING_KEY, REFIT_ORPHANED, timeout=REFIT_PENDING_TIMEOUT_S)
+            if cache.get(REFIT_RUNNING_KEY) is None:  # the running refit ended meanwhile: follow up here
+                refit_orphan_followup()
         return {"skipped": "another refit is running"}
     try:
+        cache.delete(REFIT_PENDING_KEY)  # before the votes are read: a vote after this asks again
         # Everything a new snapshot may publish is moderated first (tagged battles are held back).
         moderated = battles_moderate()
         with metrics.REFIT_SECONDS.time():
@@ -186,8 +197,20 @@ def ratings_refit(force: bool = False) -> dict:
         summary = {**summary, "moderated": moderated, "turns_redacted": published_redact()}
     finally:
         cache.delete(REFIT_RUNNING_KEY)
+        refit_orphan_followup()
     log.info("ratings refit: %s", summary)
     return summary
+
+
+REFIT_ORPHANED = "orphaned"  # the pending key's value while its request has no task queued
+
+
+def refit_orphan_followup() -> bool:
+    """One refit for a request whose task stepped aside while another refit ran; True when sent."""
+    if cache.get(REFIT_PENDING_KEY) != REFIT_ORPHANED:
+        return False
+    cache.delete(REFIT_PENDING_KEY)
+    return ratings_refit_schedule()
 
 
 LIVE_RUNNING_KEY = "arena:ratings_live:running"
@@ -265,6 +288,7 @@ def categories_tag() -> dict:
     spec = categories.tagger_spec()
     if spec is None:
         return {"skipped": "no tagger configured (ARENA_CATEGORY_TAGGER)"}
+    cache.delete(CATEGORIES_PENDING_KEY)  # before claiming: a vote after this asks for the next run
     totals: dict[str, int] = {}
     for _ in range(CATEGORIES_BATCHES_PER_TASK):
         summary = categories_services.votes_categorize(

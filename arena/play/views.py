@@ -14,7 +14,7 @@ from arena.play.forms import PromptForm, VoteForm
 from arena.play.identity import address_hash, arena_session_key, session_key
 from arena.play.ratelimit import RateLimited, hit_address
 from arena.play.selectors import battle_state
-from arena.publication.consent import consent_of, terms_version
+from arena.publication.consent import consent_of, publish_when, terms_version
 from arena.votes import casting
 from common.http import read_only
 from common.public_ids import battle_id
@@ -39,7 +39,7 @@ def arena_index(request):
             "max_turns": settings.ARENA_MAX_TURNS,
             "terms_version": terms_version(),
             "consented": consent_of(request.session) is not None,
-            "publish_delay_hours": round(settings.ARENA_PUBLISH_DELAY_S / 3600, 1),
+            "publish_when": publish_when(),
         },
     )
 

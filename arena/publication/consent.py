@@ -26,6 +26,24 @@ def terms_version() -> str:
     return settings.ARENA_TERMS_VERSION
 
 
+def publish_when(delay_s: float | None = None) -> str:
+    """When a battle becomes public, in the terms' words (``ARENA_PUBLISH_DELAY_S`` after the vote, at
+    the first rating refit that covers it): "at the first rating refit after your vote" at no delay,
+    then minutes, hours or days, rounded as a person would say them."""
+    delay = float(settings.ARENA_PUBLISH_DELAY_S if delay_s is None else delay_s)
+    if delay < 60:
+        return "at the first rating refit after your vote (refits run every few minutes)"
+    if delay < 3600:
+        minutes = round(delay / 60)
+        return f"about {minutes} minute{'s' if minutes != 1 else ''} after your vote, at the next rating refit"
+    hours = delay / 3600
+    if hours < 48:
+        shown = f"{hours:.1f}".rstrip("0").rstrip(".")
+        return f"about {shown} hour{'' if shown == '1' else 's'} after your vote, at the next rating refit"
+    days = round(hours / 24)
+    return f"about {days} days after your vote, at the next rating refit"
+
+
 def missing_message() -> str:
     return (
         f"Agree to the arena's terms first (version {terms_version()}): open /arena/ and read what is collected "

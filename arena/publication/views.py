@@ -14,7 +14,7 @@ from arena.play import dispatch
 from arena.play.endpoints import NO_SESSION_MESSAGE, error_response, form_error, voter_action
 from arena.play.identity import arena_session_key
 from arena.publication import holds
-from arena.publication.consent import ConsentError, consent_give, terms_version
+from arena.publication.consent import ConsentError, consent_give, publish_when, terms_version
 from arena.publication.forms import ConsentForm, ReportForm
 from common.public_ids import battle_id
 
@@ -22,7 +22,7 @@ from common.public_ids import battle_id
 @require_GET
 def arena_terms(request):
     """The terms on their own page (the arena page shows the same text before the first message)."""
-    context = {"terms_version": terms_version(), "publish_delay_hours": round(settings.ARENA_PUBLISH_DELAY_S / 3600, 1)}
+    context = {"terms_version": terms_version(), "publish_when": publish_when()}
     return render(request, "arena/terms_page.html", context)
 
 

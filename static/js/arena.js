@@ -19,6 +19,7 @@
   let socket = null;
   let turns = [];         // [{prompt, a: {text, status}, b: {text, status}}]
   let voted = false;
+  let consented = root.dataset.consented === "true";
 
   function escapeHtml(text) {
     return text.replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
@@ -71,6 +72,40 @@
   function allDone() { return turns.length > 0 && turns.every((t) => t.a.status === "done" && t.b.status === "done"); }
   function anyFailed() { return turns.some((t) => t.a.status === "error" || t.b.status === "error"); }
   function busy() { return turns.some((t) => !complete(t.a) || !complete(t.b)); }
+  // A side is "queued" until a worker takes it (the server counts the answers ahead of it), "starting"
+  // from then until its first text (the model loading, the prompt being read), then "answering".
+  function phase(side) {
+    if (side.status === "pending") return "queued";
+    if (side.status === "streaming" && !side.text) return "starting";
+    return side.status === "streaming" ? "answering" : side.status;
+  }
+  function waiting() { return turns.some((t) => ["queued", "starting"].includes(phase(t.a)) || ["queued", "starting"].includes(phase(t.b))); }
+  function aheadText(count) { return count === 1 ? "1 answer ahead of it" : `${count} answers ahead of it`; }
+  function sideNote(side) {
+    const now = phase(side);
+    if (now === "queued") {
+      const ahead = side.queue ? side.queue.ahead : null;
+      if (ahead === null || ahead === undefined) return "Queued: waiting for a free worker…";
+      return ahead > 0 ? `Queued: ${aheadText(ahead)}.` : "Queued: next in line for a worker.";
+    }
+    return now === "starting" ? "Starting: the model is reading your prompt…" : "";
+  }
+
+  function statusText() {
+    const last = turns[turns.length - 1];
+    if (!last) return "";
+    const phases = [phase(last.a), phase(last.b)];
+    if (phases.includes("queued")) {
+      const ahead = Math.max(...[last.a, last.b].filter((s) => phase(s) === "queued").map((s) => (s.queue ? s.queue.ahead : 0) || 0));
+      return ahead > 0 ? `Queued behind other battles: ${aheadText(ahead)}. The answers start when a worker is free.`
+                       : "Queued: next in line for a worker.";
+    }
+    if (phases.includes("starting")) return phases.includes("answering") ? "One model is answering, the other is starting…" : "Starting both models…";
+    const answering = ["a", "b"].filter((k) => phase(last[k]) === "answering").map((k) => k.toUpperCase());
+    if (answering.length === 2) return "Both models are answering…";
+    if (answering.length === 1) return `Model ${answering[0]} is answering…`;
+    return "Waiting for the answers…";
+  }
 
   function render() {
     for (const side of ["a", "b"]) {
@@ -85,12 +120,21 @@
         user.textContent = "You: " + turn.prompt;
         const answer = document.createElement("div");
         const state = turn[side];
-        answer.className = "answer " + (state.status === "error" ? "failed" : state.status === "done" ? "done" : "streaming");
+        const now = phase(state);
+        answer.className = "answer " + (now === "error" ? "failed" : now === "done" ? "done" : now === "answering" ? "streaming" : "waiting");
+        answer.dataset.phase = now;
         answer.innerHTML = renderMarkdown(state.text || "");
+        const note = sideNote(state);
+        if (note) {
+          const line = document.createElement("p");
+          line.className = "queue-note muted";
+          line.textContent = note;
+          answer.appendChild(line);
+        }
         if (state.status === "error") {
-          const note = document.createElement("p");
-          note.textContent = state.message || "This model could not answer. This battle will not be rated.";
-          answer.appendChild(note);
+          const failed = document.createElement("p");
+          failed.textContent = state.message || "This model could not answer. This battle will not be rated.";
+          answer.appendChild(failed);
         }
         block.append(user, answer);
         container.appendChild(block);
@@ -98,12 +142,26 @@
     }
     const canVote = !voted && allDone();
     voteButtons.forEach((b) => { b.disabled = !canVote; });
-    sendButton.disabled = voted || busy() || anyFailed() || turns.length >= maxTurns;
-    if (voted) statusLine.textContent = "Vote recorded. Start a new round to battle again.";
+    sendButton.disabled = !consented || voted || busy() || anyFailed() || turns.length >= maxTurns;
+    if (!consented) statusLine.textContent = "Read the terms above and agree to start.";
+    else if (voted) statusLine.textContent = "Vote recorded. Start a new round to battle again.";
     else if (anyFailed()) statusLine.textContent = "A model failed; this battle will not be rated. Start a new round.";
-    else if (busy()) statusLine.textContent = "Both models are answering…";
+    else if (busy()) statusLine.textContent = statusText();
     else if (allDone()) statusLine.textContent = turns.length >= maxTurns ? "Turn limit reached: please vote." : "Vote, or continue the conversation.";
     else statusLine.textContent = "";
+    schedulePoll();
+  }
+
+  // While a side waits for a worker, ask the server every few seconds where it stands (its place in
+  // the queue moves without an event); streamed events take over once the answers start.
+  let pollTimer = null;
+  function schedulePoll() {
+    if (pollTimer || !waiting()) return;
+    pollTimer = setTimeout(() => {
+      pollTimer = null;
+      if (waiting() && socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({type: "sync"}));
+      schedulePoll();
+    }, 2000);
   }
 
   function applySnapshot(state) {
@@ -163,7 +221,6 @@
   }
 
   const termsPanel = document.getElementById("terms");
-  let consented = root.dataset.consented === "true";
   document.getElementById("agree").addEventListener("click", async () => {
     try {
       await post("/arena/consent/", {version: termsPanel.dataset.version});
@@ -220,16 +277,29 @@
   }));
 
   const reportButton = document.getElementById("report");
-  reportButton.addEventListener("click", async () => {
+  const reportDialog = document.getElementById("report-dialog");
+  const reportForm = document.getElementById("report-form");
+  const reportReason = document.getElementById("report-reason");
+  const reportError = document.getElementById("report-error");
+  reportButton.addEventListener("click", () => {
     if (!battle) return;
-    const reason = window.prompt("Why do you report this battle? (It will not be published until staff review it.)");
-    if (!reason || !reason.trim()) return;
+    reportReason.value = "";
+    reportError.textContent = "";
+    reportDialog.showModal();
+    reportReason.focus();
+  });
+  document.getElementById("report-cancel").addEventListener("click", () => reportDialog.close());
+  reportForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const reason = reportReason.value.trim();
+    if (!reason) { reportError.textContent = "Say why you report this battle."; return; }
     try {
       await post(`/arena/battles/${battle}/report/`, {reason});
+      reportDialog.close();
       statusLine.textContent = "Reported: this battle is held back until staff review it.";
       reportButton.disabled = true;
     } catch (error) {
-      statusLine.textContent = error.message;
+      reportError.textContent = error.message;  // the dialog stays open: the reason is not lost
     }
   });
 

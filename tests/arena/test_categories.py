@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import yaml
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.test import Client
 
 from arena.categories.selectors import category_agreement, tag_masks, tags_sample
@@ -306,6 +307,7 @@ def test_the_staff_page_samples_confirms_and_corrects(published):
 
 
 def test_the_task_tags_every_vote_then_asks_for_a_refit(configured, settings, celery_eager):
+    from arena.play.dispatch import CATEGORIES_PENDING_KEY, categories_tag_schedule
     from arena.tasks import categories_tag
 
     settings.ARENA_CATEGORY_BATCH = 4
@@ -314,7 +316,11 @@ def test_the_task_tags_every_vote_then_asks_for_a_refit(configured, settings, ce
     orphan = votes_create(STRENGTHS, 1, seed=8)[
         0
     ]  # a vote whose battle has no turn: failed, not retried forever
+    # A run waiting in a busy judge queue holds the key until it starts: later votes queue no other.
+    cache.add(CATEGORIES_PENDING_KEY, 1, timeout=600)
+    assert categories_tag_schedule() is False
     totals = categories_tag()
+    assert cache.get(CATEGORIES_PENDING_KEY) is None  # cleared as the run started
     assert totals["refit_scheduled"] is True
     # In batches of four, then the refit it asks for (run in place here, as every task sent).
     assert VoteCategorization.objects.filter(status="done").count() == len(votes)

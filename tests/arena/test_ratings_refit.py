@@ -222,8 +222,8 @@ def eager_celery(settings):
     cache.delete("arena:ratings_refit:pending")
 
 
-def test_task_refits_and_the_scheduler_debounces(eager_celery):
-    from arena.play.dispatch import ratings_refit_schedule
+def test_task_refits_and_the_scheduler_keeps_one_waiting(eager_celery):
+    from arena.play.dispatch import REFIT_PENDING_KEY, ratings_refit_schedule
     from arena.tasks import ratings_refit
 
     votes_create(STRENGTHS, 60, seed=14)
@@ -231,12 +231,42 @@ def test_task_refits_and_the_scheduler_debounces(eager_celery):
     assert ratings_refit_schedule() is True  # runs at once in eager mode
     assert latest("bt").vote_count == 60
     assert latest("bt").settings["rounds"] == ROUNDS
+    assert cache.get(REFIT_PENDING_KEY) is None  # the refit cleared its key when it started
+    # A refit waiting in a busy queue holds the key however long it waits: later votes queue nothing.
+    cache.add(REFIT_PENDING_KEY, "waiting", timeout=600)
     votes_create(STRENGTHS, 10, seed=15, start=selectors_later())
-    assert ratings_refit_schedule() is False  # one pending refit per window: this vote waits for it
+    for _ in range(5):
+        assert ratings_refit_schedule() is False
     assert latest("bt").vote_count == 60
-    cache.delete("arena:ratings_refit:pending")  # the window ends
-    assert ratings_refit_schedule() is True
-    assert latest("bt").vote_count == 70
+    # The waiting refit starts: its first act is to clear the key, so the votes are all in it.
+    ratings_refit.delay(False, "waiting").get()
+    assert latest("bt").vote_count == 70 and cache.get(REFIT_PENDING_KEY) is None
+    votes_create(STRENGTHS, 5, seed=16, start=selectors_later())
+    assert ratings_refit_schedule() is True  # a vote after that start asks for the next refit
+    assert latest("bt").vote_count == 75
+
+
+def test_a_waiting_refit_that_meets_a_running_one_is_followed_up(eager_celery):
+    """The requested refit finds another running: it marks its key orphaned and sends nothing; the
+    running refit, when it ends, sends one follow-up for it (no vote waits for the beat). A beat refit
+    that steps aside leaves a waiting request alone."""
+    from arena.play.dispatch import REFIT_PENDING_KEY
+    from arena.tasks import REFIT_ORPHANED, REFIT_RUNNING_KEY, ratings_refit, refit_orphan_followup
+
+    votes_create(STRENGTHS, 30, seed=18)
+    cache.add(REFIT_RUNNING_KEY, 1, timeout=60)
+    cache.add(REFIT_PENDING_KEY, "mine", timeout=600)
+    try:
+        assert ratings_refit.delay(False, None).get() == {"skipped": "another refit is running"}  # beat's
+        assert cache.get(REFIT_PENDING_KEY) == "mine"
+        assert ratings_refit.delay(False, "mine").get() == {"skipped": "another refit is running"}
+        assert cache.get(REFIT_PENDING_KEY) == REFIT_ORPHANED
+        assert not RatingSnapshot.objects.exists()
+    finally:
+        cache.delete(REFIT_RUNNING_KEY)
+    assert refit_orphan_followup() is True  # what the running refit does as it ends (eager: runs now)
+    assert latest("bt").vote_count == 30 and cache.get(REFIT_PENDING_KEY) is None
+    assert refit_orphan_followup() is False  # nothing orphaned: nothing sent
 
 
 def test_a_refit_steps_aside_while_another_runs(eager_celery):

@@ -10,9 +10,9 @@ from django.conf import settings
 from django.db import connection
 
 from arena.catalogue.sync import catalogue_parse, catalogue_sync
-from arena.models import Battle, Vote
+from arena.models import Battle, BattleHold, LanguageModel, Turn, Vote
 from tests.conftest import REPO_ROOT, clean_env, database_url_of
-from tests.e2e.arena_page import battle_ask
+from tests.e2e.arena_page import VOTES_ENABLED, battle_ask
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -47,12 +47,12 @@ def test_a_voter_plays_a_whole_battle(arena_site, browser, processes):
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
 
-    # The terms come first: sending before agreeing starts nothing and says why.
+    # The terms come first: Send stays off until the voter agrees, and the page says why.
     page.goto(f"{base}/arena/")
     assert page.is_visible("#terms") and "what is published" in page.inner_text("#terms").lower()
     page.fill("#prompt", "Hello?")
-    page.click("#send")
-    page.wait_for_function("document.getElementById('status').textContent.includes('agree first')")
+    assert page.is_disabled("#send") and "agree" in page.inner_text("#status")
+    assert "0 hours" not in page.inner_text("#terms")
     assert Battle.objects.count() == 0
     battle_ask(page, base, "Give me three tips for learning to cook.", timeout_s=240,
                log=lambda: processes.log_of(arena_site["worker"]))  # fmt: skip
@@ -106,3 +106,72 @@ def test_model_output_is_rendered_as_text_not_markup(arena_site, browser):
     assert page.locator("#probe strong").inner_text() == "bold"
     assert "<script>alert(1)</script>" in page.inner_text("#probe")
     assert not dialogs
+
+
+QUEUED = "later"  # a generation queue no worker serves until the test starts one
+
+
+@pytest.fixture
+def queued_site(transactional_db, redis_url, smollm2_dir, start_worker, start_asgi_server, processes):
+    entries = catalogue_parse(REPO_ROOT / "config" / "arena_models.demo.yaml")
+    for entry in entries:
+        entry["generation"]["max_new_tokens"] = MAX_NEW_TOKENS
+        entry["queue_suffix"] = QUEUED
+    catalogue_sync(entries)
+    env = clean_env(
+        DJANGO_SETTINGS_MODULE="config.settings.dev",
+        DATABASE_URL=database_url_of(connection),
+        REDIS_URL=redis_url,
+        PODIUM_MODELS_DIR=str(smollm2_dir.parent),
+        DEBUG="false",
+        SECRET_KEY="e2e-test-secret-key",
+    )
+    port = start_asgi_server(env=env)
+    yield {"base": f"http://127.0.0.1:{port}", "env": env}
+
+
+def test_a_waiting_voter_is_told_the_queue_then_the_answers_stream(queued_site, browser, start_worker, processes):
+    """Queued (with the answers ahead), next in line, then answering: the page tells the truth while a
+    battle waits for a worker; the report dialog holds the battle back."""
+    base = queued_site["base"]
+    models = list(LanguageModel.objects.filter(in_arena=True)[:2])
+    earlier = Battle.objects.create(model_a=models[0], model_b=models[1], session_hash="other", ip_hash="other")
+    earlier_turn = Turn.objects.create(battle=earlier, index=0, prompt="an earlier voter's prompt")
+
+    page = browser.new_page()
+    page.goto(f"{base}/arena/")
+    assert page.is_disabled("#send")
+    page.click("#agree")
+    page.wait_for_selector("#terms", state="hidden")
+    page.fill("#prompt", "Name a colour.")
+    page.click("#send")
+    page.wait_for_function("document.getElementById('status').textContent.includes('2 answers ahead')")
+    notes = [page.inner_text(f"#pane-{side} .queue-note") for side in ("a", "b")]
+    assert notes == ["Queued: 2 answers ahead of it."] * 2, notes
+    assert page.locator(".answer.streaming").count() == 0  # no blinking cursor while nothing is answered
+
+    # The earlier battle's sides are taken by a worker: this one is next (the page asks every 2 s).
+    Turn.objects.filter(pk=earlier_turn.pk).update(status_a="streaming", status_b="streaming")
+    page.wait_for_function("document.getElementById('status').textContent.includes('next in line')")
+
+    worker = start_worker(env=queued_site["env"], queues=f"generate.{QUEUED}", concurrency=2, name="arena")
+    try:
+        page.wait_for_function(VOTES_ENABLED, timeout=240_000)
+    except Exception:
+        raise AssertionError(processes.log_of(worker)) from None
+    assert all(page.inner_text(f"#pane-{side} .answer").strip() for side in ("a", "b"))
+    assert page.locator(".queue-note").count() == 0
+
+    # Report: an in-page dialog, not the browser's prompt; an empty reason is refused in place.
+    dialogs = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.click("#report")
+    page.wait_for_selector("#report-dialog[open]")
+    page.click("#report-form button[type=submit]")
+    assert page.is_visible("#report-dialog[open]")  # the textarea's own check: nothing was sent
+    page.fill("#report-reason", "An answer repeats my e-mail address.")
+    page.click("#report-form button[type=submit]")
+    page.wait_for_function("document.getElementById('status').textContent.includes('Reported')")
+    assert not page.is_visible("#report-dialog[open]") and page.is_disabled("#report")
+    battle = Battle.objects.exclude(pk=earlier.pk).get()
+    assert BattleHold.objects.get(battle=battle).reason == "report" and not dialogs
