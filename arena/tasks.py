@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 
 from asgiref.sync import async_to_sync
-from celery import shared_task
+from celery import current_app, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import worker_process_init, worker_ready
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.core.cache import cache
-from django.db import OperationalError
+from django.db import OperationalError, connections
 
 from arena.categories import services as categories_services
 from arena.categories import tagger as categories
@@ -38,7 +40,7 @@ from arena.votes.voters import voters_flag as voters_flag_run
 from common.public_ids import battle_id
 from evalcore.models import load_backend
 from workers import metrics
-from workers.queues import DEFAULT, GENERATE, JUDGE, LONG_TASK_OPTIONS
+from workers.queues import DEFAULT, GENERATE, JUDGE, LONG_TASK_OPTIONS, generation_queue
 from workers.runtime import pool
 
 log = logging.getLogger(__name__)
@@ -64,6 +66,58 @@ def load_model(spec: tuple[str, tuple]):
 
 class GenerationTimeout(Exception):
     pass
+
+
+# --- Warm generation workers -----------------------------------------------------------------------
+# With ARENA_WORKER_PRELOAD (make demo's arena worker, compose's worker-arena), each process of a worker
+# that serves a generate queue loads the arena models answered there as it starts, in a thread, so the
+# first battle does not wait for a model to load (seconds on a CPU). A task that needs a model still
+# loading waits for it (the pool's lock); a model that fails to load is logged and loaded again by the
+# first task that needs it.
+
+
+def arena_models_preload(queues: set[str]) -> int:
+    """Load into this process's pool every battling arena model whose generation queue is in ``queues``;
+    how many were loaded (or were loaded already)."""
+    loaded = 0
+    try:
+        models = list(LanguageModel.objects.filter(in_arena=True, retired_at__isnull=True))
+    finally:
+        connections.close_all()  # this thread's connection: it reads nothing more
+    for model in models:
+        if generation_queue(model.queue_suffix) not in queues:
+            continue
+        spec = model_spec(model)
+        try:
+            pool.get(spec, lambda spec=spec: load_model(spec))
+            loaded += 1
+        except Exception:  # noqa: BLE001 - the first battle's task loads it again and reports the error
+            log.exception("could not preload arena model %s", model.name)
+    log.info("preloaded %d arena models for %s", loaded, ", ".join(sorted(queues)))
+    return loaded
+
+
+def _served_generate_queues() -> set[str]:
+    consumed = getattr(current_app.amqp.queues, "consume_from", None) or {}
+    return {name for name in consumed if name == GENERATE or name.startswith(f"{GENERATE}.")}
+
+
+def _preload_in_thread() -> None:
+    queues = _served_generate_queues()
+    if settings.ARENA_WORKER_PRELOAD and queues:
+        threading.Thread(target=arena_models_preload, args=(queues,), name="arena-preload", daemon=True).start()
+
+
+@worker_process_init.connect
+def _preload_prefork_child(**_) -> None:
+    _preload_in_thread()  # each prefork child has a pool of its own
+
+
+@worker_ready.connect
+def _preload_threads_pool(sender=None, **_) -> None:
+    pool_module = type(getattr(sender, "pool", None)).__module__
+    if "prefork" not in pool_module:  # solo and threads pools answer in this process
+        _preload_in_thread()
 
 
 @shared_task(

@@ -79,11 +79,11 @@ trap stop EXIT
 
 # Two workers, so that a battle never waits behind background work (docs/operations.md, "Queues"):
 # - the arena's: the generate queue only, two slots (both sides of a battle answer at once), at the
-#   normal CPU priority;
+#   normal CPU priority, its models loaded as it starts (ARENA_WORKER_PRELOAD);
 # - the background one: bookkeeping (refits, the live board), evaluations and judges, at a lower CPU
 #   priority (nice 10), with --beat: the periodic tasks (ratings refit, the battle-side reaper, the
 #   submissions outbox).
-LD_PRELOAD="$WORKER_PRELOAD" setsid .venv/bin/celery -A workers worker --loglevel INFO "${GENERATE_POOL[@]}" \
+LD_PRELOAD="$WORKER_PRELOAD" ARENA_WORKER_PRELOAD=true setsid .venv/bin/celery -A workers worker --loglevel INFO "${GENERATE_POOL[@]}" \
   -Q generate --hostname "demo-arena@%h" >var/log/worker-arena.log 2>&1 &
 pids+=($!)
 LD_PRELOAD="$WORKER_PRELOAD" setsid nice -n 10 .venv/bin/celery -A workers worker --loglevel INFO "${WORKER_POOL[@]}" --beat --schedule var/celerybeat-schedule \

@@ -38,6 +38,9 @@ try:
     # A side still pending or streaming this long after its turn began has lost its worker (the task's
     # hard limit is ARENA_GENERATION_TIMEOUT_S + 90): the reaper (arena.tasks.sides_reap) fails it.
     ARENA_SIDE_STALE_S = config_env.integer("ARENA_SIDE_STALE_S", default=ARENA_GENERATION_TIMEOUT_S + 120, minimum=1)
+    # A worker serving a generate queue loads its arena models as it starts (arena.tasks), so the first
+    # battle does not wait for a load; make demo's arena worker and compose's worker-arena turn it on.
+    ARENA_WORKER_PRELOAD = config_env.boolean("ARENA_WORKER_PRELOAD", default=False)
 except ConfigError as error:
     fail(error)
 

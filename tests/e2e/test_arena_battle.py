@@ -154,13 +154,16 @@ def test_a_waiting_voter_is_told_the_queue_then_the_answers_stream(queued_site, 
     Turn.objects.filter(pk=earlier_turn.pk).update(status_a="streaming", status_b="streaming")
     page.wait_for_function("document.getElementById('status').textContent.includes('next in line')")
 
-    worker = start_worker(env=queued_site["env"], queues=f"generate.{QUEUED}", concurrency=2, name="arena")
+    env = {**queued_site["env"], "ARENA_WORKER_PRELOAD": "true"}  # as make demo's arena worker
+    worker = start_worker(env=env, queues=f"generate.{QUEUED}", concurrency=2, name="arena")
     try:
         page.wait_for_function(VOTES_ENABLED, timeout=240_000)
     except Exception:
         raise AssertionError(processes.log_of(worker)) from None
     assert all(page.inner_text(f"#pane-{side} .answer").strip() for side in ("a", "b"))
     assert page.locator(".queue-note").count() == 0
+    preloaded = LanguageModel.objects.filter(in_arena=True, retired_at__isnull=True).count()
+    assert processes.log_of(worker).count(f"preloaded {preloaded} arena models for generate.{QUEUED}") == 2  # each slot
 
     # Report: an in-page dialog, not the browser's prompt; an empty reason is refused in place.
     dialogs = []
