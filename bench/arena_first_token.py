@@ -196,6 +196,14 @@ def main() -> int:
         print(f"{layout}: setting up the demo in {var_dir}", flush=True)
         setup(env, models_dir)
         processes = start_workers(env, layout, var_dir)
+        preloads = sum(spec[0] == "preload" for spec in LAYOUTS[layout]) * 2  # two slots each
+        if preloads:  # a started demo: the arena worker has loaded its models (make demo prints its URL first)
+            deadline = time.monotonic() + 600
+            while time.monotonic() < deadline:
+                logs = "".join(path.read_text() for path in var_dir.glob(f"worker-{layout}-*.log"))
+                if logs.count("preloaded ") >= preloads:
+                    break
+                time.sleep(1)
         try:
             results[layout] = measure(env, args.battles, args.cap)
         finally:
