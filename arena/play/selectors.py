@@ -24,8 +24,8 @@ def battle_state(*, public_id, session_key: str) -> dict | None:
         {
             "index": turn.index,
             "prompt": turn.prompt,
-            "a": {"text": turn.answer_a, "status": turn.status_a},
-            "b": {"text": turn.answer_b, "status": turn.status_b},
+            "a": {"text": turn.answer_a, "status": turn.status_a, "cut": turn.cut_a},
+            "b": {"text": turn.answer_b, "status": turn.status_b, "cut": turn.cut_b},
         }
         for turn in Turn.objects.filter(battle=battle).order_by("index")
     ]
