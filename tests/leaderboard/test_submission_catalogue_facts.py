@@ -26,7 +26,8 @@ def test_the_form_carries_licence_and_open_weights_to_the_catalogue(client, owne
     assert (submission.licence, submission.open_weights) == ("apache-2.0", True)
     assert (model.licence, model.open_weights, model.in_arena) == ("apache-2.0", True, False)
     page = client.get(f"/leaderboard/arena/models/{model.name}/").content.decode()
-    assert "apache-2.0" in page
+    assert "<dt>Licence</dt><dd>apache-2.0</dd>" in page
+    assert "<dt>Open weights</dt><dd>yes</dd>" in page
 
 
 def test_open_weights_is_off_unless_the_owner_says_so(client, owner, tiny_dir, submissions_dir):  # noqa: F811
