@@ -39,6 +39,7 @@ from arena.ratings.refit import snapshots_refit
 from arena.votes.voters import voters_flag as voters_flag_run
 from common.public_ids import battle_id
 from evalcore.models import load_backend
+from evalcore.models.base import ChatStream
 from workers import metrics
 from workers.queues import DEFAULT, GENERATE, JUDGE, LONG_TASK_OPTIONS, generation_queue
 from workers.runtime import pool
@@ -154,7 +155,8 @@ def battle_generate(self, turn_id: int, side: str) -> str:
         messages = generation.conversation_for_side(turn, side)
         deadline = time.monotonic() + settings.ARENA_GENERATION_TIMEOUT_S
         last_save = time.monotonic()
-        for delta in backend.stream_chat(messages, params):
+        stream = ChatStream(backend.stream_chat(messages, params))  # keeps why it stopped (the token limit?)
+        for delta in stream:
             if not delta:
                 continue
             publish("battle.delta", offset=len(text), text=delta)
@@ -172,10 +174,10 @@ def battle_generate(self, turn_id: int, side: str) -> str:
         publish("battle.error", message=SIDE_FAILED_MESSAGE)
         metrics.battle_side_observe(side, "error", time.time() - turn.created_at.timestamp())
         return "failed"
-    if not generation.turn_side_finish(turn_id, side, text):
+    if not generation.turn_side_finish(turn_id, side, text, cut=stream.cut):
         return "reaped"
     metrics.battle_side_observe(side, "done", time.time() - turn.created_at.timestamp())
-    publish("battle.done", text=text)
+    publish("battle.done", text=text, cut=stream.cut)
     return "done"
 
 

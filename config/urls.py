@@ -1,4 +1,6 @@
 from django.contrib import admin
+from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.urls import include, path, re_path
 from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularAPIView
@@ -10,8 +12,16 @@ from common.observability import metrics_view
 handler404 = "common.api_errors.not_found"
 handler500 = "common.outages.server_error"  # a 503 with Retry-After while PostgreSQL or Redis restarts
 
+
+
+def favicon(request):
+    """``/favicon.ico``, which browsers ask for on pages without an icon link (the admin, JSON): the static icon."""
+    return redirect(static("favicon.ico"))
+
+
 urlpatterns = [
     path("", TemplateView.as_view(template_name="home.html"), name="home"),
+    path("favicon.ico", favicon, name="favicon"),
     path("healthz", healthz, name="healthz"),
     path("metrics", metrics_view, name="metrics"),
     path("admin/", admin.site.urls),

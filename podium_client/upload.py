@@ -214,6 +214,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--precision", default="bfloat16", choices=["bfloat16", "float16", "float32"])
     parser.add_argument("--chat-template", action="store_true", help="apply the chat template when evaluating")
     parser.add_argument("--private", action="store_true", help="a private variant (visible only to you)")
+    parser.add_argument("--open-weights", action="store_true",
+                        help="anyone may download these weights (shown on the board; default: not open)")  # fmt: skip
     parser.add_argument("--chunk-mb", type=int, default=32, help="chunk size in MiB (default 32)")
     parser.add_argument("--checksum", choices=CHECKSUMS, default=None,
                         help="each chunk's checksum (default: crc32 where the server offers it, else sha256)")
@@ -232,7 +234,7 @@ def _submission(client: httpx.Client, args, files: dict[str, int], state: dict, 
             return known
     body = {"model_name": args.name or args.folder.resolve().name, "model_type": args.type, "base_model": args.base_model,
             "licence": args.licence, "precision": args.precision, "apply_chat_template": args.chat_template,
-            "private": args.private, "files": files}  # fmt: skip
+            "private": args.private, "open_weights": args.open_weights, "files": files}  # fmt: skip
     response = client.post("/api/submissions/", json=body)
     if response.status_code != 201:
         raise UploadError(f"The server refused the submission ({response.status_code}): {_detail(response)}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import threading
 
+import httpx
+
 from podium_client import upload
 
 
@@ -44,3 +46,23 @@ def test_uploads_recorded_from_many_threads_leave_a_whole_state_file(tmp_path, m
     saved = json.loads(upload.STATE_FILE.read_text())
     assert len(saved["submission"]["uploads"]) == 800
     assert sorted(p.name for p in upload.STATE_FILE.parent.iterdir()) == ["uploads.json"]  # no temporary left
+
+
+class _Recorder:
+    """Stands in for the httpx client: records the submission the command posts."""
+
+    def __init__(self):
+        self.posted = []
+
+    def post(self, url, json):
+        self.posted.append((url, json))
+        return httpx.Response(201, json={"id": "abc"})
+
+
+def test_open_weights_is_sent_only_when_the_owner_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(upload, "STATE_FILE", tmp_path / "uploads.json")
+    for extra, said in (([], False), (["--open-weights"], True)):
+        args = upload._parser().parse_args([str(tmp_path), "--url", "http://x", "--token", "t", "--licence", "mit", *extra])
+        client = _Recorder()
+        upload._submission(client, args, {"config.json": 1}, {}, "key")
+        assert client.posted[0][0] == "/api/submissions/" and client.posted[0][1]["open_weights"] is said

@@ -68,6 +68,10 @@ class Turn(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     finished_a = models.DateTimeField(null=True, blank=True)
     finished_b = models.DateTimeField(null=True, blank=True)
+    # The answer stopped at the model's max_new_tokens (the backend said so: evalcore.models.base.ChatStream);
+    # the page marks it "(cut at the token limit)" once the side is done.
+    cut_a = models.BooleanField(default=False, db_default=False)
+    cut_b = models.BooleanField(default=False, db_default=False)
     # What the public sees of this turn: prompt and answers with personal data and secrets replaced
     # (arena/publication/redaction.py), with the redactor's version; recomputed when that changes.
     redacted = models.JSONField(null=True, blank=True)

@@ -67,9 +67,10 @@ class PingConsumer(AsyncWebsocketConsumer):
 class BattleConsumer(AsyncWebsocketConsumer):
     """``/ws/arena/battles/<public_id>/``: streams both answers of the voter's own battle.
 
-    On connect the voter gets a snapshot of the battle (prompts, text so far, each side's status),
-    then live events: ``start``, ``delta`` (with the character ``offset`` it starts at, so a client can
-    drop what it already has), ``done`` (with the full text) and ``error``. Model names are never sent
+    On connect the voter gets a snapshot of the battle (prompts, text so far, each side's status and
+    ``cut``: the answer stopped at the model's token limit), then live events: ``start``, ``delta`` (with
+    the character ``offset`` it starts at, so a client can drop what it already has), ``done`` (with the
+    full text and ``cut``) and ``error``. Model names are never sent
     before the vote. The only client message is ``{"type": "sync"}``, answered with a new snapshot.
     """
 

@@ -42,11 +42,13 @@ def turn_side_progress(turn_id: int, side: str, text: str) -> bool:
     return bool(Turn.objects.filter(pk=turn_id, **{f"status_{side}__in": LIVE}).update(**{f"answer_{side}": text}))
 
 
-def turn_side_finish(turn_id: int, side: str, text: str) -> bool:
-    """Mark the side done; False (and nothing written) when it was failed meanwhile (by the reaper)."""
+def turn_side_finish(turn_id: int, side: str, text: str, *, cut: bool = False) -> bool:
+    """Mark the side done, ``cut`` when the answer stopped at the model's token limit; False (and nothing
+    written) when it was failed meanwhile (by the reaper)."""
     return bool(
         Turn.objects.filter(pk=turn_id, **{f"status_{side}__in": LIVE}).update(
-            **{f"answer_{side}": text, f"status_{side}": Turn.SideStatus.DONE, f"finished_{side}": timezone.now()}
+            **{f"answer_{side}": text, f"status_{side}": Turn.SideStatus.DONE, f"finished_{side}": timezone.now(),
+               f"cut_{side}": bool(cut)}  # fmt: skip
         )
     )
 

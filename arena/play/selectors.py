@@ -25,7 +25,11 @@ def battle_state(*, public_id, session_key: str) -> dict | None:
     for turn in Turn.objects.filter(battle=battle).order_by("index"):
         entry = {"index": turn.index, "prompt": turn.prompt}
         for side in ("a", "b"):
-            entry[side] = {"text": getattr(turn, f"answer_{side}"), "status": getattr(turn, f"status_{side}")}
+            entry[side] = {
+                "text": getattr(turn, f"answer_{side}"),
+                "status": getattr(turn, f"status_{side}"),
+                "cut": getattr(turn, f"cut_{side}"),  # stopped at the token limit
+            }
             if entry[side]["status"] == Turn.SideStatus.PENDING:
                 entry[side]["queue"] = {"ahead": answers_ahead(turn, models[side].queue_suffix)}
         turns.append(entry)

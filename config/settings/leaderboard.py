@@ -11,7 +11,7 @@ from config.settings.core import VAR_DIR
 from config.settings.web import MEDIA_ROOT
 
 # Leaderboard submissions (leaderboard/checkpoints.py validates uploads before anything is queued).
-# LEADERBOARD_MODEL_STORE: a folder of checkpoints owners may name instead of uploading ("" = off).
+# LEADERBOARD_MODEL_STORE: a folder of checkpoints staff may name instead of uploading ("" = off).
 try:
     LEADERBOARD_MODEL_STORE = config_env.env.str("LEADERBOARD_MODEL_STORE", default="")
     LEADERBOARD_MAX_PARAMETERS = config_env.integer("LEADERBOARD_MAX_PARAMETERS", default=15_000_000_000, minimum=1)

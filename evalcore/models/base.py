@@ -186,6 +186,32 @@ def cut_at_stop(text: str, until: Sequence[str]) -> tuple[str, bool]:
     return text[:cut], cut < len(text)
 
 
+FINISH_LENGTH = "length"  # stream_chat stopped because max_new_tokens ran out (OpenAI's finish_reason)
+
+
+class ChatStream:
+    """The text deltas of a :meth:`Backend.stream_chat` stream, and why it stopped once it has.
+
+    A backend's ``stream_chat`` generator may ``return`` its finish reason (OpenAI's words: ``"length"``
+    when ``max_new_tokens`` ran out, ``"stop"`` when the model ended or a stop string was met); iterating
+    this wrapper yields the same deltas and keeps that value in :attr:`finish_reason` (None while the
+    stream runs, and for a stream that does not say). Callers that only want text iterate the stream as
+    before; the arena marks an answer cut at the token limit (:attr:`cut`).
+    """
+
+    def __init__(self, deltas: Iterator[str]):
+        self._deltas = deltas
+        self.finish_reason: str | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        self.finish_reason = yield from self._deltas
+
+    @property
+    def cut(self) -> bool:
+        """Whether the answer stopped at ``max_new_tokens`` (as far as the backend could tell)."""
+        return self.finish_reason == FINISH_LENGTH
+
+
 class Backend(abc.ABC):
     """A model that answers the three benchmark request kinds and streams chat answers.
 
@@ -240,7 +266,8 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def stream_chat(self, messages: Sequence[dict], params: ChatParams | dict | None = None) -> Iterator[str]:
-        """Yield text deltas of the assistant's answer to ``messages`` (OpenAI-style dicts)."""
+        """Yield text deltas of the assistant's answer to ``messages`` (OpenAI-style dicts); a generator
+        may return its finish reason (``"length"``, ``"stop"``), read through :class:`ChatStream`."""
 
     def chat(self, messages: Sequence[dict], params: ChatParams | dict | None = None) -> str:
         """The whole answer of :meth:`stream_chat` as one string."""

@@ -9,7 +9,7 @@ positions. Finished rows (stop string, EOS or ``max_gen_toks``) leave the batch 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Generator
 
 from evalcore.models.base import ChatParams, GenerationRequest, GenerationResult, cut_at_stop
 from evalcore.models.scoring import MIN_SHARED_PREFIX, common_prefix, run_base
@@ -248,8 +248,10 @@ def _held_back(text: str, stops) -> int:
     return hold
 
 
-def stream_tokens(backend, ids: list[int], params: ChatParams) -> Iterator[str]:
-    """Yield text deltas generated after the prompt ``ids`` (one row, KV cache)."""
+def stream_tokens(backend, ids: list[int], params: ChatParams) -> Generator[str, None, str]:
+    """Yield text deltas generated after the prompt ``ids`` (one row, KV cache); return why it stopped:
+    ``"length"`` when ``max_new_tokens`` ran out, ``"stop"`` at the end-of-sequence token or a stop string
+    (what :class:`evalcore.models.base.ChatStream` reads)."""
     import torch
 
     if params.max_new_tokens < 1:
@@ -281,6 +283,7 @@ def stream_tokens(backend, ids: list[int], params: ChatParams) -> Iterator[str]:
             logits = head(hidden[:, -1]).float()
             token = int(_pick_tokens(logits, [request], [generator])[0])
             if token == backend.eos_token_id:
+                reason = "stop"
                 break
             generated.append(token)
             text = backend.tok_decode(generated)
@@ -288,12 +291,15 @@ def stream_tokens(backend, ids: list[int], params: ChatParams) -> Iterator[str]:
             if stopped:
                 if len(cut) > emitted:
                     yield cut[emitted:]
-                return
+                return "stop"
             safe = len(text) - _held_back(text, stops)
             if safe > emitted:
                 yield text[emitted:safe]
                 emitted = safe
             step_input = torch.tensor([[token]], device=backend.device)
+        else:
+            reason = "length"  # every one of max_new_tokens was generated: the answer was cut there
     text = backend.tok_decode(generated).rstrip("\ufffd")
     if len(text) > emitted:
         yield text[emitted:]
+    return reason

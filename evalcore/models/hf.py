@@ -264,7 +264,7 @@ class HFBackend(Backend):
         if params.system_prompt and messages[0]["role"] != "system":
             messages = [{"role": "system", "content": params.system_prompt}, *messages]
         ids = self.chat_prompt_ids(messages)
-        yield from stream_tokens(self, ids, params)
+        return (yield from stream_tokens(self, ids, params))  # the finish reason (ChatStream)
 
     def chat_context(self, messages) -> str:
         """The conversation rendered with the model's chat template, ending with the assistant's turn

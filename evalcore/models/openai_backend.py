@@ -246,13 +246,14 @@ class OpenAIBackend(Backend):
     def _stream_deltas(self, payload: dict) -> Iterator[str]:
         events = self._client.events("POST", "/chat/completions", payload)
         finished = False
+        reason = None  # the finish_reason the endpoint gave ("length": cut at max_tokens), returned
         usage = None
         try:
             for data in events:
                 if data.strip() == "[DONE]":
                     self._count_usage(usage)
                     usage = False  # counted
-                    return
+                    return reason
                 event = parse_json(data, "stream event")
                 usage = event.get("usage") or usage
                 if event.get("error"):
@@ -261,6 +262,8 @@ class OpenAIBackend(Backend):
                 choice = choices[0] if choices and isinstance(choices[0], dict) else {}
                 delta = (choice.get("delta") or {}).get("content")
                 finished = finished or bool(choice.get("finish_reason"))
+                if isinstance(choice.get("finish_reason"), str):
+                    reason = choice["finish_reason"]
                 if delta:
                     yield delta
         finally:
@@ -269,6 +272,7 @@ class OpenAIBackend(Backend):
             self._count_usage(usage)
         if not finished:  # closed without [DONE] or a finish_reason: the answer may be cut short
             raise EndpointError(f"the stream from {self.base_url} ended before the answer was complete")
+        return reason
 
     def generate_until(
         self, requests: Sequence[GenerationRequest], *, progress=None

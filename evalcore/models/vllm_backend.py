@@ -388,10 +388,14 @@ class VLLMBackend(Backend):
         )
         if self.loop is None:
             raise ValueError("this vllm backend was closed")
+        reason = None
         for output in self.loop.stream(ids, sampling):
             delta = output.outputs[0].text if output.outputs else ""
             if delta:
                 yield delta
+            if output.outputs and output.outputs[0].finish_reason:
+                reason = str(output.outputs[0].finish_reason)  # "length" at max_tokens, else "stop"
+        return reason
 
     def close(self) -> None:
         """Stop the engine loop and shut the engine down (the worker's pool calls this on eviction and exit)."""

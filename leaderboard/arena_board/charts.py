@@ -61,6 +61,15 @@ def _top(rows: list[dict], extra: dict) -> list[int]:
     return [i for i, name in enumerate(extra["models"]) if name in best]
 
 
+# Battles per pair: more battles, darker blue, from 0. Plotly.js's named "Blues" runs the other way (dark
+# rgb(5,10,172) at the minimum, light grey at the maximum), which drew the rarest pairs darkest; this is
+# ColorBrewer's Blues (matplotlib's), light to dark, spelled out so no library's naming decides it.
+BATTLES_COLORSCALE = [
+    [0.0, "#f7fbff"], [0.125, "#deebf7"], [0.25, "#c6dbef"], [0.375, "#9ecae1"], [0.5, "#6baed6"],
+    [0.625, "#4292c6"], [0.75, "#2171b5"], [0.875, "#08519c"], [1.0, "#08306b"],
+]  # fmt: skip
+
+
 def _heatmap(extra: dict, keep: list[int], key: str, title: str, *, percent: bool) -> dict:
     models = [extra["models"][i] for i in keep]
     matrix = extra[key]
@@ -71,8 +80,8 @@ def _heatmap(extra: dict, keep: list[int], key: str, title: str, *, percent: boo
     ]
     trace = {
         "type": "heatmap", "z": values, "x": models, "y": models, "text": text, "texttemplate": "%{text}",
-        "colorscale": "RdBu" if percent else "Blues", "hovertemplate": "%{y} vs %{x}: %{text}<extra></extra>",
-        **({"zmin": 0, "zmax": 1, "zmid": 0.5} if percent else {}),
+        "colorscale": "RdBu" if percent else BATTLES_COLORSCALE, "hovertemplate": "%{y} vs %{x}: %{text}<extra></extra>",
+        **({"zmin": 0, "zmax": 1, "zmid": 0.5} if percent else {"zmin": 0}),
     }  # fmt: skip
     side = max(320, 90 + 36 * len(models))
     layout = _layout(title, side, "opponent", "model", yaxis={"autorange": "reversed"})

@@ -98,6 +98,9 @@ class Submission(models.Model):
     model_type = models.CharField(max_length=16, choices=ModelType.choices)
     base_model = models.CharField(max_length=200, blank=True)
     licence = models.CharField(max_length=100)
+    open_weights = models.BooleanField(
+        default=False, help_text="The owner's word: anyone may download the weights (the catalogue shows it)."
+    )
     precision = models.CharField(
         max_length=16, choices=Precision.choices, default=Precision.BFLOAT16, blank=True,
         help_text="Empty only for an endpoint evaluation (the server's precision is not known).",

@@ -65,6 +65,7 @@ class SubmissionCreateSerializer(serializers.Serializer):
     model_type = serializers.ChoiceField(choices=["pretrained", "fine-tuned", "chat", "merge"])
     base_model = serializers.CharField(required=False, help_text="Required for fine-tunes and merges.")
     licence = serializers.CharField()
+    open_weights = serializers.BooleanField(required=False, help_text="Anyone may download the weights (default false).")
     precision = serializers.ChoiceField(choices=["float32", "bfloat16", "float16"], required=False)
     apply_chat_template = serializers.BooleanField(required=False)
     private = serializers.BooleanField(required=False)
@@ -140,7 +141,7 @@ class SubmissionCreateMixin:
 
 
 CREATE_FIELDS = tuple(SubmissionCreateSerializer().fields)
-BOOLEAN_FIELDS = ("apply_chat_template", "private")
+BOOLEAN_FIELDS = ("apply_chat_template", "private", "open_weights")
 _BOOLEAN_TEXT = {"true": True, "false": False}
 
 

@@ -10,6 +10,7 @@ from django import forms
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 
+from common.query import LICENCE_PATTERN
 from evalcore.contamination.corpus import SUFFIXES as CORPUS_SUFFIXES
 from leaderboard.models import Submission
 from leaderboard.submissions import checkpoints, services
@@ -17,6 +18,7 @@ from leaderboard.submissions import checkpoints, services
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$")  # the arena catalogue's name rule
 TRAINING_FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 TRAINING_FILES_MAX = 16
+CLOSED_LICENCES = {"proprietary", "closed", "closed-source"}  # say the weights are not published
 
 
 class MultipleFileInput(forms.ClearableFileInput):
@@ -67,17 +69,31 @@ class SubmissionMetadataForm(forms.Form):
     base_model = forms.CharField(
         required=False, max_length=200, help_text="Required for fine-tunes and merges."
     )
-    licence = forms.CharField(max_length=100, help_text="e.g. apache-2.0, mit, llama3.1")
+    licence = forms.RegexField(
+        regex=LICENCE_PATTERN, max_length=100, help_text="e.g. apache-2.0, mit, llama3.1",
+        error_messages={"invalid": "A licence name such as apache-2.0: letters, digits, spaces and . + _ ( ) / - only."},
+    )  # fmt: skip
+    open_weights = forms.BooleanField(
+        required=False, label="Open weights",
+        help_text="Anyone may download these weights (e.g. from a public Hugging Face repository). "
+        "Shown on the board and the model's page; left unticked, the weights are listed as not open.",
+    )  # fmt: skip
     apply_chat_template = forms.BooleanField(required=False)
     private = forms.BooleanField(required=False, label="Private variant (visible only to you until published)")
 
     def clean_base_model(self) -> str:
         return self.cleaned_data["base_model"].strip()
 
+    def clean_licence(self) -> str:
+        return self.cleaned_data["licence"].strip()
+
     def clean(self):
         data = super().clean()
         if data.get("model_type") in Submission.NEEDS_BASE_MODEL and not data.get("base_model"):
             self.add_error("base_model", "Name the base model of a fine-tune or merge.")
+        if data.get("open_weights") and (data.get("licence") or "").lower() in CLOSED_LICENCES:
+            self.add_error("open_weights", f"Open weights under a {data['licence']!r} licence: name the licence the "
+                                           "weights are published under, or untick open weights.")  # fmt: skip
         return data
 
 
@@ -97,15 +113,22 @@ class SubmissionForm(SubmissionMetadataForm):
         "They are scanned for benchmark items (13-gram overlap); unreadable lines are skipped and counted.",
     )  # fmt: skip
     field_order = ["model_name", "files", "store_path", "precision", "model_type", "base_model", "licence",
-                   "apply_chat_template", "private", "training_data"]  # fmt: skip
+                   "open_weights", "apply_chat_template", "private", "training_data"]  # fmt: skip
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, staff: bool = False, **kwargs):
+        """``staff``: whether the submitter may name a folder on the server's model store (staff only: the
+        store is the server's disk, not the owner's)."""
         super().__init__(*args, **kwargs)
         self.report: checkpoints.CheckpointReport | None = None
         self.checkpoint_files: list[checkpoints.CheckpointFile] = []
         self.store_folder: Path | None = None
-        if not settings.LEADERBOARD_MODEL_STORE:
+        if not settings.LEADERBOARD_MODEL_STORE or not staff:
             del self.fields["store_path"]
+        self.store_refusal = (
+            "" if "store_path" in self.fields
+            else "Only staff may name a folder on the server's model store; upload the checkpoint's files instead."
+            if settings.LEADERBOARD_MODEL_STORE else "This server has no model store; upload the checkpoint's files."
+        )  # fmt: skip
 
     def clean_training_data(self) -> list[UploadedFile]:
         """Names and sizes only: the content is read by the scan, which skips and counts bad lines."""
@@ -133,6 +156,9 @@ class SubmissionForm(SubmissionMetadataForm):
     def clean(self):
         want_chat_template = bool(self.cleaned_data.get("apply_chat_template"))  # add_error drops fields
         data = super().clean()
+        posted = self.data.get("store_path") if hasattr(self.data, "get") else None
+        if self.store_refusal and isinstance(posted, str) and posted.strip():  # a field not offered, posted anyway
+            raise forms.ValidationError(self.store_refusal)
         uploads = data.get("files") or []
         store_path = (data.get("store_path") or "").strip()
         if uploads and store_path:

@@ -220,10 +220,14 @@ def submission_create(*, owner, data: dict, files: list[checkpoints.CheckpointFi
             submission = Submission(
                 owner=owner,
                 model_name=name,
-                language_model=model_register(name=name, family=data.get("base_model") or ""),
+                language_model=model_register(
+                    name=name, family=data.get("base_model") or "", licence=data["licence"].strip(),
+                    open_weights=bool(data.get("open_weights")),
+                ),
                 model_type=data["model_type"],
                 base_model=data.get("base_model") or "",
                 licence=data["licence"].strip(),
+                open_weights=bool(data.get("open_weights")),
                 precision=data["precision"],
                 apply_chat_template=bool(data.get("apply_chat_template")),
                 private=bool(data.get("private")),

@@ -47,12 +47,12 @@ def submit(request):
         return _submit(request, handler)
     except TooManyFilesSent:
         message = "Too many files in one upload."
-        return _render_form(request, SubmissionForm(), status=400, upload_error=message)
+        return _render_form(request, SubmissionForm(staff=request.user.is_staff), status=400, upload_error=message)
     except OSError as exc:  # the temporary folder filled up while the upload arrived
         log.warning("an upload by %s could not be received: %s", request.user.pk, exc)
         _discard_partial_uploads(request)
         message = "The server ran out of space while receiving the upload; nothing was stored. Try again later."
-        return _render_form(request, SubmissionForm(), status=507, upload_error=message)
+        return _render_form(request, SubmissionForm(staff=request.user.is_staff), status=507, upload_error=message)
 
 
 def _discard_partial_uploads(request) -> None:
@@ -70,11 +70,11 @@ def _discard_partial_uploads(request) -> None:
 @csrf_protect
 def _submit(request, handler: SizeLimitHandler):
     if request.method != "POST":
-        return _render_form(request, SubmissionForm())
-    form = SubmissionForm(request.POST, request.FILES)
+        return _render_form(request, SubmissionForm(staff=request.user.is_staff))
+    form = SubmissionForm(request.POST, request.FILES, staff=request.user.is_staff)
     if handler.too_large:
         message = f"The upload is larger than the limit of {handler.limit} bytes; nothing was stored."
-        form = SubmissionForm(initial=request.POST.dict())
+        form = SubmissionForm(initial=request.POST.dict(), staff=request.user.is_staff)
         return _render_form(request, form, status=413, upload_error=message)
     if not form.is_valid():
         return _render_form(request, form, status=400)

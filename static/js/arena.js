@@ -131,6 +131,13 @@
           line.textContent = note;
           answer.appendChild(line);
         }
+        if (state.status === "done" && state.cut) {
+          const mark = document.createElement("p");
+          mark.className = "cut-mark muted";
+          mark.textContent = "(cut at the token limit)";
+          mark.title = "The model reached the most tokens an answer may have here; the answer ends mid-way.";
+          answer.appendChild(mark);
+        }
         if (state.status === "error") {
           const failed = document.createElement("p");
           failed.textContent = state.message || "This model could not answer. This battle will not be rated.";
@@ -182,7 +189,7 @@
         if (overlap < event.text.length) side.text += event.text.slice(overlap);
       }  // a gap is repaired by the final "done" text
       side.status = "streaming";
-    } else if (event.type === "done") { side.text = event.text; side.status = "done"; }
+    } else if (event.type === "done") { side.text = event.text; side.status = "done"; side.cut = !!event.cut; }
     else if (event.type === "error") { side.status = "error"; side.message = event.message; }
     render();
   }

@@ -12,6 +12,7 @@ from django.test import Client
 
 from arena.models import Battle, LanguageModel, Turn, Vote
 from arena.play import base, generation
+from arena.play.identity import salted_hash
 from arena.play.selectors import battle_state
 from arena.tasks import battle_generate
 from arena.votes import casting
@@ -316,3 +317,34 @@ def test_vote_claims_the_battle_only_if_unchanged_since_it_was_read():
     assert votes._vote_save_claiming(stale, vote) is False
     assert not Vote.objects.filter(battle=battle).exists()
     assert Battle.objects.get(pk=battle.pk).status == Battle.Status.FAILED
+
+
+def test_an_answer_cut_at_the_token_limit_is_recorded_and_sent(arena_models, monkeypatch):
+    """Item 9 of the README demo's issue: the side whose answer stopped at max_new_tokens is marked cut
+    (stored, in the voter's snapshot, and in the "done" event), the side that ended by itself is not."""
+    greedy, _ = arena_models
+    LanguageModel.objects.filter(pk=greedy.pk).update(generation={"max_new_tokens": 2, "temperature": 0.0})
+    roomy = LanguageModel.objects.create(
+        name="smollm2-roomy", backend="hf", model_args=greedy.model_args,
+        generation={"max_new_tokens": 200, "temperature": 0.0}, in_arena=True,
+    )  # fmt: skip
+    sent = []
+    monkeypatch.setattr("arena.tasks.Publisher.__call__", lambda self, kind, **fields: sent.append((kind, fields)))
+    battle = Battle.objects.create(model_a=LanguageModel.objects.get(pk=greedy.pk), model_b=roomy,
+                                   session_hash=salted_hash("voter-key", purpose="session"), ip_hash="i")  # fmt: skip
+    turn = Turn.objects.create(battle=battle, index=0, prompt="What is the capital of France? Answer in one word.")
+    before = battle_state(public_id=battle.public_id, session_key="voter-key")
+    assert [before["turns"][0][side]["cut"] for side in "ab"] == [False, False]  # nothing known yet
+    assert battle_generate(turn.pk, "a") == "done"
+    assert battle_generate(turn.pk, "b") == "done"
+    turn.refresh_from_db()
+    assert (turn.cut_a, turn.cut_b) == (True, False)
+    assert turn.answer_a and "Paris" in turn.answer_b
+    assert [fields["cut"] for kind, fields in sent if kind == "battle.done"] == [True, False]
+    state = battle_state(public_id=battle.public_id, session_key="voter-key")
+    assert [state["turns"][0][side]["cut"] for side in "ab"] == [True, False]
+    assert "smollm2" not in str(state)  # the mark names no model
+    assert battle_state(public_id=battle.public_id, session_key="someone-else") is None
+    assert generation.turn_side_finish(turn.pk, "a", "again", cut=False) is False  # done already: unchanged
+    turn.refresh_from_db()
+    assert turn.cut_a and turn.answer_a != "again"

@@ -286,6 +286,9 @@ def test_the_staff_page_samples_confirms_and_corrects(published):
     assert page.status_code == 200
     html = page.content.decode()
     assert html.count('class="tag-check"') == 8 and "Write a poem about autumn rain." in html
+    scores = set(PromptTag.objects.filter(category="mentions_code").values_list("score", flat=True))
+    assert 1 in scores  # one criterion answered yes: said in the singular
+    assert "(1 criterion yes: code yes)" in html and "1 criteria" not in html
     tag = PromptTag.objects.filter(category="mentions_code").order_by("id").first()
     done = staff.post("/leaderboard/review/categories/",
                       {"tag": tag.pk, "value": "no", "category": "mentions_code", "seed": 3})  # fmt: skip

@@ -130,3 +130,27 @@ def test_heatmaps_show_the_top_models_of_a_large_arena():
     assert battles["z"][0][1] == extra["battles"][i][j] and battles["z"][0][0] is None
     assert "top 20 of 30" in figures["predicted"]["layout"]["title"]["text"]
     assert len(figures["ratings"]["data"][0]["y"]) == 30  # the ratings chart keeps every model
+
+
+def _luminance(colour: str) -> float:
+    """Relative luminance (WCAG 2) of a #rrggbb colour: 0 black, 1 white."""
+    channels = [int(colour[k : k + 2], 16) / 255 for k in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def test_more_battles_are_drawn_darker_from_zero():
+    """The README demo's issue: Plotly's named "Blues" is dark at its minimum, so the pairs with the fewest
+    battles were the darkest. The scale is spelled out, light at 0 battles to dark at the most."""
+    models = ["a", "b", "c"]
+    rows = [{"model": m, "rating": 1000 - k, "ci_low": None, "ci_high": None} for k, m in enumerate(models)]
+    extra = {"models": models, "predicted": [[0.5] * 3] * 3, "battles": [[0, 5, 50], [5, 0, 500], [50, 500, 0]]}
+    html = str(snapshot_figures(rows, extra, "Bradley-Terry"))
+    trace = json.loads(html[html.index(">") + 1 : html.rindex("<")])["battles"]["data"][0]
+    scale = trace["colorscale"]
+    assert isinstance(scale, list) and not trace.get("reversescale")  # no library's name decides the direction
+    assert [stop for stop, _ in scale] == sorted(stop for stop, _ in scale) and scale[0][0] == 0 and scale[-1][0] == 1
+    luminances = [_luminance(colour) for _, colour in scale]
+    assert all(a > b for a, b in zip(luminances, luminances[1:]))  # every step darker
+    assert luminances[0] > 0.9 and luminances[-1] < 0.1
+    assert trace["zmin"] == 0 and "zmax" not in trace  # 0 battles is the lightest; the most, the darkest

@@ -103,10 +103,11 @@ def test_a_refused_csrf_check_on_the_arena_json_endpoints_is_json():
         ({"apply_chat_template": "maybe"}, {"apply_chat_template": ["must be true or false, got 'maybe'"]}),
         ({"private": "yes"}, {"private": ["must be true or false, got 'yes'"]}),
         ({"private": 1}, {"private": ["must be true or false, got '1'"]}),
+        ({"open_weights": "open"}, {"open_weights": ["must be true or false, got 'open'"]}),
         ({"owner": 1}, {"owner": ["unknown field; the fields are: model_name, model_type, base_model, licence, "
-                                  "precision, apply_chat_template, private, files"]}),
+                                  "open_weights, precision, apply_chat_template, private, files"]}),
         ({"status": "FINISHED"}, {"status": ["unknown field; the fields are: model_name, model_type, base_model, "
-                                             "licence, precision, apply_chat_template, private, files"]}),
+                                             "licence, open_weights, precision, apply_chat_template, private, files"]}),
     ],
 )  # fmt: skip
 def test_a_submission_with_a_bad_boolean_or_an_unknown_field_is_refused(

@@ -303,6 +303,8 @@ def test_shared_model_store_path(client, owner, tiny_dir, submissions_dir, setti
     (tmp_path / "outside").mkdir()
     (store / "link").symlink_to(tmp_path / "outside")
     settings.LEADERBOARD_MODEL_STORE = str(store)
+    owner.is_staff = True  # the store is the server's disk: staff only
+    owner.save()
     assert b"store_path" in client.get(SUBMIT).content
     for path, message in [("../outside", "without &#x27;..&#x27;"), ("link", "outside the model store")]:
         response = client.post(SUBMIT, form_data([], store_path=path))
@@ -314,6 +316,23 @@ def test_shared_model_store_path(client, owner, tiny_dir, submissions_dir, setti
     assert not submissions_dir.exists()  # evaluated where it lies, never copied
     response = client.post(SUBMIT, form_data(uploads(tiny_dir), store_path="acme/tiny"))
     assert "not both" in response.content.decode()
+
+
+@pytest.mark.parametrize("path", ["acme/tiny", "../outside", " /etc ", "x" * 600])
+def test_an_owner_who_is_not_staff_cannot_name_a_store_path(client, owner, tiny_dir, submissions_dir, settings,
+                                                            tmp_path, path):  # fmt: skip
+    store = tmp_path / "store"
+    shutil.copytree(tiny_dir, store / "acme" / "tiny")
+    settings.LEADERBOARD_MODEL_STORE = str(store)
+    assert b"store_path" not in client.get(SUBMIT).content  # not offered
+    for files in ([], uploads(tiny_dir)):  # posted anyway, alone or beside an upload
+        response = client.post(SUBMIT, form_data(files, store_path=path))
+        assert response.status_code == 400
+        assert "Only staff may name a folder on the server&#x27;s model store" in response.content.decode()
+    assert not Submission.objects.exists()
+    settings.LEADERBOARD_MODEL_STORE = ""
+    response = client.post(SUBMIT, form_data([], store_path=path))
+    assert response.status_code == 400 and "This server has no model store" in response.content.decode()
 
 
 def test_many_private_variants_make_a_public_entry_wait_for_review(client, owner, make_checkpoint, submissions_dir,

@@ -71,7 +71,9 @@ class Command(BaseCommand):
                 "model_type": Submission.ModelType.CHAT,
                 "base_model": "HuggingFaceTB/SmolLM2-135M",
                 "licence": "apache-2.0",
-            }
+                "open_weights": True,  # SmolLM2's weights are public on the Hugging Face Hub
+            },
+            staff=True,  # the demo's admin names a folder on the model store
         )
         if not form.is_valid():
             raise CommandError(f"the demo model could not be submitted: {form.errors.as_text()}")

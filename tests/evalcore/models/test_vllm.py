@@ -15,6 +15,7 @@ import pytest
 
 from evalcore.judging import judge_pairs, load_protocol, read_pairs
 from evalcore.models import GenerationRequest, LoglikelihoodRequest, RollingRequest, load_backend
+from evalcore.models.base import ChatStream
 from evalcore.models.vllm_engine import EngineLoop
 from evalcore.models.vllm_settings import EngineSettings, check_fits
 from tests.conftest import FLOAT32_ATOL
@@ -112,6 +113,17 @@ def test_chat_streams_token_by_token_the_hf_backend_answer(vllm, hf):
     stopped = vllm.chat(messages, {"max_new_tokens": 48, "stop": ["\n"], "system_prompt": "Be brief."})
     assert stopped == hf.chat(messages, {"max_new_tokens": 48, "stop": ["\n"], "system_prompt": "Be brief."})
     assert "\n" not in stopped
+
+
+def test_chat_says_why_it_stopped_as_the_hf_backend_does(vllm, hf):
+    """The arena marks an answer cut at max_new_tokens: both engines must say "length" there, "stop" at
+    the end of the answer (issue of the README demo, item 9)."""
+    messages = [{"role": "user", "content": "What is the capital of France? Answer in one word."}]
+    for limit, reason in ((2, "length"), (200, "stop")):
+        streams = [ChatStream(b.stream_chat(messages, {"max_new_tokens": limit, "temperature": 0})) for b in (vllm, hf)]
+        texts = ["".join(stream) for stream in streams]
+        assert texts[0] == texts[1]
+        assert [s.finish_reason for s in streams] == [reason, reason] and streams[0].cut is (reason == "length")
 
 
 def test_a_stream_interval_sends_fewer_deltas_and_the_same_text(vllm, monkeypatch):
