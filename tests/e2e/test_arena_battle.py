@@ -109,13 +109,14 @@ def test_model_output_is_rendered_as_text_not_markup(arena_site, browser):
 
 
 QUEUED = "later"  # a generation queue no worker serves until the test starts one
+CUT_AT = 12
 
 
 @pytest.fixture
 def queued_site(transactional_db, redis_url, smollm2_dir, start_worker, start_asgi_server, processes):
     entries = catalogue_parse(REPO_ROOT / "config" / "arena_models.demo.yaml")
     for entry in entries:
-        entry["generation"]["max_new_tokens"] = MAX_NEW_TOKENS
+        entry["generation"]["max_new_tokens"] = CUT_AT  # every answer to a story is cut
         entry["queue_suffix"] = QUEUED
     catalogue_sync(entries)
     env = clean_env(
@@ -143,7 +144,7 @@ def test_a_waiting_voter_is_told_the_queue_then_the_answers_stream(queued_site, 
     assert page.is_disabled("#send")
     page.click("#agree")
     page.wait_for_selector("#terms", state="hidden")
-    page.fill("#prompt", "Name a colour.")
+    page.fill("#prompt", "Write a long story about a dragon who learns to bake bread.")
     page.click("#send")
     page.wait_for_function("document.getElementById('status').textContent.includes('2 answers ahead')")
     notes = [page.inner_text(f"#pane-{side} .queue-note") for side in ("a", "b")]
@@ -162,6 +163,10 @@ def test_a_waiting_voter_is_told_the_queue_then_the_answers_stream(queued_site, 
         raise AssertionError(processes.log_of(worker)) from None
     assert all(page.inner_text(f"#pane-{side} .answer").strip() for side in ("a", "b"))
     assert page.locator(".queue-note").count() == 0
+    # Both answers stopped at the token limit: the database says so, and the page marks each one.
+    turn = Turn.objects.exclude(pk=earlier_turn.pk).get()
+    assert turn.cut_a and turn.cut_b
+    assert [page.inner_text(f"#pane-{side} .cut-mark") for side in ("a", "b")] == ["(cut at the token limit)"] * 2
     preloaded = LanguageModel.objects.filter(in_arena=True, retired_at__isnull=True).count()
     assert processes.log_of(worker).count(f"preloaded {preloaded} arena models for generate.{QUEUED}") == 2  # each slot
 
