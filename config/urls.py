@@ -3,7 +3,7 @@ from django.shortcuts import redirect
 from django.templatetags.static import static
 from django.urls import include, path, re_path
 from django.views.generic import TemplateView
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from common.api_errors import api_route_missing
 from common.health import healthz
@@ -30,6 +30,9 @@ urlpatterns = [
     path("api/", include("arena.api_urls")),
     path("api/", include("leaderboard.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    # The schema, browsable: Swagger UI from local static files (offline). Not Redoc: its bundle always
+    # loads its maker's logo from cdn.redoc.ly.
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     # Last: any other /api/ URL is a JSON 404 also with DEBUG on (handler404 serves only with it off, and
     # Django's debug page would list every URL pattern of the site).
     re_path(r"^api/", api_route_missing),

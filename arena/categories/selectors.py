@@ -10,10 +10,10 @@ import numpy as np
 import psycopg
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Max, Subquery
+from django.db.models import Count, Max, Q
 
 from arena.categories import tagger as categories
-from arena.models import PromptTag, RatingSnapshot, TagReview, Turn, Vote, VoteCategorization
+from arena.models import PromptTag, TagReview, Turn, Vote, VoteCategorization
 from arena.publication.redaction import turn_public
 from arena.publication.selectors import battles_published
 from arena.votes.selectors import VoteColumns
@@ -238,10 +238,14 @@ def tagged_categories() -> list[str]:
     return [p.category for p in categories.category_protocols()]
 
 
-def category_vote_counts() -> dict[str, int]:
-    """Each category's counted votes in its latest Bradley-Terry snapshot (the board's selector shows them),
-    ``overall`` first, then by name: one query."""
-    bt = RatingSnapshot.objects.filter(method=RatingSnapshot.Method.BT)
-    latest = bt.values("category").annotate(top=Max("id")).values("top")
-    found = dict(RatingSnapshot.objects.filter(id__in=Subquery(latest)).values_list("category", "vote_count"))
-    return {c: found[c] for c in sorted(found, key=lambda c: (c != "overall", c))}
+def tagging_backlog() -> dict[str, int]:
+    """Counted votes the tagger has not reached: ``waiting`` (a pending categorization, or none yet: the
+    votes above the newest enlisted one, which the queue enlists next) and ``failed`` (tagging failed
+    ``ARENA_CATEGORY_MAX_ATTEMPTS`` times; staff can retry them). Two small queries."""
+    found = VoteCategorization.objects.aggregate(
+        pending=Count("id", filter=Q(status=VoteCategorization.Status.PENDING, vote__counted=True)),
+        failed=Count("id", filter=Q(status=VoteCategorization.Status.FAILED, vote__counted=True)),
+        newest=Max("vote_id"),
+    )
+    unlisted = Vote.objects.filter(counted=True, id__gt=found["newest"] or 0, categorization__isnull=True).count()
+    return {"waiting": found["pending"] + unlisted, "failed": found["failed"]}

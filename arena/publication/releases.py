@@ -54,11 +54,7 @@ def _pa():
 
 
 def release_snapshot() -> RatingSnapshot:
-    snapshot = (
-        RatingSnapshot.objects.filter(method=RatingSnapshot.Method.BT, category="overall", last_vote_at__isnull=False)
-        .order_by("-created_at", "-id")
-        .first()
-    )
+    snapshot = publication_selectors.release_snapshot_latest()
     if snapshot is None:
         raise ArenaError("No rating snapshot yet: a release is cut at a snapshot (run a refit first).", status=409)
     return snapshot

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db.models import DateTimeField, ExpressionWrapper, F, Max, Prefetch, Q
 from django.db.models.functions import Least
 
-from arena.models import Battle, RatingSnapshot, Turn
+from arena.models import Battle, DataRelease, RatingSnapshot, Turn
 
 
 def battles_voted(
@@ -78,3 +79,26 @@ def battles_published(*, delay_s: int, **filters):
 def battle_published(public_id, *, delay_s: int) -> object | None:
     """One published battle by its public id; None before it is published (or if it does not exist)."""
     return battles_published(delay_s=delay_s).filter(public_id=public_id).first()
+
+
+def release_snapshot_latest() -> RatingSnapshot | None:
+    """The snapshot a data release would be cut at now: the newest overall Bradley-Terry snapshot that
+    covers a counted vote (:mod:`arena.publication.releases`), or None."""
+    return (
+        RatingSnapshot.objects.filter(method=RatingSnapshot.Method.BT, category="overall", last_vote_at__isnull=False)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
+def release_outlook() -> dict:
+    """What the releases page says about the next release: ``snapshot`` (the one a release would be cut at
+    now, or None before the first refit with a counted vote), ``released`` (a release of it exists),
+    ``publish_delay_hours`` (how old a battle's vote must be for it to be in one: ``ARENA_PUBLISH_DELAY_S``)."""
+    snapshot = release_snapshot_latest()
+    released = snapshot is not None and DataRelease.objects.filter(snapshot=snapshot).exists()
+    return {
+        "snapshot": snapshot,
+        "released": released,
+        "publish_delay_hours": round(int(settings.ARENA_PUBLISH_DELAY_S) / 3600, 1),
+    }

@@ -16,6 +16,7 @@ from arena.play.identity import arena_session_key
 from arena.publication import holds
 from arena.publication.consent import ConsentError, consent_give, publish_when, terms_version
 from arena.publication.forms import ConsentForm, ReportForm
+from arena.publication.selectors import release_outlook
 from common.public_ids import battle_id
 
 
@@ -57,7 +58,8 @@ def battle_report(request, public_id):
 def releases_page(request):
     """``/arena/releases/``: every data release with its files, sizes and checksums; staff can cut a new one."""
     releases = list(DataRelease.objects.select_related("snapshot").order_by("-created_at", "-id"))
-    return render(request, "arena/releases.html", {"releases": releases, "queued": request.GET.get("queued") == "1"})
+    context = {"releases": releases, "queued": request.GET.get("queued") == "1", "outlook": release_outlook()}
+    return render(request, "arena/releases.html", context)
 
 
 @require_POST

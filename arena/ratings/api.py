@@ -1,4 +1,5 @@
-"""The ratings API: ``/api/snapshots/``, ``/api/ratings/`` and ``/api/ratings/live/``.
+"""The ratings API: ``/api/snapshots/``, ``/api/ratings/`` (JSON, or CSV with ``?format=csv``) and
+``/api/ratings/live/``.
 
 Every query parameter is validated (:mod:`common.api_params`); rows, notes and matrices show the public only
 the models it may see (:mod:`arena.catalogue.selectors`), as the board does.
@@ -6,10 +7,16 @@ the models it may see (:mod:`arena.catalogue.selectors`), as the board does.
 
 from __future__ import annotations
 
-from django.http import Http404
+import io
+import re
+
+from django.http import Http404, HttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from arena.catalogue import selectors as catalogue
@@ -17,6 +24,7 @@ from arena.models import LiveRating, RatingSnapshot
 from arena.ratings import selectors
 from common.api_params import StrictLimitOffsetPagination, validated_query
 from common.query import CategoryParam, LicenceParam, OrganisationParam, YesNoParam
+from evalcore.boundary import csvsafe
 
 
 class SnapshotFilters(serializers.Serializer):
@@ -140,10 +148,76 @@ class LiveRatingsView(APIView):
         return Response(catalogue.masked(data, catalogue.withheld_names(described)))
 
 
-class RatingsView(APIView):
-    """The latest ratings for a method (bt, elo, style) and category (default: bt, overall)."""
+RATINGS_CSV_COLUMNS = [
+    "method", "category", "snapshot_id", "snapshot_created_at", "vote_count", "rank", "rank_ci_low",
+    "rank_ci_high", "model", "rating", "ci_low", "ci_high", "battles", "provisional", "tied_with",
+    "organisation", "licence", "parameter_count", "open_weights", "knowledge_cutoff", "retired_at",
+    "retired_reason",
+]  # fmt: skip
 
-    @extend_schema(parameters=[RatingsFilters], responses=RatingsSerializer)
+
+class RatingsCsvRenderer(BaseRenderer):
+    """``?format=csv`` (or ``Accept: text/csv``) on ``/api/ratings/``: the view answers the CSV itself
+    (:func:`ratings_csv`); an error body is JSON (:meth:`RatingsView.finalize_response`)."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data if isinstance(data, bytes | str) else JSONRenderer().render(data)
+
+
+def _cell(value):
+    """A CSV cell: empty for None (an open interval side, an unstated field), ISO dates, yes/no."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return value
+
+
+def ratings_csv(data: dict) -> str:
+    """The ratings answer ``data`` (:class:`RatingsSerializer`'s, rows as the board shows them) as CSV: one
+    row per model, best first, with the snapshot it comes from on every row; every cell through
+    :mod:`evalcore.boundary.csvsafe` (a model name cannot become a spreadsheet formula)."""
+    buffer = io.StringIO()
+    writer = csvsafe.writer(buffer, lineterminator="\n")
+    writer.writerow(RATINGS_CSV_COLUMNS)
+    for row in data["rows"]:
+        about = row.get("about") or {}
+        rank_ci = row.get("rank_ci") or [None, None]
+        values = {
+            "method": data["method"], "category": data["category"], "snapshot_id": data["snapshot_id"],
+            "snapshot_created_at": data["created_at"], "vote_count": data["vote_count"],
+            "rank": row.get("rank_ub"), "rank_ci_low": rank_ci[0], "rank_ci_high": rank_ci[1],
+            "model": row["model"], "rating": row.get("rating"), "ci_low": row.get("ci_low"),
+            "ci_high": row.get("ci_high"), "battles": row.get("battles"), "provisional": bool(row.get("provisional")),
+            "tied_with": "; ".join(row.get("tied_with") or []),
+            **{k: about.get(k) for k in ("organisation", "licence", "parameter_count", "open_weights",
+                                         "knowledge_cutoff", "retired_at", "retired_reason")},
+        }  # fmt: skip
+        writer.writerow([_cell(values[column]) for column in RATINGS_CSV_COLUMNS])
+    return buffer.getvalue()
+
+
+@extend_schema(
+    parameters=[RatingsFilters],
+    responses={(200, "application/json"): RatingsSerializer, (200, "text/csv"): OpenApiTypes.STR},
+    description=(
+        "JSON by default; `?format=csv` (or `Accept: text/csv`): one row per model, best first, columns "
+        + ", ".join(RATINGS_CSV_COLUMNS) + " (`rank`: LMArena's conservative rank among the rows shown; an "
+        "empty `ci_low`/`ci_high`: an open side of a provisional model's interval)."
+    ),
+)
+class RatingsView(APIView):
+    """The latest ratings for a method (bt, elo, style) and category (default: bt, overall), as JSON or
+    CSV (``?format=csv``): the same rows and filters as the board."""
+
+    renderer_classes = [*api_settings.DEFAULT_RENDERER_CLASSES, RatingsCsvRenderer]
+
     def get(self, request):
         params = validated_query(request, RatingsFilters, paged=False)
         snapshot = selectors.snapshot_latest(params["method"], params["category"])
@@ -154,4 +228,19 @@ class RatingsView(APIView):
             )
         described = catalogue.descriptions(names=catalogue.rated_names(snapshot.rows))
         context = {"catalogue": (described, catalogue.BoardFilters.of(params))}
-        return Response(RatingsSerializer(snapshot, context=context).data)
+        data = RatingsSerializer(snapshot, context=context).data
+        if request.accepted_renderer.format == "csv":
+            name = re.sub(r"[^a-z0-9_-]+", "_", f"{params['method']}_{params['category']}".lower())
+            response = HttpResponse(ratings_csv(data), content_type="text/csv; charset=utf-8")
+            response["Content-Disposition"] = f'attachment; filename="podium_ratings_{name}.csv"'
+            return response
+        return Response(data)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        """An error asked for as CSV (a bad parameter, no snapshot) is answered as JSON, the API's errors."""
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if isinstance(response, Response) and response.status_code >= 400 and getattr(
+            response.accepted_renderer, "format", None
+        ) == "csv":
+            response.accepted_renderer, response.accepted_media_type = JSONRenderer(), JSONRenderer.media_type
+        return response

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+from django.conf import settings
 from django.db.models import Count, Max, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
-from arena.models import Battle, LanguageModel, LiveRating, RatingPoint, RatingSnapshot
+from arena.models import Battle, LanguageModel, LiveRating, PairCountBase, RatingPoint, RatingSnapshot
 
 
 def retirements_public() -> dict:
@@ -153,3 +154,47 @@ def snapshot_latest_id_sql() -> str:
         f"SELECT id FROM {RatingSnapshot._meta.db_table} WHERE method = %(method)s AND category = %(category)s"
         " ORDER BY created_at DESC, id DESC LIMIT 1"
     )
+
+
+def category_votes(*, include: list[str] | tuple[str, ...] = ()) -> dict[str, dict]:
+    """Every category the arena has counted votes in or rated, with what its board needs to say:
+    ``votes`` (its counted votes now), ``snapshot`` (whether a Bradley-Terry snapshot of it exists),
+    ``snapshot_votes`` (the votes its latest snapshot covers; None without one) and ``min_votes`` (the
+    votes it needs for ratings: as that snapshot recorded, else as the last refit asked of a category,
+    else ``ARENA_REFIT_MIN_VOTES`` for ``overall`` and ``ARENA_LIVE_MIN_CATEGORY_VOTES`` (50) for the others); ``overall`` first, then by name. Two small queries, no vote is read.
+
+    ``votes`` is the newest of the live board's count (:class:`~arena.models.LiveRating`: the last
+    refit's base plus every counted vote after it, refitted within a second of each vote), the last
+    refit's base (:class:`~arena.models.PairCountBase`, which holds every category with a vote, tagged
+    ones below the refit's minimum included) and the latest snapshot's count. A snapshot's count alone
+    lags the votes until the next refit (the selector said "Overall (0 votes)" after four votes).
+    ``include``: categories to list even with no vote and no snapshot yet (0 votes)."""
+    bt = RatingSnapshot.objects.filter(method=RatingSnapshot.Method.BT)
+    latest = bt.values("category").annotate(top=Max("id")).values("top")
+    found: dict[str, dict] = {}
+    refit = {"min_votes": int(getattr(settings, "ARENA_REFIT_MIN_VOTES", 10)),
+             "min_category_votes": int(getattr(settings, "ARENA_LIVE_MIN_CATEGORY_VOTES", 50))}
+    for category, vote_count, created_at, min_votes, params in RatingSnapshot.objects.filter(
+        id__in=Subquery(latest)
+    ).values_list("category", "vote_count", "created_at", "settings__min_votes", "settings__refit"):
+        if category == "overall" and isinstance(params, dict):  # what the last refit asked of each category
+            refit.update({k: v for k, v in params.items() if k in refit and isinstance(v, int)})
+        found[category] = {
+            "votes": vote_count, "at": created_at, "snapshot": True, "snapshot_votes": vote_count,
+            "min_votes": min_votes if isinstance(min_votes, int) else None,
+        }  # fmt: skip
+    for category in include:
+        found.setdefault(category, {"votes": 0, "at": None, "snapshot": False, "snapshot_votes": None, "min_votes": None})
+    newer = PairCountBase.objects.values_list("category", "refit_at", "vote_count").union(
+        LiveRating.objects.values_list("category", "fitted_at", "vote_count"), all=True
+    )  # one query
+    for category, at, vote_count in newer:
+        entry = found.setdefault(
+            category, {"votes": 0, "at": None, "snapshot": False, "snapshot_votes": None, "min_votes": None}
+        )
+        if entry["at"] is None or (at is not None and at >= entry["at"]):
+            entry["votes"], entry["at"] = int(vote_count), at
+    for category, entry in found.items():  # a category the last refit did not rate: the refit's minimum
+        if entry["min_votes"] is None:
+            entry["min_votes"] = refit["min_votes" if category == "overall" else "min_category_votes"]
+    return {c: found[c] for c in sorted(found, key=lambda c: (c != "overall", c))}

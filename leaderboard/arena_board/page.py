@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from datetime import datetime
+from urllib.parse import urlencode
 
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
@@ -32,7 +33,9 @@ from leaderboard.arena_board.category_board import (
     categories_counted,
     category_check,
     category_choices,
+    category_known,
     category_stamp,
+    category_status,
 )
 from leaderboard.arena_board.charts import snapshot_figures
 
@@ -40,6 +43,7 @@ _RENDERED: OrderedDict[tuple, dict] = OrderedDict()
 _RENDERED_SIZE = 64
 _LOCK = threading.Lock()
 
+TOO_FEW_NOTE = "too few votes:"  # how a refit's and the live fit's notes open for a category not rated yet
 METHODS = {"bt": "Bradley-Terry", "style": "Style-controlled Bradley-Terry"}
 ELO_NOTE = (
     "Online Elo replays the votes once, in the order they arrived, moving both ratings a fixed step "
@@ -57,6 +61,16 @@ def category_label(category: str) -> str:
     return {"overall": "Overall", "multi_turn": "Multi-turn", "long_prompt": "Long prompts", "no_ties": "Without ties"}.get(
         category, arena_category_label(category)
     )
+
+
+def ratings_query(method: str, category: str, filters: BoardFilters) -> str:
+    """The query of ``/api/ratings/`` for the rows the board shows (the same method, category and filters)."""
+    params = {"method": method, "category": category, "organisation": filters.organisation, "licence": filters.licence}
+    if filters.open_weights is not None:
+        params["open_weights"] = "yes" if filters.open_weights else "no"
+    if filters.retired:
+        params["retired"] = "yes"
+    return urlencode({k: v for k, v in params.items() if v is not None})
 
 
 def _gap(a, b):
@@ -143,18 +157,23 @@ def arena_board(
     categories: list[str],
     snapshot: RatingSnapshot | None,
     elo: RatingSnapshot | None,
-    counts: dict[str, int] | None = None,
+    counts: dict[str, dict] | None = None,
     described: dict | None = None,
     filters: BoardFilters = BoardFilters(),
+    status: dict | None | bool = False,
 ) -> dict:
     """Everything the board shows for one method (``bt`` or ``style``) and category, as plain data.
 
-    ``snapshot`` is None when no refit has run yet; ``rows`` is empty while there are too few votes.
+    ``snapshot`` is None when no refit has rated the category yet; ``rows`` is empty while there are too
+    few votes. ``counts``: each category's votes now (:func:`categories_counted`); ``status``: what the
+    board says in place of ratings, once (:func:`category_status`; None when the snapshot has rows).
     ``described`` (the catalogue, :func:`arena.catalogue.selectors.descriptions`) and ``filters`` pick the
     rows shown (:func:`arena.catalogue.selectors.rows_public`): never a model that is not public, retired
     ones only on request; ranks are among the rows shown (:func:`arena.catalogue.selectors.ranks_among`).
     """
     described = {} if described is None else described
+    counts = {} if counts is None else counts
+    rated = snapshot is not None and bool(snapshot.rows)
     board = {
         "method": method,
         "method_label": METHODS[method],
@@ -162,15 +181,17 @@ def arena_board(
         "category": category,
         "category_label": category_label(category),
         "categories": category_choices(categories, counts),
+        "status": category_status(category, counts.get(category), rated=rated) if status is False else status,
+        "category_check": category_check(category, None if snapshot is None else snapshot.settings),
         "snapshot": None,
         "rows": [],
         "figures": None,
         "filters": filters,
         "choices": {"organisations": [], "licences": []},
+        "ratings_query": ratings_query(method, category, filters),
     }
     if snapshot is None:
         return board
-    board["category_check"] = category_check(category, snapshot.settings)
     elo_rows = {r["model"]: r for r in elo.rows} if elo is not None else {}
     settings = snapshot.settings
     public = rows_public(snapshot.rows, described, filters)
@@ -195,7 +216,11 @@ def arena_board(
         retired_hidden=0 if filters.retired else sum(1 for r in everyone if r["about"].get("retired_at")),
         choices=filter_choices(snapshot.rows, described),
         scale=scale_sentence(anchor_public(settings.get("anchor"), described)),
-        notes=notes_public(list(snapshot.extra.get("notes", [])), described),
+        # The status says "too few votes" once; the snapshot's note saying the same is not repeated.
+        notes=[
+            note for note in notes_public(list(snapshot.extra.get("notes", [])), described)
+            if rated or not note.startswith(TOO_FEW_NOTE)
+        ],
         coefficients=snapshot.extra.get("coefficients", []),
         elo_note=ELO_NOTE.format(
             k=(elo.settings.get("k", 4.0) if elo else 4.0),
@@ -211,9 +236,13 @@ def arena_board(
 
 
 def arena_board_page(*, method: str, category: str, filters: BoardFilters = BoardFilters()) -> dict:
-    """The rendered board for the page: ``html`` (safe), ``has_figures``, ``known`` (category exists).
-    Rendered once per set of snapshots, catalogue and filters (a retirement changes the board without a refit)."""
-    categories, counts = categories_counted()  # the categories with snapshots, and each one's votes
+    """The rendered board for the page: ``html`` (safe), ``has_figures``, ``known`` (the board has a page
+    for the category: when False, ``choices`` lists the categories it has and nothing is rendered).
+    Rendered once per set of snapshots, vote counts, catalogue and filters (a retirement changes the board
+    without a refit)."""
+    categories, counts = categories_counted()  # the categories offered, and each one's votes now
+    if not category_known(category, counts):
+        return {"known": False, "choices": category_choices(categories, counts), "html": "", "has_figures": False}
     stamps = rating_selectors.snapshot_latest_stamp(method, category), rating_selectors.snapshot_latest_stamp("elo", category)
     kept, snapshot, elo = (_rated(stamps[0]), _rated(stamps[1])), None, None
     names = None if None in kept else kept[0] | kept[1]
@@ -222,7 +251,15 @@ def arena_board_page(*, method: str, category: str, filters: BoardFilters = Boar
         elo = rating_selectors.snapshot_by_id(stamps[1][0]) if stamps[1] else None
         names = _keep_rated(stamps[0], snapshot) | _keep_rated(stamps[1], elo)
     described = descriptions(names=names)  # not the scored-only models
-    key = (method, category, *stamps, tuple(categories), category_stamp(category), filters, hash(repr(sorted(described.items()))))
+    entry = counts.get(category)
+    rated = bool(stamps[0] and entry and entry["snapshot"] and entry["snapshot_votes"] >= entry["min_votes"])
+    status = category_status(category, entry, rated=rated)  # a tagged one's backlog changes without a vote
+    votes_now = tuple((c, counts[c]["votes"], counts[c]["min_votes"]) for c in categories if c in counts)
+    votes_now += ((category, *(counts[category][k] for k in ("votes", "min_votes"))) if category in counts else (),)
+    key = (
+        method, category, *stamps, votes_now, category_stamp(category), filters,
+        tuple(sorted((status or {}).items())), hash(repr(sorted(described.items()))),
+    )  # fmt: skip
     with _LOCK:
         if key in _RENDERED:
             _RENDERED.move_to_end(key)
@@ -233,12 +270,12 @@ def arena_board_page(*, method: str, category: str, filters: BoardFilters = Boar
         elo = rating_selectors.snapshot_by_id(stamps[1][0])
     board = arena_board(
         method=method, category=category, categories=categories, snapshot=snapshot, elo=elo, counts=counts,
-        described=described, filters=filters,
+        described=described, filters=filters, status=status,
     )  # fmt: skip
     page = {
         "html": mark_safe(render_to_string("leaderboard/_arena_board.html", {"board": board})),
         "has_figures": bool(board["figures"]),
-        "known": category == "overall" or category in categories,
+        "known": True,
         "intervals": {r["model"]: r for r in board["rows"]},
         "described": described,
         "filters": filters,
@@ -312,16 +349,23 @@ _LIVE_TABLES: OrderedDict[tuple, str] = OrderedDict()
 def arena_live_html(*, category: str, page: dict, now: datetime) -> str:
     """The live board above the refit's: point ratings refitted within a second of each vote, the
     refit's intervals beside them, and how old each is. The table is rendered once per live fit and
-    refit; the ages are worked out per request."""
+    refit; the ages are worked out per request. Nothing while the live fit has no ratings (too few votes):
+    the board's status says that once."""
     stamp = rating_selectors.live_rating_stamp(category)
     if stamp is None:
         return ""
     key = (category, stamp["id"], stamp["fitted_at"], stamp["high_water"], page.get("refit_at"), page.get("filters"), page.get("catalogue"))
     with _LOCK:
         table = _LIVE_TABLES.get(key)
+    if table == "":
+        return ""
     if table is None:
         row = rating_selectors.live_rating(category)
         if row is None:
+            return ""
+        if not row.rows:  # too few votes for live ratings: the board's status says so, once
+            with _LOCK:
+                _LIVE_TABLES[key] = ""
             return ""
         shown = rows_public(row.rows, page.get("described", {}), page.get("filters", BoardFilters()))
         rows = live_rows(shown, page.get("intervals", {}))

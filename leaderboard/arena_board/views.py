@@ -41,6 +41,9 @@ def arena_leaderboard(request):
     method, category = form.cleaned_data["method"] or "bt", form.cleaned_data["category"] or "overall"
     filters = BoardFilters.of(form.cleaned_data)
     board = arena_board_page(method=method, category=category, filters=filters)
+    if not board["known"]:  # no such category: say so, and list the ones there are
+        context = {"unknown_category": category, "category_choices": board["choices"], "method": method}
+        return render(request, "leaderboard/arena.html", context, status=404)
     live = arena_live_html(category=category, page=board, now=timezone.now()) if method == "bt" else ""
     context = {
         "live_html": live,
@@ -48,7 +51,7 @@ def arena_leaderboard(request):
         "has_figures": board["has_figures"],
         "plotly_version": PLOTLY_VERSION,
     }
-    return render(request, "leaderboard/arena.html", context, status=200 if board["known"] else 404)
+    return render(request, "leaderboard/arena.html", context)
 
 
 @read_only

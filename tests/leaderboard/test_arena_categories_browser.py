@@ -1,6 +1,7 @@
 """The board's category selector in headless Chromium through daphne: a category tagged by the real
 SmolLM2 appears with its vote count, choosing it shows that category's fit with the tagger's protocol
-and its (not yet checked) agreement with staff; a tagged category without votes is not offered."""
+and its (not yet checked) agreement with staff; a configured category below the minimum is offered with
+its vote count and from how many votes its ratings appear."""
 
 from __future__ import annotations
 
@@ -63,7 +64,8 @@ def test_the_category_selector_offers_tagged_categories_with_their_votes(tagged_
                                select.locator("option").all_inner_texts()))  # fmt: skip
             assert options["overall"] == "Overall (120 votes)"
             assert options["mentions_code"] == f"Mentions code ({tagged} votes)"
-            assert "coding" not in options  # tagged, but no vote in it: not offered
+            # Configured, below the refit's minimum (10 here): offered with its votes and the minimum.
+            assert re.fullmatch(r"Coding \(\d+ votes?; ratings from 10\)", options["coding"]), options["coding"]
             assert page.locator("#category-check").count() == 0  # overall is not a tagged category
 
             select.select_option("mentions_code")
