@@ -79,7 +79,7 @@
     if (side.status === "streaming" && !side.text) return "starting";
     return side.status === "streaming" ? "answering" : side.status;
   }
-  function waiting() { return turns.some((t) => ["queued", "starting"].includes(phase(t.a)) || ["queued", "starting"].includes(phase(t.b))); }
+  function waiting() { return turns.some((t) => phase(t.a) === "queued" || phase(t.b) === "queued"); }
   function aheadText(count) { return count === 1 ? "1 answer ahead of it" : `${count} answers ahead of it`; }
   function sideNote(side) {
     const now = phase(side);
@@ -160,7 +160,7 @@
   }
 
   // While a side waits for a worker, ask the server every few seconds where it stands (its place in
-  // the queue moves without an event); streamed events take over once the answers start.
+  // the queue moves without an event); streamed events take over once a worker starts it.
   let pollTimer = null;
   function schedulePoll() {
     if (pollTimer || !waiting()) return;
@@ -171,8 +171,21 @@
     }, 2000);
   }
 
+  // A snapshot (on connect, or answering a sync) may be older than the events already streamed: a side
+  // keeps whichever of the two is further on (waiting < answering < finished; then the longer text).
+  const RANK = {pending: 0, streaming: 1, done: 2, error: 2};
+  function newer(local, remote) {
+    if (!local) return {...remote};
+    const ahead = (RANK[remote.status] ?? 0) - (RANK[local.status] ?? 0);
+    if (ahead > 0 || (ahead === 0 && (remote.text || "").length > (local.text || "").length)) return {...local, ...remote};
+    return ahead === 0 && remote.queue ? {...local, queue: remote.queue} : local;
+  }
+
   function applySnapshot(state) {
-    turns = state.turns.map((t) => ({prompt: t.prompt, a: {...t.a}, b: {...t.b}}));
+    turns = state.turns.map((t, index) => {
+      const known = turns[index];
+      return {prompt: t.prompt, a: newer(known && known.a, t.a), b: newer(known && known.b, t.b)};
+    });
     if (state.reveal) showReveal(state.reveal, state.winner);
     render();
   }
