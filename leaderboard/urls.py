@@ -50,6 +50,8 @@ urlpatterns = [
     path("submissions/<pubid:public_id>/", submissions_views.submission_detail, name="submission"),
     path("submissions/<pubid:public_id>/publish/", submissions_views.submission_publish, name="submission-publish"),
     path("submissions/<pubid:public_id>/status.json", submissions_views.submission_status, name="submission-status"),
+    path("submissions/<pubid:public_id>/progress.json", submissions_views.submission_progress,
+         name="submission-progress"),
     path("uploads/", tus.uploads, name="uploads"),
     path("uploads/<pubid:upload_id>/", tus.upload, name="upload"),
     path("review/", review_views.review_queue, name="review"),

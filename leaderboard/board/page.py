@@ -17,11 +17,12 @@ import threading
 from collections import OrderedDict
 
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils.http import urlencode
 from django.utils.safestring import mark_safe
 
 from leaderboard.board.charts import board_figures
-from leaderboard.board.entries import board_entries
+from leaderboard.board.entries import board_entries, entry_visible
 from leaderboard.board.selectors import SORT_COLUMNS, board_table
 from leaderboard.runs.integrity import board_clean_cells
 
@@ -106,13 +107,17 @@ def _pagination(data: dict, number: int, pages: int, total: int) -> dict:
     }  # fmt: skip
 
 
+def _kept_table(viewer, data: dict, built: dict) -> tuple[tuple, dict]:
+    """The key and the kept table and figures for these filters, as the page shows them to ``viewer``."""
+    owns = viewer is not None and viewer.is_authenticated and viewer.pk in built["owners"]
+    key = (built["fingerprint"], tuple(sorted(board_params(data).items())), viewer.pk if owns else None)
+    return key, _kept(_TABLES, _TABLES_SIZE, key, lambda: _table(viewer, data))
+
+
 def board_page(*, viewer, data: dict) -> dict:
     """``html`` (safe) of one page of the table, its legend and the charts, ``has_figures``, and
     ``page`` (the page number shown: ``data["page"]``, clamped to the last page), for validated filters."""
-    built = board_entries()
-    owns = viewer is not None and viewer.is_authenticated and viewer.pk in built["owners"]
-    key = (built["fingerprint"], tuple(sorted(board_params(data).items())), viewer.pk if owns else None)
-    kept = _kept(_TABLES, _TABLES_SIZE, key, lambda: _table(viewer, data))
+    key, kept = _kept_table(viewer, data, board_entries())
     pages = page_count(len(kept["table"]["rows"]))
     number = min(data.get("page") or 1, pages)
     return {**_kept(_RENDERED, _RENDERED_SIZE, (*key, number), lambda: _render(kept, data, number, pages)),
@@ -141,3 +146,32 @@ def _render(kept: dict, data: dict, number: int, pages: int) -> dict:
         "html": mark_safe(render_to_string("leaderboard/_board.html", context)),
         "has_figures": kept["figures"] is not None,
     }
+
+
+def board_position(*, viewer, public_id: str) -> dict | None:
+    """Where a submission stands on the board as ``viewer`` sees ``/leaderboard/`` unfiltered (with hidden
+    models when it is hidden): the very row that page shows, from the same kept table, so its average,
+    interval, rank and cells are the board's own numbers. None when it is not on the board (not
+    finished, re-run since, rejected, or not the viewer's to see).
+
+    ``row`` is the table's row (``avg`` and each ``cells[benchmark]`` on the percent scale), ``position``
+    its place in the default order (1-based) of ``total``, ``page`` the board page that lists it and
+    ``url`` that page with the row's anchor (``#entry-<public id>``).
+    """
+    built = board_entries()
+    entry = next((e for e in built["entries"] if e["public_id"] == public_id), None)
+    if entry is None or not entry_visible(entry, viewer, show_hidden=True):
+        return None
+    data = {"show": "hidden"} if entry["hidden"] else {}
+    _key, kept = _kept_table(viewer, data, built)
+    rows = kept["table"]["rows"]
+    index = next((i for i, row in enumerate(rows) if row["public_id"] == public_id), None)
+    if index is None:
+        return None
+    number = index // PAGE_ROWS + 1
+    query = board_query(data, page=number if number > 1 else "")
+    return {
+        "row": rows[index], "position": index + 1, "total": len(rows), "page": number,
+        "columns": kept["table"]["columns"], "hidden": entry["hidden"],
+        "url": reverse("leaderboard:index") + (f"?{query}" if query else "") + f"#entry-{public_id}",
+    }  # fmt: skip

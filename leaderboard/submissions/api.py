@@ -96,6 +96,10 @@ StatusSerializer = inline_serializer(
         "errors": serializers.ListField(child=serializers.CharField(), required=False),
         "files": serializers.ListField(child=serializers.DictField(), required=False),
         "progress": serializers.DictField(required=False),
+        "queue": serializers.DictField(required=False, allow_null=True,
+                                       help_text="PENDING only: position, ahead, running and a sentence."),
+        "summary": serializers.DictField(required=False, help_text="tasks_done, tasks_total, stage, "
+                                         "current_task, requests, percent: the progress as the pages show it."),
         "failure_reason": serializers.CharField(required=False),
         "results": serializers.ListField(child=serializers.DictField(), required=False),
     },

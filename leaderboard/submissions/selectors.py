@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 
 from leaderboard.models import EvaluationRun, Score, Submission, SubmissionDraft
+from leaderboard.runs.benchmarks import benchmark_key, benchmark_label, benchmark_sort_key
 
 # Review states whose entries the public may open (flagged ones wait for an admin; rejected are gone).
 PUBLIC_REVIEW_STATES = (Submission.Review.NONE, Submission.Review.APPROVED, Submission.Review.HIDDEN)
@@ -28,14 +29,90 @@ def submission_note(submission: Submission) -> str:
     return "Queued: waiting for a free evaluation worker."
 
 
+def submission_queue(submission: Submission) -> dict | None:
+    """Where a PENDING submission stands in the evaluation queue (None once it left it), from the database.
+
+    The ``evaluate`` queue is first in, first out in the order the broker took the submissions
+    (``dispatched_at``; an admin's requeue sends one again, to the back). Ahead of a submission the broker
+    holds: the PENDING ones it took earlier. Ahead of one still waiting for the broker (``dispatched_at``
+    empty, the outbox sends it later): every PENDING one it holds, and those waiting that were stored
+    earlier. Every kind counts (private variants and endpoint evaluations take a worker too); none is named.
+    """
+    if submission.status != Submission.Status.PENDING:
+        return None
+    pending = Submission.objects.filter(status=Submission.Status.PENDING).exclude(pk=submission.pk)
+    if submission.dispatched_at is not None:
+        at = submission.dispatched_at
+        ahead = pending.filter(Q(dispatched_at__lt=at) | Q(dispatched_at=at, pk__lt=submission.pk))
+    else:
+        at = submission.created_at
+        ahead = pending.filter(
+            Q(dispatched_at__isnull=False) | Q(created_at__lt=at) | Q(created_at=at, pk__lt=submission.pk)
+        )
+    waiting = ahead.count()
+    running = Submission.objects.filter(status=Submission.Status.RUNNING).count()
+    if waiting == 0:
+        sentence = "Next in the evaluation queue: no submission is waiting ahead of this one"
+    else:
+        sentence = (f"Position {waiting + 1} in the evaluation queue: {waiting} submission{'s' if waiting != 1 else ''}"
+                    f" {'are' if waiting != 1 else 'is'} waiting ahead of this one")  # fmt: skip
+    if running:
+        sentence += f", and {running} {'are' if running != 1 else 'is'} being evaluated now"
+    return {"position": waiting + 1, "ahead": waiting, "running": running, "sentence": sentence + "."}
+
+
+def _count(value) -> int:
+    """A stored count as a whole number >= 0 (anything else, a bool included, is 0)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _stage(submission: Submission, progress: dict) -> str:
+    """What a RUNNING submission is doing, in words, from the progress its worker reports."""
+    if submission.status != Submission.Status.RUNNING:
+        return ""
+    total, done = progress.get("tasks_total"), progress.get("tasks_done") or 0
+    current = progress.get("current_task")
+    if not total:
+        return "Starting: a worker took it and is preparing the benchmark suite."
+    if isinstance(current, str) and current.startswith("memorisation probe: "):
+        return f"Memorisation probe on {current.removeprefix('memorisation probe: ')} (a contamination check)."
+    if current:
+        return f"Evaluating {current}."
+    if done >= total:
+        return "Every task is done: checking for contamination and storing the results."
+    return "Loading the model."
+
+
+def submission_progress_summary(submission: Submission) -> dict:
+    """The progress a page shows: tasks done of total, the stage in words, the current task's requests
+    and ``percent`` (tasks done, 0..100), from what the worker stored (:mod:`leaderboard.evaluation.runner`)."""
+    progress = submission.progress if isinstance(submission.progress, dict) else {}
+    total = _count(progress.get("tasks_total"))
+    done = min(_count(progress.get("tasks_done")), total)
+    current = progress.get("current_task") if isinstance(progress.get("current_task"), str) else ""
+    requests = progress.get("requests") if isinstance(progress.get("requests"), dict) else {}
+    requests_total = _count(requests.get("total"))
+    suite = progress.get("suite") if isinstance(progress.get("suite"), str) else ""
+    shown = {"tasks_total": total, "tasks_done": done, "current_task": current}
+    return {
+        "suite": suite, "tasks_total": total, "tasks_done": done, "current_task": current,
+        "stage": _stage(submission, shown),
+        "requests": {"done": min(_count(requests.get("done")), requests_total), "total": requests_total}
+        if requests_total else None,
+        "percent": round(100 * done / total, 1) if total else 0.0,
+    }  # fmt: skip
+
+
 def submission_status(submission: Submission, viewer=None) -> dict:
-    """What the "my submissions" page polls (an endpoint's address only for staff)."""
+    """What the "my submissions" page and a submission's page poll (an endpoint's address only for staff)."""
     return submission.endpoint_withheld({
         "id": submission.public_id,
         "status": submission.status,
         "note": submission_note(submission),
         "active": submission.is_active,
+        "queue": submission_queue(submission),
         "progress": submission.progress,
+        "summary": submission_progress_summary(submission),
         "failure_reason": submission.failure_reason,
         "log_tail": submission.log_tail if submission.status == Submission.Status.FAILED else "",
         "started_at": submission.started_at.isoformat() if submission.started_at else None,
@@ -104,6 +181,18 @@ def submission_results(submission: Submission, viewer=None) -> list[dict]:
         }  # fmt: skip
         for run in runs
     ]
+
+
+def results_by_benchmark(results: list[dict]) -> list[dict]:
+    """:func:`submission_results` grouped by the board's benchmark (MMLU's 57 subjects are one group), in
+    the board's column order: ``key``, ``label``, ``runs`` (in their order), ``skipped`` (how many)."""
+    groups: dict[str, dict] = {}
+    for run in results:
+        key = benchmark_key(run["task"])
+        group = groups.setdefault(key, {"key": key, "label": benchmark_label(key), "runs": [], "skipped": 0})
+        group["runs"].append(run)
+        group["skipped"] += bool(run["skipped"])
+    return [groups[key] for key in sorted(groups, key=benchmark_sort_key)]
 
 
 def draft_for_owner(owner, public_id: str) -> SubmissionDraft | None:

@@ -15,6 +15,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_POST
 
 from common.http import read_only
+from leaderboard.board.page import board_position
 from leaderboard.models import Submission
 from leaderboard.review import selectors as selectors_review
 from leaderboard.runs import integrity
@@ -128,7 +129,34 @@ def submission_detail(request, public_id: str):
     submission = selectors.submission_visible(request.user, public_id)
     if submission is None:
         raise Http404("no such submission")
-    context = {"submission": submission, "results": selectors.submission_results(submission, request.user),
+    results = selectors.submission_results(submission, request.user)
+    on_board = None
+    if submission.status == Submission.Status.FINISHED:
+        on_board = board_position(viewer=request.user, public_id=submission.public_id)
+    groups = selectors.results_by_benchmark(results)
+    for group in groups:  # the board's own cell for the benchmark, where the submission has a row
+        group["cell"] = on_board["row"]["cells"].get(group["key"]) if on_board else None
+    context = {"submission": submission, "results": results, "groups": groups, "board": on_board,
+               "status": _public_status(submission, request.user),
                "review_log": selectors_review.submission_review_log(submission, with_admins=request.user.is_staff),
                "integrity": integrity.submission_integrity(submission, staff=request.user.is_staff)}  # fmt: skip
     return render(request, "leaderboard/submission.html", context)
+
+
+def _public_status(submission: Submission, viewer) -> dict:
+    """The status anyone who may see the submission reads (its log tail only for its owner)."""
+    state = selectors.submission_status(submission, viewer)
+    if not (viewer.is_authenticated and submission.owner_id == viewer.pk):
+        state.pop("log_tail", None)
+    return state
+
+
+@never_cache
+@read_only
+def submission_progress(request, public_id: str):
+    """``/leaderboard/submissions/<id>/progress.json``: what the submission's page polls while it is
+    PENDING or RUNNING (queue position, tasks done, stage), for whoever may see the page."""
+    submission = selectors.submission_visible(request.user, public_id)
+    if submission is None:
+        raise Http404("no such submission")
+    return JsonResponse(_public_status(submission, request.user))
