@@ -7,6 +7,8 @@ page) or a signed-in session (with its CSRF token). Creating is throttled (``sub
 
 from __future__ import annotations
 
+import re
+
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
@@ -18,7 +20,7 @@ from rest_framework.throttling import UserRateThrottle
 from rest_framework.views import APIView
 
 from common.public_ids import moved
-from leaderboard.submissions import selectors, transfers
+from leaderboard.submissions import selectors, services, transfers
 from leaderboard.submissions.forms import NAME_HELP, SubmissionMetadataForm
 
 
@@ -60,6 +62,9 @@ class SubmissionRefusedThrottle(OutcomeThrottle):
     scope = "submissions_refused"
 
 
+WEIGHT_SHA256 = r"^[0-9a-f]{64}$"
+
+
 class SubmissionCreateSerializer(serializers.Serializer):
     model_name = serializers.CharField(help_text=NAME_HELP)
     model_type = serializers.ChoiceField(choices=["pretrained", "fine-tuned", "chat", "merge"])
@@ -71,6 +76,12 @@ class SubmissionCreateSerializer(serializers.Serializer):
     private = serializers.BooleanField(required=False)
     files = serializers.DictField(child=serializers.IntegerField(min_value=1),
                                   help_text="Every file of the checkpoint: {name: size in bytes}.")  # fmt: skip
+    weight_sha256 = serializers.RegexField(
+        WEIGHT_SHA256, required=False,
+        help_text="Optional: SHA-256 over the safetensors files' names (each followed by a NUL byte) and bytes, "
+        "in name order. Weights you submitted before are then refused before any byte is sent (409, with "
+        "existing_submission); the server still hashes what arrives.",
+    )  # fmt: skip
 
 
 DraftSerializer = inline_serializer(
@@ -123,16 +134,29 @@ class SubmissionCreateMixin:
                 kind().record(request, self)
         return super().finalize_response(request, response, *args, **kwargs)
 
-    @extend_schema(request=SubmissionCreateSerializer, responses={201: DraftSerializer, **AUTH_RESPONSES},
+    @extend_schema(request=SubmissionCreateSerializer,
+                   responses={201: DraftSerializer, 409: OpenApiResponse(description="Weights you submitted "
+                              "before (weight_sha256): the message and existing_submission, its page."),
+                              **AUTH_RESPONSES},
                    summary="Create a submission; then upload its files with tus")  # fmt: skip
     def post(self, request):
         body, errors = _checked_body(request.data)
         if errors:
             return _invalid(errors)
         files = body.get("files")
-        form = SubmissionMetadataForm({k: v for k, v in body.items() if k != "files"})
+        declared_sha = body.get("weight_sha256")
+        if declared_sha is not None and not (isinstance(declared_sha, str) and re.fullmatch(WEIGHT_SHA256, declared_sha)):
+            return _invalid({"weight_sha256": ["must be 64 lowercase hexadecimal digits (a SHA-256), or left out"]})
+        form = SubmissionMetadataForm({k: v for k, v in body.items() if k not in ("files", "weight_sha256")})
         if not form.is_valid():
             return _invalid(form.errors)
+        existing = services.own_duplicate(request.user, declared_sha) if declared_sha else None
+        if existing is not None:  # refused before the bytes: nothing is created, nothing is sent
+            return Response(
+                {"files": [services.own_duplicate_message(existing)],
+                 "existing_submission": reverse("leaderboard:submission", args=[existing.public_id])},
+                status=status.HTTP_409_CONFLICT,
+            )  # fmt: skip
         try:
             draft = transfers.draft_create(owner=request.user, metadata=form.cleaned_data, files=files)
         except ValidationError as exc:  # the files' names and sizes, the weekly limit, a name taken

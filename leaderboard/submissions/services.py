@@ -122,6 +122,26 @@ def _duplicate_message(existing: Submission, owner) -> str:
     )  # fmt: skip
 
 
+def own_duplicate(owner, weight_sha256: str) -> Submission | None:
+    """The owner's own earlier submission of these weights (not a failed one), or None: the check a client
+    may ask for before it uploads, by the digest it computed. Other accounts' submissions are not
+    consulted, so a digest alone never tells whether someone else submitted those weights; their
+    duplicates are refused when the bytes arrive (:func:`duplicate_check`)."""
+    return (
+        Submission.objects.filter(owner=owner, weight_sha256=weight_sha256)
+        .exclude(status=Submission.Status.FAILED)
+        .order_by("pk")
+        .first()
+    )
+
+
+def own_duplicate_message(existing: Submission) -> str:
+    return (
+        f"You already submitted these weights as {existing.model_name} ({existing.get_status_display()}); "
+        "each set of weights is evaluated once, and nothing was uploaded."
+    )
+
+
 def duplicate_check(owner, weight_sha256: str, tensors_sha256: str = "") -> None:
     """Refuse weights already submitted: the same files, or the same tensors in other files."""
     same = Q(weight_sha256=weight_sha256)

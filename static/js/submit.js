@@ -166,6 +166,7 @@
   function messagesOf(payload) {  // {"errors": {field: [..]}}, {"detail": ..}, [..] as sentences
     var out = [];
     (function walk(value, field) {
+      if (field === "existing_submission") { return; }  // a link, shown as one (see the submit handler)
       if (typeof value === "string") { out.push(labelOf(field) && field !== "files" ? labelOf(field) + ": " + value : value); }
       else if (Array.isArray(value)) { value.forEach(function (v) { walk(v, field); }); }
       else if (value && typeof value === "object") { Object.keys(value).forEach(function (k) { walk(value[k], k); }); }
@@ -179,7 +180,11 @@
     if (data) { init.headers["Content-Type"] = "application/json"; init.body = JSON.stringify(data); }
     return fetch(url, init).then(function (r) {
       return r.json().catch(function () { return {}; }).then(function (payload) {
-        if (!r.ok) { var error = new Error("refused"); error.messages = messagesOf(payload); error.status = r.status; throw error; }
+        if (!r.ok) {
+          var error = new Error("refused");
+          error.messages = messagesOf(payload); error.status = r.status; error.existing = payload.existing_submission;
+          throw error;
+        }
         return payload;
       });
     });
@@ -220,7 +225,14 @@
     var key = draftKey(fields), known = storedDraft(key);
     known = known && known.id;
     var fresh = function () {
-      return api("POST", draftsUrl, Object.assign({}, fields, { files: declared() })).then(function (d) {
+      // The weights' digest first (as the server computes it), so weights already submitted are
+      // refused before a byte is sent; the server hashes what arrives all the same.
+      var weights = picked.filter(isWeights).map(function (p) { return p.file; });
+      return window.PodiumSha256.weightsDigest(weights, function (done, size) {
+        stateLine.textContent = "Checking the weights against your earlier submissions… " + Math.floor(100 * done / Math.max(size, 1)) + "%";
+      }).then(function (digest) {
+        return api("POST", draftsUrl, Object.assign({}, fields, { files: declared(), weight_sha256: digest }));
+      }).then(function (d) {
         localStorage.setItem(key, JSON.stringify({ id: d.id, fields: fields, at: Date.now() }));
         return { id: d.id, key: key, resumed: false };
       });
@@ -394,6 +406,15 @@
       window.location.assign(form.dataset.doneUrl);
     }).catch(function (error) {
       showList(formProblems, error.messages || [String(error)]);
+      if (error.existing) {  // weights submitted before: where their results are
+        var item = document.createElement("li"), link = document.createElement("a");
+        link.href = error.existing;
+        link.textContent = "See that submission and its results";
+        link.className = "existing-submission";
+        item.appendChild(link);
+        formProblems.appendChild(item);
+        formProblems.hidden = false;
+      }
       stateLine.textContent = "";
       busy = false;
       button.disabled = false;

@@ -68,7 +68,7 @@ def test_owner_signs_up_uploads_and_watches_it_finish(site, browser, processes, 
         raise AssertionError(processes.log_of(site["worker"])) from None
     assert "2 / 2 tasks" in page.inner_text("tr.submission .progress")
     page.click("tr.submission a")
-    results = page.inner_text("main")
+    results = page.text_content("main")  # the per-benchmark tables are folded (<details>), still there
     assert "gsm8k" in results and "mmlu_cloze_abstract_algebra" in results and "95% interval" in results
     submission = Submission.objects.get()
     assert submission.status == "FINISHED" and submission.owner.username == "owner@example.org"
@@ -78,3 +78,22 @@ def test_owner_signs_up_uploads_and_watches_it_finish(site, browser, processes, 
         page.wait_for_timeout(100)
     log = processes.log_of(site["worker"])
     assert "Subject: Podium: acme/tiny-llama finished" in log and f"/leaderboard/submissions/{submission.public_id}/" in log
+
+    # The same weights again: the page hashes them (sha256.js, as the server does) and the server refuses
+    # them before a byte is sent, with a link to the submission that has their results.
+    sent = []
+    page.on("request", lambda request: sent.append(request.url) if "/uploads" in request.url else None)
+    page.goto(f"{base}/leaderboard/submit/")
+    page.fill("#id_model_name", "acme/tiny-llama-again")
+    page.set_input_files("#id_files", [str(f) for f in sorted(checkpoint.iterdir())])
+    page.select_option("#id_precision", "float32")
+    page.select_option("#id_model_type", "pretrained")
+    page.fill("#id_licence", "apache-2.0")
+    page.click("form.submit button[type=submit]")
+    page.wait_for_selector("a.existing-submission")
+    assert "You already submitted these weights as acme/tiny-llama" in page.inner_text("main")
+    assert page.get_attribute("a.existing-submission", "href") == f"/leaderboard/submissions/{submission.public_id}/"
+    assert not sent and Submission.objects.count() == 1
+    page.click("a.existing-submission")
+    page.wait_for_url(f"{base}/leaderboard/submissions/{submission.public_id}/")
+

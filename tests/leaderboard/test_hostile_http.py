@@ -105,9 +105,9 @@ def test_a_refused_csrf_check_on_the_arena_json_endpoints_is_json():
         ({"private": 1}, {"private": ["must be true or false, got '1'"]}),
         ({"open_weights": "open"}, {"open_weights": ["must be true or false, got 'open'"]}),
         ({"owner": 1}, {"owner": ["unknown field; the fields are: model_name, model_type, base_model, licence, "
-                                  "open_weights, precision, apply_chat_template, private, files"]}),
+                                  "open_weights, precision, apply_chat_template, private, files, weight_sha256"]}),
         ({"status": "FINISHED"}, {"status": ["unknown field; the fields are: model_name, model_type, base_model, "
-                                             "licence, open_weights, precision, apply_chat_template, private, files"]}),
+                                             "licence, open_weights, precision, apply_chat_template, private, files, weight_sha256"]}),
     ],
 )  # fmt: skip
 def test_a_submission_with_a_bad_boolean_or_an_unknown_field_is_refused(

@@ -142,3 +142,47 @@ def test_admin_lists_drafts_and_revokes_tokens(client, owner, uploads_dir, tiny_
     assert response.status_code == 302
     token.refresh_from_db()
     assert token.revoked_at is not None
+
+
+def test_weights_submitted_before_are_refused_before_any_byte(client, owner, uploads_dir, tiny_dir):
+    """A client that sends the weights' digest (weight_sha256) is told at once that the owner submitted
+    these weights before, with a link to that submission; another account's weights are not revealed
+    by a digest (their duplicate is refused when the bytes arrive)."""
+    import hashlib
+
+    from leaderboard.models import Submission
+
+    hasher = hashlib.sha256()  # as docs/uploads.md describes it: name, NUL, bytes, in name order
+    for path in sorted(tiny_dir.glob("*.safetensors"), key=lambda p: p.name):
+        hasher.update(path.name.encode() + b"\0" + path.read_bytes())
+    digest = hasher.hexdigest()
+    files = tus.declared(tiny_dir)
+    first = tus.create_draft(client, files, model_name="acme/first", weight_sha256=digest)
+    assert first.status_code == 201, first.content  # nothing submitted yet: the upload may start
+    for name, data in ((n, (tiny_dir / n).read_bytes()) for n in sorted(files)):
+        tus.send_file(client, first.json()["id"], name, data)
+    submission = Submission.objects.get(model_name="acme/first")
+    assert submission.weight_sha256 == digest  # the client's digest is the server's
+
+    drafts = SubmissionDraft.objects.count()
+    again = tus.create_draft(client, files, model_name="acme/again", weight_sha256=digest)
+    assert again.status_code == 409
+    body = again.json()
+    assert "You already submitted these weights as acme/first" in body["files"][0]
+    assert body["existing_submission"] == f"/leaderboard/submissions/{submission.public_id}/"
+    assert client.get(body["existing_submission"]).status_code == 200
+    assert SubmissionDraft.objects.count() == drafts  # nothing created, so nothing can be sent
+
+    for hostile in (digest.upper(), digest[:-1], digest + "0", "z" * 64, 12, ["a" * 64], {"sha": digest}, ""):
+        refused = tus.create_draft(client, files, model_name="acme/hostile", weight_sha256=hostile)
+        assert refused.status_code == 400 and "64 lowercase hexadecimal" in str(refused.json()), hostile
+    assert SubmissionDraft.objects.count() == drafts
+
+    # Someone else's digest proves nothing before the bytes: the draft is made; the bytes are refused.
+    other = get_user_model().objects.create_user("other@example.org", "other@example.org", "pw-long-enough-42")
+    client.force_login(other)
+    theirs = tus.create_draft(client, files, model_name="other/copy", weight_sha256=digest)
+    assert theirs.status_code == 201 and "existing_submission" not in theirs.json()
+    Submission.objects.filter(pk=submission.pk).update(status=Submission.Status.FAILED, failure_reason="the run failed")
+    client.force_login(owner)  # a failed submission may be sent again
+    assert tus.create_draft(client, files, model_name="acme/retry", weight_sha256=digest).status_code == 201
