@@ -2,7 +2,7 @@
 
     python -m evalcore judge grade --questions FILE|sample [--references FILE] [--limit N] \
         --answers-from NAME=BACKEND:key=value,... [--answers NAME=FILE] --judge hf --judge-args path=DIR \
-        [--protocol mt-bench|NAME|FILE] [--protocol-multi NAME|FILE] [--reference-mode given|judge|none] \
+        [--protocol mt-bench|mt-bench-logprob|NAME|FILE] [--protocol-multi NAME|FILE] [--reference-mode given|judge|none] \
         [--max-new-tokens N] [--rounds R] [--seed S] [--cache FILE] --out DIR
 
 Each ``--answers-from`` model answers every turn (greedy, turn 2 with its own turn-1 answer in context);
@@ -10,6 +10,10 @@ Each ``--answers-from`` model answers every turn (greedy, turn 2 with its own tu
 (turn 2 in context; maths, reasoning and coding against references with the mt-bench family).
 Answers, references and grades are cached in ``--cache`` (default ``DIR/cache.sqlite``): a re-run
 makes no model call. Files: ``answers/<model>.jsonl``, ``grades.jsonl``, ``report.json``.
+
+A protocol whose verdict is ``method: logprob`` with a ``scale`` (the ``mt-bench-logprob`` family, or a
+YAML file) grades by the ratings' probabilities: each grade is the expected rating, with its
+``probabilities``, ``mass`` and ``entropy`` in ``grades.jsonl`` (``grade_method: logprob``).
 """
 
 from __future__ import annotations
@@ -64,7 +68,8 @@ def register(subparsers) -> None:
     grade.add_argument("--judge-args", "--model-args", dest="judge_args", default="",
                        help="comma-separated key=value, e.g. path=DIR,dtype=float32")
     grade.add_argument("--protocol", default="mt-bench",
-                       help="a grading family (mt-bench) or a one-turn single protocol (bundled name or YAML file)")
+                       help="a grading family (mt-bench, or mt-bench-logprob: expected ratings from log-probabilities) "
+                            "or a one-turn single protocol (bundled name or YAML file)")
     grade.add_argument("--protocol-multi", default=None, metavar="NAME|FILE",
                        help="with a one-turn --protocol: the two-turn protocol that grades turn 2")
     grade.add_argument("--reference-mode", default="given",
@@ -253,13 +258,16 @@ def run_grade(args: argparse.Namespace) -> int:
                          "category": category[question_id], "score": g.score if ok else None, "status": g.status,
                          "error": g.error, "protocol": g.protocol, "protocol_sha256": g.protocol_sha256,
                          "reference": args.reference_mode if g.reference else None, "raw": g.raw,
-                         "prompt_sha256": g.prompt_sha256, "cached": g.cached})  # fmt: skip
+                         "prompt_sha256": g.prompt_sha256, "cached": g.cached,
+                         "grade_method": "logprob" if g.probabilities is not None else "parsed",
+                         "probabilities": list(g.probabilities) if g.probabilities is not None else None,
+                         "mass": g.mass, "entropy": g.entropy})  # fmt: skip
     computed = sum(1 for r in rows if not r["cached"])
     _write_jsonl(out / "grades.jsonl", rows)
     categories = {q.question_id: q.category for q in questions if q.category}
     summary = grade_summary(scores, categories=categories, rounds=args.rounds, seed=args.seed)
     cost = _cost(store, f"gradecost:{identity}:{family.sha256}:{args.reference_mode}", metered, computed)
-    members = {role: {"name": p.name, "sha256": p.sha256} for role in ("single", "single_multi", "reference",
+    members = {role: {"name": p.name, "sha256": p.sha256, "verdict": p.verdict.as_dict()} for role in ("single", "single_multi", "reference",
                "reference_multi") if (p := getattr(family, role)) is not None}  # fmt: skip
     report = {
         "kind": "single",

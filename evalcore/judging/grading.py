@@ -15,12 +15,25 @@ context)::
 
 Grades are cached like judgments (same key: judge, protocol hash, prompt sha256). An answer whose
 score is missing or out of range is a failed grade, never a default score.
+
+A protocol whose verdict is ``method: logprob`` with a ``scale`` is graded without generating text
+(G-Eval's probability-weighted score): the prompt is the judge's chat template with the generation
+prompt, then the verdict ``prefix``; each rating's whole continuation (rating and ``suffix``,
+``"10]]"``) is scored with :meth:`~evalcore.models.base.Backend.loglikelihood`, so a rating of several
+tokens (``1`` then ``0``) gets the product of its tokens' probabilities, and no rating's probability
+counts another's (``"1]]"`` is not a prefix of ``"10]]"``, which reading only the first token would
+confuse). The probabilities are normalised over the scale; the grade is the expected rating. The
+Grade records the normalised ``probabilities`` (scale order), ``mass`` (the unnormalised probability
+that the judge continues with any rating of the scale: a small mass says the judge barely meant to
+rate at all) and ``entropy`` (of the normalised distribution, divided by ``log(len(scale))``: 1 is
+uniform, where the expected rating is the scale's middle whatever the answer).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,12 +43,15 @@ from evalcore.judging.cache import JudgmentCache
 from evalcore.judging.judge import generate_texts, judge_key, parse_score, prompt_sha256
 from evalcore.judging.protocol import JudgeProtocol, load_protocol
 from evalcore.judging.questions import JudgeQuestion
-from evalcore.models.base import Backend
+from evalcore.models.base import Backend, LoglikelihoodRequest
 
 # Bundled protocol families: single, single_multi, reference, reference_multi (file stems).
 FAMILIES = {
     "mt-bench": ("mt-bench-single", "mt-bench-single-multi", "mt-bench-single-reference",
                  "mt-bench-single-reference-multi"),
+    # The same prompts asking for the rating alone, graded by the ratings' probabilities (expected score).
+    "mt-bench-logprob": ("mt-bench-single-logprob", "mt-bench-single-multi-logprob",
+                         "mt-bench-single-reference-logprob", "mt-bench-single-reference-multi-logprob"),
 }  # fmt: skip
 REFERENCE_CATEGORIES = ("math", "reasoning", "coding")  # MT-Bench's reference-guided categories
 MAX_ERROR_CHARS = 500
@@ -65,6 +81,9 @@ class Grade:
     protocol: str | None = None  # grade_conversations: the protocol's name ...
     protocol_sha256: str | None = None  # ... and hash
     reference: bool | None = None  # grade_conversations: graded against a reference answer
+    probabilities: tuple[float, ...] | None = None  # log-prob grades: P(rating), normalised over the scale
+    mass: float | None = None  # ... the probability the judge gave the scale's continuations together
+    entropy: float | None = None  # ... of ``probabilities``, over log(len(scale)): 0 certain, 1 uniform
 
     def as_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -96,9 +115,13 @@ class _Slot:
     extra: tuple = ()
 
 
+CACHED_FIELDS = ("score", "raw", "probabilities", "mass", "entropy")
+
+
 def _grade_slots(backend: Backend, slots: Sequence[_Slot]) -> list[Grade]:
-    """Grade every slot (cached ones read back), generating the rest in one batch per answer length."""
-    shas = [prompt_sha256(s.messages, None) for s in slots]
+    """Grade every slot (cached ones read back), generating the rest in one batch per answer length
+    (log-prob protocols: scoring every rating's continuation in one loglikelihood call)."""
+    shas = [prompt_sha256(s.messages, s.protocol.verdict.prefix or None) for s in slots]
     found: dict[int, dict] = {}
     by_cache: dict[int, list[int]] = {}
     for i, slot in enumerate(slots):
@@ -108,10 +131,12 @@ def _grade_slots(backend: Backend, slots: Sequence[_Slot]) -> list[Grade]:
         hits = slots[indices[0]].cache.lookup(shas[i] for i in indices)
         found.update({i: hits[shas[i]] for i in indices if shas[i] in hits})
     todo = [i for i in range(len(slots)) if i not in found]
+    scored = [i for i in todo if slots[i].protocol.verdict.graded_by_logprob]
+    fresh: dict[int, Grade] = _logprob_grades(backend, slots, shas, scored) if scored else {}
     by_length: dict[int, list[int]] = {}
     for i in todo:
-        by_length.setdefault(slots[i].protocol.verdict.max_new_tokens, []).append(i)
-    fresh: dict[int, Grade] = {}
+        if i not in fresh:
+            by_length.setdefault(slots[i].protocol.verdict.max_new_tokens, []).append(i)
     for max_new_tokens, indices in by_length.items():
         texts = generate_texts(backend, [slots[i].messages for i in indices], max_new_tokens=max_new_tokens)
         for i, text in zip(indices, texts):
@@ -119,8 +144,9 @@ def _grade_slots(backend: Backend, slots: Sequence[_Slot]) -> list[Grade]:
     to_save: dict[int, dict[str, dict]] = {}
     for i, grade in fresh.items():
         if grade.status == "ok" and slots[i].cache is not None:
+            fields = {k: getattr(grade, k) for k in CACHED_FIELDS if getattr(grade, k) is not None}
             to_save.setdefault(id(slots[i].cache), {})[grade.prompt_sha256] = {
-                "score": grade.score, "raw": grade.raw}
+                k: list(v) if isinstance(v, tuple) else v for k, v in fields.items()}
     caches = {id(s.cache): s.cache for s in slots if s.cache is not None}
     for key, fields in to_save.items():
         caches[key].save_fields(fields)
@@ -129,7 +155,9 @@ def _grade_slots(backend: Backend, slots: Sequence[_Slot]) -> list[Grade]:
         if i in fresh:
             out.append(fresh[i])
         else:
-            stored = {k: found[i].get(k) for k in ("score", "raw")}
+            stored = {k: found[i].get(k) for k in CACHED_FIELDS}
+            if stored["probabilities"] is not None:
+                stored["probabilities"] = tuple(stored["probabilities"])
             out.append(Grade(slot.item_id, shas[i], "ok", cached=True, **stored, **dict(slot.extra)))
     return out
 
@@ -143,6 +171,88 @@ def _graded(slot: _Slot, sha: str, text: str | BaseException) -> Grade:
         return Grade(slot.item_id, sha, "ok", score=parse_score(slot.protocol, text), raw=text, **extra)
     except ValueError as exc:
         return Grade(slot.item_id, sha, "failed", raw=text, error=str(exc), **extra)
+
+
+def _logprob_grades(backend: Backend, slots: Sequence[_Slot], shas: Sequence[str],
+                    indices: Sequence[int]) -> dict[int, Grade]:  # fmt: skip
+    """Grades of the log-prob slots ``indices``: every rating's continuation scored in one call."""
+    if getattr(backend, "sends_messages", False):
+        raise ValueError(_needs_scoring(slots[indices[0]].protocol, backend))
+    out: dict[int, Grade] = {}
+    requests, owners = [], []
+    encode, window = getattr(backend, "tok_encode", None), getattr(backend, "max_length", None)
+    for i in indices:
+        verdict = slots[i].protocol.verdict
+        try:
+            context = backend.chat_context(slots[i].messages) + verdict.prefix
+        except ValueError:
+            raise ValueError(_needs_scoring(slots[i].protocol, backend)) from None
+        if callable(encode) and window:
+            longest = max(len(encode(context + c)) for c in verdict.continuations)
+            if longest > window:
+                out[i] = Grade(slots[i].item_id, shas[i], "failed", **dict(slots[i].extra), error=(
+                    f"the judge prompt and a rating have {longest} tokens, more than the judge's window ({window})"))
+                continue
+        requests.extend(LoglikelihoodRequest(context, c) for c in verdict.continuations)
+        owners.append(i)
+    if not owners:
+        return out
+    try:
+        results = backend.loglikelihood(requests)
+        logprobs = [r.logprob for r in results]
+    except Exception as exc:  # noqa: BLE001 - recorded per grade, never a crash
+        error = " ".join(str(exc).split())[:MAX_ERROR_CHARS] or type(exc).__name__
+        return {**out, **{i: Grade(slots[i].item_id, shas[i], "failed", error=error, **dict(slots[i].extra))
+                          for i in owners}}  # fmt: skip
+    start = 0
+    for i in owners:
+        scale = slots[i].protocol.verdict.scale
+        out[i] = expected_grade(slots[i].item_id, shas[i], scale, logprobs[start : start + len(scale)],
+                                extra=dict(slots[i].extra))  # fmt: skip
+        start += len(scale)
+    return out
+
+
+def _needs_scoring(protocol: JudgeProtocol, backend: Backend) -> str:
+    return (f"the log-prob grading protocol {protocol.name!r} scores each rating after the judge's chat template: "
+            f"it needs a backend that renders the template and scores continuations (hf, vllm), not "
+            f"{getattr(backend, 'name', type(backend).__name__)!r}; or use a protocol that parses a generated "
+            "rating")  # fmt: skip
+
+
+def expected_grade(item_id, sha: str, scale: Sequence[float], logprobs: Sequence[float], *,
+                   extra: dict | None = None) -> Grade:  # fmt: skip
+    """The log-prob Grade of one prompt from its ratings' continuation log-likelihoods.
+
+    Parameters
+    ----------
+    scale : sequence of float, length k
+    logprobs : sequence of float, length k
+        ``log P(rating continuation | prompt + prefix)`` for each rating.
+
+    Returns
+    -------
+    Grade
+        ``score = sum(p * scale)`` with ``p = softmax(logprobs)``; ``probabilities = p``, ``mass =
+        sum(exp(logprobs))``, ``entropy = H(p) / log(k)``. Failed when a log-probability is NaN or
+        positive, or every rating has probability zero.
+    """
+    extra = extra or {}
+    values = [float(v) for v in logprobs]
+    if len(values) != len(scale) or any(math.isnan(v) or v > 1e-3 for v in values) or max(values) == -math.inf:
+        return Grade(item_id, sha, "failed", error=f"the judge reported impossible rating log-probabilities: {values}",
+                     **extra)  # fmt: skip
+    top = max(values)
+    weights = [math.exp(v - top) for v in values]
+    total = sum(weights)
+    probabilities = tuple(w / total for w in weights)
+    score = sum(p * float(r) for p, r in zip(probabilities, scale))
+    score = min(max(score, float(min(scale))), float(max(scale)))  # rounding never leaves the scale
+    mass = min(1.0, math.exp(top) * total)
+    entropy = -sum(p * math.log(p) for p in probabilities if p > 0) / math.log(len(scale))
+    raw = f"log-prob grade: expected rating {score:.4f}, mass on the scale {mass:.3g}, entropy {entropy:.3f}"
+    return Grade(item_id, sha, "ok", score=score, raw=raw, probabilities=probabilities, mass=mass,
+                 entropy=min(1.0, max(0.0, entropy)), **extra)
 
 
 # -- conversations: one grade per turn ----------------------------------------------------------------

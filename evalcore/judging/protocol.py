@@ -15,7 +15,22 @@ A protocol has a ``name``, a ``kind`` (``pairwise`` or ``single``), an optional 
 
 or ``method: generate`` with ``max_new_tokens`` and ``outcomes`` (a list of ``{pattern, winner,
 weight}``, ``winner`` one of ``A``, ``B``, ``tie``) for pairwise protocols, or ``score`` (``{regex,
-min, max}``) for single-answer grading. Placeholders are ``{question}``, ``{answer_a}``,
+min, max}``) for single-answer grading.
+
+A single-answer protocol may instead read its grade from log-probabilities (G-Eval's
+probability-weighted score)::
+
+    verdict:
+      method: logprob
+      prefix: "Rating: [["          # appended after the judge's turn starts; must not be empty
+      scale: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+      suffix: "]]"                  # ends every rating, so no rating's continuation begins another's
+
+Each rating's continuation (``"10]]"``) is scored whole by ``loglikelihood`` after the prompt and
+prefix; the grade is the expected rating under those probabilities normalised over the scale
+(:mod:`evalcore.judging.grading`). The scale holds 2 to 100 distinct numbers; a continuation that is
+a prefix of another (``"1"`` and ``"10"`` with no suffix) is refused, since the two events would
+overlap. Placeholders are ``{question}``, ``{answer_a}``,
 ``{answer_b}`` (pairwise) or ``{answer}`` (single), and optionally ``{reference}``. Any other
 ``{identifier}`` in a template, an unknown key, a missing placeholder or two verdict strings whose
 first token ids coincide is refused with a ValueError naming the problem.
@@ -66,7 +81,8 @@ class Outcome:
 class Verdict:
     """How the verdict is read.
 
-    ``method == "logprob"``: ``prefix`` and ``tokens`` (``(("A", str), ("B", str))``);
+    ``method == "logprob"``: ``prefix`` and ``tokens`` (``(("A", str), ("B", str))``) (pairwise), or
+    ``prefix``, ``scale`` and ``suffix`` (single: the expected rating, see the module docs);
     ``method == "generate"``: ``max_new_tokens`` and ``outcomes`` (pairwise) or ``score_regex``,
     ``score_min``, ``score_max`` (single).
     """
@@ -79,8 +95,23 @@ class Verdict:
     score_regex: str = ""
     score_min: float = 1.0
     score_max: float = 10.0
+    scale: tuple[int | float, ...] = ()  # single-answer log-prob grading: the ratings, as written
+    suffix: str = ""  # ... and what follows each rating in its scored continuation
+
+    @property
+    def graded_by_logprob(self) -> bool:
+        """A single-answer verdict read from the ratings' probabilities (not parsed from text)."""
+        return self.method == "logprob" and bool(self.scale)
+
+    @property
+    def continuations(self) -> tuple[str, ...]:
+        """Each rating's scored continuation (``"10]]"``), in scale order."""
+        return tuple(rating_text(r) + self.suffix for r in self.scale)
 
     def as_dict(self) -> dict:
+        if self.graded_by_logprob:
+            return {"method": "logprob", "prefix": self.prefix, "scale": list(self.scale), "suffix": self.suffix,
+                    "score": "expected rating, continuation log-likelihoods normalised over the scale"}
         if self.method == "logprob":
             return {"method": "logprob", "prefix": self.prefix, "tokens": dict(self.tokens)}
         out: dict = {"method": "generate", "max_new_tokens": self.max_new_tokens}
@@ -176,6 +207,8 @@ class JudgeProtocol:
         ``(id_A, id_B)``; refuses strings that encode to nothing or to the same first id."""
         if self.verdict.method != "logprob":
             raise ValueError(f"protocol {self.name!r} reads a generated verdict, not token log-probabilities")
+        if self.verdict.graded_by_logprob:
+            raise ValueError(f"protocol {self.name!r} grades on a scale: its ratings are scored as continuations")
         ids = {}
         for label, text in self.verdict.tokens:
             encoded = tokenizer.encode(text, add_special_tokens=False)
@@ -217,7 +250,7 @@ def load_protocol(source: str | Path, *, tokenizer=None) -> JudgeProtocol:
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ValueError(f"protocol file {str(path)!r} is not valid YAML: {yaml_problem(exc)}") from None
     protocol = protocol_from_dict(data, where=str(path))
-    if tokenizer is not None and protocol.verdict.method == "logprob":
+    if tokenizer is not None and protocol.verdict.method == "logprob" and not protocol.verdict.graded_by_logprob:
         protocol.verdict_token_ids(tokenizer)
     return protocol
 
@@ -273,10 +306,10 @@ def parse_verdict(data, *, kind: str, where: str) -> Verdict:
     if not isinstance(data, dict):
         raise ValueError(f"{where}: verdict must be a mapping with a method")
     method = data.get("method")
+    if method == "logprob" and kind == "single":
+        return _logprob_scale_verdict(data, where)
     if method == "logprob":
         _only_keys(data, {"method", "prefix", "tokens"}, f"{where}: verdict")
-        if kind != "pairwise":
-            raise ValueError(f"{where}: verdict method logprob needs kind pairwise")
         prefix, tokens = data.get("prefix", ""), data.get("tokens")
         if not isinstance(prefix, str):
             raise ValueError(f"{where}: verdict prefix must be a string")
@@ -316,6 +349,46 @@ def parse_verdict(data, *, kind: str, where: str) -> Verdict:
         raise ValueError(f"{where}: verdict score min and max must be numbers from -1e6 to 1e6 with min < max")
     return Verdict(method="generate", max_new_tokens=max_new, score_regex=regex,
                    score_min=float(low), score_max=float(high))
+
+
+MAX_SCALE = 100
+
+
+def rating_text(rating: int | float) -> str:
+    """How a rating is written in its continuation: ``7`` for 7 and 7.0, ``7.5`` for 7.5."""
+    if isinstance(rating, float) and rating.is_integer():
+        return str(int(rating))
+    return str(rating) if isinstance(rating, int) else repr(float(rating))
+
+
+def _logprob_scale_verdict(data: dict, where: str) -> Verdict:
+    """A single-answer log-prob verdict: ``prefix``, ``scale`` and optional ``suffix``."""
+    if "tokens" in data:
+        raise ValueError(f"{where}: verdict method logprob needs kind pairwise for A/B tokens; a single-answer "
+                         "log-prob verdict has prefix, scale and suffix")  # fmt: skip
+    _only_keys(data, {"method", "prefix", "scale", "suffix"}, f"{where}: verdict")
+    prefix, scale, suffix = data.get("prefix"), data.get("scale"), data.get("suffix", "")
+    if not isinstance(prefix, str) or not prefix.strip():
+        raise ValueError(f"{where}: a log-prob grading verdict needs a non-empty prefix (the text the ratings "
+                         "follow, e.g. 'Rating: [[')")  # fmt: skip
+    if not isinstance(suffix, str):
+        raise ValueError(f"{where}: verdict suffix must be a string (e.g. ']]')")
+    if not isinstance(scale, list) or not 2 <= len(scale) <= MAX_SCALE:
+        raise ValueError(f"{where}: verdict scale must be a list of 2 to {MAX_SCALE} numeric ratings, e.g. [1, 2, 3]")
+    for rating in scale:
+        if not isinstance(rating, int | float) or isinstance(rating, bool) or not -1e6 <= rating <= 1e6:
+            raise ValueError(f"{where}: verdict scale rating {rating!r} is not a number from -1e6 to 1e6")
+    texts = [rating_text(r) for r in scale]
+    if len(set(texts)) != len(texts):
+        raise ValueError(f"{where}: verdict scale lists a rating twice")
+    continuations = [t + suffix for t in texts]
+    for a in continuations:
+        for b in continuations:
+            if a != b and b.startswith(a):
+                raise ValueError(f"{where}: rating continuation {a!r} is the start of {b!r}, so their probabilities "
+                                 "overlap; give a suffix that ends every rating (e.g. ']]')")  # fmt: skip
+    return Verdict(method="logprob", prefix=prefix, scale=tuple(scale), suffix=suffix,
+                   score_min=float(min(scale)), score_max=float(max(scale)))
 
 
 def _outcomes(items, where: str) -> tuple[Outcome, ...]:

@@ -117,7 +117,7 @@ class GradeSerializer(serializers.ModelSerializer):
     class Meta:
         model = JudgeGrade
         fields = ["id", "run", "model", "model_id", "idx", "question_id", "category", "turn", "score", "reference",
-                  "raw", "prompt_sha256", "protocol_sha256", "ok", "error"]  # fmt: skip
+                  "raw", "prompt_sha256", "protocol_sha256", "ok", "error", "logprob"]  # fmt: skip
         read_only_fields = fields
 
 

@@ -34,7 +34,8 @@ MAX_PROTOCOL_CHARS = 50_000
 BACKENDS = ("hf", "vllm", "openai")
 SUBMISSION_KEY = "submission"
 SAMPLE_NAME = "sample"  # questions_file: the bundled two-turn sample set
-GRADING_FAMILIES = {"mt-bench-single": "mt-bench"}  # a bundled single protocol -> its family
+# a bundled single protocol -> its family
+GRADING_FAMILIES = {"mt-bench-single": "mt-bench", "mt-bench-single-logprob": "mt-bench-logprob"}
 
 
 def default_instructions(limit: int | None = None) -> list[str]:
@@ -73,7 +74,7 @@ def protocol_of(config: JudgeConfig, *, tokenizer=None) -> JudgeProtocol:
         except yaml.YAMLError as exc:
             raise ValueError(f"the protocol is not valid YAML: {str(exc).splitlines()[0]}") from None
         protocol = protocol_from_dict(data, where="protocol")
-        if tokenizer is not None and protocol.verdict.method == "logprob":
+        if tokenizer is not None and protocol.kind == "pairwise" and protocol.verdict.method == "logprob":
             protocol.verdict_token_ids(tokenizer)
     else:
         name = config.protocol_name.strip()

@@ -14,8 +14,8 @@ JUDGMENT_FIELDS = (
     "winner", "weight", "status", "error", "prompt_sha256", "raw",
 )  # fmt: skip
 GRADE_FIELDS = (
-    "run_id", "config", "model", "question_id", "category", "turn", "score", "status", "error", "reference",
-    "prompt_sha256", "protocol_sha256", "raw",
+    "run_id", "config", "model", "question_id", "category", "turn", "score", "grade_method", "scale_mass",
+    "entropy", "probabilities", "status", "error", "reference", "prompt_sha256", "protocol_sha256", "raw",
 )  # fmt: skip
 
 

@@ -97,7 +97,18 @@ def _turn_of(item_id: str) -> tuple[str, int]:
     return question_id, int(turn)
 
 
-def _grades_store(run_id: int, questions: list[JudgeQuestion], grades, reference_mode: str) -> None:
+def logprob_record(grade, family) -> dict:
+    """What a log-prob grade stores beside its score (empty for a parsed one): the scale, the
+    normalised probabilities, the mass on the scale and the normalised entropy."""
+    if getattr(grade, "probabilities", None) is None:
+        return {}
+    members = [family.single, family.single_multi, family.reference, family.reference_multi]
+    protocol = next((p for p in members if p is not None and p.sha256 == grade.protocol_sha256), family.single)
+    return {"scale": list(protocol.verdict.scale), "prefix": protocol.verdict.prefix,
+            "probabilities": list(grade.probabilities), "mass": grade.mass, "entropy": grade.entropy}
+
+
+def _grades_store(run_id: int, questions: list[JudgeQuestion], grades, reference_mode: str, family=None) -> None:
     index = {q.question_id: i for i, q in enumerate(questions)}
     rows = []
     for g in grades:
@@ -110,10 +121,11 @@ def _grades_store(run_id: int, questions: list[JudgeQuestion], grades, reference
             error=(g.error or "")[:500] if g.status != "ok" else "", prompt_sha256=g.prompt_sha256,
             protocol_sha256=(getattr(g, "protocol_sha256", "") or "")[:64],
             reference=(reference_mode if used else "")[:8],
+            logprob=logprob_record(g, family) if family is not None and g.status == "ok" else {},
         ))  # fmt: skip
     JudgeGrade.objects.bulk_create(rows, batch_size=500, update_conflicts=True, unique_fields=["run", "idx", "turn"],
                                    update_fields=["question_id", "category", "score", "ok", "error", "raw", "reference",
-                                                  "prompt_sha256", "protocol_sha256"])  # fmt: skip
+                                                  "prompt_sha256", "protocol_sha256", "logprob"])  # fmt: skip
 
 
 def grade_results(grades, questions: list[JudgeQuestion], model_name: str) -> dict:
@@ -171,7 +183,7 @@ def grade_run_execute(run_id: int) -> None:
     results["cost"] = cost_per_1000(seconds=seconds, judgments=fresh, prompt_tokens=metered.prompt_tokens,
                                     completion_tokens=metered.completion_tokens) if fresh else None  # fmt: skip
     with transaction.atomic():
-        _grades_store(run_id, questions, grades, mode)
+        _grades_store(run_id, questions, grades, mode, family)
         run = JudgeRun.objects.select_for_update().get(pk=run_id)
         run.results = results
         run.status = JudgeRun.Status.FINISHED

@@ -323,8 +323,19 @@ def grades_for_export(config: JudgeConfig, model_id: int | None = None, viewer=N
             "run_id": g.run_id, "config": config.name, "model": g.run.model.name, "question_id": g.question_id,
             "category": g.category, "turn": g.turn, "score": g.score, "status": "ok" if g.ok else "failed",
             "error": g.error, "reference": g.reference, "prompt_sha256": g.prompt_sha256,
-            "protocol_sha256": g.protocol_sha256, "raw": g.raw,
+            "protocol_sha256": g.protocol_sha256, "raw": g.raw, **grade_method_fields(g),
         }  # fmt: skip
+
+
+def grade_method_fields(g: JudgeGrade) -> dict:
+    """How a grade was read: ``logprob`` (the expected rating; its mass on the scale, normalised
+    entropy and probabilities, space-separated in scale order) or ``parsed`` (the judge's text)."""
+    record = g.logprob or {}
+    if not record:
+        return {"grade_method": "parsed", "scale_mass": None, "entropy": None, "probabilities": ""}
+    pairs = zip(record.get("scale", []), record.get("probabilities", []))
+    return {"grade_method": "logprob", "scale_mass": record.get("mass"), "entropy": record.get("entropy"),
+            "probabilities": " ".join(f"{r}:{p:.6g}" for r, p in pairs)}
 
 
 def panel_page(panel, viewer=None) -> dict:

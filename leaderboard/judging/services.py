@@ -73,7 +73,7 @@ def judge_config_check(config: JudgeConfig) -> None:
         family = _checked(protocol_field, lambda: grading_protocols_of(config))
         if family.single_multi is None and any(len(q.turns) > 1 for q in questions):
             raise ValidationError({field: "two-turn questions need a protocol family that grades the second turn in context "
-                                          "(the bundled mt-bench-single); this protocol grades one turn"})  # fmt: skip
+                                          "(the bundled mt-bench-single or mt-bench-single-logprob); this protocol grades one turn"})  # fmt: skip
         config.protocol_sha256 = grading_key(config, family)
         config.instructions_sha256 = questions_sha256(questions, config.max_new_tokens)
     config.full_clean()

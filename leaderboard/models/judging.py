@@ -194,7 +194,10 @@ class JudgeGrade(models.Model):
     """One grade of a single-answer run: question ``idx``'s ``turn`` graded alone (turn 2 in context).
 
     ``score`` on the protocol's scale when ``ok``; a failed grade keeps its error and never counts as a
-    score. ``reference`` says which reference guided it (``given``, ``judge`` or empty).
+    score. ``reference`` says which reference guided it (``given``, ``judge`` or empty). A log-prob
+    grade (the expected rating, no text parsed) keeps ``logprob``: ``scale``, ``probabilities`` (over
+    the scale), ``mass`` (probability the judge gave the scale at all) and ``entropy`` (0 certain, 1
+    uniform); a parsed grade leaves it empty.
     """
 
     run = models.ForeignKey(JudgeRun, on_delete=models.CASCADE, related_name="grades")
@@ -209,6 +212,7 @@ class JudgeGrade(models.Model):
     reference = models.CharField(max_length=8, blank=True)
     prompt_sha256 = models.CharField(max_length=64)
     protocol_sha256 = models.CharField(max_length=64, blank=True)
+    logprob = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["run", "idx", "turn"]

@@ -14,7 +14,8 @@ from evalcore.judging.records import read_pairs
 from tests.fuzz.strategies import documented, json_values, scalars
 
 KEYS = ["name", "kind", "system", "user", "verdict", "source", "description", "method", "prefix", "tokens", "A", "B",
-        "max_new_tokens", "outcomes", "score", "regex", "min", "max", "pattern", "winner", "weight"]  # fmt: skip
+        "max_new_tokens", "outcomes", "score", "regex", "min", "max", "pattern", "winner", "weight", "scale",
+        "suffix"]  # fmt: skip
 VALUES = st.sampled_from(["pairwise", "single", "logprob", "generate", "A", "B", "tie", "[[A]]", "[[B]]", "(\\d+)", "(",
                           "{question} {answer_a} {answer_b}", "{question} {answer}", "{nope}", "{reference}"])  # fmt: skip
 VALUE = VALUES | scalars | st.integers(min_value=-(10**400), max_value=10**400) | json_values(st.sampled_from(KEYS))

@@ -252,3 +252,55 @@ def test_panels_refuse_mixed_kinds_and_lone_judges_in_the_admin(smollm2_dir, cli
     assert client.get(f"/leaderboard/judges/panels/{panel.pk}/").status_code == 200
     assert panel_refresh(panel.pk).report == panel.report
     assert json.dumps(panel.report)  # JSON-able
+
+
+def test_log_prob_grades_are_stored_and_shown_as_expected_ratings(smollm2_dir, eager, client,
+                                                                  django_capture_on_commit_callbacks):  # fmt: skip
+    """The demo's grader protocol: every answer gets a grade (SmolLM2 never has to write [[n]]), the
+    expected rating equals a direct transformers computation, and the page, CSV and API say it is a
+    log-prob grade with its mass and distribution."""
+    from evalcore.judging.protocol import load_protocol
+    from tests.evalcore.judging.test_logprob_grading import direct_grade
+    from tests.evalcore.models._shared import smollm2_backend
+
+    model = catalogue_model("smol", smollm2_dir)
+    config = judge_config_save(JudgeConfig(
+        name="mt-bench-logprob-smol", judge_backend="hf",
+        judge_model_args={"path": str(smollm2_dir), "dtype": "float32"},
+        protocol_name="mt-bench-single-logprob", instructions=TWO_TURN, max_new_tokens=8,
+    ))  # fmt: skip
+    run = judged(config, model, django_capture_on_commit_callbacks)
+    grades = {(g.question_id, g.turn): g for g in run.grades.all()}
+    assert set(grades) == {("note", 1), ("note", 2), ("sum", 1)}
+    for g in grades.values():
+        assert g.ok and 1.0 <= g.score <= 10.0 and g.score != round(g.score)  # an expected rating, a float
+        record = g.logprob
+        assert record["scale"] == list(range(1, 11)) and record["prefix"] == "Rating: [["
+        assert sum(record["probabilities"]) == pytest.approx(1.0, abs=1e-9)
+        assert g.score == pytest.approx(sum(p * r for p, r in zip(record["probabilities"], record["scale"])), abs=1e-9)
+        assert 0 < record["mass"] <= 1 and 0 <= record["entropy"] <= 1
+    assert run.results["n"] == 3 and run.results["failed"] == 0
+    assert run.results["score"] == pytest.approx(sum(g.score for g in grades.values()) / 3, abs=1e-9)
+    # Turn 1 of the writing question, recomputed with transformers alone.
+    answer = JudgeAnswer.objects.get(model=model, idx=0, turn=1).text
+    from evalcore.judging.grading import GradeItem
+
+    expected, probs, mass = direct_grade(smollm2_backend(str(smollm2_dir)), load_protocol("mt-bench-single-logprob"),
+                                         GradeItem("note", TWO_TURN[0]["turns"][0], answer))  # fmt: skip
+    assert grades[("note", 1)].score == pytest.approx(expected, abs=1e-4)
+    assert grades[("note", 1)].logprob["probabilities"] == pytest.approx(probs, abs=1e-4)
+
+    html = client.get(f"/leaderboard/judges/{config.pk}/models/{model.pk}/").content.decode()
+    assert html.count("Log-prob grade <strong>") == 3
+    assert f"{grades[('note', 1)].score:.4f}" in html and "mass on the scale" in html
+    download = client.get(f"/leaderboard/judges/{config.pk}/judgments.csv")
+    rows = list(csv.DictReader(io.StringIO(b"".join(download.streaming_content).decode())))
+    assert {r["grade_method"] for r in rows} == {"logprob"}
+    by_key = {(r["question_id"], int(r["turn"])): r for r in rows}
+    assert float(by_key[("note", 1)]["score"]) == grades[("note", 1)].score
+    assert float(by_key[("note", 1)]["scale_mass"]) == grades[("note", 1)].logprob["mass"]
+    assert by_key[("note", 1)]["probabilities"].startswith("1:") and " 10:" in by_key[("note", 1)]["probabilities"]
+    jsonl = b"".join(client.get(f"/leaderboard/judges/{config.pk}/judgments.jsonl").streaming_content).decode()
+    assert {json.loads(line)["grade_method"] for line in jsonl.splitlines()} == {"logprob"}
+    api = client.get(f"/api/judges/{config.pk}/grades/?model={model.pk}").json()
+    assert {r["logprob"]["prefix"] for r in api["results"]} == {"Rating: [["}

@@ -8,8 +8,12 @@ now if it already has) and an audit on the first 16 labelled LLMBar pairs, which
 small judge is from trustworthy (position bias, accuracy near chance). Interrupted runs are sent again.
 
 Also configures ``smollm2-grader``: the same SmolLM2 grading the arena models' answers to two of the
-bundled two-turn sample questions (writing; maths, against its reference) on MT-Bench's 1-10 scale (inactive: it does not judge new submissions). A
-135M judge rarely writes the ``[[n]]`` rating: most of its grades are stored as failed, with its text.
+bundled two-turn sample questions (writing; maths, against its reference) on MT-Bench's 1-10 scale
+(inactive: it does not judge new submissions). A 135M judge rarely writes the ``[[n]]`` rating, so the
+grader reads log-prob grades instead (``mt-bench-single-logprob``): the expected rating under the
+judge's probabilities of "1]]" ... "10]]" after "Rating: [[", with the mass it put on the scale and how
+flat it was (a small judge's near-uniform distribution pulls every grade toward 5.5). A grader left
+by an older demo with the parsed ``mt-bench-single`` is switched over (its runs are queued again).
 
 ``--backend vllm`` (``PODIUM_DEMO_BACKEND=vllm make demo``) runs the judge on vLLM, with the engine
 arguments of the demo's vLLM arena models, so the worker's one engine serves the arena and the judge.
@@ -39,6 +43,7 @@ DEMO_MAX_NEW_TOKENS = 64
 DEMO_AUDIT_PAIRS = 16
 DEMO_GRADER = "smollm2-grader"
 DEMO_GRADER_CATEGORIES = ("writing", "math")
+DEMO_GRADER_PROTOCOL = "mt-bench-single-logprob"  # the expected rating: a grade from any answer
 
 
 # The same engine arguments as config/arena_models.demo.vllm.yaml: one pool key, one engine.
@@ -93,9 +98,12 @@ class Command(BaseCommand):
                      if q.references else {"id": q.question_id, "turns": list(q.turns), "category": q.category}
                      for q in sample]  # fmt: skip
             config = judge_config_save(JudgeConfig(
-                name=name, judge_backend=backend, judge_model_args=BACKEND_ARGS[backend], protocol_name="mt-bench-single",
-                instructions=items, max_new_tokens=DEMO_MAX_NEW_TOKENS, active=False,
+                name=name, judge_backend=backend, judge_model_args=BACKEND_ARGS[backend],
+                protocol_name=DEMO_GRADER_PROTOCOL, instructions=items, max_new_tokens=DEMO_MAX_NEW_TOKENS, active=False,
             ))  # fmt: skip
+        elif config.protocol_name == "mt-bench-single" and not config.protocol_yaml.strip():
+            config.protocol_name = DEMO_GRADER_PROTOCOL  # an older demo's parsed grader, which graded nothing
+            config = judge_config_save(config)
         with transaction.atomic():
             queued = [run for model in judge_candidates() if model.in_arena and (run := judge_run_request(config, model))]
             for run in config.runs.filter(status__in=JudgeRun.ACTIVE).exclude(pk__in=[r.pk for r in queued]):
