@@ -20,11 +20,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 MAX_NEW_TOKENS = 40
 
 
-@pytest.fixture
-def arena_site(transactional_db, redis_url, smollm2_dir, start_worker, start_asgi_server, processes):
+def demo_site(redis_url, smollm2_dir, *, max_new_tokens: int, queue_suffix: str = "") -> tuple[list, dict]:
+    """The demo's three models in the catalogue (shorter answers, optionally on generate.<suffix>) and
+    the environment of the site's processes: (catalogue entries, env)."""
     entries = catalogue_parse(REPO_ROOT / "config" / "arena_models.demo.yaml")
     for entry in entries:
-        entry["generation"]["max_new_tokens"] = MAX_NEW_TOKENS
+        entry["generation"]["max_new_tokens"] = max_new_tokens
+        entry["queue_suffix"] = queue_suffix
     catalogue_sync(entries)
     env = clean_env(
         DJANGO_SETTINGS_MODULE="config.settings.dev",
@@ -34,6 +36,12 @@ def arena_site(transactional_db, redis_url, smollm2_dir, start_worker, start_asg
         DEBUG="false",
         SECRET_KEY="e2e-test-secret-key",
     )
+    return entries, env
+
+
+@pytest.fixture
+def arena_site(transactional_db, redis_url, smollm2_dir, start_worker, start_asgi_server, processes):
+    entries, env = demo_site(redis_url, smollm2_dir, max_new_tokens=MAX_NEW_TOKENS)
     worker = start_worker(env=env, queues="generate,default", concurrency=2)
     port = start_asgi_server(env=env)
     yield {"base": f"http://127.0.0.1:{port}", "names": [e["name"] for e in entries], "worker": worker}
@@ -113,20 +121,8 @@ CUT_AT = 12
 
 
 @pytest.fixture
-def queued_site(transactional_db, redis_url, smollm2_dir, start_worker, start_asgi_server, processes):
-    entries = catalogue_parse(REPO_ROOT / "config" / "arena_models.demo.yaml")
-    for entry in entries:
-        entry["generation"]["max_new_tokens"] = CUT_AT  # every answer to a story is cut
-        entry["queue_suffix"] = QUEUED
-    catalogue_sync(entries)
-    env = clean_env(
-        DJANGO_SETTINGS_MODULE="config.settings.dev",
-        DATABASE_URL=database_url_of(connection),
-        REDIS_URL=redis_url,
-        PODIUM_MODELS_DIR=str(smollm2_dir.parent),
-        DEBUG="false",
-        SECRET_KEY="e2e-test-secret-key",
-    )
+def queued_site(transactional_db, redis_url, smollm2_dir, start_asgi_server, processes):
+    _, env = demo_site(redis_url, smollm2_dir, max_new_tokens=CUT_AT, queue_suffix=QUEUED)  # a story is cut
     port = start_asgi_server(env=env)
     yield {"base": f"http://127.0.0.1:{port}", "env": env}
 
