@@ -65,7 +65,10 @@ class Socket:
 
 
 def sides(turn: Turn) -> dict:
-    return {"a": {"text": turn.answer_a, "status": turn.status_a}, "b": {"text": turn.answer_b, "status": turn.status_b}}
+    """Each side as the voter's snapshot has it once the side ended (a waiting side also carries its
+    place in the queue)."""
+    return {side: {"text": getattr(turn, f"answer_{side}"), "status": getattr(turn, f"status_{side}"),
+                   "cut": getattr(turn, f"cut_{side}")} for side in ("a", "b")}  # fmt: skip
 
 
 @pytest.mark.django_db(transaction=True)
