@@ -53,9 +53,10 @@
       } else if ((m = line.match(/^\s*[-*+]\s+(.*)$/))) {
         if (list !== "ul") { closeList(); out.push("<ul>"); list = "ul"; }
         out.push(`<li>${inline(m[1])}</li>`);
-      } else if ((m = line.match(/^\s*\d+[.)]\s+(.*)$/))) {
-        if (list !== "ol") { closeList(); out.push("<ol>"); list = "ol"; }
-        out.push(`<li>${inline(m[1])}</li>`);
+      } else if ((m = line.match(/^\s*(\d{1,9})[.)]\s+(.*)$/))) {
+        // A list the model broke with blank lines goes on counting from the number it wrote.
+        if (list !== "ol") { closeList(); out.push(`<ol start="${parseInt(m[1], 10)}">`); list = "ol"; }
+        out.push(`<li>${inline(m[2])}</li>`);
       } else if (line.trim() === "") {
         closeList();
       } else {

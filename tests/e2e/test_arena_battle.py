@@ -113,6 +113,9 @@ def test_model_output_is_rendered_as_text_not_markup(arena_site, browser):
     assert page.locator("#probe script, #probe img, #probe a").count() == 0
     assert page.locator("#probe strong").inner_text() == "bold"
     assert "<script>alert(1)</script>" in page.inner_text("#probe")
+    # A numbered list broken by blank lines (as SmolLM2 writes them) keeps its numbers.
+    numbered = page.evaluate("() => window.podiumArena.renderMarkdown('1. Start small.\\n\\n2. Practise daily.')")
+    assert numbered == '<ol start="1"><li>Start small.</li></ol><ol start="2"><li>Practise daily.</li></ol>', numbered
     assert not dialogs
 
 
