@@ -3,7 +3,7 @@
     python -m evalcore run --model hf --model-args path=DIR,dtype=float32 --tasks mmlu,gsm8k \
         [--include-path DIR] [--trust-task-code] [--num-fewshot N] [--limit N] [--batch-size auto|N] [--seed S] \
         [--output-dir DIR] [--log-samples] [--cache FILE] [--predict-only] \
-        [--apply-chat-template] [--system-instruction TEXT] [--fewshot-as-multiturn] [--gen-kwargs K=V,...]
+        [--apply-chat-template] [--system-instruction TEXT] [--fewshot-as-multiturn [BOOL]] [--gen-kwargs K=V,...]
 
 A chat endpoint: ``--model openai-chat --model-args base_url=http://HOST:PORT/v1,concurrency=8``
 (the harness's ``local-chat-completions``; the chat template is the endpoint's).
@@ -11,6 +11,7 @@ A chat endpoint: ``--model openai-chat --model-args base_url=http://HOST:PORT/v1
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from evalcore.cli import CliError, check_option, task_names
@@ -76,8 +77,13 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--fewshot-as-multiturn",
-        action="store_true",
-        help="few-shot examples as alternating user/assistant turns (default: one user message)",
+        type=yes_no,
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="BOOL",
+        help="few-shot examples as alternating user/assistant turns; on by default with the chat template, "
+        "as in lm-eval 0.4.13 (--fewshot-as-multiturn false: one user message)",
     )
     parser.add_argument(
         "--gen-kwargs",
@@ -90,6 +96,28 @@ def register(subparsers) -> None:
                         help="generate and store samples without scoring (implies --log-samples); "
                         "score later with python -m evalcore rescore")  # fmt: skip
     parser.set_defaults(func=run)
+
+
+def yes_no(text: str) -> bool:
+    """``--fewshot-as-multiturn``'s value: true or false (also 1/0, yes/no), anything else refused."""
+    value = str(text).strip().lower()
+    if value in ("true", "1", "yes"):
+        return True
+    if value in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {str(text)[:40]!r}")
+
+
+def multiturn_in_force(args) -> bool:
+    """lm-eval 0.4.13's rule for the same flags: few-shot examples are alternating turns by default when
+    the chat template is applied (``--apply-chat-template``, or the endpoint's on ``openai-chat``), and
+    ``--fewshot-as-multiturn false`` turns that off; asking for them without a template is refused."""
+    template = bool(args.apply_chat_template or args.model == "openai-chat")
+    if args.fewshot_as_multiturn is None:
+        return template
+    if args.fewshot_as_multiturn and not template:
+        raise CliError("--fewshot-as-multiturn needs --apply-chat-template (or --model openai-chat)")
+    return args.fewshot_as_multiturn
 
 
 def run(args) -> int:
@@ -109,9 +137,7 @@ def run(args) -> int:
         raise CliError(str(exc)) from None
     if args.system_instruction is not None and not args.system_instruction.strip():
         raise CliError("--system-instruction is empty")
-    chat_backend = args.model == "openai-chat"
-    if args.fewshot_as_multiturn and not (args.apply_chat_template or chat_backend):
-        raise CliError("--fewshot-as-multiturn needs --apply-chat-template (or --model openai-chat)")
+    fewshot_as_multiturn = multiturn_in_force(args)
     model_args = parse_model_args(args.model_args)
     if args.batch_size is not None:
         model_args["batch_size"] = batch_size(args.batch_size)
@@ -132,7 +158,7 @@ def run(args) -> int:
         progress=not args.no_progress,
         apply_chat_template=args.apply_chat_template,
         system_instruction=args.system_instruction,
-        fewshot_as_multiturn=args.fewshot_as_multiturn,
+        fewshot_as_multiturn=fewshot_as_multiturn,
         gen_kwargs=gen_kwargs,
         predict_only=args.predict_only,
     )

@@ -88,6 +88,7 @@ def test_gen_kwargs_aliases_and_sampling():
     ("argv", "message"),
     [
         (["--model", "hf", "--model-args", "path=/nonexistent", "--fewshot-as-multiturn"], "--fewshot-as-multiturn needs"),
+        (["--model", "hf", "--model-args", "path=/nonexistent", "--fewshot-as-multiturn", "true"], "--fewshot-as-multiturn needs"),
         (["--model", "openai-chat", "--model-args", "base_url=http://127.0.0.1:9/v1", "--predict-only"],
          "--predict-only needs --output-dir"),
         (["--model", "openai-chat", "--model-args", "base_url=http://127.0.0.1:9/v1", "--system-instruction", " "],
