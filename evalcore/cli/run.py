@@ -11,7 +11,6 @@ A chat endpoint: ``--model openai-chat --model-args base_url=http://HOST:PORT/v1
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from evalcore.cli import CliError, check_option, task_names
@@ -42,7 +41,8 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--num-fewshot", type=int, default=None, help="override every task's num_fewshot")
     parser.add_argument(
-        "--limit", type=int, default=None, help="evaluate only the first N documents of each task"
+        "--limit", default=None, metavar="N",
+        help="evaluate only the first N documents of each task; below 1, that fraction of them (as lm-eval)"
     )
     parser.add_argument("--batch-size", default=None, help="'auto' or a number of rows per forward pass")
     parser.add_argument("--seed", type=int, default=0, help="seed for sampling and bootstrap intervals")
@@ -77,9 +77,8 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--fewshot-as-multiturn",
-        type=yes_no,
         nargs="?",
-        const=True,
+        const="true",
         default=None,
         metavar="BOOL",
         help="few-shot examples as alternating user/assistant turns; on by default with the chat template, "
@@ -98,6 +97,22 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run)
 
 
+def limit_value(text: str | None) -> int | float | None:
+    """``--limit``: a whole number of documents, or a fraction below 1 (lm-eval 0.4.13's meaning)."""
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if 1 <= value < float("inf") and value == int(value):
+        return int(value)
+    if 0 < value < 1:
+        return value
+    raise CliError(f"--limit must be at least 1, got {str(text)[:40]} (a whole number of documents, or a fraction "
+                   "between 0 and 1: 0.1 is the first tenth of each task's documents)")  # fmt: skip
+
+
 def yes_no(text: str) -> bool:
     """``--fewshot-as-multiturn``'s value: true or false (also 1/0, yes/no), anything else refused."""
     value = str(text).strip().lower()
@@ -105,7 +120,7 @@ def yes_no(text: str) -> bool:
         return True
     if value in ("false", "0", "no"):
         return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {str(text)[:40]!r}")
+    raise CliError(f"--fewshot-as-multiturn expected true or false, got {str(text)[:40]!r}")
 
 
 def multiturn_in_force(args) -> bool:
@@ -115,9 +130,10 @@ def multiturn_in_force(args) -> bool:
     template = bool(args.apply_chat_template or args.model == "openai-chat")
     if args.fewshot_as_multiturn is None:
         return template
-    if args.fewshot_as_multiturn and not template:
+    wanted = yes_no(args.fewshot_as_multiturn)
+    if wanted and not template:
         raise CliError("--fewshot-as-multiturn needs --apply-chat-template (or --model openai-chat)")
-    return args.fewshot_as_multiturn
+    return wanted
 
 
 def run(args) -> int:
@@ -127,7 +143,7 @@ def run(args) -> int:
         raise CliError("--log-samples needs --output-dir")
     # Every option is checked before the task files are read and the model loads (minutes on a big one).
     check_option(args.num_fewshot, "--num-fewshot", minimum=0)
-    check_option(args.limit, "--limit")
+    limit = limit_value(args.limit)
     check_option(args.seed, "--seed", minimum=0)
     check_option(args.fewshot_seed, "--fewshot-seed", minimum=0)
     names = task_names(args.tasks)
@@ -152,7 +168,7 @@ def run(args) -> int:
         groups=groups,
         index=index,
         num_fewshot=args.num_fewshot,
-        limit=args.limit,
+        limit=limit,
         seed=args.seed,
         fewshot_seed=args.fewshot_seed,
         progress=not args.no_progress,

@@ -4,6 +4,7 @@ each record and scores it."""
 
 from __future__ import annotations
 
+import math
 import random
 
 from evalcore.engine.chat import ChatOptions, as_messages, as_text, conversation
@@ -28,6 +29,18 @@ def fewshot_pool(config: TaskConfig, splits: dict[str, list[dict]]) -> tuple[str
     return None, []
 
 
+def documents_limit(limit: int | float, available: int) -> int:
+    """How many documents ``--limit`` keeps, as lm-eval 0.4.13 reads it: a whole number of documents, or
+    below 1 a fraction of them, rounded up (0.1 of 1,319: 132)."""
+    if isinstance(limit, bool) or not isinstance(limit, int | float) or not 0 < limit < float("inf"):
+        raise ValueError(f"--limit must be a positive number of documents or a fraction below 1, got {limit!r}")
+    if limit < 1:
+        return math.ceil(available * limit)
+    if limit != int(limit):
+        raise ValueError(f"--limit takes a whole number of documents (or a fraction below 1), got {limit!r}")
+    return int(limit)
+
+
 def build_records(config: TaskConfig, *, num_fewshot: int | None, limit: int | None, seed: int, fewshot_seed: int,
                   chat=None, options: ChatOptions | None = None) -> list[dict]:  # fmt: skip
     """One record per evaluated document: id, document, prompt, target, few-shot ids, choices.
@@ -47,9 +60,7 @@ def build_records(config: TaskConfig, *, num_fewshot: int | None, limit: int | N
     splits = load_splits(config)
     split_name, docs = evaluation_docs(config, splits)
     if limit is not None:
-        if limit < 1:
-            raise ValueError("--limit must be a positive number of documents")
-        docs = docs[:limit]
+        docs = docs[: documents_limit(limit, len(docs))]
     shots = config.get("num_fewshot", 0) if num_fewshot is None else num_fewshot
     pool_split, pool = fewshot_pool(config, splits)
     if shots and not pool:

@@ -62,6 +62,25 @@ def test_the_chat_template_turns_multiturn_on_by_default():
 
 @pytest.mark.parametrize("value", ["maybe", "", "2", "on"])
 def test_a_value_that_is_not_a_boolean_is_refused(value, capsys):
-    with pytest.raises(SystemExit):
-        podium_settings(["--apply-chat-template", "--fewshot-as-multiturn", value])
-    assert "expected true or false" in capsys.readouterr().err
+    from evalcore.cli import main
+
+    assert main(["run", "--model", "hf", "--model-args", "path=/nonexistent", "--tasks", "gsm8k",
+                 "--apply-chat-template", "--fewshot-as-multiturn", value]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert "--fewshot-as-multiturn expected true or false" in err and err.count("\n") == 1
+
+
+def test_limit_below_one_is_a_fraction_of_the_documents_as_in_lm_eval():
+    from lm_eval.evaluator_utils import get_sample_size
+
+    from evalcore.engine.records import documents_limit
+
+    class Task:
+        eval_docs = list(range(1319))
+
+    for limit in (0.1, 0.5, 0.0001, 0.999, 1, 5, 1319, 5000):
+        assert min(documents_limit(limit, 1319), 1319) == min(get_sample_size(Task, limit), 1319), limit
+    assert [podium_run.limit_value(v) for v in ("10", "0.25", "1e1")] == [10, 0.25, 10]
+    for hostile in ("0", "-1", "2.5", "nan", "inf", "ten", ""):
+        with pytest.raises(CliError, match="--limit must be at least 1"):
+            podium_run.limit_value(hostile)
