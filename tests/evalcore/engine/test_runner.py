@@ -191,3 +191,47 @@ def test_tasks_command_lists_bundled_tasks(capsys):
     assert main(["tasks"]) == 0
     out = capsys.readouterr().out
     assert "mmlu\tgroup\t57 tasks" in out and "gsm8k\tgenerate_until" in out and "bbh\tgroup\t27 tasks" in out
+
+
+class RecordingBackend(ScriptedBackend):
+    """A scripted backend that keeps every generation request it receives."""
+
+    def __init__(self, answers=None):
+        super().__init__(answers)
+        self.requests = []
+
+    def generate_until(self, requests, *, progress=None):
+        self.requests += list(requests)
+        return super().generate_until(requests, progress=progress)
+
+
+def _sent(request) -> dict:
+    return {"until": list(request.until), "max_gen_toks": request.max_gen_toks, "do_sample": request.do_sample,
+            "temperature": request.temperature, "top_p": request.top_p}  # fmt: skip
+
+
+def test_protocol_names_every_decoding_setting_sent_and_where_it_came_from(arithmetic):
+    folder, answers = arithmetic
+    text = (folder / "arith.yaml").read_text()
+    (folder / "bare.yaml").write_text(
+        text.replace("task: arith", "task: bare")
+        .replace('generation_kwargs: {until: ["Question:"], max_gen_toks: 32}', "generation_kwargs: {top_k: 40}")
+    )
+    index = TaskIndex([folder], bundled=False)
+    cases = [
+        ("arith", None, {"until": ["Question:"], "max_gen_toks": 32, "do_sample": False, "temperature": 0.0, "top_p": 1.0},
+         {"until": "task", "max_gen_toks": "task", "do_sample": "default", "temperature": "default", "top_p": "default"}),
+        ("bare", None, {"until": ["\n\n"], "max_gen_toks": 256, "do_sample": False, "temperature": 0.0, "top_p": 1.0},
+         dict.fromkeys(["until", "max_gen_toks", "do_sample", "temperature", "top_p"], "default")),
+        ("arith", "temperature=0.5,max_new_tokens=7", {"until": ["Question:"], "max_gen_toks": 7, "do_sample": True,
+         "temperature": 0.5, "top_p": 1.0}, {"until": "task", "max_gen_toks": "cli", "do_sample": "cli",
+         "temperature": "cli", "top_p": "default"}),
+    ]  # fmt: skip
+    for name, gen_kwargs, decoding, sources in cases:
+        backend = RecordingBackend(answers)
+        tasks, _ = index.resolve([name])
+        protocol = evaluate(backend, tasks, limit=3, gen_kwargs=gen_kwargs).tasks[name].protocol
+        assert protocol["decoding"] == decoding and protocol["decoding_sources"] == sources, (name, gen_kwargs)
+        assert len(backend.requests) == 3 and all(_sent(r) == decoding for r in backend.requests)
+        assert protocol["decoding_ignored"] == ({"top_k": 40} if name == "bare" else {})
+
