@@ -25,6 +25,7 @@ from evalcore.engine.config import GroupConfig, TaskConfig
 from evalcore.engine.records import build_records, fewshot_pool
 from evalcore.engine.scoring import (
     aggregate,
+    filter_records,
     metric_key,
     runs_programs,
     score_records,
@@ -171,7 +172,7 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
                   gen_kwargs: dict | None = None, predict_only: bool = False) -> TaskResult:  # fmt: skip
     """One task on ``backend``. ``gen_kwargs`` (checked by :func:`evalcore.engine.chat.parse_gen_kwargs`)
     override the task's generation settings; ``predict_only`` keeps the responses unscored (``metrics``
-    empty; ``evalcore rescore`` scores the samples later). A backend that sends chat messages
+    empty, each record's ``filtered`` answers kept; ``evalcore rescore`` scores the samples later). A backend that sends chat messages
     (``openai-chat``) gets generation prompts as conversations, the endpoint applying the template."""
     started = time.perf_counter()
     scoring = not predict_only
@@ -202,7 +203,7 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
                      gen_kwargs=gen_kwargs)  # fmt: skip
     finally:
         close()
-    scored = score_records(config, records) if scoring else records
+    scored = score_records(config, records) if scoring else filter_records(config, records)
     metrics = aggregate(config, scored, seed=seed) if scoring else {}
     first = scored[0]
     generation = config.output_type == "generate_until"

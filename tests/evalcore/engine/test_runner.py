@@ -48,6 +48,12 @@ class ScriptedBackend(Backend):
 
 
 @pytest.fixture
+def data_env(shared_data, monkeypatch):
+    monkeypatch.setenv("PODIUM_DATA_DIR", str(shared_data))
+    return shared_data
+
+
+@pytest.fixture
 def arithmetic(tmp_path):
     rows = [{"question": f"{a} + {a}?", "answer": f"Adding: {a}+{a}={2 * a}\n#### {2 * a}"} for a in range(1, 8)]
     (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -235,3 +241,34 @@ def test_protocol_names_every_decoding_setting_sent_and_where_it_came_from(arith
         assert len(backend.requests) == 3 and all(_sent(r) == decoding for r in backend.requests)
         assert protocol["decoding_ignored"] == ({"top_k": 40} if name == "bare" else {})
 
+
+def test_predict_only_stores_the_filtered_answers_a_scored_run_stores(data_env, tmp_path, capsys):
+    index = TaskIndex()
+    tasks, _ = index.resolve(["gsm8k"])
+    first = evaluate(ScriptedBackend(), tasks, limit=6, num_fewshot=0)
+    # right answers (strict and flexible) for even documents; for odd ones two numbers the filters split on
+    answers = {
+        r["prompt"].rsplit("Question: ", 1)[-1]: (
+            f" So the answer is 3.\n#### {r['target'].split('#### ')[-1]}" if r["doc_id"] % 2 == 0
+            else f" #### {r['doc_id']} and then 1{r['doc_id']}"
+        )
+        for r in first.tasks["gsm8k"].records
+    }  # fmt: skip
+    scored = evaluate(ScriptedBackend(answers), tasks, limit=6, num_fewshot=0)
+    predicted = evaluate(ScriptedBackend(answers), tasks, limit=6, num_fewshot=0, predict_only=True)
+    assert predicted.tasks["gsm8k"].metrics == {}
+    write_run(scored, tmp_path / "scored", log_samples=True)
+    write_run(predicted, tmp_path / "predicted", log_samples=True)
+    kept = read_samples(tmp_path / "predicted" / "samples_gsm8k.jsonl")
+    normal = read_samples(tmp_path / "scored" / "samples_gsm8k.jsonl")
+    assert all("metrics" not in s for s in kept)
+    assert [s["filtered"] for s in kept] == [s["filtered"] for s in normal]
+    assert set(kept[1]["filtered"]) == {"strict-match", "flexible-extract"}
+    assert kept[1]["filtered"]["strict-match"] != kept[1]["filtered"]["flexible-extract"]  # the filters differ
+    assert main(["rescore", str(tmp_path / "predicted" / "samples_gsm8k.jsonl"), "--task", "gsm8k",
+                 "--output", str(tmp_path / "rescored.json")]) == 0  # fmt: skip
+    rescored = json.loads((tmp_path / "rescored.json").read_text())["intervals"]["gsm8k"]
+    expected = scored.tasks["gsm8k"].metrics
+    assert set(rescored) == set(expected) and expected["exact_match,strict-match"].value == pytest.approx(0.5)
+    for key, value in expected.items():
+        assert rescored[key]["value"] == pytest.approx(value.value, abs=1e-4) and rescored[key]["n"] == value.n == 6
