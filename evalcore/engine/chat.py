@@ -16,7 +16,8 @@ the system turn and a trailing ``gen_prefix`` turn stay apart) or kept as **alte
 (``fewshot_as_multiturn``, the delimiters dropped), exactly as the harness does.
 
 Decoding overrides (``--gen-kwargs``) are checked by :func:`parse_gen_kwargs` and merged over each
-generation task's ``generation_kwargs`` by :func:`effective_generation_kwargs`.
+generation task's ``generation_kwargs`` by :func:`effective_generation_kwargs`;
+:func:`decoding_settings` gives the settings every request carries, with where each came from.
 """
 
 from __future__ import annotations
@@ -211,6 +212,49 @@ def _checked(name: str, value):
     if name == "top_p" and not 0 < value <= 1:
         raise ValueError(f"--gen-kwargs: top_p must be in (0, 1], got {value!r}")
     return value
+
+
+DECODING_DEFAULTS = {"max_gen_toks": 256, "do_sample": False, "temperature": 0.0, "top_p": 1.0}
+DECODING_KEYS = ("until", "max_gen_toks", "do_sample", "temperature", "top_p")
+
+
+def decoding_settings(task_kwargs: dict, overrides: dict, fewshot_delimiter: str = "\n\n") -> tuple[dict, dict, dict]:
+    """The decoding settings a generation task's requests carry: ``(settings, sources, ignored)``.
+
+    ``settings`` has every field of :class:`~evalcore.models.base.GenerationRequest` that shapes
+    decoding (``until``, ``max_gen_toks``, ``do_sample``, ``temperature``, ``top_p``), exactly as
+    sent; ``sources`` says where each came from: ``"cli"`` (``--gen-kwargs``), ``"task"`` (the
+    YAML's ``generation_kwargs``) or ``"default"`` (the engine's; ``until`` defaults to the task's
+    few-shot delimiter, and ``do_sample`` is off whatever was asked when the temperature is 0).
+    ``ignored`` holds the task's generation settings that no backend is given (``top_k``,
+    ``num_beams``).
+    """
+    merged = effective_generation_kwargs(task_kwargs, overrides)
+    if "max_gen_toks" not in merged and "max_new_tokens" in merged:
+        merged["max_gen_toks"] = merged.pop("max_new_tokens")
+    merged.pop("max_new_tokens", None)
+
+    def source(key: str) -> str:
+        if key in overrides:
+            return "cli"
+        if key in task_kwargs or (key == "max_gen_toks" and "max_new_tokens" in task_kwargs):
+            return "task"
+        return "default"
+
+    until = merged.get("until", [fewshot_delimiter])
+    temperature = float(merged.get("temperature", DECODING_DEFAULTS["temperature"]))
+    settings = {
+        "until": [until] if isinstance(until, str) else list(until),
+        "max_gen_toks": int(merged.get("max_gen_toks", DECODING_DEFAULTS["max_gen_toks"])),
+        "do_sample": bool(merged.get("do_sample", False)) and temperature > 0,
+        "temperature": temperature,
+        "top_p": float(merged.get("top_p", DECODING_DEFAULTS["top_p"])),
+    }
+    sources = {key: source(key) for key in DECODING_KEYS}
+    if settings["do_sample"] != bool(merged.get("do_sample", False)):
+        sources["do_sample"] = "default"  # asked for, but a temperature of 0 decodes greedily
+    ignored = {k: v for k, v in merged.items() if k not in DECODING_KEYS}
+    return settings, sources, ignored
 
 
 def effective_generation_kwargs(task_kwargs: dict, overrides: dict) -> dict:

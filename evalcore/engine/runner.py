@@ -20,10 +20,17 @@ from dataclasses import dataclass, field
 from tqdm import tqdm
 
 from evalcore.engine import metrics as m
-from evalcore.engine.chat import ChatOptions, effective_generation_kwargs, parse_gen_kwargs
+from evalcore.engine.chat import ChatOptions, decoding_settings, parse_gen_kwargs
 from evalcore.engine.config import GroupConfig, TaskConfig
 from evalcore.engine.records import build_records, fewshot_pool
-from evalcore.engine.scoring import aggregate, metric_key, runs_programs, score_records, tampering_summary
+from evalcore.engine.scoring import (
+    aggregate,
+    filter_records,
+    metric_key,
+    runs_programs,
+    score_records,
+    tampering_summary,
+)
 from evalcore.jail import jail_protocol, require_referee
 from evalcore.models.base import Backend, GenerationRequest, LoglikelihoodRequest, RollingRequest
 
@@ -58,21 +65,22 @@ class RunResult:
         return {**{name: t.metrics for name, t in self.tasks.items()}, **self.groups}
 
 
-def _generation_request(config: TaskConfig, record: dict, seed: int, gen_kwargs: dict) -> GenerationRequest:
-    kwargs = effective_generation_kwargs(config.generation_kwargs, gen_kwargs)
-    until = kwargs.get("until", [config.get("fewshot_delimiter", "\n\n")])
-    until = (until,) if isinstance(until, str) else tuple(until)
-    temperature = float(kwargs.get("temperature", 0.0))
+def _generation_request(record: dict, seed: int, decoding: dict) -> GenerationRequest:
     return GenerationRequest(
         context=record["prompt"],
         messages=tuple((m["role"], m["content"]) for m in record.get("messages") or ()),
-        until=until,
-        max_gen_toks=int(kwargs.get("max_gen_toks", kwargs.get("max_new_tokens", 256))),
-        do_sample=bool(kwargs.get("do_sample", False)) and temperature > 0,
-        temperature=temperature,
-        top_p=float(kwargs.get("top_p", 1.0)),
+        until=tuple(decoding["until"]),
+        max_gen_toks=decoding["max_gen_toks"],
+        do_sample=decoding["do_sample"],
+        temperature=decoding["temperature"],
+        top_p=decoding["top_p"],
         seed=seed,
     )
+
+
+def task_decoding(config: TaskConfig, gen_kwargs: dict | None) -> tuple[dict, dict, dict]:
+    """:func:`evalcore.engine.chat.decoding_settings` for ``config`` (its few-shot delimiter the default stop)."""
+    return decoding_settings(config.generation_kwargs, gen_kwargs or {}, config.get("fewshot_delimiter", "\n\n"))
 
 
 def run_requests(backend: Backend, config: TaskConfig, records: list[dict], *, seed: int, progress=None,
@@ -133,8 +141,9 @@ def run_requests(backend: Backend, config: TaskConfig, records: list[dict], *, s
             )
     else:
         repeats = config.get("repeats", 1)
+        decoding, _, _ = task_decoding(config, gen_kwargs)
         requests = [
-            _generation_request(config, r, seed + 1000 * r["doc_id"] + k, gen_kwargs or {})
+            _generation_request(r, seed + 1000 * r["doc_id"] + k, decoding)
             for r in records
             for k in range(repeats)
         ]
@@ -163,7 +172,7 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
                   gen_kwargs: dict | None = None, predict_only: bool = False) -> TaskResult:  # fmt: skip
     """One task on ``backend``. ``gen_kwargs`` (checked by :func:`evalcore.engine.chat.parse_gen_kwargs`)
     override the task's generation settings; ``predict_only`` keeps the responses unscored (``metrics``
-    empty; ``evalcore rescore`` scores the samples later). A backend that sends chat messages
+    empty, each record's ``filtered`` answers kept; ``evalcore rescore`` scores the samples later). A backend that sends chat messages
     (``openai-chat``) gets generation prompts as conversations, the endpoint applying the template."""
     started = time.perf_counter()
     scoring = not predict_only
@@ -194,10 +203,11 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
                      gen_kwargs=gen_kwargs)  # fmt: skip
     finally:
         close()
-    scored = score_records(config, records) if scoring else records
+    scored = score_records(config, records) if scoring else filter_records(config, records)
     metrics = aggregate(config, scored, seed=seed) if scoring else {}
     first = scored[0]
     generation = config.output_type == "generate_until"
+    decoding, sources, ignored = task_decoding(config, gen_kwargs)
     protocol = {
         "task": config.task,
         "version": config.version,
@@ -220,7 +230,9 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
             "first_messages": first.get("messages"),
         },
         "gen_kwargs": gen_kwargs if generation else {},
-        "decoding": effective_generation_kwargs(config.generation_kwargs, gen_kwargs) if generation else None,
+        "decoding": decoding if generation else None,
+        "decoding_sources": sources if generation else None,
+        "decoding_ignored": ignored if generation else None,
         "predict_only": predict_only,
         "n_docs": len(scored),
         "limit": limit,

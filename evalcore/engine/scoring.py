@@ -149,12 +149,17 @@ def _ends_custom(config: TaskConfig) -> list[bool]:
             for p in config.get("filter_list") or [{"filter": []}]]  # fmt: skip
 
 
+def _filtered(config: TaskConfig, record: dict):
+    """(filter name, filtered responses, whether the pipeline ends in a custom filter) per pipeline."""
+    for (filter_name, apply), whole in zip(pipelines(config.get("filter_list")), _ends_custom(config)):
+        yield filter_name, apply(list(record["responses"]), record["doc"]), whole
+
+
 def _generation(config: TaskConfig, record: dict, entries: list[dict]) -> tuple[dict, dict]:
     values: dict = {}
     filtered: dict = {}
     gold = _generation_gold(config, record)
-    for (filter_name, apply), whole in zip(pipelines(config.get("filter_list")), _ends_custom(config)):
-        responses = apply(list(record["responses"]), record["doc"])
+    for filter_name, responses, whole in _filtered(config, record):
         filtered[filter_name] = responses
         # The harness scores what the last filter gave for the document: one answer after take_first,
         # the list a custom filter returned (humaneval's programs) as it is.
@@ -243,6 +248,16 @@ def score_records(config: TaskConfig, records: list[dict]) -> list[dict]:
         extra = {"tampering": tampering} if tampering else {}
         scored.append({**record, "filtered": filtered, "metrics": values, **extra})
     return scored
+
+
+def filter_records(config: TaskConfig, records: list[dict]) -> list[dict]:
+    """Fill ``filtered`` of every record (new dicts, inputs untouched) and compute no metric: what a
+    predict-only run stores, the same answers per pipeline as :func:`score_records` gives (lm-eval's
+    ``filtered_resps``), less the ``<filter>:passed`` verdicts, which need the programs run.
+    Tasks that do not generate have no filtered answers (``{}``), as in a scored run."""
+    if config.output_type != "generate_until":
+        return [{**record, "filtered": {}} for record in records]
+    return [{**record, "filtered": {name: answers for name, answers, _ in _filtered(config, record)}} for record in records]
 
 
 def _aggregation(config: TaskConfig, entry: dict, base: str):

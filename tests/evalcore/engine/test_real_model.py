@@ -109,3 +109,36 @@ def test_gsm8k_run_and_rescore_from_the_command_line(smollm2_dir, data_env, tmp_
     assert all(len(s["responses"]) == 1 and "Question:" not in s["responses"][0] for s in samples)
     assert main(["rescore", str(out / "samples_gsm8k.jsonl"), "--task", "gsm8k"]) == 0
     assert "exact_match,flexible-extract" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_protocol_decoding_is_what_the_real_model_was_asked(smollm2, tmp_path, monkeypatch):
+    rows = [{"question": "What is 2 + 3?", "answer": "5"}, {"question": "Name a colour.", "answer": "red"}]
+    (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "tiny.yaml").write_text(
+        f"task: tiny\ndataset_path: json\ndataset_kwargs: {{data_files: {{test: {tmp_path / 'test.jsonl'}}}}}\n"
+        "test_split: test\noutput_type: generate_until\ndoc_to_text: \"Q: {{question}}\\nA:\"\n"
+        "doc_to_target: \"{{answer}}\"\ngeneration_kwargs: {until: [\"\\n\", \".\"]}\n"
+        "metric_list: [{metric: exact_match}]\n"
+    )
+    received = []
+    real = smollm2.generate_until
+
+    def recording(requests, *, progress=None):
+        received.extend(requests)
+        return real(requests, progress=progress)
+
+    monkeypatch.setattr(smollm2, "generate_until", recording)
+    tasks, _ = TaskIndex([tmp_path], bundled=False).resolve(["tiny"])
+    for gen_kwargs, max_gen_toks in ((None, 256), ("max_gen_toks=5", 5)):
+        received.clear()
+        run = evaluate(smollm2, tasks, gen_kwargs=gen_kwargs, seed=0)
+        decoding = run.tasks["tiny"].protocol["decoding"]
+        assert decoding["max_gen_toks"] == max_gen_toks and decoding["until"] == ["\n", "."]
+        assert len(received) == 2
+        for request in received:
+            sent = {"until": list(request.until), "max_gen_toks": request.max_gen_toks, "do_sample": request.do_sample,
+                    "temperature": request.temperature, "top_p": request.top_p}  # fmt: skip
+            assert sent == decoding
+        assert run.tasks["tiny"].protocol["decoding_sources"]["max_gen_toks"] == ("default" if gen_kwargs is None else "cli")
+        assert all("\n" not in r["responses"][0] and "." not in r["responses"][0] for r in run.tasks["tiny"].records)

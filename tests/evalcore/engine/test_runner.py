@@ -48,6 +48,12 @@ class ScriptedBackend(Backend):
 
 
 @pytest.fixture
+def data_env(shared_data, monkeypatch):
+    monkeypatch.setenv("PODIUM_DATA_DIR", str(shared_data))
+    return shared_data
+
+
+@pytest.fixture
 def arithmetic(tmp_path):
     rows = [{"question": f"{a} + {a}?", "answer": f"Adding: {a}+{a}={2 * a}\n#### {2 * a}"} for a in range(1, 8)]
     (tmp_path / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -191,3 +197,78 @@ def test_tasks_command_lists_bundled_tasks(capsys):
     assert main(["tasks"]) == 0
     out = capsys.readouterr().out
     assert "mmlu\tgroup\t57 tasks" in out and "gsm8k\tgenerate_until" in out and "bbh\tgroup\t27 tasks" in out
+
+
+class RecordingBackend(ScriptedBackend):
+    """A scripted backend that keeps every generation request it receives."""
+
+    def __init__(self, answers=None):
+        super().__init__(answers)
+        self.requests = []
+
+    def generate_until(self, requests, *, progress=None):
+        self.requests += list(requests)
+        return super().generate_until(requests, progress=progress)
+
+
+def _sent(request) -> dict:
+    return {"until": list(request.until), "max_gen_toks": request.max_gen_toks, "do_sample": request.do_sample,
+            "temperature": request.temperature, "top_p": request.top_p}  # fmt: skip
+
+
+def test_protocol_names_every_decoding_setting_sent_and_where_it_came_from(arithmetic):
+    folder, answers = arithmetic
+    text = (folder / "arith.yaml").read_text()
+    (folder / "bare.yaml").write_text(
+        text.replace("task: arith", "task: bare")
+        .replace('generation_kwargs: {until: ["Question:"], max_gen_toks: 32}', "generation_kwargs: {top_k: 40}")
+    )
+    index = TaskIndex([folder], bundled=False)
+    cases = [
+        ("arith", None, {"until": ["Question:"], "max_gen_toks": 32, "do_sample": False, "temperature": 0.0, "top_p": 1.0},
+         {"until": "task", "max_gen_toks": "task", "do_sample": "default", "temperature": "default", "top_p": "default"}),
+        ("bare", None, {"until": ["\n\n"], "max_gen_toks": 256, "do_sample": False, "temperature": 0.0, "top_p": 1.0},
+         dict.fromkeys(["until", "max_gen_toks", "do_sample", "temperature", "top_p"], "default")),
+        ("arith", "temperature=0.5,max_new_tokens=7", {"until": ["Question:"], "max_gen_toks": 7, "do_sample": True,
+         "temperature": 0.5, "top_p": 1.0}, {"until": "task", "max_gen_toks": "cli", "do_sample": "cli",
+         "temperature": "cli", "top_p": "default"}),
+    ]  # fmt: skip
+    for name, gen_kwargs, decoding, sources in cases:
+        backend = RecordingBackend(answers)
+        tasks, _ = index.resolve([name])
+        protocol = evaluate(backend, tasks, limit=3, gen_kwargs=gen_kwargs).tasks[name].protocol
+        assert protocol["decoding"] == decoding and protocol["decoding_sources"] == sources, (name, gen_kwargs)
+        assert len(backend.requests) == 3 and all(_sent(r) == decoding for r in backend.requests)
+        assert protocol["decoding_ignored"] == ({"top_k": 40} if name == "bare" else {})
+
+
+def test_predict_only_stores_the_filtered_answers_a_scored_run_stores(data_env, tmp_path, capsys):
+    index = TaskIndex()
+    tasks, _ = index.resolve(["gsm8k"])
+    first = evaluate(ScriptedBackend(), tasks, limit=6, num_fewshot=0)
+    # right answers (strict and flexible) for even documents; for odd ones two numbers the filters split on
+    answers = {
+        r["prompt"].rsplit("Question: ", 1)[-1]: (
+            f" So the answer is 3.\n#### {r['target'].split('#### ')[-1]}" if r["doc_id"] % 2 == 0
+            else f" #### {r['doc_id']} and then 1{r['doc_id']}"
+        )
+        for r in first.tasks["gsm8k"].records
+    }  # fmt: skip
+    scored = evaluate(ScriptedBackend(answers), tasks, limit=6, num_fewshot=0)
+    predicted = evaluate(ScriptedBackend(answers), tasks, limit=6, num_fewshot=0, predict_only=True)
+    assert predicted.tasks["gsm8k"].metrics == {}
+    write_run(scored, tmp_path / "scored", log_samples=True)
+    write_run(predicted, tmp_path / "predicted", log_samples=True)
+    kept = read_samples(tmp_path / "predicted" / "samples_gsm8k.jsonl")
+    normal = read_samples(tmp_path / "scored" / "samples_gsm8k.jsonl")
+    assert all("metrics" not in s for s in kept)
+    assert [s["filtered"] for s in kept] == [s["filtered"] for s in normal]
+    assert set(kept[1]["filtered"]) == {"strict-match", "flexible-extract"}
+    assert kept[1]["filtered"]["strict-match"] != kept[1]["filtered"]["flexible-extract"]  # the filters differ
+    assert main(["rescore", str(tmp_path / "predicted" / "samples_gsm8k.jsonl"), "--task", "gsm8k",
+                 "--output", str(tmp_path / "rescored.json")]) == 0  # fmt: skip
+    rescored = json.loads((tmp_path / "rescored.json").read_text())["intervals"]["gsm8k"]
+    expected = scored.tasks["gsm8k"].metrics
+    assert set(rescored) == set(expected) and expected["exact_match,strict-match"].value == pytest.approx(0.5)
+    for key, value in expected.items():
+        assert rescored[key]["value"] == pytest.approx(value.value, abs=1e-4) and rescored[key]["n"] == value.n == 6
