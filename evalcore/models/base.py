@@ -232,6 +232,14 @@ class Backend(abc.ABC):
     ) -> list[LoglikelihoodResult]:
         """Score continuations; see :class:`LoglikelihoodRequest`."""
 
+    def loglikelihood_tokens(
+        self, pairs: Sequence[tuple[Sequence[int], Sequence[int]]], *, progress=None
+    ) -> list[LoglikelihoodResult]:
+        """Score (context ids, continuation ids) pairs of the backend's ``tokenizer`` as given: no text is
+        re-tokenised and no whitespace moved, so the caller decides exactly which tokens are scored (the
+        DPO implicit reward does). Backends that cannot score token ids refuse with a ValueError."""
+        raise ValueError(f"the {self.name!r} backend cannot score token ids")
+
     @abc.abstractmethod
     def loglikelihood_rolling(
         self, requests: Sequence[RollingRequest], *, progress=None

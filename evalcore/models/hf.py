@@ -216,6 +216,15 @@ class HFBackend(Backend):
         scored = self._score_pairs(pairs, progress=progress)
         return [LoglikelihoodResult(lp, greedy, n) for lp, greedy, n in scored]
 
+    def loglikelihood_tokens(self, pairs, *, progress=None) -> list[LoglikelihoodResult]:
+        """Score (context ids, continuation ids) as given (see :meth:`Backend.loglikelihood_tokens`)."""
+        pairs = [(list(c), list(t)) for c, t in pairs]
+        for context, continuation in pairs:
+            if not context or not continuation:
+                raise ValueError("loglikelihood_tokens needs a non-empty context and continuation")
+        scored = self._score_pairs(pairs, progress=progress)
+        return [LoglikelihoodResult(lp, greedy, n) for lp, greedy, n in scored]
+
     def loglikelihood_rolling(
         self, requests: Sequence[RollingRequest], *, progress=None
     ) -> list[RollingResult]:

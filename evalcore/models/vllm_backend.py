@@ -291,6 +291,17 @@ class VLLMBackend(Backend):
             progress(len(requests))
         return [LoglikelihoodResult(lp, greedy, n) for lp, greedy, n in scored]  # type: ignore[misc]
 
+    def loglikelihood_tokens(self, pairs, *, progress=None) -> list[LoglikelihoodResult]:
+        """Score (context ids, continuation ids) as given (see :meth:`Backend.loglikelihood_tokens`)."""
+        pairs = [(list(c), list(t)) for c, t in pairs]
+        for context, continuation in pairs:
+            if not context or not continuation:
+                raise ValueError("loglikelihood_tokens needs a non-empty context and continuation")
+        scored = self._score_pairs(pairs) if pairs else []
+        if progress is not None:
+            progress(len(pairs))
+        return [LoglikelihoodResult(lp, greedy, n) for lp, greedy, n in scored]
+
     def loglikelihood_rolling(
         self, requests: Sequence[RollingRequest], *, progress=None
     ) -> list[RollingResult]:

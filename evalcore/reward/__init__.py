@@ -13,7 +13,14 @@ See ``docs/reward-models.md``. The public API::
 """
 
 from evalcore.reward.pairs import PairsFile, RewardPair, parse_pairs_spec, read_reward_pairs
-from evalcore.reward.scoring import PairReward, classifier_rewards, dpo_context, dpo_rewards, reward_report
+from evalcore.reward.scoring import (
+    PairReward,
+    classifier_rewards,
+    dpo_context,
+    dpo_rewards,
+    dpo_tokens,
+    reward_report,
+)
 
 __all__ = [
     "PairReward",
@@ -22,6 +29,7 @@ __all__ = [
     "classifier_rewards",
     "dpo_context",
     "dpo_rewards",
+    "dpo_tokens",
     "parse_pairs_spec",
     "read_reward_pairs",
     "reward_report",

@@ -5,9 +5,10 @@ Two kinds of reward model:
 - a sequence-classification model (:class:`~evalcore.reward.classifier.SequenceClassifierReward`): the
   reward is its score of the conversation;
 - a DPO policy against its reference (any two backends with ``loglikelihood``): the implicit reward
-  ``beta * (log p_policy(answer | prompt) - log p_ref(answer | prompt))``, the answer's tokens scored
-  after the prompt rendered as a user turn by the chat template (the end-of-turn text the template
-  closes the answer with is part of the answer).
+  ``beta * (log p_policy(answer | prompt) - log p_ref(answer | prompt))``, exactly the answer's tokens
+  scored after the prompt rendered as a user turn by the chat template with the assistant's turn opened
+  (the end-of-turn text the template closes the answer with is part of the answer; the boundary is
+  token-exact, see :func:`dpo_tokens`).
 
 A pair is ``correct`` when the chosen answer's reward is strictly higher, ``tie`` when both are equal
 (a tie is never correct: it counts in ``n`` as a miss and is counted apart), else ``wrong``. A pair
@@ -30,7 +31,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from evalcore.judging.audit import rate
-from evalcore.models.base import LoglikelihoodRequest
 from evalcore.reward.pairs import PairsFile, RewardPair
 
 OUTCOMES = ("correct", "wrong", "tie")
@@ -93,9 +93,9 @@ def classifier_rewards(model, pairs: Sequence[RewardPair], *, progress=None) -> 
 
 
 def dpo_context(backend, prompt: str, answer: str) -> tuple[str, str]:
-    """(context, continuation) for log p(answer | prompt): the prompt as a user turn with the assistant's
-    turn opened, and the answer as the template closes it; ``prompt + "\\n\\n"`` and the bare answer
-    for a model without a chat template."""
+    """(prompt text, answer text) for log p(answer | prompt): the prompt as a user turn with the assistant's
+    turn opened (the chat template's generation prompt), and the answer as the template closes it;
+    ``prompt + "\n\n"`` and the bare answer for a model without a chat template."""
     tokenizer = getattr(backend, "tokenizer", None)
     if tokenizer is None or not getattr(tokenizer, "chat_template", None):
         return f"{prompt}\n\n", answer
@@ -103,6 +103,33 @@ def dpo_context(backend, prompt: str, answer: str) -> tuple[str, str]:
     full = tokenizer.apply_chat_template([{"role": "user", "content": prompt}, {"role": "assistant", "content": answer}],
                                          tokenize=False)  # fmt: skip
     return (context, full[len(context) :]) if full.startswith(context) else (context, answer)
+
+
+def dpo_tokens(backend, prompt: str, answer: str) -> tuple[list[int], list[int]]:
+    """(prompt ids, answer ids) for log p(answer | prompt), split exactly where the rendered prompt ends.
+
+    The prompt's ids are the rendered prompt (:func:`dpo_context`) encoded alone, as the model is sent it
+    before it generates; no trailing whitespace is moved (the harness's rule for benchmark strings would
+    put the newline that ends SmolLM2's ``<|im_start|>assistant`` among the answer's tokens). The answer's
+    ids are the tokens after those in the encoding of prompt + answer, when that encoding begins with the
+    prompt's ids (no token straddles the boundary: the answer is tokenised as in the whole conversation).
+    When a token merges across the boundary (an answer that begins with a newline after SmolLM2's
+    ``assistant\n``: ``\n\n`` is one token) the prompt keeps its own ids, since generation starts from
+    them, and the answer is encoded on its own: every scored token is then the answer's, none the prompt's.
+    """
+    tokenizer = getattr(backend, "tokenizer", None)
+    if tokenizer is None:
+        raise ValueError(f"the {getattr(backend, 'name', 'given')!r} backend has no tokenizer: DPO rewards score token ids")
+    context, continuation = dpo_context(backend, prompt, answer)
+    context_ids = list(backend.tok_encode(context))
+    whole = list(backend.tok_encode(context + continuation))
+    if whole[: len(context_ids)] == context_ids:
+        answer_ids = whole[len(context_ids) :]
+    else:
+        answer_ids = list(tokenizer.encode(continuation, add_special_tokens=False))
+    if not answer_ids:
+        raise ValueError("the answer has no tokens to score")
+    return context_ids, answer_ids
 
 
 def dpo_rewards(policy, reference, pairs: Sequence[RewardPair], *, beta: float, progress=None) -> list[PairReward]:
@@ -115,12 +142,11 @@ def dpo_rewards(policy, reference, pairs: Sequence[RewardPair], *, beta: float, 
         if role == "reference" and reference is policy:
             sums[role] = sums["policy"]
             continue
-        requests = [
-            LoglikelihoodRequest(*dpo_context(backend, p.prompt, a))
-            for p in pairs
-            for a in (p.chosen, p.rejected)
-        ]
-        scored = backend.loglikelihood(requests, progress=progress) if progress else backend.loglikelihood(requests)
+        requests = [dpo_tokens(backend, p.prompt, a) for p in pairs for a in (p.chosen, p.rejected)]
+        if progress:
+            scored = backend.loglikelihood_tokens(requests, progress=progress)
+        else:
+            scored = backend.loglikelihood_tokens(requests)
         sums[role] = [r.logprob for r in scored]
     records = []
     for i, pair in enumerate(pairs):

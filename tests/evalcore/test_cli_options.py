@@ -45,7 +45,14 @@ CASES = [
       "--baseline", "b=hf:path=/nonexistent", "--candidate", "c=hf:path=/nonexistent", "--limit", "0"], "--limit must be at least 1, got 0"),
     (["rate", "{votes}", "--seed", "-1"], "--seed must be at least 0, got -1"),
     (["rescore", "{pairs}", "--task", "gsm8k", "--seed", "-5"], "--seed must be at least 0, got -5"),
-    (["serve", *NO_MODEL, "--port", "0", "--queue-timeout", "nan"], "a finite --queue-timeout > 0"),
+    (["serve", *NO_MODEL, "--port", "0", "--queue-timeout", "nan"], "--queue-timeout must be 'none' (wait as long as the client does) or a number of seconds above 0"),
+    (["serve", *NO_MODEL, "--port", "0", "--queue-timeout", "inf"], "--queue-timeout must be 'none' (wait as long as the client does) or a number of seconds above 0"),
+    (["serve", *NO_MODEL, "--port", "0", "--queue-timeout", "-1"], "--queue-timeout must be 'none' (wait as long as the client does) or a number of seconds above 0"),
+    (["serve", *NO_MODEL, "--port", "0", "--queue-timeout", "0"], "--queue-timeout must be 'none' (wait as long as the client does) or a number of seconds above 0"),
+    (["serve", *NO_MODEL, "--port", "0", "--queue-timeout", "soon"], "--queue-timeout must be 'none' (wait as long as the client does) or a number of seconds above 0"),
+    (["serve", *NO_MODEL, "--port", "0", "--queue-timeout", "1e400"], "--queue-timeout must be 'none' (wait as long as the client does) or a number of seconds above 0"),
+    (["serve", *NO_MODEL, "--port", "0", "--queue-timeout", ""], "--queue-timeout must be 'none' (wait as long as the client does) or a number of seconds above 0"),
+    (["serve", *NO_MODEL, "--port", "0", "--queue-timeout", "1e9"], "--queue-timeout must be 'none' (wait as long as the client does) or a number of seconds above 0"),
 ]  # fmt: skip
 
 

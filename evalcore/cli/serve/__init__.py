@@ -23,7 +23,9 @@ Who may ask: the server binds to loopback unless ``--allow-remote``; with ``--ap
 Bearer KEY``; a Host header must be an IP address, ``localhost``, the bound name or a name given with
 ``--host-name`` (a web page on another site that resolves to this machine is refused: DNS
 rebinding); request bodies must be ``Content-Type: application/json``. Model calls are
-serialised by a lock (one model, one call at a time); non-streamed chat requests that wait for it
+serialised by a lock (one model, one call at a time); a request waits for its turn as long as its
+client does, unless ``--queue-timeout SECONDS`` (or ``PODIUM_SERVE_QUEUE_TIMEOUT``) bounds the wait
+(then 503 with ``Retry-After``, the measured length of a turn); non-streamed chat requests that wait for it
 together are answered in one batched call (:mod:`.batching`: concurrent benchmark clients share
 forward passes and few-shot prefixes); on the vllm backend no request takes the lock (chat, streamed
 or not, and completions): each goes to the engine as it arrives, at most ``MAX_WAITING`` in flight (its
@@ -34,20 +36,20 @@ crash.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from pathlib import Path
 
 from evalcore.boundary.netutil import is_loopback
 from evalcore.cli.serve.handler import Handler, make_server
-from evalcore.cli.serve.service import MAX_WAITING, ModelService
+from evalcore.cli.serve.service import MAX_WAITING, QUEUE_TIMEOUT_ENV, ModelService, parse_queue_timeout
 from evalcore.cli.serve.validation import RequestError
 from evalcore.models import backend_class, parse_model_args
 
 API_KEY_ENV = "PODIUM_SERVE_API_KEY"
 
-__all__ = ["MAX_WAITING", "Handler", "ModelService", "RequestError", "is_loopback", "make_server", "register", "run"]
+__all__ = ["MAX_WAITING", "QUEUE_TIMEOUT_ENV", "Handler", "ModelService", "RequestError", "is_loopback", "make_server",
+           "parse_queue_timeout", "register", "run"]  # fmt: skip
 
 
 def register(subparsers) -> None:
@@ -67,7 +69,9 @@ def register(subparsers) -> None:
     p.add_argument("--served-model-name", default=None, help="name clients send (default: folder name)")
     p.add_argument("--max-tokens-limit", type=int, default=1024, help="largest max_tokens accepted")
     p.add_argument("--max-body-bytes", type=int, default=1 << 20, help="largest request body accepted")
-    p.add_argument("--queue-timeout", type=float, default=120.0, help="seconds to wait for the model")
+    p.add_argument("--queue-timeout", default=None, metavar="SECONDS|none",
+                   help=f"seconds a request may wait for the model before a 503 with Retry-After; 'none' (the "
+                        f"default, also from ${QUEUE_TIMEOUT_ENV}) waits as long as the client does")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -79,10 +83,12 @@ def run(args) -> int:
         )
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port {args.port} must be from 0 to 65535")
-    if args.max_tokens_limit < 1 or args.max_body_bytes < 1024 or not (math.isfinite(args.queue_timeout) and args.queue_timeout > 0):
-        raise ValueError(
-            "--max-tokens-limit >= 1, --max-body-bytes >= 1024 and a finite --queue-timeout > 0 are required"
-        )
+    if args.max_tokens_limit < 1 or args.max_body_bytes < 1024:
+        raise ValueError("--max-tokens-limit >= 1 and --max-body-bytes >= 1024 are required")
+    if args.queue_timeout is not None:
+        queue_timeout = parse_queue_timeout(args.queue_timeout, "--queue-timeout")
+    else:
+        queue_timeout = parse_queue_timeout(os.environ.get(QUEUE_TIMEOUT_ENV), f"${QUEUE_TIMEOUT_ENV}")
     api_key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV) or None
     if api_key is not None and len(api_key) < 16:
         raise ValueError(f"the API key must be at least 16 characters (--api-key or ${API_KEY_ENV})")
@@ -91,7 +97,7 @@ def run(args) -> int:
     name = args.served_model_name or (Path(str(model_args["path"])).name if "path" in model_args else None)
     name = str(name or model_args.get("model") or args.model)
     service = ModelService(backend, name=name, max_tokens_limit=args.max_tokens_limit,
-                           queue_timeout=args.queue_timeout)  # fmt: skip
+                           queue_timeout=queue_timeout)  # fmt: skip
     try:
         server = make_server(service, host=args.host, port=args.port, max_body_bytes=args.max_body_bytes,
                              api_key=api_key, host_names=tuple(args.host_name))  # fmt: skip

@@ -74,7 +74,7 @@ class ChatBatcher:
                 while not mine.done.is_set():
                     self._run_batch()
             finally:
-                self.service.lock.release()
+                self.service.release()
         if mine.error is not None:
             raise mine.error
         return mine.text or "", mine.prompt_tokens

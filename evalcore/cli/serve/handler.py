@@ -121,22 +121,22 @@ class Handler(BaseHTTPRequestHandler):
             raise RequestError(400, "the request body must be a JSON object")
         return payload
 
-    def _json(self, status: int, body: dict) -> None:
+    def _json(self, status: int, body: dict, *, retry_after: int | None = None) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         if status == 401:
             self.send_header("WWW-Authenticate", "Bearer")
         self.send_header("Content-Length", str(len(data)))
-        if status == 503:
-            self.send_header("Retry-After", "1")
+        if retry_after is not None or status in (429, 503):
+            self.send_header("Retry-After", str(retry_after or 1))
         self.end_headers()
         self.wfile.write(data)
 
     def _error(self, error: RequestError) -> None:
         self.close_connection = True
         try:
-            self._json(error.status, error.body())
+            self._json(error.status, error.body(), retry_after=error.retry_after)
         except OSError:
             pass
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import secrets
 import threading
 import time
@@ -19,6 +20,31 @@ from evalcore.models import ChatParams
 from evalcore.models.base import validate_messages
 
 MAX_WAITING = 32  # requests queued for the model beyond this get 503 at once
+QUEUE_TIMEOUT_ENV = "PODIUM_SERVE_QUEUE_TIMEOUT"
+MAX_QUEUE_TIMEOUT = 7 * 24 * 3600.0  # a week; "none" waits without a bound
+MAX_RETRY_AFTER = 3600  # seconds
+
+
+def parse_queue_timeout(value, source: str = "--queue-timeout") -> float | None:
+    """Seconds a request may wait for the model, or None (``none``: as long as its client waits).
+
+    A number must be finite, above 0 and at most :data:`MAX_QUEUE_TIMEOUT`; anything else is one
+    ValueError naming ``source`` and the value."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if text.lower() == "none":
+        return None
+    try:
+        seconds = float(text)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not (math.isfinite(seconds) and 0 < seconds <= MAX_QUEUE_TIMEOUT):
+        raise ValueError(
+            f"{source} must be 'none' (wait as long as the client does) or a number of seconds above 0 and at "
+            f"most {MAX_QUEUE_TIMEOUT:g}, got {str(value)[:40]!r}"
+        )
+    return seconds
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> dict:
@@ -29,12 +55,14 @@ def usage(prompt_tokens: int, completion_tokens: int) -> dict:
 class ModelService:
     """One loaded backend behind a lock, answering validated OpenAI-style payloads."""
 
-    def __init__(self, backend, *, name: str, max_tokens_limit: int, queue_timeout: float) -> None:
+    def __init__(self, backend, *, name: str, max_tokens_limit: int, queue_timeout: float | None = None) -> None:
         self.backend = backend
         self.name = name
         self.max_tokens_limit = max_tokens_limit
-        self.queue_timeout = queue_timeout
+        self.queue_timeout = parse_queue_timeout(queue_timeout, "queue_timeout")
         self.lock = threading.Lock()
+        self.held_since = 0.0  # when the model lock was last taken (monotonic)
+        self.typical_hold = 1.0  # seconds a turn at the model takes (moving average): the Retry-After
         self.waiting = threading.BoundedSemaphore(MAX_WAITING)
         self.created = int(time.time())
         batchable = callable(getattr(backend, "chat_prompt_ids", None)) and callable(
@@ -55,21 +83,38 @@ class ModelService:
             self._take_place()
             return self.waiting.release
         self.acquire()
-        return self.lock.release
+        return self.release
+
+    def retry_after(self) -> int:
+        """Seconds a refused client should wait before asking again: a turn at the model, as measured."""
+        return max(1, min(MAX_RETRY_AFTER, math.ceil(self.typical_hold)))
 
     def _take_place(self) -> None:
         """One of the ``MAX_WAITING`` places for requests in flight or waiting; none free: 503 at once."""
         if not self.waiting.acquire(blocking=False):
-            raise RequestError(503, "too many requests are waiting for the model; retry later", code="busy")
+            raise RequestError(503, "too many requests are waiting for the model; retry later", code="busy",
+                               retry_after=self.retry_after())  # fmt: skip
 
     def acquire(self) -> None:
-        """Take the model lock, waiting at most ``queue_timeout`` behind at most ``MAX_WAITING`` others."""
+        """Take the model lock behind at most ``MAX_WAITING`` others, waiting as long as the client does
+        (``queue_timeout`` None) or at most ``queue_timeout`` seconds (then 503 with Retry-After)."""
         self._take_place()
         try:
-            if not self.lock.acquire(timeout=self.queue_timeout):
-                raise RequestError(503, "the model is busy; retry later", code="busy")
+            if self.queue_timeout is None:
+                self.lock.acquire()
+            elif not self.lock.acquire(timeout=self.queue_timeout):
+                raise RequestError(503, f"the model is busy: no turn within the server's {self.queue_timeout:g} s "
+                                        "queue time-out (--queue-timeout); retry later",
+                                   code="busy", retry_after=self.retry_after())  # fmt: skip
+            self.held_since = time.monotonic()
         finally:
             self.waiting.release()
+
+    def release(self) -> None:
+        """Leave the model lock, noting how long the turn took (for Retry-After)."""
+        took = time.monotonic() - self.held_since
+        self.typical_hold = 0.7 * self.typical_hold + 0.3 * took
+        self.lock.release()
 
     # -- chat -----------------------------------------------------------------------------------------
     def chat(self, payload: dict):

@@ -12,9 +12,11 @@ MAX_PROMPTS = 256  # prompts in one completions request
 class RequestError(Exception):
     """A client error answered with ``status`` and an OpenAI-style error body."""
 
-    def __init__(self, status: int, message: str, *, param: str | None = None, code: str | None = None):
+    def __init__(self, status: int, message: str, *, param: str | None = None, code: str | None = None,
+                 retry_after: int | None = None):  # fmt: skip
         super().__init__(message)
         self.status, self.param, self.code = status, param, code
+        self.retry_after = retry_after  # seconds, sent as Retry-After (a 503 without it says 1)
 
     def body(self) -> dict:
         kind = "invalid_request_error" if self.status < 500 else "server_error"

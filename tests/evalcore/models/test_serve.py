@@ -306,8 +306,95 @@ def test_a_busy_model_answers_503_instead_of_queueing_forever():
     service.acquire()  # a long answer holds the model
     with pytest.raises(RequestError, match="busy") as error:
         service.acquire()
-    assert error.value.status == 503
+    assert error.value.status == 503 and error.value.retry_after >= 1
     for _ in range(MAX_WAITING):
         service.waiting.acquire()  # the queue is full
-    with pytest.raises(RequestError, match="too many requests"):
+    with pytest.raises(RequestError, match="too many requests") as error:
         service.acquire()
+    assert error.value.retry_after >= 1
+
+
+def test_by_default_a_request_waits_for_its_turn_however_long():
+    """No queue time-out unless one is set: a request behind a long answer gets its turn, never a 503."""
+    from evalcore.cli.serve import MAX_WAITING, ModelService
+
+    service = ModelService(None, name="m", max_tokens_limit=8)
+    assert service.queue_timeout is None
+    service.acquire()  # a long answer holds the model
+    outcome = []
+
+    def wait_for_turn():
+        try:
+            service.acquire()
+            outcome.append("turn")
+            service.release()
+        except Exception as exc:  # a 503 would land here
+            outcome.append(exc)
+
+    waiter = threading.Thread(target=wait_for_turn)
+    waiter.start()
+    while service.waiting._value == MAX_WAITING and waiter.is_alive():  # until it waits in the queue
+        time.sleep(0.01)
+    waiter.join(0.5)  # it keeps waiting: a time-out would have answered by now
+    assert outcome == []
+    service.release()
+    waiter.join(60)
+    assert outcome == ["turn"]
+
+
+def test_a_queue_timeout_503_carries_retry_after_over_http():
+    from evalcore.cli.serve import ModelService, make_server
+
+    service = ModelService(None, name="m", max_tokens_limit=8, queue_timeout=0.05)
+    service.typical_hold = 7.2  # turns at the model have taken about 7 s
+    server = make_server(service, host="127.0.0.1", port=0, max_body_bytes=65536)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    service.acquire()  # the model is busy
+    try:
+        connection = http.client.HTTPConnection(*server.server_address[:2], timeout=60)
+        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})
+        connection.request("POST", "/v1/chat/completions", body=body, headers={"Content-Type": "application/json"})
+        response = connection.getresponse()
+        answer = json.loads(response.read())
+        connection.close()
+    finally:
+        service.release()
+        server.shutdown()
+        server.server_close()
+    assert response.status == 503 and answer["error"]["code"] == "busy"
+    assert "queue time-out" in answer["error"]["message"]
+    assert response.getheader("Retry-After") == "8"
+
+
+def test_eight_concurrent_clients_all_complete_without_5xx(served):
+    """Eight clients at once on the CPU server (default settings: no queue time-out), different prompts
+    (so they do not all share one batch): every request is answered 200, none refused."""
+    results = []
+
+    def ask(i):
+        chat = {"model": MODEL_NAME, "messages": [{"role": "user", "content": f"Question {i}: name a number."}]}
+        results.append(request(served, "POST", "/v1/chat/completions", {**chat, "max_tokens": 2}, timeout=600))
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [status for status, _ in results] == [200] * 8, results
+    assert all(body["choices"][0]["message"]["content"] is not None for _, body in results)
+
+
+@pytest.mark.parametrize("value", ["nan", "-5", "0", "never", "inf"])
+def test_a_hostile_queue_timeout_from_the_environment_is_one_clear_error(tmp_path, capsys, monkeypatch, value):
+    from evalcore.cli import main
+
+    monkeypatch.setenv("PODIUM_SERVE_QUEUE_TIMEOUT", value)
+    assert main(["serve", "--model", "hf", "--model-args", f"path={tmp_path}", "--port", "0"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "$PODIUM_SERVE_QUEUE_TIMEOUT must be 'none'" in error and repr(value) in error
+
+
+def test_the_queue_timeout_setting_parses_none_and_seconds(monkeypatch):
+    from evalcore.cli.serve import parse_queue_timeout
+
+    assert [parse_queue_timeout(v) for v in (None, "none", " NONE ", "600", "0.5", 30)] == [None, None, None, 600.0, 0.5, 30.0]

@@ -41,21 +41,30 @@ def test_policy_against_itself_ties_every_pair(smollm2_dir, pairs_files, tmp_pat
     assert report["model"]["weights_sha256"] == report["reference"]["weights_sha256"]
 
 
-def _logprob(model, tokenizer, prompt: str, answer: str) -> float:
-    """log p(answer and its end of turn | prompt as a user turn), from one plain forward pass."""
-    import torch
-
+def _answer_ids(tokenizer, prompt: str, answer: str) -> tuple[list[int], list[int]]:
+    """The rendered prompt's ids (chat template, generation prompt) and the answer's ids after them, read
+    from the whole conversation's ids (which, for these texts, begin with the prompt's ids)."""
     user = [{"role": "user", "content": prompt}]
     context = tokenizer.apply_chat_template(user, tokenize=False, add_generation_prompt=True)
     full = tokenizer.apply_chat_template([*user, {"role": "assistant", "content": answer}], tokenize=False)
     assert full.startswith(context)
-    stripped = context.rstrip()  # the harness moves the context's trailing whitespace to the continuation
-    ids = tokenizer(stripped + full[len(stripped) :], add_special_tokens=False)["input_ids"]
-    start = len(tokenizer(stripped, add_special_tokens=False)["input_ids"])
+    context_ids = tokenizer(context, add_special_tokens=False)["input_ids"]
+    ids = tokenizer(full, add_special_tokens=False)["input_ids"]
+    assert ids[: len(context_ids)] == context_ids
+    return context_ids, ids[len(context_ids) :]
+
+
+def _logprob(model, tokenizer, prompt: str, answer: str) -> float:
+    """Sum of log p(token | everything before it) over the answer's tokens only (its end of turn included,
+    not the newline that ends the prompt's ``<|im_start|>assistant``), from one plain forward pass."""
+    import torch
+
+    context_ids, answer_ids = _answer_ids(tokenizer, prompt, answer)
+    ids = context_ids + answer_ids
     with torch.inference_mode():
         logits = model(torch.tensor([ids])).logits[0].float()
     logprobs = torch.log_softmax(logits, dim=-1)
-    return float(sum(logprobs[i - 1, ids[i]] for i in range(start, len(ids))))
+    return float(sum(logprobs[i - 1, ids[i]] for i in range(len(context_ids), len(ids))))
 
 
 def test_perturbed_policy_against_smollm2(smollm2_dir, perturbed_dir, pairs_files, tmp_path):
@@ -89,3 +98,55 @@ def test_perturbed_policy_against_smollm2(smollm2_dir, perturbed_dir, pairs_file
                     role,
                     side,
                 )
+
+
+def test_only_the_answers_tokens_are_scored(smollm2_dir):
+    """The prompt ends with the newline after ``<|im_start|>assistant``: that token is the prompt's. The
+    old split (the harness's trailing-whitespace rule) scored it as the answer's first token."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from evalcore.reward import dpo_tokens
+    from evalcore.reward.pairs import RewardPair
+    from evalcore.reward.scoring import dpo_rewards
+    from tests.evalcore.models._shared import smollm2_backend
+
+    backend = smollm2_backend(str(smollm2_dir))
+    tokenizer = backend.tokenizer
+    newline = tokenizer.encode("\n", add_special_tokens=False)
+    prompt, answer = "Name a colour.", "Blue is a colour."
+    context_ids, answer_ids = dpo_tokens(backend, prompt, answer)
+    assert (context_ids, answer_ids) == tuple(_answer_ids(tokenizer, prompt, answer))
+    assert context_ids[-1:] == newline and answer_ids[0] not in newline
+    assert tokenizer.decode(answer_ids) == answer + "<|im_end|>\n"
+
+    model = AutoModelForCausalLM.from_pretrained(smollm2_dir, dtype=torch.float32, local_files_only=True).eval()
+    direct = _logprob(model, tokenizer, prompt, answer)
+    with torch.inference_mode():
+        last = torch.log_softmax(model(torch.tensor([context_ids])).logits[0, -2].float(), dim=-1)
+    with_newline = direct + float(last[context_ids[-1]])
+    assert abs(with_newline - direct) > 1e-4  # the old sum is told apart at this tolerance
+    pair = RewardPair(pair_id="t/0", category="t", prompt=prompt, chosen=answer, rejected="Red.", label=1)
+    (record,) = dpo_rewards(backend, backend, [pair], beta=BETA)
+    assert record.logprobs["policy_chosen"] == pytest.approx(direct, abs=1e-4)
+
+
+def test_a_token_merged_across_the_boundary_stays_the_prompts(smollm2_dir):
+    """An answer that begins with two spaces: ``assistant\\n`` + ``  Blue.`` encodes ``\\n `` as one token in
+    the whole conversation; the prompt keeps its own ids and every scored token is the answer's."""
+    from evalcore.reward import dpo_tokens
+    from tests.evalcore.models._shared import smollm2_backend
+
+    backend = smollm2_backend(str(smollm2_dir))
+    tokenizer = backend.tokenizer
+    prompt, answer = "Name a colour.", "  Blue."
+    user = [{"role": "user", "content": prompt}]
+    context = tokenizer.apply_chat_template(user, tokenize=False, add_generation_prompt=True)
+    full = tokenizer.apply_chat_template([*user, {"role": "assistant", "content": answer}], tokenize=False)
+    whole = tokenizer(full, add_special_tokens=False)["input_ids"]
+    prompt_ids = tokenizer(context, add_special_tokens=False)["input_ids"]
+    assert whole[: len(prompt_ids)] != prompt_ids  # the merge this test is about
+    context_ids, answer_ids = dpo_tokens(backend, prompt, answer)
+    assert context_ids == prompt_ids
+    assert tokenizer.decode(answer_ids) == full[len(context) :]
+    assert answer_ids == tokenizer(full[len(context) :], add_special_tokens=False)["input_ids"]
