@@ -276,11 +276,11 @@ def test_log_prob_grades_are_stored_and_shown_as_expected_ratings(smollm2_dir, e
         assert g.ok and 1.0 <= g.score <= 10.0 and g.score != round(g.score)  # an expected rating, a float
         record = g.logprob
         assert record["scale"] == list(range(1, 11)) and record["prefix"] == "Rating: [["
-        assert sum(record["probabilities"]) == pytest.approx(1.0, abs=1e-9)
-        assert g.score == pytest.approx(sum(p * r for p, r in zip(record["probabilities"], record["scale"])), abs=1e-9)
+        assert sum(record["probabilities"]) == pytest.approx(1.0, abs=1e-4)
+        assert g.score == pytest.approx(sum(p * r for p, r in zip(record["probabilities"], record["scale"])), abs=1e-4)
         assert 0 < record["mass"] <= 1 and 0 <= record["entropy"] <= 1
     assert run.results["n"] == 3 and run.results["failed"] == 0
-    assert run.results["score"] == pytest.approx(sum(g.score for g in grades.values()) / 3, abs=1e-9)
+    assert run.results["score"] == pytest.approx(sum(g.score for g in grades.values()) / 3, abs=1e-4)
     # Turn 1 of the writing question, recomputed with transformers alone.
     answer = JudgeAnswer.objects.get(model=model, idx=0, turn=1).text
     from evalcore.judging.grading import GradeItem

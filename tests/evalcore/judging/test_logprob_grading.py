@@ -68,7 +68,7 @@ def test_expected_score_equals_a_direct_computation_with_two_token_ratings(judge
         assert list(grade.probabilities) == pytest.approx(probs, abs=1e-4)
         assert grade.mass == pytest.approx(mass, rel=1e-3)
         assert 1.0 <= grade.score <= 10.0 and 0.0 < grade.mass <= 1.0 and 0.0 <= grade.entropy <= 1.0
-        assert sum(grade.probabilities) == pytest.approx(1.0, abs=1e-9)
+        assert sum(grade.probabilities) == pytest.approx(1.0, abs=1e-4)
         assert grade.raw.startswith("log-prob grade: expected rating")
     # Reading only the next token would give "1" the mass of both "1]]" and "10]]": the continuations are
     # disjoint, the first token is not.
@@ -197,7 +197,7 @@ def test_cli_grades_with_the_log_prob_family(tmp_path, smollm2_dir, capsys):
     report = json.loads((out / "report.json").read_text())
     verdict = report["protocol"]["members"]["single"]["verdict"]
     assert verdict["method"] == "logprob" and verdict["prefix"] == "Rating: [[" and verdict["scale"] == SCALE
-    assert report["models"]["smol"]["mean"] == pytest.approx(sum(r["score"] for r in rows) / 2, abs=1e-9)
+    assert report["models"]["smol"]["mean"] == pytest.approx(sum(r["score"] for r in rows) / 2, abs=1e-4)
 
 
 @pytest.mark.parametrize(("change", "message"), [
