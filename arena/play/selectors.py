@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db.models import Count, Q
+
 from arena.models import Battle, Turn
 from arena.play.identity import salted_hash
 from common.public_ids import battle_id
@@ -45,11 +47,13 @@ def answers_ahead(turn: Turn, queue_suffix: str) -> int:
     """How many answers wait for a generation worker ahead of a pending side of ``turn``: the sides
     still pending on turns created before it whose model is served from the same queue (the page's
     "queued, N ahead"). Sides being answered are not counted; they hold a worker already."""
-    earlier = Turn.objects.filter(created_at__lt=turn.created_at)
-    return sum(
-        earlier.filter(**{f"status_{side}": Turn.SideStatus.PENDING, f"battle__model_{side}__queue_suffix": queue_suffix}).count()
+    waiting = {
+        side: Count("pk", filter=Q(**{f"status_{side}": Turn.SideStatus.PENDING,
+                                     f"battle__model_{side}__queue_suffix": queue_suffix}))
         for side in ("a", "b")
-    )
+    }  # fmt: skip
+    counts = Turn.objects.filter(created_at__lt=turn.created_at).aggregate(**waiting)  # one query per poll
+    return counts["a"] + counts["b"]
 
 
 def reveal(battle: Battle) -> dict:
