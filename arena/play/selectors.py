@@ -32,8 +32,14 @@ def battle_state(*, public_id, session_key: str) -> dict | None:
                 "status": getattr(turn, f"status_{side}"),
                 "cut": getattr(turn, f"cut_{side}"),  # stopped at the token limit
             }
-            if entry[side]["status"] == Turn.SideStatus.PENDING:
-                entry[side]["queue"] = {"ahead": answers_ahead(turn, models[side].queue_suffix)}
+        pending = [side for side in ("a", "b") if entry[side]["status"] == Turn.SideStatus.PENDING]
+        if pending:
+            # One figure for both waiting sides, the longer wait: two different places in line would tell
+            # the voter that the models are served from different queues (a model's own GPU, say), a
+            # hint at which model is which before the vote.
+            ahead = max(answers_ahead(turn, models[side].queue_suffix) for side in pending)
+            for side in pending:
+                entry[side]["queue"] = {"ahead": ahead}
         turns.append(entry)
     state = {"battle": battle_id(battle.public_id), "status": battle.status, "turns": turns}
     vote = getattr(battle, "vote", None)

@@ -37,17 +37,19 @@ def test_a_pending_side_counts_the_pending_sides_ahead_of_it_on_its_queue():
     mine, turn = battle_with_turn(own, shared_2, "mine", minutes_ago=1)
     battle_with_turn(shared_1, shared_2, "later", minutes_ago=0)  # after mine: not ahead of it
 
-    state = battle_state(public_id=mine.public_id, session_key="mine")
-    sides = state["turns"][0]
-    assert sides["a"]["queue"] == {"ahead": 1}  # the gpu side of "second"
-    assert sides["b"]["queue"] == {"ahead": 2}  # both sides of "first"; "second"'s A is answered already
+    # A waits behind the gpu side of "second" (1), B behind both sides of "first" (2; "second"'s A is
+    # answered already). The voter sees one figure for both, the longer wait: two different places in
+    # line would tell them the models are served from different queues, a hint at which is which.
     assert answers_ahead(turn, "") == 2 and answers_ahead(turn, "gpu") == 1 and answers_ahead(turn, "other") == 0
+    sides = battle_state(public_id=mine.public_id, session_key="mine")["turns"][0]
+    assert sides["a"]["queue"] == sides["b"]["queue"] == {"ahead": 2}
 
-    # The first battle's sides start: the voter's B moves up to the front.
+    # The first battle's sides start: both of the voter's sides are shown one ahead (A's gpu wait).
     Turn.objects.filter(battle__session_hash=salted_hash("first", purpose="session")).update(
         status_a="streaming", status_b="streaming"
     )
-    assert battle_state(public_id=mine.public_id, session_key="mine")["turns"][0]["b"]["queue"] == {"ahead": 0}
+    sides = battle_state(public_id=mine.public_id, session_key="mine")["turns"][0]
+    assert answers_ahead(turn, "") == 0 and sides["a"]["queue"] == sides["b"]["queue"] == {"ahead": 1}
 
 
 def test_only_waiting_sides_carry_a_queue_and_no_name_leaks_before_the_vote():
