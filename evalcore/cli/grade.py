@@ -2,7 +2,8 @@
 
     python -m evalcore judge grade --questions FILE|sample [--references FILE] [--limit N] \
         --answers-from NAME=BACKEND:key=value,... [--answers NAME=FILE] --judge hf --judge-args path=DIR \
-        [--protocol mt-bench|mt-bench-logprob|NAME|FILE] [--protocol-multi NAME|FILE] [--reference-mode given|judge|none] \
+        [--protocol mt-bench|mt-bench-logprob|NAME|FILE|PROMPTS.jsonl[:NAME]] [--protocol-multi NAME|FILE] \
+        [--reference-mode given|judge|none] \
         [--max-new-tokens N] [--rounds R] [--seed S] [--cache FILE] --out DIR
 
 Each ``--answers-from`` model answers every turn (greedy, turn 2 with its own turn-1 answer in context);
@@ -10,6 +11,13 @@ Each ``--answers-from`` model answers every turn (greedy, turn 2 with its own tu
 (turn 2 in context; maths, reasoning and coding against references with the mt-bench family).
 Answers, references and grades are cached in ``--cache`` (default ``DIR/cache.sqlite``): a re-run
 makes no model call. Files: ``answers/<model>.jsonl``, ``grades.jsonl``, ``report.json``.
+
+``--protocol judge_prompts.jsonl`` grades with FastChat's own MT-Bench judge prompts as the file holds
+them (single-v1, single-v1-multi-turn, and the -math- ones against references for maths, reasoning,
+coding and arena-hard-200 questions) and reads every verdict as FastChat does
+(:mod:`evalcore.judging.fastchat`); ``judge_prompts.jsonl:NAME`` picks one prompt (a reference-guided
+one grades every question against its reference). ``report.json`` names each prompt with its content
+hash and says whether it is FastChat's published wording.
 
 A protocol whose verdict is ``method: logprob`` with a ``scale`` (the ``mt-bench-logprob`` family, or a
 YAML file) grades by the ratings' probabilities: each grade is the expected rating, with its
@@ -26,25 +34,32 @@ from dataclasses import replace
 from pathlib import Path
 
 from evalcore.cli import CliError, check_option
-from evalcore.cli.judge import judge_commands, parse_model_spec
+from evalcore.cli.judge import (
+    add_judge_token_limit,
+    fastchat_token_limit,
+    judge_commands,
+    model_answers,
+    parse_model_spec,
+)
 from evalcore.judging.answer_files import (
     answers_sha256,
     model_answer_rows,
     question_set_sha256,
     read_model_answers,
 )
-from evalcore.judging.answering import answer_questions
 from evalcore.judging.cache import AnswerCache, JudgmentCache, SqliteStore
 from evalcore.judging.cost import MeteredBackend, cost_per_1000
+from evalcore.judging.fastchat import fastchat_grading_family, load_spec, read_fastchat_prompts, split_spec
 from evalcore.judging.grading import (
     FAMILIES,
     GradingProtocols,
+    family_of_one,
     grade_conversations,
     judge_references,
     load_grading_protocols,
 )
 from evalcore.judging.judge import judge_key
-from evalcore.judging.protocol import load_protocol
+from evalcore.judging.protocol import JudgeProtocol, load_protocol
 from evalcore.judging.questions import SAMPLE_QUESTIONS, read_questions
 from evalcore.judging.scores import grade_summary
 from evalcore.models import load_backend, parse_model_args
@@ -68,10 +83,12 @@ def register(subparsers) -> None:
     grade.add_argument("--judge-args", "--model-args", dest="judge_args", default="",
                        help="comma-separated key=value, e.g. path=DIR,dtype=float32")
     grade.add_argument("--protocol", default="mt-bench",
-                       help="a grading family (mt-bench, or mt-bench-logprob: expected ratings from log-probabilities) "
-                            "or a one-turn single protocol (bundled name or YAML file)")
-    grade.add_argument("--protocol-multi", default=None, metavar="NAME|FILE",
+                       help="a grading family (mt-bench, or mt-bench-logprob: expected ratings from log-probabilities), "
+                            "a one-turn single protocol (bundled name or YAML file), or FastChat's judge_prompts.jsonl "
+                            "(its single-answer prompts; FILE.jsonl:NAME for one of them)")
+    grade.add_argument("--protocol-multi", default=None, metavar="NAME|FILE|FILE.jsonl:NAME",
                        help="with a one-turn --protocol: the two-turn protocol that grades turn 2")
+    add_judge_token_limit(grade)
     grade.add_argument("--reference-mode", default="given",
                        help="given (the questions' references), judge (the judge writes them first) or none")
     grade.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS,
@@ -133,24 +150,46 @@ def _answer_specs(args) -> list[tuple]:
     return specs
 
 
+def _one_protocol(spec: str, max_new_tokens: int) -> JudgeProtocol:
+    """A bundled name, a YAML file, or one prompt of a FastChat file (``FILE.jsonl:NAME``)."""
+    found = split_spec(spec)
+    if found is None:
+        return load_protocol(spec)
+    if found[1] is None:
+        raise CliError(f"{spec!r} names a whole FastChat prompt file; name one prompt in it as {spec}:NAME")
+    return load_spec(spec, max_new_tokens=max_new_tokens)
+
+
 def _family(args, questions) -> GradingProtocols:
-    if args.protocol_multi is not None:
+    fastchat = split_spec(args.protocol)
+    limit = fastchat_token_limit(args, fastchat is not None or split_spec(args.protocol_multi or "") is not None)
+    if fastchat is not None and fastchat[1] is None:  # FastChat's whole prompt set: its single-answer judges
+        if args.protocol_multi is not None:
+            raise CliError(f"--protocol-multi completes one prompt; the FastChat file {args.protocol} gives its own "
+                           "two-turn prompts (or name one prompt: --protocol FILE.jsonl:NAME)")  # fmt: skip
+        family = fastchat_grading_family(read_fastchat_prompts(fastchat[0], max_new_tokens=limit), label=args.protocol)
+    elif args.protocol_multi is not None:
         if args.protocol in FAMILIES:
             raise CliError(f"--protocol-multi completes a one-turn --protocol; the {args.protocol} family has its own")
-        single = load_grading_protocols(args.protocol).single
-        multi = load_protocol(args.protocol_multi)
-        if multi.kind != "single" or multi.turns != 2 or multi.uses_reference:
+        single = family_of_one(_one_protocol(args.protocol, limit), args.protocol).single
+        multi = _one_protocol(args.protocol_multi, limit)
+        if multi.kind != "single" or multi.turns != 2 or multi.uses_reference != single.uses_reference:
+            guided = "with" if single.uses_reference else "without"
             raise CliError(f"--protocol-multi {args.protocol_multi!r} is not a two-turn single-answer protocol "
-                           "without a reference (turns: 2, kind: single)")  # fmt: skip
+                           f"{guided} a reference, as --protocol is (turns: 2, kind: single)")  # fmt: skip
         family = GradingProtocols(single=single, single_multi=multi)
+    elif fastchat is not None:
+        family = family_of_one(_one_protocol(args.protocol, limit), args.protocol)
     else:
         family = load_grading_protocols(args.protocol)
     if family.single_multi is None and any(len(q.turns) > 1 for q in questions):
         raise CliError(f"the questions have two turns and --protocol {args.protocol} grades one: add --protocol-multi "
                        "FILE (a two-turn single protocol) or use --protocol mt-bench")  # fmt: skip
-    if args.reference_mode == "judge" and family.reference is None:
+    if args.reference_mode == "judge" and family.reference is None and not family.all_guided:
         raise CliError(f"--reference-mode judge: --protocol {args.protocol} has no reference-guided member, "
                        "so the judge's references would not be used (use --protocol mt-bench)")  # fmt: skip
+    if family.all_guided and args.reference_mode == "none":
+        raise CliError(f"--reference-mode none: --protocol {args.protocol} grades against reference answers only")
     return family
 
 
@@ -158,31 +197,6 @@ def _questions(args):
     source = SAMPLE_QUESTIONS if args.questions == "sample" else Path(args.questions)
     questions = read_questions(source, references_path=args.references)
     return questions[: args.limit] if args.limit is not None else questions
-
-
-def _model_answers(spec, questions, loaded: dict, answer_cache: AnswerCache, counts: dict) -> tuple:
-    """(answers per question, source description) of one --answers-from model, cached per question."""
-    _, name, backend_name, backend_args, max_new_tokens, system = spec
-    key = (backend_name, tuple(sorted(backend_args.items())))
-    if key not in loaded:
-        loaded[key] = load_backend(backend_name, **backend_args)
-    backend = loaded[key]
-    settings = {"turns": True, "max_new_tokens": max_new_tokens, "system": system}
-    texts = [json.dumps(list(q.turns), ensure_ascii=False) for q in questions]
-    found = answer_cache.lookup(backend.identity.key, settings, texts)
-    keys = [AnswerCache.key(backend.identity.key, settings, t) for t in texts]
-    todo = [i for i, k in enumerate(keys) if k not in found or len(found[k].get("turns") or ()) != len(questions[i].turns)]
-    fresh = {}
-    if todo:
-        written = answer_questions(backend, [questions[i] for i in todo], max_new_tokens=max_new_tokens,
-                                   system_prompt=system)  # fmt: skip
-        fresh = dict(zip(todo, written))
-        answer_cache.save(backend.identity.key, settings, {texts[i]: {"turns": list(t)} for i, t in fresh.items()})
-        counts["answer_turns_generated"] += sum(len(t) for t in fresh.values())
-    answers = [tuple(fresh[i]) if i in fresh else tuple(found[keys[i]]["turns"]) for i in range(len(questions))]
-    source = {"from": "model", "backend": backend_name, "identity": backend.identity.as_dict(),
-              "max_new_tokens": max_new_tokens, "system": system}  # fmt: skip
-    return answers, source, backend
 
 
 def _cost(store: SqliteStore, key: str, metered: MeteredBackend, computed: int) -> dict:
@@ -233,7 +247,7 @@ def run_grade(args: argparse.Namespace) -> int:
         if spec[0] == "file":
             answers[name], sources[name] = from_files[name], {"from": "file", "file": str(spec[2])}
         else:
-            answers[name], sources[name], backend = _model_answers(spec, questions, loaded, AnswerCache(store), counts)
+            answers[name], sources[name], backend = model_answers(spec, questions, loaded, AnswerCache(store), counts)
             if backend is judge:
                 notes.append(f"the judge also answered as {name!r}: its grade may carry self-preference")
         _write_jsonl(out / "answers" / f"{name}.jsonl", model_answer_rows(name, questions, answers[name]))
@@ -243,7 +257,7 @@ def run_grade(args: argparse.Namespace) -> int:
     references = None
     if args.reference_mode == "judge":
         references = judge_references(metered, questions, max_new_tokens=args.max_new_tokens, cache=cache,
-                                      categories=family.reference_categories)  # fmt: skip
+                                      categories=None if family.all_guided else family.reference_categories)
     graded = questions if args.reference_mode == "given" else [replace(q, references=()) for q in questions]
     rows, scores = [], {}
     category = {q.question_id: q.category for q in questions}
@@ -267,8 +281,9 @@ def run_grade(args: argparse.Namespace) -> int:
     categories = {q.question_id: q.category for q in questions if q.category}
     summary = grade_summary(scores, categories=categories, rounds=args.rounds, seed=args.seed)
     cost = _cost(store, f"gradecost:{identity}:{family.sha256}:{args.reference_mode}", metered, computed)
-    members = {role: {"name": p.name, "sha256": p.sha256, "verdict": p.verdict.as_dict()} for role in ("single", "single_multi", "reference",
-               "reference_multi") if (p := getattr(family, role)) is not None}  # fmt: skip
+    members = {role: {"name": p.name, "sha256": p.sha256, "verdict": p.verdict.as_dict(), "source": p.source}
+               for role in ("single", "single_multi", "reference", "reference_multi")
+               if (p := getattr(family, role)) is not None}  # fmt: skip
     report = {
         "kind": "single",
         "judge": judge.identity.as_dict(), "judge_key": identity,

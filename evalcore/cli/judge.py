@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 
 from evalcore.cli import CliError, check_option
+from evalcore.judging.answer_files import model_answer_rows, question_set_sha256
+from evalcore.judging.answering import answer_questions
 from evalcore.judging.audit import (
     audit_report,
     self_preference_report,
@@ -30,10 +32,19 @@ from evalcore.judging.audit import (
     verbosity_report,
 )
 from evalcore.judging.cache import AnswerCache, JudgmentCache, SqliteStore
-from evalcore.judging.judge import generate_texts, judge_key, judge_pairs
-from evalcore.judging.protocol import load_protocol
+from evalcore.judging.fastchat import MAX_NEW_TOKENS as FASTCHAT_MAX_NEW_TOKENS
+from evalcore.judging.fastchat import fastchat_pairwise_family, load_spec, read_fastchat_prompts, split_spec
+from evalcore.judging.judge import PairwiseProtocols, generate_texts, judge_key, judge_pairs
+from evalcore.judging.protocol import JudgeProtocol, load_protocol
+from evalcore.judging.questions import SAMPLE_QUESTIONS, read_questions
 from evalcore.judging.records import PairItem, read_pairs
-from evalcore.judging.run import GenerationSettings, generate_answers, judge_run, read_instructions
+from evalcore.judging.run import (
+    GenerationSettings,
+    Instruction,
+    generate_answers,
+    judge_run,
+    read_instructions,
+)
 from evalcore.models import load_backend, parse_model_args
 
 GSM8K_DEFAULT = "benchmarks/gsm8k/test.jsonl"
@@ -56,8 +67,13 @@ def register(subparsers) -> None:
     audit.set_defaults(func=run_audit)
     run = commands.add_parser("run", help="score models against a baseline with a judge (win rate, LC, Bradley-Terry)")
     _judge_arguments(run)
-    run.add_argument("--instructions", required=True, metavar="FILE", help="JSON/JSONL with instruction, input or question")
-    run.add_argument("--limit", type=int, default=None, help="use only the first N instructions")
+    run.add_argument("--instructions", default=None, metavar="FILE", help="JSON/JSONL with instruction, input or question")
+    run.add_argument("--questions", default=None, metavar="FILE|sample",
+                     help="instead of --instructions: FastChat question.jsonl (one- and two-turn, with categories), "
+                          "or 'sample'; every turn is compared (MT-Bench's pairwise judge)")
+    run.add_argument("--references", default=None, metavar="FILE",
+                     help="with --questions: FastChat reference_answer/*.jsonl, for the reference-guided prompts")
+    run.add_argument("--limit", type=int, default=None, help="use only the first N instructions (or questions)")
     run.add_argument("--baseline", required=True, metavar="NAME=BACKEND:ARGS", help="the baseline model")
     run.add_argument("--candidate", action="append", default=[], metavar="NAME=BACKEND:ARGS",
                      help="a judged model (repeat)")
@@ -85,6 +101,7 @@ def _judge_arguments(parser) -> None:
     parser.add_argument("--rounds", type=int, default=1000, help="bootstrap rounds")
     parser.add_argument("--max-new-tokens", type=int, default=256, help="answer length where the judge answers")
     parser.add_argument("--token-budget", type=int, default=None, help="padded tokens per forward pass (log-prob)")
+    add_judge_token_limit(parser)
 
 
 def _setup(args):
@@ -92,13 +109,48 @@ def _setup(args):
     check_option(args.seed, "--seed", minimum=0)
     check_option(args.max_new_tokens, "--max-new-tokens")
     check_option(args.token_budget, "--token-budget")
+    protocol = _protocol_spec(args)  # a bad protocol stops before the judge loads
     judge = load_backend(args.model, **parse_model_args(args.model_args))
-    protocol = load_protocol(args.protocol, tokenizer=getattr(judge, "tokenizer", None))
+    if protocol is None:
+        protocol = load_protocol(args.protocol, tokenizer=getattr(judge, "tokenizer", None))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     store = SqliteStore(args.cache or out / "cache.sqlite")
     cache = JudgmentCache(store, judge_key=judge_key(judge), protocol_sha256=protocol.sha256)
     return judge, protocol, out, store, cache
+
+
+def add_judge_token_limit(parser) -> None:
+    parser.add_argument("--judge-max-new-tokens", type=int, default=None, metavar="N",
+                        help=f"with FastChat's judge_prompts.jsonl: the judge's token limit (default FastChat's "
+                             f"{FASTCHAT_MAX_NEW_TOKENS}; recorded in the protocol)")  # fmt: skip
+
+
+def fastchat_token_limit(args, fastchat: bool) -> int:
+    """``--judge-max-new-tokens`` checked: it sets the limit of FastChat prompts only (a YAML protocol
+    names its own ``max_new_tokens``)."""
+    if args.judge_max_new_tokens is None:
+        return FASTCHAT_MAX_NEW_TOKENS
+    check_option(args.judge_max_new_tokens, "--judge-max-new-tokens")
+    if args.judge_max_new_tokens > 8192:
+        raise CliError(f"--judge-max-new-tokens must be at most 8192, got {args.judge_max_new_tokens}")
+    if not fastchat:
+        raise CliError("--judge-max-new-tokens sets the token limit of FastChat's prompts (--protocol FILE.jsonl); "
+                       "a YAML protocol sets its own verdict max_new_tokens")  # fmt: skip
+    return args.judge_max_new_tokens
+
+
+def _protocol_spec(args) -> JudgeProtocol | PairwiseProtocols | None:
+    """A FastChat prompt file's pairwise family (``FILE.jsonl``) or one of its prompts
+    (``FILE.jsonl:NAME``); None for a bundled name or YAML file (read once the judge's tokenizer is known)."""
+    spec = args.protocol
+    found = split_spec(spec)
+    limit = fastchat_token_limit(args, found is not None)
+    if found is None:
+        return None
+    if found[1] is not None:
+        return load_spec(spec, max_new_tokens=limit)
+    return fastchat_pairwise_family(read_fastchat_prompts(found[0], max_new_tokens=limit), label=spec)
 
 
 def _write_jsonl(path: Path, rows) -> None:
@@ -135,6 +187,9 @@ def run_audit(args: argparse.Namespace) -> int:
         raise CliError("--self-preference must be at least 0")
     verbosity_items = _verbosity_items(args) if args.verbosity else []  # a bad file stops before any model call
     judge, protocol, out, _, cache = _setup(args)
+    if not isinstance(protocol, JudgeProtocol):
+        raise CliError(f"judge audit takes one pairwise protocol: name one prompt of the FastChat file "
+                       f"({args.protocol}:pair-v2)")  # fmt: skip
     judgments = judge_pairs(judge, protocol, pairs, cache=cache, token_budget=args.token_budget)
     _write_jsonl(out / "judgments.jsonl", [j.as_dict() for j in judgments])
     report = {"judge": judge.identity.as_dict(), "protocol": {"name": protocol.name, "sha256": protocol.sha256},
@@ -228,6 +283,31 @@ def parse_model_spec(text: str) -> tuple[str, str, dict, GenerationSettings]:
     return name.strip(), backend.strip(), args, gen
 
 
+def model_answers(spec, questions, loaded: dict, answer_cache: AnswerCache, counts: dict) -> tuple:
+    """(answers per question, source description) of one --answers-from model, cached per question."""
+    _, name, backend_name, backend_args, max_new_tokens, system = spec
+    key = (backend_name, tuple(sorted(backend_args.items())))
+    if key not in loaded:
+        loaded[key] = load_backend(backend_name, **backend_args)
+    backend = loaded[key]
+    settings = {"turns": True, "max_new_tokens": max_new_tokens, "system": system}
+    texts = [json.dumps(list(q.turns), ensure_ascii=False) for q in questions]
+    found = answer_cache.lookup(backend.identity.key, settings, texts)
+    keys = [AnswerCache.key(backend.identity.key, settings, t) for t in texts]
+    todo = [i for i, k in enumerate(keys) if k not in found or len(found[k].get("turns") or ()) != len(questions[i].turns)]
+    fresh = {}
+    if todo:
+        written = answer_questions(backend, [questions[i] for i in todo], max_new_tokens=max_new_tokens,
+                                   system_prompt=system)  # fmt: skip
+        fresh = dict(zip(todo, written))
+        answer_cache.save(backend.identity.key, settings, {texts[i]: {"turns": list(t)} for i, t in fresh.items()})
+        counts["answer_turns_generated"] += sum(len(t) for t in fresh.values())
+    answers = [tuple(fresh[i]) if i in fresh else tuple(found[keys[i]]["turns"]) for i in range(len(questions))]
+    source = {"from": "model", "backend": backend_name, "identity": backend.identity.as_dict(),
+              "max_new_tokens": max_new_tokens, "system": system}  # fmt: skip
+    return answers, source, backend
+
+
 def run_scores(args: argparse.Namespace) -> int:
     check_option(args.limit, "--limit")
     specs = [parse_model_spec(args.baseline)] + [parse_model_spec(c) for c in args.candidate]
@@ -236,8 +316,17 @@ def run_scores(args: argparse.Namespace) -> int:
     names = [s[0] for s in specs]
     if len(set(names)) != len(names):
         raise CliError(f"model names must differ: {names}")
+    if (args.instructions is None) == (args.questions is None):
+        raise CliError("give the prompts to answer: --instructions FILE or --questions FILE|sample (one of them)")
+    if args.references is not None and args.questions is None:
+        raise CliError("--references completes --questions (FastChat's question.jsonl)")
+    if args.questions is not None:
+        return _run_questions(args, specs)
     instructions = read_instructions(args.instructions, limit=args.limit)
     judge, protocol, out, store, cache = _setup(args)
+    if isinstance(protocol, PairwiseProtocols):  # one-turn instructions: the family's one-turn judge (pair-v2)
+        protocol = protocol.single
+        cache = JudgmentCache(store, judge_key=judge_key(judge), protocol_sha256=protocol.sha256)
     answer_cache = AnswerCache(store)
     loaded: dict = {(args.model, tuple(sorted(parse_model_args(args.model_args).items()))): judge}
     answers, notes = {}, []
@@ -255,6 +344,64 @@ def run_scores(args: argparse.Namespace) -> int:
             notes.append(f"the judge also answered as {name!r}: its score may carry self-preference")
     results, judged = judge_run(judge, protocol, instructions, answers, baseline=specs[0][0], cache=cache,
                                 rounds=args.rounds, seed=args.seed, token_budget=args.token_budget)
+    return _finish_scores(results, judged, notes, judge, out)
+
+
+def _run_questions(args, specs) -> int:
+    """``judge run --questions``: every model answers every turn, and each turn is compared with the
+    baseline's (turn 2 with both conversations shown, reference-guided for the family's categories)."""
+    questions = read_questions(SAMPLE_QUESTIONS if args.questions == "sample" else Path(args.questions),
+                               references_path=args.references)  # fmt: skip
+    questions = questions[: args.limit] if args.limit is not None else questions
+    judge, protocol, out, store, cache = _setup(args)
+    family = protocol if isinstance(protocol, PairwiseProtocols) else None
+    if family is None:
+        if protocol.turns != 1 or protocol.uses_reference:
+            raise CliError(f"--protocol {args.protocol}: with --questions give a one-turn pairwise protocol without a "
+                           "reference, or FastChat's whole judge_prompts.jsonl (its four pairwise prompts)")  # fmt: skip
+        family = PairwiseProtocols(single=protocol)
+    if family.multi is None and any(len(q.turns) > 1 for q in questions):
+        raise CliError(f"the questions have two turns and --protocol {args.protocol} compares one: give FastChat's "
+                       "judge_prompts.jsonl, whose pair-v2-multi-turn compares the second turn")  # fmt: skip
+    loaded: dict = {(args.model, tuple(sorted(parse_model_args(args.model_args).items()))): judge}
+    counts = {"answer_turns_generated": 0}
+    turns, notes = {}, []
+    (out / "answers").mkdir(exist_ok=True)
+    for name, backend_name, backend_args, settings in specs:
+        spec = ("model", name, backend_name, backend_args, settings.max_new_tokens, settings.system)
+        turns[name], _, backend = model_answers(spec, questions, loaded, AnswerCache(store), counts)
+        _write_jsonl(out / "answers" / f"{name}.jsonl", model_answer_rows(name, questions, turns[name]))
+        if backend is judge:
+            notes.append(f"the judge also answered as {name!r}: its score may carry self-preference")
+    items = [(q, t) for q in questions for t in range(1, len(q.turns) + 1)]
+    instructions = [Instruction(f"{q.question_id}/t{t}", q.turns[t - 1]) for q, t in items]
+    answers = {name: [turns[name][i][t - 1] for i, q in enumerate(questions) for t in range(1, len(q.turns) + 1)]
+               for name in turns}  # fmt: skip
+    index = {q.question_id: i for i, q in enumerate(questions)}
+    baseline = specs[0][0]
+
+    def pair_for(model: str, k: int, pair_id: str):
+        question, turn = items[k]
+        refs = question.references
+        protocol = family.pick(turn, guided=bool(refs) and family.guided(question.category))
+        base, mine = turns[baseline][index[question.question_id]], turns[model][index[question.question_id]]
+        shown = {} if protocol.turns == 1 else {"questions": question.turns[:turn], "answers_1": tuple(base[:turn]),
+                                                "answers_2": tuple(mine[:turn])}  # fmt: skip
+        if protocol.uses_reference:
+            shown["references"] = refs[:turn] if protocol.turns == 2 else ()
+        item = PairItem(pair_id, question.turns[turn - 1], base[turn - 1], mine[turn - 1],
+                        reference=refs[turn - 1] if protocol.uses_reference else None, **shown)  # fmt: skip
+        return protocol, item
+
+    results, judged = judge_run(judge, family, instructions, answers, baseline=baseline, cache=cache,
+                                rounds=args.rounds, seed=args.seed, token_budget=args.token_budget, pair_for=pair_for)
+    results["questions"] = {"source": args.questions, "references": args.references, "count": len(questions),
+                            "turns": len(items), "sha256": question_set_sha256(questions)}  # fmt: skip
+    results["this_run"] = counts
+    return _finish_scores(results, judged, notes, judge, out)
+
+
+def _finish_scores(results, judged, notes, judge, out) -> int:
     results["notes"] = notes + results["notes"]
     results["judge"] = judge.identity.as_dict()
     _write_jsonl(out / "judgments.jsonl", [{"model": m, **j.as_dict()} for m, j in judged])

@@ -40,7 +40,7 @@ from pathlib import Path
 
 from evalcore.judging.answering import answer_questions
 from evalcore.judging.cache import JudgmentCache
-from evalcore.judging.judge import generate_texts, judge_key, parse_score, prompt_sha256
+from evalcore.judging.judge import cache_for, generate_texts, judge_key, parse_score, prompt_sha256
 from evalcore.judging.protocol import JudgeProtocol, load_protocol
 from evalcore.judging.questions import JudgeQuestion
 from evalcore.models.base import Backend, LoglikelihoodRequest
@@ -271,7 +271,12 @@ class GradingProtocols:
     reference_categories: tuple[str, ...] = REFERENCE_CATEGORIES
 
     def __post_init__(self) -> None:
-        roles = (("single", 1, False), ("single_multi", 2, False), ("reference", 1, True), ("reference_multi", 2, True))
+        # A lone reference-guided protocol (with its two-turn companion) grades every question against its
+        # reference: then ``single`` and ``single_multi`` are reference-guided and no reference member is given.
+        lone = isinstance(self.single, JudgeProtocol) and self.single.uses_reference
+        if lone and (self.reference is not None or self.reference_multi is not None):
+            raise ValueError("single: a family with reference members needs a single protocol without a reference")
+        roles = (("single", 1, lone), ("single_multi", 2, lone), ("reference", 1, True), ("reference_multi", 2, True))
         for role, turns, guided in roles:
             protocol = getattr(self, role)
             if protocol is None:
@@ -298,8 +303,15 @@ class GradingProtocols:
                    "reference_categories": sorted(c.strip().lower() for c in self.reference_categories)}
         return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
+    @property
+    def all_guided(self) -> bool:
+        """Every question is graded against its reference (a lone reference-guided protocol)."""
+        return self.single.uses_reference
+
     def guided(self, category: str) -> bool:
         """Whether a question of ``category`` is graded against its reference (when it has one)."""
+        if self.all_guided:
+            return True
         return category.strip().lower() in {c.strip().lower() for c in self.reference_categories}
 
 
@@ -310,12 +322,15 @@ def load_grading_protocols(name: str | Path = "mt-bench") -> GradingProtocols:
     if str(name) in FAMILIES:
         single, multi, reference, reference_multi = (load_protocol(n) for n in FAMILIES[str(name)])
         return GradingProtocols(single, multi, reference, reference_multi)
-    protocol = load_protocol(name)
-    if protocol.kind != "single" or protocol.turns != 1 or protocol.uses_reference:
-        raise ValueError(
-            f"{str(name)!r} is neither a grading family ({', '.join(FAMILIES)}) nor a one-turn single-answer "
-            "protocol without a reference"
-        )
+    return family_of_one(load_protocol(name), str(name))
+
+
+def family_of_one(protocol: JudgeProtocol, name: str) -> GradingProtocols:
+    """One one-turn single-answer protocol as a family (a reference-guided one grades every question
+    against its reference); ValueError for any other protocol."""
+    if protocol.kind != "single" or protocol.turns != 1:
+        raise ValueError(f"{name!r} is neither a grading family ({', '.join(FAMILIES)}) nor a one-turn single-answer "
+                         "protocol")  # fmt: skip
     return GradingProtocols(single=protocol)
 
 
@@ -382,6 +397,9 @@ def conversation_slots(protocols: GradingProtocols, questions: Sequence[JudgeQue
         if refs and (len(refs) != len(question.turns) or not all(isinstance(r, str) for r in refs)):
             raise ValueError(f"{where}: {len(refs)} reference(s) for {len(question.turns)} turn(s)")
         guided = bool(refs) and protocols.guided(question.category)
+        if protocols.all_guided and not refs:
+            raise ValueError(f"{where}: the protocol {protocols.single.name!r} grades against a reference answer, and "
+                             "this question has none")  # fmt: skip
         for turn in range(1, len(question.turns) + 1):
             plain, with_ref = (protocols.single, protocols.reference) if turn == 1 else \
                 (protocols.single_multi, protocols.reference_multi)
@@ -389,18 +407,11 @@ def conversation_slots(protocols: GradingProtocols, questions: Sequence[JudgeQue
             messages = protocol.conversation_messages(questions=question.turns[:turn], answers=tuple(turns[:turn]),
                                                       references=refs[:turn] if protocol.uses_reference else None)
             if protocol.sha256 not in caches:
-                caches[protocol.sha256] = _cache_for(cache, protocol)
+                caches[protocol.sha256] = cache_for(cache, protocol)
             extra = (("protocol", protocol.name), ("protocol_sha256", protocol.sha256),
                      ("reference", protocol.uses_reference))
             slots.append(_Slot(f"{question.question_id}/t{turn}", protocol, messages, caches[protocol.sha256], extra))
     return slots
-
-
-def _cache_for(cache: JudgmentCache | None, protocol: JudgeProtocol) -> JudgmentCache | None:
-    if cache is None or cache.protocol_sha256 == protocol.sha256:
-        return cache
-    combined = hashlib.sha256(f"{cache.protocol_sha256}:{protocol.sha256}".encode()).hexdigest()
-    return JudgmentCache(cache.store, judge_key=cache.judge_key, protocol_sha256=combined)
 
 
 def judge_references(

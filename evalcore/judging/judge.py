@@ -20,11 +20,13 @@ prompt longer than the judge's window) is recorded with ``status="failed"`` and 
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import math
 import re
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 
 from evalcore.judging.cache import JudgmentCache
 from evalcore.judging.logprob import p_first_batched, prompt_token_ids
@@ -53,17 +55,67 @@ def prompt_sha256(messages: list[dict], prefix: str | None) -> str:
 
 
 def order_messages(protocol: JudgeProtocol, item: PairItem, order: str) -> list[dict]:
-    """The judge conversation for ``item`` shown in ``order`` (``"ab"``: answer_1 first)."""
-    first, second = (item.answer_1, item.answer_2) if order == "ab" else (item.answer_2, item.answer_1)
-    return protocol.messages(question=item.question, answer_a=first, answer_b=second, reference=item.reference)
+    """The judge conversation for ``item`` shown in ``order`` (``"ab"``: answer_1 first); a two-turn
+    protocol shows both turns of the item's conversations (``item.questions`` etc.)."""
+    if protocol.turns == 1 and len(item.questions) <= 1:
+        first, second = (item.answer_1, item.answer_2) if order == "ab" else (item.answer_2, item.answer_1)
+        return protocol.messages(question=item.question, answer_a=first, answer_b=second, reference=item.reference)
+    answers = (item.answers_1 or (item.answer_1,), item.answers_2 or (item.answer_2,))
+    first, second = answers if order == "ab" else answers[::-1]
+    references = item.references or ((item.reference,) if item.reference is not None else None)
+    return protocol.pair_messages(questions=item.questions or (item.question,), answers_a=first, answers_b=second,
+                                  references=references if protocol.uses_reference else None)  # fmt: skip
+
+
+# FastChat llm_judge's verdict patterns (fastchat/llm_judge/common.py): the first match wins, and the
+# single-bracket form is tried only when the double-bracket one occurs nowhere.
+FASTCHAT_ONE_SCORE = (re.compile(r"\[\[(\d+\.?\d*)\]\]"), re.compile(r"\[(\d+\.?\d*)\]"))
+FASTCHAT_TWO_SCORES = (re.compile(r"\[\[(\d+\.?\d*),\s?(\d+\.?\d*)\]\]"), re.compile(r"\[(\d+\.?\d*),\s?(\d+\.?\d*)\]"))
+FASTCHAT_TIE_DELTA = 0.1  # two ratings this close are a tie
+FASTCHAT_LABELS = (("[[A]]", "A"), ("[[B]]", "B"), ("[[C]]", "tie"))  # checked in this order, wherever they sit
+
+
+def _fastchat_number(text: str) -> float:
+    """A rating as FastChat reads it (Python's literal syntax: ``"8"``, ``"8.5"``, ``"8."``); a string
+    it cannot read (``"08"``, digits of other scripts, an overflowing number) is a failed verdict."""
+    try:
+        value = float(ast.literal_eval(text))
+    except (ValueError, SyntaxError, TypeError, OverflowError, MemoryError, RecursionError):
+        raise ValueError(f"FastChat's parser cannot read the rating {text[:40]!r} as a number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"the rating {text[:40]!r} is not a finite number")
+    return value
+
+
+def _fastchat_search(patterns: tuple[re.Pattern, ...], text: str, what: str) -> re.Match:
+    for pattern in patterns:
+        match = pattern.search(text)
+        if match:
+            return match
+    raise ValueError(f"the judge's answer contains no {what} (FastChat's parser looks for "
+                     f"{' then '.join(p.pattern for p in patterns)})")  # fmt: skip
 
 
 def parse_generated(protocol: JudgeProtocol, text: str) -> tuple[str, str, float]:
     """(matched pattern, winner A/B/tie, weight) from a generated verdict.
 
-    Exactly one of the protocol's patterns must occur (repeats of it are fine); none, or two
-    different ones, raise ValueError.
+    Podium's rule: exactly one of the protocol's patterns must occur (repeats of it are fine); none,
+    or two different ones, raise ValueError. FastChat's (``parse: fastchat``): for ``[[A]]``, the
+    first of ``[[A]]``, ``[[B]]``, ``[[C]]`` (tie) that occurs anywhere in the text, checked in that
+    order; for ``[[rating_a,rating_b]]``, the first ``[[a, b]]`` (else ``[a, b]``), a tie when the two
+    ratings differ by at most 0.1. No verdict raises ValueError (FastChat's ``"error"``).
     """
+    if protocol.verdict.fastchat:
+        if protocol.verdict.output_format == "[[A]]":
+            for label, winner in FASTCHAT_LABELS:
+                if label in text:
+                    return label, winner, 1.0
+            raise ValueError("the judge's answer contains no verdict (FastChat's parser looks for [[A]], then [[B]], "
+                             "then [[C]])")  # fmt: skip
+        match = _fastchat_search(FASTCHAT_TWO_SCORES, text, "pair of ratings")
+        first, second = (_fastchat_number(g.strip()) for g in match.groups())
+        winner = "tie" if abs(first - second) <= FASTCHAT_TIE_DELTA else "A" if first > second else "B"
+        return match.group(0), winner, 1.0
     found = [o for o in protocol.verdict.outcomes if o.pattern in text]
     if not found:
         patterns = ", ".join(o.pattern for o in protocol.verdict.outcomes)
@@ -74,8 +126,14 @@ def parse_generated(protocol: JudgeProtocol, text: str) -> tuple[str, str, float
 
 
 def parse_score(protocol: JudgeProtocol, text: str) -> float:
-    """The last score matching the protocol's regex, checked against its range."""
+    """The last score matching the protocol's regex, checked against its range.
+
+    FastChat's rule (``parse: fastchat``): the first ``[[n]]`` in the text, else the first ``[n]``,
+    read as a Python literal, with no range check (FastChat keeps whatever number the judge wrote);
+    no match raises ValueError (FastChat's rating -1, which its results leave out)."""
     verdict = protocol.verdict
+    if verdict.fastchat:
+        return _fastchat_number(_fastchat_search(FASTCHAT_ONE_SCORE, text, "rating").group(1))
     matches = re.findall(verdict.score_regex, text)
     if not matches:
         raise ValueError(f"the judge's answer contains no score matching the pattern {verdict.score_regex}")
@@ -249,3 +307,93 @@ def _judge_generated(backend, protocol, slots, *, token_budget, progress) -> lis
         out.append(Judgment(pair_id=slot[0], order=slot[1], prompt_sha256=slot[3], status="ok",
                             verdict=verdict, winner=winner, weight=weight, raw=text))
     return out
+
+
+# -- families: which pairwise protocol compares which turn -------------------------------------------
+REFERENCE_CATEGORIES = ("math", "reasoning", "coding")  # MT-Bench's reference-guided categories
+PAIRWISE_ROLES = ("single", "multi", "reference", "reference_multi")
+
+
+@dataclass(frozen=True)
+class PairwiseProtocols:
+    """A family of pairwise protocols (FastChat's pairwise MT-Bench judge): ``single`` compares the
+    answers to a question's first turn, ``multi`` both conversations (judging the second answers);
+    ``reference`` and ``reference_multi`` do the same against reference answers, for questions whose
+    category is in ``reference_categories`` and that have references. A missing reference member falls
+    back to the plain one; a family without ``multi`` compares one-turn questions only."""
+
+    single: JudgeProtocol
+    multi: JudgeProtocol | None = None
+    reference: JudgeProtocol | None = None
+    reference_multi: JudgeProtocol | None = None
+    reference_categories: tuple[str, ...] = REFERENCE_CATEGORIES
+
+    def __post_init__(self) -> None:
+        for role, turns, guided in (("single", 1, False), ("multi", 2, False), ("reference", 1, True),
+                                    ("reference_multi", 2, True)):  # fmt: skip
+            protocol = getattr(self, role)
+            if protocol is None:
+                if role == "single":
+                    raise ValueError("a pairwise family needs its one-turn protocol")
+                continue
+            if not isinstance(protocol, JudgeProtocol) or protocol.kind != "pairwise":
+                raise ValueError(f"{role}: a pairwise family holds pairwise protocols")
+            if protocol.turns != turns:
+                raise ValueError(f"{role}: protocol {protocol.name!r} compares {protocol.turns} turn(s), this role {turns}")
+            if protocol.uses_reference != guided:
+                needs = "needs a reference placeholder" if guided else "must not need a reference"
+                raise ValueError(f"{role}: protocol {protocol.name!r} {needs}")
+        categories = self.reference_categories
+        if isinstance(categories, str) or not all(isinstance(c, str) for c in categories):
+            raise ValueError("reference_categories must be a tuple of category names")
+        object.__setattr__(self, "reference_categories", tuple(categories))
+
+    @property
+    def members(self) -> dict[str, JudgeProtocol]:
+        return {role: p for role in PAIRWISE_ROLES if (p := getattr(self, role)) is not None}
+
+    @property
+    def sha256(self) -> str:
+        """Over the four protocols' hashes (None for a missing one) and the reference categories."""
+        content = {"protocols": [p.sha256 if (p := getattr(self, r)) is not None else None for r in PAIRWISE_ROLES],
+                   "reference_categories": sorted(c.strip().lower() for c in self.reference_categories)}
+        return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+    def guided(self, category: str) -> bool:
+        return category.strip().lower() in {c.strip().lower() for c in self.reference_categories}
+
+    def pick(self, turn: int, *, guided: bool) -> JudgeProtocol:
+        """The protocol comparing ``turn`` (1 or 2); ValueError when the family has none for turn 2."""
+        plain, with_ref = (self.single, self.reference) if turn == 1 else (self.multi, self.reference_multi)
+        if plain is None:
+            raise ValueError(f"the protocol {self.single.name!r} compares one turn only; a two-turn question needs a "
+                             "family with a two-turn pairwise protocol")  # fmt: skip
+        return with_ref if guided and with_ref is not None else plain
+
+
+def cache_for(cache: JudgmentCache | None, protocol: JudgeProtocol) -> JudgmentCache | None:
+    """The cache a family's member writes to: the family cache's store and judge, under its protocol
+    hash combined with the member's (unless they are the same), so a changed member never hits a stale entry."""
+    if cache is None or cache.protocol_sha256 == protocol.sha256:
+        return cache
+    combined = hashlib.sha256(f"{cache.protocol_sha256}:{protocol.sha256}".encode()).hexdigest()
+    return JudgmentCache(cache.store, judge_key=cache.judge_key, protocol_sha256=combined)
+
+
+def judge_assigned_pairs(backend: Backend, assigned: Sequence[tuple[JudgeProtocol, PairItem]], *,
+                         cache: JudgmentCache | None = None, token_budget: int | None = None,
+                         share_by: Callable[[PairItem, str], Hashable] | None = None) -> list[Judgment]:  # fmt: skip
+    """:func:`judge_pairs` where each pair names its own protocol (a family's members): the pairs are
+    judged in one call per protocol, each with :func:`cache_for`; judgments in the pairs' order (two each)."""
+    groups: dict[str, list[int]] = {}
+    protocols: dict[str, JudgeProtocol] = {}
+    for index, (protocol, _) in enumerate(assigned):
+        groups.setdefault(protocol.sha256, []).append(index)
+        protocols[protocol.sha256] = protocol
+    out: list[Judgment | None] = [None] * (2 * len(assigned))
+    for sha, indices in groups.items():
+        found = judge_pairs(backend, protocols[sha], [assigned[i][1] for i in indices],
+                            cache=cache_for(cache, protocols[sha]), token_budget=token_budget, share_by=share_by)
+        for position, index in enumerate(indices):
+            out[2 * index : 2 * index + 2] = found[2 * position : 2 * position + 2]
+    return out  # type: ignore[return-value]

@@ -38,6 +38,16 @@ first token ids coincide is refused with a ValueError naming the problem.
 A single-answer protocol may grade the second turn of a conversation in context (MT-Bench's
 multi-turn judge): ``turns: 2`` makes its placeholders ``{question_1}``, ``{answer_1}``,
 ``{question_2}``, ``{answer_2}`` (all required) and optionally ``{reference_1}``, ``{reference_2}``.
+A two-turn pairwise protocol shows both conversations: ``{question_1}``, ``{question_2}``,
+``{answer_a_1}``, ``{answer_a_2}``, ``{answer_b_1}``, ``{answer_b_2}`` (all required), and the same
+optional references.
+
+A generated verdict is read by Podium's rule unless it says ``parse: fastchat``: then it is read
+exactly as FastChat's llm_judge reads its judges (``output_format`` one of ``"[[rating]]"``
+(single), ``"[[A]]"`` or ``"[[rating_a,rating_b]]"`` (pairwise); see
+:func:`evalcore.judging.judge.parse_score` and :func:`~evalcore.judging.judge.parse_generated`), and
+has no ``outcomes`` or ``score``. FastChat's ``judge_prompts.jsonl`` is read into such protocols by
+:mod:`evalcore.judging.fastchat`.
 ``turns`` is 1 when absent, and a one-turn protocol's hash and ``as_dict()`` do not mention it (so
 the hashes of protocols written before it existed, and the judgments cached under them, stand).
 """
@@ -62,7 +72,11 @@ PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 REQUIRED = {"pairwise": ("question", "answer_a", "answer_b"), "single": ("question", "answer")}
 OPTIONAL = ("reference",)
 REQUIRED_TWO_TURN = ("question_1", "answer_1", "question_2", "answer_2")
+REQUIRED_PAIR_TWO_TURN = ("question_1", "question_2", "answer_a_1", "answer_a_2", "answer_b_1", "answer_b_2")
 OPTIONAL_TWO_TURN = ("reference_1", "reference_2")
+# How a generated verdict is read: Podium's rule (the default), or FastChat llm_judge's (see parse_generated)
+PARSERS = ("podium", "fastchat")
+FASTCHAT_FORMATS = {"single": ("[[rating]]",), "pairwise": ("[[A]]", "[[rating_a,rating_b]]")}
 TURNS = (1, 2)
 TOP_KEYS = {"name", "kind", "system", "user", "verdict", "source", "description", "turns"}
 BUNDLED_DIR = Path(__file__).resolve().parent / "protocols"
@@ -97,6 +111,13 @@ class Verdict:
     score_max: float = 10.0
     scale: tuple[int | float, ...] = ()  # single-answer log-prob grading: the ratings, as written
     suffix: str = ""  # ... and what follows each rating in its scored continuation
+    parse: str = "podium"  # generated verdicts: Podium's rule, or "fastchat" (FastChat llm_judge's)
+    output_format: str = ""  # parse fastchat: "[[rating]]", "[[A]]" or "[[rating_a,rating_b]]"
+
+    @property
+    def fastchat(self) -> bool:
+        """A generated verdict read by FastChat llm_judge's rules (see :func:`evalcore.judging.judge.parse_score`)."""
+        return self.method == "generate" and self.parse == "fastchat"
 
     @property
     def graded_by_logprob(self) -> bool:
@@ -115,6 +136,8 @@ class Verdict:
         if self.method == "logprob":
             return {"method": "logprob", "prefix": self.prefix, "tokens": dict(self.tokens)}
         out: dict = {"method": "generate", "max_new_tokens": self.max_new_tokens}
+        if self.fastchat:  # the keys a Podium-parsed verdict has are absent, so its hash is unchanged
+            return {**out, "parse": "fastchat", "output_format": self.output_format}
         if self.outcomes:
             out["outcomes"] = [{"pattern": o.pattern, "winner": o.winner, "weight": o.weight} for o in self.outcomes]
         else:
@@ -191,6 +214,29 @@ class JudgeProtocol:
             return self.messages(question=questions[0], answer=answers[0], reference=refs[0] if refs else None)
         values = {"question_1": questions[0], "answer_1": answers[0], "question_2": questions[1],
                   "answer_2": answers[1], "reference_1": refs[0] if refs else "", "reference_2": refs[1] if refs else ""}
+        return self._render(values)
+
+    def pair_messages(self, *, questions: Sequence[str], answers_a: Sequence[str], answers_b: Sequence[str],
+                      references: Sequence[str] | None = None) -> list[dict]:  # fmt: skip
+        """The judge conversation comparing two answers: for a one-turn protocol, the one question and
+        its two answers (as :meth:`messages`); for a two-turn protocol, both conversations (the judge
+        compares the answers to the second question). Each sequence holds one entry per turn."""
+        if self.kind != "pairwise":
+            raise ValueError(f"protocol {self.name!r} grades single answers, not pairs")
+        if not len(questions) == len(answers_a) == len(answers_b) == self.turns:
+            raise ValueError(
+                f"protocol {self.name!r} compares {self.turns} turn(s); got {len(questions)} question(s) and "
+                f"{len(answers_a)} and {len(answers_b)} answer(s)"
+            )
+        if self.uses_reference and (references is None or len(references) != self.turns):
+            raise ValueError(f"protocol {self.name!r} is reference-guided: it needs a reference answer per turn")
+        refs = list(references) if self.uses_reference else None
+        if self.turns == 1:
+            return self.messages(question=questions[0], answer_a=answers_a[0], answer_b=answers_b[0],
+                                 reference=refs[0] if refs else None)  # fmt: skip
+        values = {"question_1": questions[0], "question_2": questions[1], "answer_a_1": answers_a[0],
+                  "answer_a_2": answers_a[1], "answer_b_1": answers_b[0], "answer_b_2": answers_b[1],
+                  "reference_1": refs[0] if refs else "", "reference_2": refs[1] if refs else ""}  # fmt: skip
         return self._render(values)
 
     def _render(self, values: dict[str, str]) -> list[dict]:
@@ -274,8 +320,6 @@ def protocol_from_dict(data, *, where: str = "protocol") -> JudgeProtocol:
     turns = data.get("turns", 1)
     if not isinstance(turns, int) or isinstance(turns, bool) or turns not in TURNS:
         raise ValueError(f"{where}: turns must be 1 or 2, got {turns!r}")
-    if turns == 2 and kind != "single":
-        raise ValueError(f"{where}: turns: 2 grades the second turn of a conversation; it needs kind single")
     system = data.get("system") or None
     check_placeholders(data["user"], system, kind=kind, where=where, turns=turns)
     verdict = parse_verdict(data["verdict"], kind=kind, where=where)
@@ -283,11 +327,18 @@ def protocol_from_dict(data, *, where: str = "protocol") -> JudgeProtocol:
                          source=data.get("source") or "", description=data.get("description") or "", turns=turns)
 
 
+def required_placeholders(kind: str, turns: int) -> tuple[str, ...]:
+    """The placeholders a protocol's user template must hold."""
+    if turns == 1:
+        return REQUIRED[kind]
+    return REQUIRED_TWO_TURN if kind == "single" else REQUIRED_PAIR_TWO_TURN
+
+
 def check_placeholders(user: str, system: str | None, *, kind: str, where: str, turns: int = 1) -> None:
     """Refuse a template missing a required placeholder, or naming an unknown or foreign one."""
-    required = REQUIRED[kind] if turns == 1 else REQUIRED_TWO_TURN
+    required = required_placeholders(kind, turns)
     allowed = set(required) | set(OPTIONAL if turns == 1 else OPTIONAL_TWO_TURN)
-    what = f"{kind} protocol" if turns == 1 else "two-turn single protocol"
+    what = f"{kind} protocol" if turns == 1 else f"two-turn {kind} protocol"
     for name, template in (("user", user), ("system", system or "")):
         for found in PLACEHOLDER.findall(template):
             if found not in allowed:
@@ -322,10 +373,22 @@ def parse_verdict(data, *, kind: str, where: str) -> Verdict:
         return Verdict(method="logprob", prefix=prefix, tokens=(("A", tokens["A"]), ("B", tokens["B"])))
     if method != "generate":
         raise ValueError(f"{where}: verdict method {method!r} is not logprob or generate")
-    _only_keys(data, {"method", "max_new_tokens", "outcomes", "score"}, f"{where}: verdict")
+    parse = data.get("parse", "podium")
+    if parse not in PARSERS:
+        raise ValueError(f"{where}: verdict parse {parse!r} is not one of {', '.join(PARSERS)}")
+    if parse == "fastchat":
+        _only_keys(data, {"method", "max_new_tokens", "parse", "output_format"}, f"{where}: verdict (parse fastchat)")
+    else:
+        _only_keys(data, {"method", "max_new_tokens", "outcomes", "score", "parse"}, f"{where}: verdict")
     max_new = data.get("max_new_tokens")
     if not isinstance(max_new, int) or isinstance(max_new, bool) or not 1 <= max_new <= 8192:
         raise ValueError(f"{where}: verdict max_new_tokens must be an integer from 1 to 8192")
+    if parse == "fastchat":
+        output_format = data.get("output_format")
+        if output_format not in FASTCHAT_FORMATS[kind]:
+            raise ValueError(f"{where}: a {kind} verdict parsed as FastChat's needs output_format "
+                             f"{' or '.join(repr(f) for f in FASTCHAT_FORMATS[kind])}, got {output_format!r}")  # fmt: skip
+        return Verdict(method="generate", max_new_tokens=max_new, parse="fastchat", output_format=output_format)
     if kind == "pairwise":
         if "score" in data:
             raise ValueError(f"{where}: a pairwise verdict has outcomes, not a score")

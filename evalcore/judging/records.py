@@ -26,6 +26,12 @@ class PairItem:
     answer_2: str
     reference: str | None = None
     label: int | None = None  # 1 or 2: which answer people (or the data set) prefer
+    # A two-turn comparison (a two-turn protocol): every turn's question, answers and references, in
+    # order (``question``, ``answer_1``, ``answer_2`` then hold the last turn's); empty for one turn.
+    questions: tuple[str, ...] = ()
+    answers_1: tuple[str, ...] = ()
+    answers_2: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

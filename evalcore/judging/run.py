@@ -21,14 +21,14 @@ Judgments and answers are cached (see :mod:`evalcore.judging.cache`), and every 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from evalcore.judging.cache import AnswerCache, JudgmentCache
-from evalcore.judging.judge import generate_texts, judge_pairs
+from evalcore.judging.judge import PairwiseProtocols, generate_texts, judge_assigned_pairs
 from evalcore.judging.protocol import JudgeProtocol
 from evalcore.judging.records import Judgment, PairItem, pair_outcomes
 from evalcore.models.base import Backend
@@ -143,13 +143,15 @@ def judge_run(
     rounds: int = 1000,
     seed: int = 0,
     token_budget: int | None = None,
+    pair_for: Callable[[str, int, str], tuple[JudgeProtocol, PairItem]] | None = None,
 ) -> tuple[dict, list[tuple[str, Judgment]]]:
     """Judge every model's answers against the baseline's, in both orders, and score them.
 
     Parameters
     ----------
     judge : Backend
-    protocol : JudgeProtocol (pairwise)
+    protocol : JudgeProtocol (pairwise), or PairwiseProtocols
+        A family needs ``pair_for``, which picks each pair's member.
     instructions : sequence of Instruction, length k
     answers : dict model name -> sequence of str, each of length k
         Must include ``baseline``.
@@ -157,6 +159,10 @@ def judge_run(
     cache : JudgmentCache, optional
     rounds, seed : int
         Bootstrap rounds and seed for the Bradley-Terry intervals.
+    pair_for : callable(model, k, pair_id) -> (protocol, PairItem), optional
+        Builds the pair comparing ``model``'s ``k``-th answer with the baseline's (``answer_1`` the
+        baseline's), and the protocol judging it: how a run over two-turn questions shows both turns and
+        references. Default: ``PairItem(pair_id, instruction text, baseline answer, model answer)``.
 
     Returns
     -------
@@ -172,19 +178,24 @@ def judge_run(
     for name, texts in answers.items():
         if len(texts) != len(instructions):
             raise ValueError(f"model {name!r} has {len(texts)} answers for {len(instructions)} instructions")
+    if isinstance(protocol, PairwiseProtocols) and pair_for is None:
+        raise ValueError("a family of pairwise protocols needs pair_for, which picks each pair's protocol")
     models = [m for m in answers if m != baseline]
-    pairs, owner = [], {}
+    assigned, owner = [], {}
     for model in models:
         for k, ins in enumerate(instructions):
             pair_id = f"{model}/{ins.instruction_id}"
             owner[pair_id] = (model, k)
-            pairs.append(PairItem(pair_id, ins.text, answers[baseline][k], answers[model][k]))
-    question_of = {p.pair_id: owner[p.pair_id][1] for p in pairs}
-    judgments = judge_pairs(judge, protocol, pairs, cache=cache, token_budget=token_budget,
-                            share_by=lambda item, order: (question_of[item.pair_id], order))
+            if pair_for is None:
+                assigned.append((protocol, PairItem(pair_id, ins.text, answers[baseline][k], answers[model][k])))
+            else:
+                assigned.append(pair_for(model, k, pair_id))
+    question_of = {p.pair_id: owner[p.pair_id][1] for _, p in assigned}
+    judgments = judge_assigned_pairs(judge, assigned, cache=cache, token_budget=token_budget,
+                                     share_by=lambda item, order: (question_of[item.pair_id], order))
     notes: list[str] = []
     results = {
-        "protocol": {"name": protocol.name, "sha256": protocol.sha256},
+        "protocol": protocol_record(protocol),
         "baseline": baseline,
         "instructions": len(instructions),
         "models": _win_rates(judgments, owner, models, instructions, answers, baseline, notes),
@@ -194,6 +205,16 @@ def judge_run(
     results["bradley_terry_style"] = _style_controlled(battles, rounds=rounds, seed=seed, notes=notes)
     results["notes"] = notes
     return results, [(owner[j.pair_id][0], j) for j in judgments]
+
+
+def protocol_record(protocol: JudgeProtocol | PairwiseProtocols) -> dict:
+    """What a run's results say of its protocol: name, content hash and source (where the wording comes
+    from); for a family, its hash and each member's."""
+    if isinstance(protocol, JudgeProtocol):
+        return {"name": protocol.name, "sha256": protocol.sha256, "source": protocol.source}
+    return {"sha256": protocol.sha256, "reference_categories": list(protocol.reference_categories),
+            "members": {role: {"name": p.name, "sha256": p.sha256, "source": p.source}
+                        for role, p in protocol.members.items()}}  # fmt: skip
 
 
 def _win_rates(judgments, owner, models, instructions, answers, baseline, notes) -> dict:

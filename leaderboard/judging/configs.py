@@ -16,7 +16,13 @@ from django.conf import settings
 import evalcore.models
 from arena.models import LanguageModel
 from evalcore.judging import JudgeProtocol, bundled_protocols, load_protocol
-from evalcore.judging.grading import GradingProtocols, load_grading_protocols
+from evalcore.judging.fastchat import (
+    fastchat_grading_family,
+    fastchat_pairwise_family,
+    looks_like_fastchat,
+    read_fastchat_prompts,
+)
+from evalcore.judging.grading import GradingProtocols, family_of_one, load_grading_protocols
 from evalcore.judging.protocol import protocol_from_dict
 from evalcore.judging.questions import (
     SAMPLE_QUESTIONS,
@@ -64,8 +70,43 @@ def instructions_sha256(instructions: list[str], max_new_tokens: int) -> str:
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+def fastchat_prompts_of(config: JudgeConfig) -> dict[str, JudgeProtocol] | None:
+    """The FastChat prompts pasted as the config's protocol text (FastChat's ``judge_prompts.jsonl``
+    lines), or None when the text is a YAML protocol or empty; ValueError naming the line at fault."""
+    text = config.protocol_yaml
+    if not text.strip() or not looks_like_fastchat(text):
+        return None
+    if len(text) > MAX_PROTOCOL_CHARS:
+        raise ValueError(f"the protocol is longer than {MAX_PROTOCOL_CHARS} characters")
+    return read_fastchat_prompts("FastChat prompts", text=text)
+
+
+def _fastchat_protocol(config: JudgeConfig, prompts: dict[str, JudgeProtocol]) -> JudgeProtocol:
+    """The prompt the config names in ``protocol_name``; with no name, FastChat's one-turn judge of the
+    only kind the prompts hold (``single-v1`` for grading, ``pair-v2`` for pairs)."""
+    name = config.protocol_name.strip()
+    if name:
+        if name not in prompts:
+            raise ValueError(f"the pasted FastChat prompts have no prompt named {name!r} ({', '.join(prompts)})")
+        return prompts[name]
+    kinds = {p.kind for p in prompts.values()}
+    if kinds == {"single", "pairwise"}:
+        raise ValueError("the pasted FastChat prompts grade single answers and compare pairs: put the prompt to use in "
+                         "the protocol name (single-v1 grades with FastChat's four single-answer judges, pair-v2 "
+                         "compares pairs)")  # fmt: skip
+    return fastchat_grading_family(prompts).single if kinds == {"single"} else fastchat_pairwise_family(prompts).single
+
+
 def protocol_of(config: JudgeConfig, *, tokenizer=None) -> JudgeProtocol:
-    """The config's protocol (its YAML text when given, else the bundled name); ValueError when invalid."""
+    """The config's protocol (its YAML text when given, else the bundled name); ValueError when invalid.
+
+    The text may instead be FastChat's ``judge_prompts.jsonl`` lines: then ``protocol_name`` picks one
+    of its prompts by FastChat's name (needed when the lines hold both kinds), and verdicts are read by
+    FastChat's rules. Grading with FastChat's ``single-v1`` uses its four single-answer judges
+    (:func:`grading_protocols_of`)."""
+    fastchat = fastchat_prompts_of(config)
+    if fastchat is not None:
+        return _fastchat_protocol(config, fastchat)
     if config.protocol_yaml.strip():
         if len(config.protocol_yaml) > MAX_PROTOCOL_CHARS:
             raise ValueError(f"the protocol is longer than {MAX_PROTOCOL_CHARS} characters")
@@ -92,9 +133,13 @@ def grading_protocols_of(config: JudgeConfig) -> GradingProtocols:
     protocol = protocol_of(config)
     if protocol.kind != "single":
         raise ValueError(f"protocol {protocol.name!r} compares pairs; grading needs a single-answer protocol")
+    fastchat = fastchat_prompts_of(config)
+    if fastchat is not None:  # FastChat's one-turn judge stands for its four; another prompt grades alone
+        family = fastchat_grading_family(fastchat)
+        return family if protocol.name == family.single.name else family_of_one(protocol, protocol.name)
     if not config.protocol_yaml.strip() and config.protocol_name.strip() in GRADING_FAMILIES:
         return load_grading_protocols(GRADING_FAMILIES[config.protocol_name.strip()])
-    return GradingProtocols(single=protocol)
+    return family_of_one(protocol, protocol.name)
 
 
 def _data_file(name: str, field: str) -> Path:

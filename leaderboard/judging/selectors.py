@@ -10,7 +10,7 @@ from common.urls import addresses_withheld
 from evalcore.judging import JudgeProtocol
 from evalcore.stats.rank_correlation import spearman_interval
 from leaderboard.judging.columns import judge_cells
-from leaderboard.judging.configs import protocol_of, questions_of
+from leaderboard.judging.configs import grading_protocols_of, protocol_of, questions_of
 from leaderboard.models import (
     JudgeAnswer,
     JudgeAudit,
@@ -69,6 +69,21 @@ def _protocol_or_error(config: JudgeConfig) -> tuple[JudgeProtocol | None, str]:
         return protocol_of(config), ""
     except ValueError as exc:
         return None, str(exc)
+
+
+def _grading_members(config: JudgeConfig, protocol: JudgeProtocol | None) -> list[dict]:
+    """A grading config's family members beyond the one shown (turn 2, reference-guided): role, name,
+    hash and where its wording comes from; empty for a pairwise config or a family of one."""
+    if protocol is None or config.kind != JudgeConfig.Kind.SINGLE:
+        return []
+    try:
+        family = grading_protocols_of(config)
+    except ValueError:
+        return []
+    roles = (("single_multi", "turn 2, in context"), ("reference", "turn 1, against the reference"),
+             ("reference_multi", "turn 2, against the references"))  # fmt: skip
+    return [{"role": label, "name": p.name, "sha256": p.sha256, "source": p.source, "system": p.system, "user": p.user}
+            for role, label in roles if (p := getattr(family, role)) is not None]  # fmt: skip
 
 
 def judge_scores(config: JudgeConfig, viewer=None) -> list[dict]:
@@ -158,6 +173,7 @@ def judge_page(config: JudgeConfig, viewer=None) -> dict:
     judge_name = config.judge_model.name if config.judge_model_id else config.judge_model_args.get("path", "")
     return {
         "config": config, "protocol": protocol, "protocol_error": protocol_error,
+        "members": _grading_members(config, protocol),
         "judge_name": judge_name, "judge_backend": config.judge_model.backend if config.judge_model_id else config.judge_backend,
         "judge_key": latest.judge_key if latest else (audit or {}).get("judge_key", ""),
         "rows": rows, "correlation": judge_arena_correlation(rows), "audit": audit, "audits": audits,

@@ -48,6 +48,10 @@ def judge_config_check(config: JudgeConfig) -> None:
     protocol_field = "protocol_yaml" if config.protocol_yaml.strip() else "protocol_name"
     protocol = _checked(protocol_field, lambda: protocol_of(config))
     config.kind = protocol.kind
+    if protocol.kind == "pairwise" and (protocol.turns != 1 or protocol.uses_reference):
+        raise ValidationError({protocol_field: f"protocol {protocol.name!r} compares two-turn conversations or needs "
+                                               "reference answers; a pairwise judge here compares the answers to "
+                                               "one-turn instructions (FastChat's pair-v2)"})  # fmt: skip
     _checked("judge_model_args", lambda: judge_spec(config))
     if config.judge_model_id is None and not isinstance(config.judge_model_args.get("path", ""), str):
         raise ValidationError({"judge_model_args": "path must be a string"})

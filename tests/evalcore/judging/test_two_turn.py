@@ -105,7 +105,7 @@ def test_one_turn_hashes_are_unchanged_and_the_family_loads():
     assert family.reference.uses_reference and family.reference_multi.reference_placeholders == (
         "reference_1", "reference_2")
     for member in (family.single_multi, family.reference, family.reference_multi):
-        assert member.source.startswith("https://github.com/lm-sys/FastChat/") and "judge_prompts.jsonl" in member.source
+        assert member.source.startswith("Podium's own wording, after FastChat's") and "judge_prompts.jsonl" in member.source
     assert len(family.sha256) == 64
     assert family.sha256 != dataclasses.replace(family, reference_categories=("math",)).sha256
     assert family.sha256 != dataclasses.replace(family, reference_multi=None).sha256
@@ -129,7 +129,7 @@ def test_one_turn_hashes_are_unchanged_and_the_family_loads():
         ({"turns": True}, "turns must be 1 or 2, got True"),
         ({"turns": "2"}, "turns must be 1 or 2"),
         ({"turns": 2.0}, "turns must be 1 or 2, got 2.0"),
-        ({"kind": "pairwise"}, "turns: 2 grades the second turn of a conversation; it needs kind single"),
+        ({"kind": "pairwise"}, "placeholder {answer_1}, not allowed in a two-turn pairwise protocol"),
         ({"turns": 1}, "placeholder {question_1}, not allowed in a single protocol"),
     ],
 )
@@ -163,8 +163,17 @@ def test_families_and_inputs_are_checked_before_any_model_call():
         GradingProtocols(single=family.single, single_multi=family.single)
     with pytest.raises(ValueError, match="reference: protocol 'mt-bench-single' needs a reference placeholder"):
         GradingProtocols(single=family.single, reference=family.single)
-    with pytest.raises(ValueError, match="single: protocol 'mt-bench-single-reference' must not need a reference"):
-        GradingProtocols(single=family.reference)
+    # A reference-guided protocol alone grades every question against its reference; beside reference
+    # members, or with a plain turn-2 protocol, it is refused.
+    lone = GradingProtocols(single=family.reference, single_multi=family.reference_multi)
+    assert lone.all_guided and lone.guided("writing") and not family.all_guided
+    with pytest.raises(ValueError, match="a family with reference members needs a single protocol without a reference"):
+        GradingProtocols(single=family.reference, reference=family.reference)
+    with pytest.raises(ValueError, match="single_multi: protocol 'mt-bench-single-multi' needs a reference placeholder"):
+        GradingProtocols(single=family.reference, single_multi=family.single_multi)
+    with pytest.raises(ValueError, match=r"question 'writing-1' \(index 1\): the protocol 'mt-bench-single-reference' "
+                                         "grades against a reference answer, and this question has none"):
+        grade_conversations(None, lone, sample("math-1", "writing-1"), [("a", "b"), ("c", "d")])
     with pytest.raises(ValueError, match="single-answer protocols"):
         GradingProtocols(single=load_protocol("arena-hard"))
     questions = sample("math-1", "writing-1")
