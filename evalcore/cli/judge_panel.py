@@ -121,11 +121,14 @@ def _read_pairwise(folder: Path, results: dict) -> tuple[list, dict]:
         raise CliError(f"{folder}/results.json is not a judge run result (baseline, models)")
     answers, questions = {}, None
     for name in [baseline, *results["models"]]:
-        rows = [(r.get("instruction_id"), r.get("instruction"), r.get("answer"))
+        # instruction runs write (instruction_id, instruction, answer); question runs (--questions) FastChat's
+        # model_answer rows (question_id, choices), their question set identified in results.json
+        rows = [(r.get("instruction_id", r.get("question_id")), r.get("instruction"), r.get("answer", r.get("choices")))
                 for _, r in _jsonl(folder / "answers" / f"{name}.jsonl")]  # fmt: skip
         answers[name] = _sha(rows)
         if name == baseline:
-            questions = _sha([r[:2] for r in rows])
+            asked = results.get("questions")
+            questions = asked.get("sha256") if isinstance(asked, dict) else _sha([r[:2] for r in rows])
     orders: dict[tuple[str, str], dict] = {}
     for where, row in _jsonl(folder / "judgments.jsonl"):
         model, pair_id, order = _text(row, "model", where), _text(row, "pair_id", where), row.get("order")

@@ -449,3 +449,19 @@ def test_judge_run_compares_both_turns_with_fastchat_pairwise_prompts(tmp_path, 
         "reference_multi": "pair-math-v1-multi-turn"}  # fmt: skip
     assert results["questions"]["turns"] == 4 and results["instructions"] == 4
     assert code == (0 if all(j["status"] == "ok" for j in judgments) else 1)
+
+    # A second judge (one word of the wording changed) over the same answers (read from the shared cache),
+    # and the two combined as a panel: the question runs are the same question set and answers.
+    reworded = [{**r, "system_prompt": r["system_prompt"].replace("fair", "strict")} for r in PROMPTS]
+    other = tmp_path / "run-strict"
+    main(["judge", "run", "--model", "hf", "--model-args", model, "--protocol", _write(tmp_path, reworded, "strict.jsonl"),
+          "--judge-max-new-tokens", str(JUDGE_TOKENS), "--questions", questions_path,
+          "--baseline", f"base=hf:{model},gen.max_new_tokens={ANSWER_TOKENS}",
+          "--candidate", f"terse=hf:{model},gen.max_new_tokens={ANSWER_TOKENS},gen.system=Answer in one word.",
+          "--rounds", "20", "--cache", str(out / "cache.sqlite"), "--out", str(other)])  # fmt: skip
+    strict = json.loads((other / "results.json").read_text())
+    assert strict["this_run"]["answer_turns_generated"] == 0 and strict["protocol"]["sha256"] != results["protocol"]["sha256"]
+    capsys.readouterr()
+    assert main(["judge", "panel", f"fair={out}", f"strict={other}", "--out", str(tmp_path / "panel"), "--rounds", "20"]) == 0
+    panel = json.loads((tmp_path / "panel" / "panel.json").read_text())
+    assert panel["kind"] == "pairwise" and panel["questions_sha256"] == results["questions"]["sha256"]
