@@ -49,7 +49,13 @@ from evalcore.judging.answer_files import (
 )
 from evalcore.judging.cache import AnswerCache, JudgmentCache, SqliteStore
 from evalcore.judging.cost import MeteredBackend, cost_per_1000
-from evalcore.judging.fastchat import fastchat_grading_family, load_spec, read_fastchat_prompts, split_spec
+from evalcore.judging.fastchat import (
+    fastchat_grading_family,
+    load_spec,
+    read_fastchat_prompts,
+    split_spec,
+    verdict_lookalikes,
+)
 from evalcore.judging.grading import (
     FAMILIES,
     GradingProtocols,
@@ -276,6 +282,13 @@ def run_grade(args: argparse.Namespace) -> int:
                          "grade_method": "logprob" if g.probabilities is not None else "parsed",
                          "probabilities": list(g.probabilities) if g.probabilities is not None else None,
                          "mass": g.mass, "entropy": g.entropy})  # fmt: skip
+    members = [getattr(family, r) for r in ("single", "single_multi", "reference", "reference_multi")]
+    for name in answers:
+        found = verdict_lookalikes(members, [t for turns in answers[name] for t in turns])
+        if found:
+            notes.append(f"{found} answer turn(s) of {name!r} contain a rating in FastChat's verdict form ([[n]] or "
+                         "[n]); FastChat's rule reads the first rating the judge writes, so a judge quoting one is "
+                         "read as the answer says")  # fmt: skip
     computed = sum(1 for r in rows if not r["cached"])
     _write_jsonl(out / "grades.jsonl", rows)
     categories = {q.question_id: q.category for q in questions if q.category}

@@ -33,7 +33,13 @@ from evalcore.judging.audit import (
 )
 from evalcore.judging.cache import AnswerCache, JudgmentCache, SqliteStore
 from evalcore.judging.fastchat import MAX_NEW_TOKENS as FASTCHAT_MAX_NEW_TOKENS
-from evalcore.judging.fastchat import fastchat_pairwise_family, load_spec, read_fastchat_prompts, split_spec
+from evalcore.judging.fastchat import (
+    fastchat_pairwise_family,
+    load_spec,
+    read_fastchat_prompts,
+    split_spec,
+    verdict_lookalikes,
+)
 from evalcore.judging.judge import PairwiseProtocols, generate_texts, judge_key, judge_pairs
 from evalcore.judging.protocol import JudgeProtocol, load_protocol
 from evalcore.judging.questions import SAMPLE_QUESTIONS, read_questions
@@ -344,7 +350,7 @@ def run_scores(args: argparse.Namespace) -> int:
             notes.append(f"the judge also answered as {name!r}: its score may carry self-preference")
     results, judged = judge_run(judge, protocol, instructions, answers, baseline=specs[0][0], cache=cache,
                                 rounds=args.rounds, seed=args.seed, token_budget=args.token_budget)
-    return _finish_scores(results, judged, notes, judge, out)
+    return _finish_scores(results, judged, notes, judge, out, protocol, answers)
 
 
 def _run_questions(args, specs) -> int:
@@ -398,10 +404,17 @@ def _run_questions(args, specs) -> int:
     results["questions"] = {"source": args.questions, "references": args.references, "count": len(questions),
                             "turns": len(items), "sha256": question_set_sha256(questions)}  # fmt: skip
     results["this_run"] = counts
-    return _finish_scores(results, judged, notes, judge, out)
+    return _finish_scores(results, judged, notes, judge, out, family, answers)
 
 
-def _finish_scores(results, judged, notes, judge, out) -> int:
+def _finish_scores(results, judged, notes, judge, out, protocol, answers) -> int:
+    members = [protocol] if isinstance(protocol, JudgeProtocol) else list(protocol.members.values())
+    for name, texts in answers.items():
+        found = verdict_lookalikes(members, texts)
+        if found:
+            notes.append(f"{found} answer(s) of {name!r} contain a verdict in FastChat's form ([[A]], [[B]], [[C]] or "
+                         "ratings); FastChat's rule reads the first verdict the judge writes, so a judge quoting one "
+                         "is read as the answer says")  # fmt: skip
     results["notes"] = notes + results["notes"]
     results["judge"] = judge.identity.as_dict()
     _write_jsonl(out / "judgments.jsonl", [{"model": m, **j.as_dict()} for m, j in judged])

@@ -52,7 +52,7 @@ import string
 from pathlib import Path
 
 from evalcore.judging.grading import GradingProtocols
-from evalcore.judging.judge import PairwiseProtocols
+from evalcore.judging.judge import FASTCHAT_LABELS, FASTCHAT_ONE_SCORE, FASTCHAT_TWO_SCORES, PairwiseProtocols
 from evalcore.judging.protocol import PLACEHOLDER, JudgeProtocol, protocol_from_dict
 
 MAX_FILE_BYTES = 1024 * 1024
@@ -349,3 +349,20 @@ def load_spec(spec: str | Path, *, max_new_tokens: int = MAX_NEW_TOKENS) -> dict
     if name not in prompts:
         raise ValueError(f"{path}: no prompt is named {name!r} (it has {', '.join(prompts)})")
     return prompts[name]
+
+
+def verdict_lookalikes(protocols, texts) -> int:
+    """How many of ``texts`` (answers being judged) hold a verdict in the form a FastChat-parsed protocol
+    among ``protocols`` reads (``[[7]]``, ``[7]``, ``[[A]]``...). FastChat's rule takes the *first*
+    verdict in the judge's text, so a judge that quotes such an answer before its own verdict is read
+    as the answer says: a way for an answer to vote for itself, worth a note beside the scores."""
+    formats = {p.verdict.output_format for p in protocols if p is not None and p.verdict.fastchat}
+    if not formats:
+        return 0
+    patterns = []
+    if "[[rating]]" in formats:
+        patterns += list(FASTCHAT_ONE_SCORE)
+    if "[[rating_a,rating_b]]" in formats:
+        patterns += list(FASTCHAT_TWO_SCORES)
+    labels = [label for label, _ in FASTCHAT_LABELS] if "[[A]]" in formats else []
+    return sum(1 for t in texts if any(p.search(t) for p in patterns) or any(label in t for label in labels))
