@@ -31,7 +31,9 @@ def test_bundled_protocols_load_and_cite_their_sources(judge):
     assert {"mt-bench-pairwise", "mt-bench-single", "arena-hard", "alpacaeval-logprob"} <= names
     for name in names:
         protocol = load_protocol(name, tokenizer=judge.tokenizer)
-        assert protocol.source.startswith("https://"), name
+        assert "https://" in protocol.source, name
+        if name.startswith("mt-bench"):  # Podium's wording of FastChat's structure, said plainly (not FastChat's text)
+            assert protocol.source.startswith("Podium's own wording, after FastChat's"), name
         assert len(protocol.sha256) == 64
     arena = load_protocol("arena-hard")
     assert [(o.pattern, o.winner, o.weight) for o in arena.verdict.outcomes] == [
