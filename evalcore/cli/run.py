@@ -1,24 +1,35 @@
 """``python -m evalcore run``: evaluate a model on benchmark tasks, harness style.
 
     python -m evalcore run --model hf --model-args path=DIR,dtype=float32 --tasks mmlu,gsm8k \
-        [--include-path DIR] [--trust-task-code] [--num-fewshot N] [--limit N] [--batch-size auto|N] [--seed S] \
+        [--include-path DIR] [--trust-task-code] [--num-fewshot N] [--limit N] [--batch-size auto|N] \
+        [--seed S | --seed RANDOM,NUMPY,TORCH,FEWSHOT] [--fewshot-seed N] \
         [--output-dir DIR] [--log-samples] [--cache FILE] [--predict-only] \
-        [--apply-chat-template] [--system-instruction TEXT] [--fewshot-as-multiturn [BOOL]] [--gen-kwargs K=V,...]
+        [--apply-chat-template [NAME]] [--system-instruction TEXT] [--fewshot-as-multiturn [BOOL]] [--gen-kwargs K=V,...]
 
 A chat endpoint: ``--model openai-chat --model-args base_url=http://HOST:PORT/v1,concurrency=8``
 (the harness's ``local-chat-completions``; the chat template is the endpoint's).
+
+The flags it shares with lm-evaluation-harness 0.4.13's ``lm_eval run`` (dashes for underscores) mean
+what they mean there (tests/evalcore/test_lm_eval_flags.py runs lm-eval's own parser beside this one):
+``--seed`` is one integer for all four seeds or ``random,numpy,torch,fewshot`` (each an integer or
+None; default ``0,1234,1234,1234``; what each drives here: :mod:`evalcore.engine.seeds`);
+``--apply-chat-template`` takes an optional template name, for tokenizers with several named templates.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+import warnings
 
 from evalcore.cli import CliError, check_option, task_names
 from evalcore.engine import TaskIndex, evaluate, write_run
 from evalcore.engine.cache import CachedBackend, RequestCache
 from evalcore.engine.chat import parse_gen_kwargs
 from evalcore.engine.results import read_results, run_to_dict
+from evalcore.engine.seeds import DEFAULT_SEED_TEXT, MAX_SEED, Seeds, parse_seed
 from evalcore.models import load_backend, parse_model_args
+from evalcore.models.chat_templates import NAMED_TEMPLATE_REFUSED
 
 
 def register(subparsers) -> None:
@@ -45,12 +56,19 @@ def register(subparsers) -> None:
         help="evaluate only the first N documents of each task; below 1, that fraction of them (as lm-eval)"
     )
     parser.add_argument("--batch-size", default=None, help="'auto' or a number of rows per forward pass")
-    parser.add_argument("--seed", type=int, default=0, help="seed for sampling and bootstrap intervals")
+    parser.add_argument(
+        "--seed",
+        default=None,
+        metavar="S|RANDOM,NUMPY,TORCH,FEWSHOT",
+        help=f"as lm-eval 0.4.13: one integer for all four seeds, or 4 comma-separated values, each an integer "
+        f"or None (not set); default {DEFAULT_SEED_TEXT}. Here random also seeds the bootstrap intervals, "
+        "torch the sampling of generation requests",
+    )
     parser.add_argument(
         "--fewshot-seed",
-        type=int,
-        default=1234,
-        help="seed of the random few-shot sampler (harness default 1234)",
+        default=None,
+        metavar="N",
+        help="the few-shot sampler's seed (--seed's fourth value; harness default 1234); a Podium flag",
     )
     parser.add_argument("--output-dir", default=None, help="write results.json (and samples) here")
     parser.add_argument(
@@ -65,9 +83,13 @@ def register(subparsers) -> None:
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     parser.add_argument(
         "--apply-chat-template",
-        action="store_true",
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="NAME",
         help="render each prompt as a conversation with the model's chat template (as the harness does); "
-        "implied for generation tasks on openai-chat, whose endpoint applies its template",
+        "NAME picks one of a tokenizer's named templates (e.g. tool_use). Implied for generation tasks on "
+        "openai-chat, whose endpoint applies its template",
     )
     parser.add_argument(
         "--system-instruction",
@@ -123,11 +145,56 @@ def yes_no(text: str) -> bool:
     raise CliError(f"--fewshot-as-multiturn expected true or false, got {str(text)[:40]!r}")
 
 
+OFF_WORDS = ("false", "0", "no", "off", "none")
+
+
+def chat_template_value(value: bool | str) -> bool | str:
+    """``--apply-chat-template [NAME]`` as lm-eval 0.4.13 reads it: left out, False; bare, True; with a
+    value, that template name (an empty value, False, as lm-eval drops it).
+
+    lm-eval reads every value as a name, ``false`` too, which then still applies the template; Podium
+    refuses false/0/no/off/none rather than run with the template that the word seems to turn off.
+    """
+    if isinstance(value, bool):
+        return value
+    if value == "":
+        return False
+    if value.strip().lower() in OFF_WORDS:
+        raise CliError(f"--apply-chat-template takes a template name, not {value[:40]!r}: lm-eval 0.4.13 reads "
+                       "any value as a name and applies the template; leave the flag out to run without it")  # fmt: skip
+    return value
+
+
+def seeds_value(seed: str | None, fewshot_seed: str | None) -> Seeds:
+    """``--seed`` (lm-eval 0.4.13's syntax and meaning, :func:`evalcore.engine.seeds.parse_seed`) with
+    ``--fewshot-seed``, Podium's flag for the fourth value: it sets the few-shot seed of the default, of
+    one ``--seed`` integer or of three values; beside four values that say otherwise it is refused."""
+    try:
+        seeds, count = parse_seed(seed)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if fewshot_seed is None:
+        if count == 3:
+            warnings.warn(f"--seed {seed} has 3 values: the few-shot seed is the default {seeds.fewshot} "
+                          "(as in lm-eval 0.4.13)", stacklevel=2)  # fmt: skip
+        return seeds
+    try:
+        fewshot = int(str(fewshot_seed).strip())
+    except ValueError:
+        fewshot = -1
+    if not 0 <= fewshot <= MAX_SEED:
+        raise CliError(f"--fewshot-seed must be a whole number from 0 to {MAX_SEED}, got {str(fewshot_seed)[:40]!r}")
+    if count == 4 and seeds.fewshot != fewshot:
+        raise CliError(f"--fewshot-seed {fewshot} contradicts --seed {seed}, whose fourth value is the few-shot "
+                       "seed: give it in one place")  # fmt: skip
+    return dataclasses.replace(seeds, fewshot=fewshot)
+
+
 def multiturn_in_force(args) -> bool:
     """lm-eval 0.4.13's rule for the same flags: few-shot examples are alternating turns by default when
     the chat template is applied (``--apply-chat-template``, or the endpoint's on ``openai-chat``), and
     ``--fewshot-as-multiturn false`` turns that off; asking for them without a template is refused."""
-    template = bool(args.apply_chat_template or args.model == "openai-chat")
+    template = bool(chat_template_value(args.apply_chat_template) or args.model == "openai-chat")
     if args.fewshot_as_multiturn is None:
         return template
     wanted = yes_no(args.fewshot_as_multiturn)
@@ -144,8 +211,10 @@ def run(args) -> int:
     # Every option is checked before the task files are read and the model loads (minutes on a big one).
     check_option(args.num_fewshot, "--num-fewshot", minimum=0)
     limit = limit_value(args.limit)
-    check_option(args.seed, "--seed", minimum=0)
-    check_option(args.fewshot_seed, "--fewshot-seed", minimum=0)
+    seeds = seeds_value(args.seed, args.fewshot_seed)
+    apply_chat_template = chat_template_value(args.apply_chat_template)
+    if isinstance(apply_chat_template, str) and args.model == "openai-chat":
+        raise CliError(NAMED_TEMPLATE_REFUSED)
     names = task_names(args.tasks)
     try:
         gen_kwargs = parse_gen_kwargs(args.gen_kwargs)
@@ -169,10 +238,9 @@ def run(args) -> int:
         index=index,
         num_fewshot=args.num_fewshot,
         limit=limit,
-        seed=args.seed,
-        fewshot_seed=args.fewshot_seed,
+        seed=seeds,
         progress=not args.no_progress,
-        apply_chat_template=args.apply_chat_template,
+        apply_chat_template=apply_chat_template,
         system_instruction=args.system_instruction,
         fewshot_as_multiturn=fewshot_as_multiturn,
         gen_kwargs=gen_kwargs,

@@ -120,8 +120,11 @@ class CachedBackend(Backend):
     def stream_chat(self, messages, params=None):
         return self.inner.stream_chat(messages, params)
 
-    def chat_context(self, messages) -> str:
-        return self.inner.chat_context(messages)
+    def chat_context(self, messages, **template) -> str:
+        return self.inner.chat_context(messages, **template)
+
+    def chat_template_choice(self, name: str | None = None) -> dict:
+        return self.inner.chat_template_choice(name)
 
     @property
     def sends_messages(self) -> bool:

@@ -229,7 +229,7 @@ def _join(prefix: str, answer: str) -> str:
 class FewshotSampler:
     """Chooses few-shot examples: ``first_n`` (in split order) or seeded random (the default)."""
 
-    def __init__(self, pool: list[dict], *, sampler: str, seed: int, same_split: bool) -> None:
+    def __init__(self, pool: list[dict], *, sampler: str, seed: int | None, same_split: bool) -> None:
         self.pool = pool
         self.sampler = sampler
         self.rng = random.Random(seed)

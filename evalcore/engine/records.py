@@ -5,12 +5,12 @@ each record and scores it."""
 from __future__ import annotations
 
 import math
-import random
 
 from evalcore.engine.chat import ChatOptions, as_messages, as_text, conversation
 from evalcore.engine.config import TaskConfig
 from evalcore.engine.data import evaluation_docs, load_splits, split_docs
 from evalcore.engine.prompts import FewshotSampler, Prompter
+from evalcore.engine.seeds import Seeds, as_seeds
 
 
 def fewshot_pool(config: TaskConfig, splits: dict[str, list[dict]]) -> tuple[str | None, list[dict]]:
@@ -41,9 +41,12 @@ def documents_limit(limit: int | float, available: int) -> int:
     return int(limit)
 
 
-def build_records(config: TaskConfig, *, num_fewshot: int | None, limit: int | None, seed: int, fewshot_seed: int,
-                  chat=None, options: ChatOptions | None = None) -> list[dict]:  # fmt: skip
+def build_records(config: TaskConfig, *, num_fewshot: int | None, limit: int | None, seed: int | Seeds,
+                  fewshot_seed: int | None = None, chat=None, options: ChatOptions | None = None) -> list[dict]:  # fmt: skip
     """One record per evaluated document: id, document, prompt, target, few-shot ids, choices.
+
+    ``seed`` and ``fewshot_seed`` are :func:`evalcore.engine.seeds.as_seeds`'s: the few-shot sampler
+    draws with the few-shot seed, and task code runs after the random and numpy seeds are set.
 
     With ``options.apply_chat_template`` the prompt is a conversation (:mod:`evalcore.engine.chat`):
     the record keeps its ``messages`` and its ``prompt`` is ``chat(messages)``, the text the model
@@ -53,10 +56,12 @@ def build_records(config: TaskConfig, *, num_fewshot: int | None, limit: int | N
     """
     if options is None:
         options = ChatOptions(apply_chat_template=chat is not None)
+    seeds = as_seeds(seed, fewshot_seed)
     if config.get("process_docs") is not None:
-        # Task code may draw from Python's global random (gpqa shuffles its answers): seed it as the
-        # harness does (random.seed(random_seed), default 0) so the same documents come out.
-        random.seed(seed)
+        # Task code may draw from Python's and numpy's global generators (gpqa shuffles its answers):
+        # seed them as the harness does (random.seed(random_seed), np.random.seed(numpy_seed)) so the
+        # same documents come out.
+        seeds.seed_globals()
     splits = load_splits(config)
     split_name, docs = evaluation_docs(config, splits)
     if limit is not None:
@@ -68,7 +73,7 @@ def build_records(config: TaskConfig, *, num_fewshot: int | None, limit: int | N
     sampler = FewshotSampler(
         pool,
         sampler=config.fewshot_config.get("sampler", "default"),
-        seed=fewshot_seed,
+        seed=seeds.fewshot,
         same_split=pool_split is not None and pool_split == split_name,
     )
     prompter = Prompter(config)

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass, field
@@ -31,13 +32,13 @@ from evalcore.engine.scoring import (
     score_records,
     tampering_summary,
 )
+from evalcore.engine.seeds import DEFAULT_FEWSHOT_SEED, Seeds, as_seeds
 from evalcore.jail import jail_protocol, require_referee
 from evalcore.models.base import Backend, GenerationRequest, LoglikelihoodRequest, RollingRequest
+from evalcore.models.chat_templates import NAMED_TEMPLATE_REFUSED
 
-__all__ = ["DEFAULT_FEWSHOT_SEED", "RunResult", "TaskResult", "build_records", "evaluate", "evaluate_task",
+__all__ = ["DEFAULT_FEWSHOT_SEED", "RunResult", "Seeds", "TaskResult", "build_records", "evaluate", "evaluate_task",
            "fewshot_pool", "run_requests"]  # fmt: skip
-
-DEFAULT_FEWSHOT_SEED = 1234  # the harness's default fewshot_random_seed
 
 
 @dataclass(frozen=True)
@@ -166,15 +167,33 @@ def _json_messages(messages: list[dict]) -> str:
     return json.dumps(messages, ensure_ascii=False)
 
 
-def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, limit=None, seed=0,
-                  fewshot_seed=DEFAULT_FEWSHOT_SEED, progress: bool = False, apply_chat_template: bool = False,
+def template_name(backend: Backend, apply_chat_template: bool | str) -> str | None:
+    """The chat template's name in ``apply_chat_template`` (None for True/False), checked: a name must be
+    a non-empty string, and a backend that sends messages (the endpoint renders) refuses one."""
+    if isinstance(apply_chat_template, bool):
+        return None
+    if not isinstance(apply_chat_template, str) or not apply_chat_template:
+        raise ValueError(f"apply_chat_template must be True, False or a template name, got {apply_chat_template!r}")
+    if getattr(backend, "sends_messages", False):
+        raise ValueError(NAMED_TEMPLATE_REFUSED)
+    return apply_chat_template
+
+
+def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, limit=None, seed: int | Seeds = 0,
+                  fewshot_seed: int | None = None, progress: bool = False, apply_chat_template: bool | str = False,
                   system_instruction: str | None = None, fewshot_as_multiturn: bool = False,
                   gen_kwargs: dict | None = None, predict_only: bool = False) -> TaskResult:  # fmt: skip
     """One task on ``backend``. ``gen_kwargs`` (checked by :func:`evalcore.engine.chat.parse_gen_kwargs`)
     override the task's generation settings; ``predict_only`` keeps the responses unscored (``metrics``
     empty, each record's ``filtered`` answers kept; ``evalcore rescore`` scores the samples later). A backend that sends chat messages
-    (``openai-chat``) gets generation prompts as conversations, the endpoint applying the template."""
+    (``openai-chat``) gets generation prompts as conversations, the endpoint applying the template.
+
+    ``seed`` is a :class:`~evalcore.engine.seeds.Seeds` (lm-eval's four seeds) or one integer for the
+    random, sampling and bootstrap seeds beside ``fewshot_seed`` (default 1234):
+    :func:`evalcore.engine.seeds.as_seeds`. ``apply_chat_template`` is True, or the name of one of the
+    tokenizer's chat templates (lm-eval's ``apply_chat_template: bool | str``)."""
     started = time.perf_counter()
+    seeds = as_seeds(seed, fewshot_seed)
     scoring = not predict_only
     jail = (
         require_referee() if scoring and runs_programs(config) else None
@@ -182,29 +201,26 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
     sends_messages = (
         bool(getattr(backend, "sends_messages", False)) and config.output_type == "generate_until"
     )
-    template = apply_chat_template or sends_messages
+    name = template_name(backend, apply_chat_template)
+    template = bool(apply_chat_template) or sends_messages
     options = ChatOptions(template, system_instruction or None, fewshot_as_multiturn and template)
     chat = _json_messages if sends_messages else backend.chat_context
+    if name is not None and not sends_messages:
+        chat = functools.partial(backend.chat_context, chat_template=name)
+    # Which template renders the prompts (an unknown name refused before any document is rendered).
+    choice = backend.chat_template_choice(name) if template and not sends_messages else {}
     gen_kwargs = parse_gen_kwargs(gen_kwargs)  # checked here too: callers may come straight to a task
-    records = build_records(
-        config,
-        num_fewshot=num_fewshot,
-        limit=limit,
-        seed=seed,
-        fewshot_seed=fewshot_seed,
-        chat=chat,
-        options=options,
-    )
+    records = build_records(config, num_fewshot=num_fewshot, limit=limit, seed=seeds, chat=chat, options=options)
     per_doc = {"multiple_choice": None, "generate_until": config.get("repeats", 1)}.get(config.output_type, 1)
     total = sum(len(r["choices"]) for r in records) if per_doc is None else per_doc * len(records)
     update, close = _progress_bar(config.task, total, progress)
     try:
-        run_requests(backend, config, records, seed=seed, progress=update, apply_chat_template=template,
+        run_requests(backend, config, records, seed=seeds.sampling, progress=update, apply_chat_template=template,
                      gen_kwargs=gen_kwargs)  # fmt: skip
     finally:
         close()
     scored = score_records(config, records) if scoring else filter_records(config, records)
-    metrics = aggregate(config, scored, seed=seed) if scoring else {}
+    metrics = aggregate(config, scored, seed=seeds.bootstrap) if scoring else {}
     first = scored[0]
     generation = config.output_type == "generate_until"
     decoding, sources, ignored = task_decoding(config, gen_kwargs)
@@ -217,7 +233,8 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
         "output_type": config.output_type,
         "num_fewshot": config.get("num_fewshot", 0) if num_fewshot is None else num_fewshot,
         "fewshot_sampler": config.fewshot_config.get("sampler", "default"),
-        "fewshot_seed": fewshot_seed,
+        "fewshot_seed": seeds.fewshot,
+        "seeds": seeds.as_dict(),
         "fewshot_doc_ids_first_doc": first["fewshot_ids"],
         "first_prompt": first["prompt"],
         "apply_chat_template": template,
@@ -225,6 +242,8 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
             "template": ("applied by the endpoint" if sends_messages else "the model's tokenizer")
             if template
             else None,
+            **({"template_name": name} if template else {}),
+            **choice,
             "system_instruction": options.system_instruction,
             "fewshot_as_multiturn": options.fewshot_as_multiturn,
             "first_messages": first.get("messages"),
@@ -245,22 +264,27 @@ def evaluate_task(backend: Backend, config: TaskConfig, *, num_fewshot=None, lim
 
 
 def evaluate(backend: Backend, tasks: list[TaskConfig], *, groups: list[GroupConfig] = (), index=None,
-             num_fewshot: int | None = None, limit: int | None = None, seed: int = 0,
-             fewshot_seed: int = DEFAULT_FEWSHOT_SEED, progress: bool = False, apply_chat_template: bool = False,
+             num_fewshot: int | None = None, limit: int | None = None, seed: int | Seeds = 0,
+             fewshot_seed: int | None = None, progress: bool = False, apply_chat_template: bool | str = False,
              system_instruction: str | None = None, fewshot_as_multiturn: bool = False, gen_kwargs=None,
              predict_only: bool = False) -> RunResult:  # fmt: skip
     """Run ``tasks`` on ``backend`` and aggregate ``groups``; raises on any task failure.
 
-    The chat options, ``gen_kwargs`` (a dict or ``--gen-kwargs`` text) and ``predict_only`` are
-    :func:`evaluate_task`'s; every option is checked before the first request is sent.
+    The seeds, the chat options, ``gen_kwargs`` (a dict or ``--gen-kwargs`` text) and ``predict_only``
+    are :func:`evaluate_task`'s; every option is checked before the first request is sent. Seeds that
+    are not set are drawn once, so every task shares them.
     """
     if not tasks:
         raise ValueError("no tasks to run")
+    seeds = as_seeds(seed, fewshot_seed)
     gen_kwargs = parse_gen_kwargs(gen_kwargs)
     sends_messages = bool(getattr(backend, "sends_messages", False))
     ChatOptions(
-        apply_chat_template or sends_messages, system_instruction, fewshot_as_multiturn
+        bool(apply_chat_template) or sends_messages, system_instruction, fewshot_as_multiturn
     )  # checks them
+    name = template_name(backend, apply_chat_template)
+    if apply_chat_template and not sends_messages:
+        backend.chat_template_choice(name)  # a template name the tokenizer lacks: refused before any task
     if not getattr(backend, "scores_loglikelihood", True):
         refused = [c.task for c in tasks if c.output_type != "generate_until"]
         if refused:
@@ -274,7 +298,7 @@ def evaluate(backend: Backend, tasks: list[TaskConfig], *, groups: list[GroupCon
     results = {}
     for config in tasks:
         results[config.task] = evaluate_task(
-            backend, config, num_fewshot=num_fewshot, limit=limit, seed=seed, fewshot_seed=fewshot_seed,
+            backend, config, num_fewshot=num_fewshot, limit=limit, seed=seeds,
             progress=progress, apply_chat_template=apply_chat_template, system_instruction=system_instruction,
             fewshot_as_multiturn=fewshot_as_multiturn, gen_kwargs=gen_kwargs, predict_only=predict_only,
         )  # fmt: skip
@@ -297,7 +321,8 @@ def evaluate(backend: Backend, tasks: list[TaskConfig], *, groups: list[GroupCon
                 )
         group_results[group.group] = values
     settings = {
-        "num_fewshot": num_fewshot, "limit": limit, "seed": seed, "fewshot_seed": fewshot_seed,
+        "num_fewshot": num_fewshot, "limit": limit, "seed": seeds.as_list(), "fewshot_seed": seeds.fewshot,
+        "seeds": seeds.as_dict(),
         "apply_chat_template": apply_chat_template, "system_instruction": system_instruction,
         "fewshot_as_multiturn": fewshot_as_multiturn, "gen_kwargs": gen_kwargs, "predict_only": predict_only,
     }  # fmt: skip

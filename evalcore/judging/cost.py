@@ -246,8 +246,11 @@ class MeteredBackend(Backend):
         text = "".join(parts)
         self._count(self._usage_since(before), lambda: self._chat_prompt_len(messages), lambda: self._encode_len(text))
 
-    def chat_context(self, messages) -> str:
-        return self.inner.chat_context(messages)
+    def chat_context(self, messages, **template) -> str:
+        return self.inner.chat_context(messages, **template)
+
+    def chat_template_choice(self, name: str | None = None) -> dict:
+        return self.inner.chat_template_choice(name)
 
     def close(self) -> None:
         self.inner.close()

@@ -252,13 +252,23 @@ class Backend(abc.ABC):
     ) -> list[GenerationResult]:
         """Generate text; see :class:`GenerationRequest`."""
 
-    def chat_context(self, messages: Sequence[dict]) -> str:
+    def chat_context(self, messages: Sequence[dict], *, chat_template: str | None = None) -> str:
         """The conversation as one prompt string, rendered with the model's chat template and ending
         where the assistant's answer begins. Used to evaluate benchmarks "with the chat template".
+        ``chat_template`` names one of the tokenizer's templates (``--apply-chat-template NAME``;
+        :mod:`evalcore.models.chat_templates`).
 
         Backends that cannot see the model's tokenizer (an HTTP endpoint) refuse with a ValueError.
         """
         raise ValueError(f"the {self.name!r} backend cannot apply a chat template to benchmark prompts")
+
+    def chat_template_choice(self, name: str | None = None) -> dict:
+        """Which template :meth:`chat_context` renders with, as the protocol records it: ``template_name``,
+        ``template_used``, ``template_sha256``. Backends that render with a tokenizer say so and refuse a
+        name the tokenizer lacks; others record nothing and refuse any name."""
+        if name is not None:
+            raise ValueError(f"the {self.name!r} backend cannot choose a chat template by name")
+        return {}
 
     def next_token_logprobs(
         self, prompts: Sequence[Sequence[int]], token_ids: Sequence[int], *, progress=None

@@ -35,6 +35,8 @@ from evalcore.models.base import (
     RollingResult,
     validate_messages,
 )
+from evalcore.models.chat_templates import chat_template_choice as template_choice
+from evalcore.models.chat_templates import select_chat_template
 from evalcore.models.echo import prompt_token_logprobs
 from evalcore.models.generation import generate_batch, stream_tokens
 from evalcore.models.scoring import rolling_windows, score_pairs
@@ -275,15 +277,20 @@ class HFBackend(Backend):
         ids = self.chat_prompt_ids(messages)
         return (yield from stream_tokens(self, ids, params))  # the finish reason (ChatStream)
 
-    def chat_context(self, messages) -> str:
+    def chat_context(self, messages, *, chat_template: str | None = None) -> str:
         """The conversation rendered with the model's chat template, ending with the assistant's turn
-        (a final assistant message, a task's ``gen_prefix``, is continued rather than closed)."""
+        (a final assistant message, a task's ``gen_prefix``, is continued rather than closed).
+        ``chat_template`` names one of the tokenizer's templates (:mod:`evalcore.models.chat_templates`)."""
         messages = validate_messages(messages)
-        if not getattr(self.tokenizer, "chat_template", None):
-            raise ValueError("this model's tokenizer has no chat template (tokenizer_config.json chat_template)")
+        template = select_chat_template(self.tokenizer, chat_template)
         if messages[-1]["role"] == "assistant":
-            return self.tokenizer.apply_chat_template(messages, tokenize=False, continue_final_message=True)
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            return self.tokenizer.apply_chat_template(messages, tokenize=False, continue_final_message=True,
+                                                      chat_template=template)  # fmt: skip
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                                  chat_template=template)  # fmt: skip
+
+    def chat_template_choice(self, name: str | None = None) -> dict:
+        return template_choice(self.tokenizer, name)
 
     def chat_prompt_ids(self, messages: list[dict]) -> list[int]:
         """Token ids of the conversation rendered with the model's chat template."""

@@ -30,6 +30,8 @@ from evalcore.models.base import (
     cut_at_stop,
     validate_messages,
 )
+from evalcore.models.chat_templates import NAMED_TEMPLATE_REFUSED
+from evalcore.models.chat_templates import chat_template_choice as template_choice
 from evalcore.models.endpoint import EndpointError, first_choice
 from evalcore.models.endpoint_args import as_bool
 from evalcore.models.openai_backend import OpenAIBackend
@@ -94,9 +96,12 @@ class OpenAIChatBackend(OpenAIBackend):
         return f"OpenAIChatBackend(base_url={self.base_url!r}, model={self.model!r})"
 
     # ----------------------------------------------------------------------------------------------
-    def chat_context(self, messages) -> str:
+    def chat_context(self, messages, *, chat_template: str | None = None) -> str:
         """The conversation rendered with the served model's template, for log-likelihood tasks run
-        with ``--apply-chat-template`` through ``/completions``; needs ``tokenizer=DIR``."""
+        with ``--apply-chat-template`` through ``/completions``; needs ``tokenizer=DIR``. A template name
+        is refused: the endpoint renders the generation prompts with its own template."""
+        if chat_template is not None:
+            raise ValueError(NAMED_TEMPLATE_REFUSED)
         messages = validate_messages(messages)
         if self.tokenizer is None or not getattr(self.tokenizer, "chat_template", None):
             raise ValueError(
@@ -107,6 +112,11 @@ class OpenAIChatBackend(OpenAIBackend):
         if messages[-1]["role"] == "assistant":
             return self.tokenizer.apply_chat_template(messages, tokenize=False, continue_final_message=True)
         return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def chat_template_choice(self, name: str | None = None) -> dict:
+        if name is not None:
+            raise ValueError(NAMED_TEMPLATE_REFUSED)
+        return template_choice(self.tokenizer) if getattr(self.tokenizer, "chat_template", None) else {}
 
     def generate_until(
         self, requests: Sequence[GenerationRequest], *, progress=None

@@ -43,6 +43,8 @@ from evalcore.models.base import (
     cut_at_stop,
     validate_messages,
 )
+from evalcore.models.chat_templates import chat_template_choice as template_choice
+from evalcore.models.chat_templates import select_chat_template
 from evalcore.models.hf import hash_files, local_checkpoint
 from evalcore.models.scoring import rolling_windows
 from evalcore.models.vllm_engine import EngineLoop, build_engine, engine_lock
@@ -356,14 +358,16 @@ class VLLMBackend(Backend):
             progress(len(requests))
         return results
 
-    def chat_context(self, messages) -> str:
-        """The conversation rendered with the model's chat template, ending with the assistant's turn."""
+    def chat_context(self, messages, *, chat_template: str | None = None) -> str:
+        """The conversation rendered with the model's chat template, ending with the assistant's turn;
+        ``chat_template`` names one of the tokenizer's templates (:mod:`evalcore.models.chat_templates`)."""
         messages = validate_messages(messages)
-        if not getattr(self.tokenizer, "chat_template", None):
-            raise ValueError(
-                "this model's tokenizer has no chat template (tokenizer_config.json chat_template)"
-            )
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        template = select_chat_template(self.tokenizer, chat_template)
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                                  chat_template=template)  # fmt: skip
+
+    def chat_template_choice(self, name: str | None = None) -> dict:
+        return template_choice(self.tokenizer, name)
 
     def chat_prompt_ids(self, messages) -> list[int]:
         """Token ids of the conversation rendered with the model's chat template (what the engine is sent)."""

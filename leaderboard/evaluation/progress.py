@@ -66,8 +66,11 @@ class CountingBackend(Backend):
     def stream_chat(self, messages, params=None):
         return self.inner.stream_chat(messages, params)
 
-    def chat_context(self, messages) -> str:
-        return self.inner.chat_context(messages)
+    def chat_context(self, messages, **template) -> str:
+        return self.inner.chat_context(messages, **template)
+
+    def chat_template_choice(self, name: str | None = None) -> dict:
+        return self.inner.chat_template_choice(name)
 
     # What the engine asks of a backend beyond its methods: the wrapped one's answer (a chat-only endpoint
     # gets conversations, not plain prompts; its log-likelihood tasks are refused up front).
