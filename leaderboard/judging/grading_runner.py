@@ -170,7 +170,7 @@ def grade_run_execute(run_id: int) -> None:
     if config.reference_mode == config.ReferenceMode.JUDGE:
         report("the judge writes its references", 0, len(questions))
         references = judge_references(metered, questions, max_new_tokens=config.max_new_tokens, cache=cache,
-                                      categories=family.reference_categories)  # fmt: skip
+                                      categories=None if family.all_guided else family.reference_categories)
     report("grading", 0, sum(len(q.turns) for q in questions))
     mode = config.reference_mode
     graded = questions if mode == config.ReferenceMode.GIVEN else [replace(q, references=()) for q in questions]

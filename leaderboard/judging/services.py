@@ -78,6 +78,15 @@ def judge_config_check(config: JudgeConfig) -> None:
         if family.single_multi is None and any(len(q.turns) > 1 for q in questions):
             raise ValidationError({field: "two-turn questions need a protocol family that grades the second turn in context "
                                           "(the bundled mt-bench-single or mt-bench-single-logprob); this protocol grades one turn"})  # fmt: skip
+        if family.all_guided:  # a lone reference-guided protocol grades every question against a reference
+            if config.reference_mode == config.ReferenceMode.NONE:
+                raise ValidationError({"reference_mode": f"protocol {family.single.name!r} grades against reference "
+                                                         "answers only: choose given or judge"})  # fmt: skip
+            missing = [q.question_id for q in questions if not q.references]
+            if config.reference_mode == config.ReferenceMode.GIVEN and missing:
+                raise ValidationError({field: f"protocol {family.single.name!r} grades against reference answers, and "
+                                              f"question {missing[0]!r} has none (give them, or choose reference mode "
+                                              "judge)"})  # fmt: skip
         config.protocol_sha256 = grading_key(config, family)
         config.instructions_sha256 = questions_sha256(questions, config.max_new_tokens)
     config.full_clean()

@@ -81,3 +81,22 @@ def test_ill_fitting_fastchat_prompts_are_refused_naming_the_field(smollm2_dir, 
                                  **fields))  # fmt: skip
     assert message in str(caught.value.message_dict.get("protocol_yaml")), caught.value.message_dict
     assert not JudgeConfig.objects.exists()
+
+
+def test_a_reference_guided_prompt_alone_needs_a_reference_for_every_question(smollm2_dir):
+    with_ref = {"id": "add", "text": "What is 17 + 25?", "category": "math", "reference": "42"}
+    without = {"id": "hello", "text": "Say hello.", "category": "writing"}
+    fields = {"protocol_yaml": SINGLES, "protocol_name": "single-math-v1"}
+    saved = judge_config_save(config(smollm2_dir, instructions=[with_ref], **fields))
+    family = grading_protocols_of(saved)
+    assert family.all_guided and family.single.name == "single-math-v1"
+    with pytest.raises(ValidationError) as caught:
+        judge_config_save(config(smollm2_dir, name="mixed", instructions=[with_ref, without], **fields))
+    assert "question 'hello' has none" in str(caught.value.message_dict["instructions"])
+    with pytest.raises(ValidationError) as caught:
+        judge_config_save(config(smollm2_dir, name="none", instructions=[with_ref], reference_mode="none", **fields))
+    assert "grades against reference answers only" in str(caught.value.message_dict["reference_mode"])
+    # judge-written references serve every question
+    judged = judge_config_save(config(smollm2_dir, name="judged", instructions=[with_ref, without],
+                                      reference_mode="judge", **fields))  # fmt: skip
+    assert judged.pk is not None
