@@ -51,6 +51,7 @@ import json
 import string
 from pathlib import Path
 
+from evalcore.boundary import boundedjson
 from evalcore.judging.grading import GradingProtocols
 from evalcore.judging.judge import FASTCHAT_LABELS, FASTCHAT_ONE_SCORE, FASTCHAT_TWO_SCORES, PairwiseProtocols
 from evalcore.judging.protocol import PLACEHOLDER, JudgeProtocol, protocol_from_dict
@@ -154,12 +155,7 @@ def read_fastchat_prompts(source: str | Path, *, text: str | None = None,
         if not line.strip():
             continue
         where = f"{label}: line {lineno}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{where} is not valid JSON: {exc.msg}") from None
-        except RecursionError:
-            raise ValueError(f"{where} nests JSON too deeply") from None
+        record = boundedjson.loads(line, name=where)
         protocol = prompt_from_record(record, where=where, file_sha256=digest, file_label=label,
                                       max_new_tokens=max_new_tokens)  # fmt: skip
         if protocol.name in lines:

@@ -41,7 +41,7 @@ from pathlib import Path
 from evalcore.judging.answering import answer_questions
 from evalcore.judging.cache import JudgmentCache
 from evalcore.judging.judge import cache_for, generate_texts, judge_key, parse_score, prompt_sha256
-from evalcore.judging.protocol import JudgeProtocol, load_protocol
+from evalcore.judging.protocol import JudgeProtocol, check_family, load_protocol
 from evalcore.judging.questions import JudgeQuestion
 from evalcore.models.base import Backend, LoglikelihoodRequest
 
@@ -277,23 +277,8 @@ class GradingProtocols:
         if lone and (self.reference is not None or self.reference_multi is not None):
             raise ValueError("single: a family with reference members needs a single protocol without a reference")
         roles = (("single", 1, lone), ("single_multi", 2, lone), ("reference", 1, True), ("reference_multi", 2, True))
-        for role, turns, guided in roles:
-            protocol = getattr(self, role)
-            if protocol is None:
-                if role == "single":
-                    raise ValueError("a grading family needs its single protocol")
-                continue
-            if not isinstance(protocol, JudgeProtocol) or protocol.kind != "single":
-                raise ValueError(f"{role}: a grading family holds single-answer protocols")
-            if protocol.turns != turns:
-                raise ValueError(f"{role}: protocol {protocol.name!r} grades {protocol.turns} turn(s), this role {turns}")
-            if protocol.uses_reference != guided:
-                needs = "needs a reference placeholder" if guided else "must not need a reference"
-                raise ValueError(f"{role}: protocol {protocol.name!r} {needs}")
-        categories = self.reference_categories
-        if isinstance(categories, str) or not all(isinstance(c, str) for c in categories):
-            raise ValueError("reference_categories must be a tuple of category names")
-        object.__setattr__(self, "reference_categories", tuple(categories))  # a list given: still hashable
+        check_family(self, roles, kind="single", what="grading", missing="a grading family needs its single protocol",
+                     verb="grades")  # fmt: skip
 
     @property
     def sha256(self) -> str:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from evalcore.judging.cache import JudgmentCache
 from evalcore.judging.logprob import p_first_batched, prompt_token_ids
-from evalcore.judging.protocol import JudgeProtocol
+from evalcore.judging.protocol import JudgeProtocol, check_family
 from evalcore.judging.records import ORDERS, Judgment, PairItem
 from evalcore.models.base import Backend, GenerationRequest
 
@@ -329,24 +329,9 @@ class PairwiseProtocols:
     reference_categories: tuple[str, ...] = REFERENCE_CATEGORIES
 
     def __post_init__(self) -> None:
-        for role, turns, guided in (("single", 1, False), ("multi", 2, False), ("reference", 1, True),
-                                    ("reference_multi", 2, True)):  # fmt: skip
-            protocol = getattr(self, role)
-            if protocol is None:
-                if role == "single":
-                    raise ValueError("a pairwise family needs its one-turn protocol")
-                continue
-            if not isinstance(protocol, JudgeProtocol) or protocol.kind != "pairwise":
-                raise ValueError(f"{role}: a pairwise family holds pairwise protocols")
-            if protocol.turns != turns:
-                raise ValueError(f"{role}: protocol {protocol.name!r} compares {protocol.turns} turn(s), this role {turns}")
-            if protocol.uses_reference != guided:
-                needs = "needs a reference placeholder" if guided else "must not need a reference"
-                raise ValueError(f"{role}: protocol {protocol.name!r} {needs}")
-        categories = self.reference_categories
-        if isinstance(categories, str) or not all(isinstance(c, str) for c in categories):
-            raise ValueError("reference_categories must be a tuple of category names")
-        object.__setattr__(self, "reference_categories", tuple(categories))
+        roles = (("single", 1, False), ("multi", 2, False), ("reference", 1, True), ("reference_multi", 2, True))
+        check_family(self, roles, kind="pairwise", what="pairwise", missing="a pairwise family needs its one-turn "
+                     "protocol", verb="compares")  # fmt: skip
 
     @property
     def members(self) -> dict[str, JudgeProtocol]:

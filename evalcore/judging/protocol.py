@@ -270,6 +270,31 @@ class JudgeProtocol:
         return ids["A"], ids["B"]
 
 
+def check_family(family, roles: Sequence[tuple[str, int, bool]], *, kind: str, what: str, missing: str,
+                 verb: str) -> None:  # fmt: skip
+    """Validate a protocol family dataclass (grading or pairwise) in place: each ``(role, turns,
+    guided)`` member is None (except the first, whose absence raises ``missing``) or a ``kind``
+    protocol of that many turns, with a reference placeholder exactly when ``guided``; the
+    ``reference_categories`` become a tuple of strings. ValueError names the role at fault."""
+    for index, (role, turns, guided) in enumerate(roles):
+        protocol = getattr(family, role)
+        if protocol is None:
+            if index == 0:
+                raise ValueError(missing)
+            continue
+        if not isinstance(protocol, JudgeProtocol) or protocol.kind != kind:
+            raise ValueError(f"{role}: a {what} family holds {'single-answer' if kind == 'single' else kind} protocols")
+        if protocol.turns != turns:
+            raise ValueError(f"{role}: protocol {protocol.name!r} {verb} {protocol.turns} turn(s), this role {turns}")
+        if protocol.uses_reference != guided:
+            needs = "needs a reference placeholder" if guided else "must not need a reference"
+            raise ValueError(f"{role}: protocol {protocol.name!r} {needs}")
+    categories = family.reference_categories
+    if isinstance(categories, str) or not all(isinstance(c, str) for c in categories):
+        raise ValueError("reference_categories must be a tuple of category names")
+    object.__setattr__(family, "reference_categories", tuple(categories))  # a list given: still hashable
+
+
 def bundled_protocols() -> dict[str, Path]:
     """Name (file stem) -> path of every protocol shipped with evalcore."""
     return {p.stem: p for p in sorted(BUNDLED_DIR.glob("*.yaml"))}
