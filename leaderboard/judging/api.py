@@ -28,13 +28,21 @@ class JudgeConfigSerializer(serializers.ModelSerializer):
                                      help_text="null for single-answer grading (no baseline)")  # fmt: skip
     judge_model = serializers.CharField(source="judge_model.name", allow_null=True, default=None)
     instructions = serializers.SerializerMethodField(help_text="how many questions (instructions) the judge uses")
+    protocols = serializers.SerializerMethodField(
+        help_text="every protocol the judge uses (a grading family's members: turn 1, turn 2, and the "
+                  "reference-guided ones): role, name, sha256, source (whose wording: Podium's own, FastChat's "
+                  "published prompt verbatim, or a FastChat-format prompt that is not FastChat's text) and "
+                  "verdict_parse (podium or fastchat: how a generated verdict is read)")  # fmt: skip
 
     class Meta:
         model = JudgeConfig
         fields = ["id", "name", "kind", "judge_model", "judge_backend", "protocol_name", "protocol_sha256", "baseline",
                   "instructions", "questions_file", "reference_mode", "instructions_sha256", "max_new_tokens", "active",
-                  "created_at"]  # fmt: skip
+                  "created_at", "protocols"]  # fmt: skip
         read_only_fields = fields
+
+    def get_protocols(self, obj) -> list[dict]:
+        return selectors.protocol_members(obj)
 
     def get_instructions(self, obj) -> int | None:
         if obj.kind == JudgeConfig.Kind.PAIRWISE:

@@ -71,6 +71,24 @@ def _protocol_or_error(config: JudgeConfig) -> tuple[JudgeProtocol | None, str]:
         return None, str(exc)
 
 
+def protocol_members(config: JudgeConfig) -> list[dict]:
+    """Every protocol ``config`` judges with (the API's ``protocols``): role, name, sha256, source and
+    how a generated verdict is read; empty when the config's protocol no longer loads."""
+    protocol, _ = _protocol_or_error(config)
+    if protocol is None:
+        return []
+    members = [("single", protocol)]
+    if config.kind == JudgeConfig.Kind.SINGLE:
+        try:
+            family = grading_protocols_of(config)
+        except ValueError:
+            return []
+        members = [(r, p) for r in ("single", "single_multi", "reference", "reference_multi")
+                   if (p := getattr(family, r)) is not None]  # fmt: skip
+    return [{"role": role, "name": p.name, "sha256": p.sha256, "source": p.source or "Podium's wording",
+             "verdict_parse": "fastchat" if p.verdict.fastchat else "podium"} for role, p in members]  # fmt: skip
+
+
 def _grading_members(config: JudgeConfig, protocol: JudgeProtocol | None) -> list[dict]:
     """A grading config's family members beyond the one shown (turn 2, reference-guided): role, name,
     hash and where its wording comes from; empty for a pairwise config or a family of one."""

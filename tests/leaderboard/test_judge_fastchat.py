@@ -49,11 +49,22 @@ def test_fastchat_single_answer_judges_on_a_config_and_its_page(smollm2_dir, cli
         assert role in page and member.sha256 in page
     listing = client.get(reverse("leaderboard:judges")).content.decode()
     assert "FastChat prompts (single-v1)" in listing
+    api = client.get(f"/api/judges/{saved.pk}/").json()
+    protocols = api.get("protocols") or api["config"]["protocols"]
+    assert [(p["role"], p["name"], p["sha256"], p["verdict_parse"]) for p in protocols] == [
+        (role, getattr(family, role).name, getattr(family, role).sha256, "fastchat")
+        for role in ("single", "single_multi", "reference", "reference_multi")]  # fmt: skip
+    assert all("not a prompt FastChat has published" in p["source"] for p in protocols)
 
     # Podium's own wording says so on its page.
     own = judge_config_save(config(smollm2_dir, name="own", protocol_name="mt-bench-single"))
     page = client.get(reverse("leaderboard:judge", args=[own.pk])).content.decode()
     assert "Podium&#x27;s own wording, after FastChat&#x27;s single-v1" in page
+    api = client.get(f"/api/judges/{own.pk}/").json()
+    protocols = api.get("protocols") or api["config"]["protocols"]
+    assert [p["name"] for p in protocols] == ["mt-bench-single", "mt-bench-single-multi", "mt-bench-single-reference",
+                                              "mt-bench-single-reference-multi"]  # fmt: skip
+    assert {p["verdict_parse"] for p in protocols} == {"podium"}
 
 
 def test_fastchat_pairwise_judge_on_a_config(smollm2_dir, client):
