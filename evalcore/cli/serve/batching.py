@@ -28,7 +28,7 @@ import random
 import threading
 from dataclasses import dataclass, field
 
-from evalcore.cli.serve.validation import RequestError
+from evalcore.cli.serve.validation import ClientGone, RequestError
 from evalcore.models.base import GenerationRequest
 
 MAX_BATCH = 16
@@ -42,6 +42,7 @@ class Pending:
     text: str | None = None
     prompt_tokens: int = 0
     error: BaseException | None = None
+    gone: object = None  # callable: whether the client has closed its connection (its answer is then not made)
 
 
 class ChatBatcher:
@@ -53,19 +54,23 @@ class ChatBatcher:
         self.max_batch = max_batch
         self.queue: list[Pending] = []
         self.queue_lock = threading.Lock()
+        self.abandoned = 0  # requests dropped from a batch because their client had left
 
-    def answer(self, messages: list[dict], settings: dict) -> tuple[str, int]:
-        """(generated text, prompt tokens) for one conversation under ``settings`` (validated)."""
-        mine = Pending(messages, settings)
+    def answer(self, messages: list[dict], settings: dict, gone=None) -> tuple[str, int]:
+        """(generated text, prompt tokens) for one conversation under ``settings`` (validated).
+
+        ``gone`` (optional) says whether the client has left: such a request leaves the queue (ClientGone)
+        and a batch never generates for it."""
+        mine = Pending(messages, settings, gone=gone)
         if getattr(self.service.backend, "schedules_batches", False):
             return self._answer_in_engine(mine)
         with self.queue_lock:
             self.queue.append(mine)
         try:
-            self.service.acquire()
-        except RequestError:
+            self.service.acquire(gone)
+        except (RequestError, ClientGone):
             with self.queue_lock:
-                if mine in self.queue:  # nobody took it: leave the queue with the 503
+                if mine in self.queue:  # nobody took it: leave the queue with the 503 (or unanswered)
                     self.queue.remove(mine)
                     raise
             mine.done.wait()  # a batch holds it: its answer is coming
@@ -97,6 +102,12 @@ class ChatBatcher:
     def _run_batch(self) -> None:
         with self.queue_lock:
             taken, self.queue = self.queue[: self.max_batch], self.queue[self.max_batch :]
+        left = [p for p in taken if p.gone is not None and p.gone()]
+        for pending in left:  # their clients closed the connection while waiting: nobody would read it
+            pending.error = ClientGone()
+            pending.done.set()
+        taken = [p for p in taken if p not in left]
+        self.abandoned += len(left)
         backend = self.service.backend
         batch, ready = [], []
         try:

@@ -7,6 +7,7 @@ import hmac
 import ipaddress
 import json
 import secrets
+import select
 import socket
 import sys
 import time
@@ -14,7 +15,7 @@ import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from evalcore.cli.serve.service import ModelService
-from evalcore.cli.serve.validation import RequestError
+from evalcore.cli.serve.validation import ClientGone, RequestError
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -57,6 +58,9 @@ class Handler(BaseHTTPRequestHandler):
                 self._completion(payload)
         except RequestError as exc:
             self._error(exc)
+        except ClientGone:  # it closed the connection while waiting for the model: nothing to answer
+            self.close_connection = True
+            self.log_message("%s", "the client left while its request waited for the model; its place is freed")
         except (BrokenPipeError, ConnectionResetError, TimeoutError):
             self.close_connection = True  # the client went away or stopped reading
         except Exception as exc:  # a bug or a model failure: answer 500, keep serving
@@ -90,6 +94,15 @@ class Handler(BaseHTTPRequestHandler):
                                code="invalid_api_key")  # fmt: skip
 
     do_PUT = do_DELETE = do_PATCH = _method_not_allowed
+
+    def client_gone(self) -> bool:
+        """Whether the client has closed its connection (one request per connection: after its body the
+        client sends nothing, so a readable socket that yields no byte is a closed one)."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, socket.MSG_PEEK) == b""
+        except (OSError, ValueError):  # reset, or already closed
+            return True
 
     # -- request and response plumbing ----------------------------------------------------------------
     def _read_json(self) -> dict:
@@ -153,7 +166,7 @@ class Handler(BaseHTTPRequestHandler):
 
     # -- routes -----------------------------------------------------------------------------------------
     def _chat(self, payload: dict) -> None:
-        settings, deltas = self.service.chat(payload)
+        settings, deltas = self.service.chat(payload, gone=self.client_gone)
         base = {"id": f"chatcmpl-{secrets.token_hex(12)}", "created": int(time.time()), "model": self.service.name}
         if not settings["stream"]:
             try:
@@ -198,7 +211,7 @@ class Handler(BaseHTTPRequestHandler):
         return "".join(parts)
 
     def _completion(self, payload: dict) -> None:
-        settings, choices, usage = self.service.completion(payload)
+        settings, choices, usage = self.service.completion(payload, gone=self.client_gone)
         base = {"id": f"cmpl-{secrets.token_hex(12)}", "object": "text_completion", "created": int(time.time()),
                 "model": self.service.name}  # fmt: skip
         if not settings["stream"]:

@@ -10,6 +10,7 @@ import time
 from evalcore.cli.serve.batching import ChatBatcher
 from evalcore.cli.serve.completions import complete, count_tokens
 from evalcore.cli.serve.validation import (
+    ClientGone,
     RequestError,
     check_model,
     completion_options,
@@ -20,6 +21,7 @@ from evalcore.models import ChatParams
 from evalcore.models.base import validate_messages
 
 MAX_WAITING = 32  # requests queued for the model beyond this get 503 at once
+GONE_POLL_SECONDS = 0.5  # how often a waiting request checks that its client is still connected
 QUEUE_TIMEOUT_ENV = "PODIUM_SERVE_QUEUE_TIMEOUT"
 MAX_QUEUE_TIMEOUT = 7 * 24 * 3600.0  # a week; "none" waits without a bound
 MAX_RETRY_AFTER = 3600  # seconds
@@ -74,15 +76,15 @@ class ModelService:
         entry = {"id": self.name, "object": "model", "created": self.created, "owned_by": "podium"}
         return {"object": "list", "data": [entry]}
 
-    def hold(self):
+    def hold(self, gone=None):
         """Enter the model for one request; return the function that leaves it. A backend that schedules
         its own batches (``schedules_batches``: vLLM's engine) takes concurrent requests from many threads,
         so a request only takes one of the ``MAX_WAITING`` places in flight (none free: 503 at once);
-        any other backend is entered under the model lock (:meth:`acquire`)."""
+        any other backend is entered under the model lock (:meth:`acquire`, which ``gone`` lets leave)."""
         if getattr(self.backend, "schedules_batches", False):
             self._take_place()
             return self.waiting.release
-        self.acquire()
+        self.acquire(gone)
         return self.release
 
     def retry_after(self) -> int:
@@ -95,17 +97,27 @@ class ModelService:
             raise RequestError(503, "too many requests are waiting for the model; retry later", code="busy",
                                retry_after=self.retry_after())  # fmt: skip
 
-    def acquire(self) -> None:
+    def acquire(self, gone=None) -> None:
         """Take the model lock behind at most ``MAX_WAITING`` others, waiting as long as the client does
-        (``queue_timeout`` None) or at most ``queue_timeout`` seconds (then 503 with Retry-After)."""
+        (``queue_timeout`` None) or at most ``queue_timeout`` seconds (then 503 with Retry-After).
+
+        ``gone`` (a callable, optional) says whether the client has closed its connection; it is asked
+        every ``GONE_POLL_SECONDS`` while waiting, and a client that left raises :class:`ClientGone`, so
+        an abandoned request gives its place back instead of taking a turn nobody reads."""
         self._take_place()
         try:
-            if self.queue_timeout is None:
-                self.lock.acquire()
-            elif not self.lock.acquire(timeout=self.queue_timeout):
-                raise RequestError(503, f"the model is busy: no turn within the server's {self.queue_timeout:g} s "
-                                        "queue time-out (--queue-timeout); retry later",
-                                   code="busy", retry_after=self.retry_after())  # fmt: skip
+            deadline = None if self.queue_timeout is None else time.monotonic() + self.queue_timeout
+            while True:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                wait = left if gone is None else GONE_POLL_SECONDS if left is None else min(left, GONE_POLL_SECONDS)
+                if self.lock.acquire(timeout=-1 if wait is None else wait):
+                    break
+                if gone is not None and gone():
+                    raise ClientGone()
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise RequestError(503, f"the model is busy: no turn within the server's {self.queue_timeout:g} s "
+                                            "queue time-out (--queue-timeout); retry later",
+                                       code="busy", retry_after=self.retry_after())  # fmt: skip
             self.held_since = time.monotonic()
         finally:
             self.waiting.release()
@@ -117,9 +129,10 @@ class ModelService:
         self.lock.release()
 
     # -- chat -----------------------------------------------------------------------------------------
-    def chat(self, payload: dict):
+    def chat(self, payload: dict, gone=None):
         """Validate a chat request; return (settings, deltas). ``deltas`` holds the model (:meth:`hold`)
-        until it is exhausted or closed; errors before the first delta raise :class:`RequestError`."""
+        until it is exhausted or closed; errors before the first delta raise :class:`RequestError`, and a
+        client that leaves while its request waits (``gone``, see :meth:`acquire`) :class:`ClientGone`."""
         check_model(payload, self.name)
         try:
             messages = validate_messages(payload.get("messages"))
@@ -127,15 +140,13 @@ class ModelService:
             raise RequestError(400, str(exc), param="messages") from None
         s = sampling(payload, default_max=min(512, self.max_tokens_limit), limit=self.max_tokens_limit)
         if not s["stream"] and self.batcher is not None and _has_template(self.backend):
-            text, s["prompt_tokens"] = self.batcher.answer(
-                messages, s
-            )  # shares passes with concurrent requests
+            text, s["prompt_tokens"] = self.batcher.answer(messages, s, gone)  # shares passes with concurrent requests
             return s, Answered(text)
         params = ChatParams(
             max_new_tokens=s["max_tokens"], temperature=s["temperature"], top_p=s["top_p"],
             seed=s["seed"], stop=s["stop"],
         )  # fmt: skip
-        release = self.hold()
+        release = self.hold(gone)
         try:
             s["prompt_tokens"] = self.chat_prompt_tokens(messages)
             deltas = iter(self.backend.stream_chat(messages, params))
@@ -156,8 +167,9 @@ class ModelService:
         return reason, usage(settings["prompt_tokens"], completion_tokens)
 
     # -- completions ----------------------------------------------------------------------------------
-    def completion(self, payload: dict) -> tuple[dict, list[dict], dict]:
-        """Validate and run a completions request; return (settings, choices, usage)."""
+    def completion(self, payload: dict, gone=None) -> tuple[dict, list[dict], dict]:
+        """Validate and run a completions request; return (settings, choices, usage) (``gone``: see
+        :meth:`acquire`)."""
         check_model(payload, self.name)
         batch = prompts(payload, vocab_size=getattr(self.backend, "vocab_size", None))
         echo, logprobs = completion_options(payload)
@@ -166,7 +178,7 @@ class ModelService:
         if any(p == "" for p in batch) and (s["max_tokens"] == 0 or logprobs is not None):
             raise RequestError(400, "prompt must not be empty", param="prompt")
         seed = s["seed"] if s["seed"] is not None else secrets.randbelow(2**31)
-        release = self.hold()
+        release = self.hold(gone)
         try:
             done = [complete(self.backend, p, s, echo=echo, logprobs=logprobs, seed=seed) for p in batch]
         finally:

@@ -9,6 +9,11 @@ MAX_TOP_LOGPROBS = 20
 MAX_PROMPTS = 256  # prompts in one completions request
 
 
+class ClientGone(Exception):
+    """The client closed its connection while its request waited for the model: the request leaves the
+    queue unanswered (no one would read the answer) and frees its place."""
+
+
 class RequestError(Exception):
     """A client error answered with ``status`` and an OpenAI-style error body."""
 

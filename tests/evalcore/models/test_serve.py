@@ -209,6 +209,74 @@ def test_a_client_leaving_mid_stream_stops_the_answer_and_frees_the_model(smollm
         server.server_close()
 
 
+class CountedRows:
+    """The real backend, noting the conversations it generates for."""
+
+    def __init__(self, backend) -> None:
+        self.backend, self.contexts = backend, []
+
+    def __getattr__(self, name):
+        return getattr(self.backend, name)
+
+    def generate_until(self, requests, **kwargs):
+        self.contexts += [r.context for r in requests]
+        return self.backend.generate_until(requests, **kwargs)
+
+
+def _until(condition, what: str, limit: float = 60) -> None:
+    """Wait for ``condition`` (a state the server reaches, not a duration), failing after ``limit`` s."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.02)
+
+
+def test_a_client_that_leaves_while_waiting_frees_its_place_and_is_never_answered(smollm2):
+    """A client that gives up while its request waits for the model (lm-eval's client times out and
+    retries) leaves the queue: the model never generates an answer nobody reads, and the patient
+    client behind it is answered."""
+    from evalcore.cli.serve import MAX_WAITING, ModelService, make_server
+
+    counted = CountedRows(smollm2)
+    service = ModelService(counted, name="m", max_tokens_limit=16)
+    server = make_server(service, host="127.0.0.1", port=0, max_body_bytes=65536)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    left_messages = [{"role": "user", "content": "I will hang up before you answer."}]
+    stayed_messages = [{"role": "user", "content": "Say hello."}]
+    service.lock.acquire()  # a long answer holds the model
+    try:
+        body = json.dumps({"model": "m", "messages": left_messages, "max_tokens": 8, "temperature": 0})
+        head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n")  # fmt: skip
+        with socket.create_connection(server.server_address, timeout=60) as sock:
+            sock.sendall(head.encode() + body.encode())
+            _until(lambda: len(service.batcher.queue) == 1, "the first request waits in the queue")
+        answers = []
+
+        def patient():
+            connection = http.client.HTTPConnection(*server.server_address, timeout=120)
+            connection.request("POST", "/v1/chat/completions", json.dumps(
+                {"model": "m", "messages": stayed_messages, "max_tokens": 8, "temperature": 0}),
+                {"Content-Type": "application/json"})  # fmt: skip
+            response = connection.getresponse()
+            answers.append((response.status, json.loads(response.read())))
+
+        waiter = threading.Thread(target=patient)
+        waiter.start()
+        _until(lambda: [p.messages for p in service.batcher.queue] == [stayed_messages],
+               "the request whose client left leaves the queue; the patient one waits")  # fmt: skip
+        assert service.waiting._value == MAX_WAITING - 1  # the leaver's place is free again
+    finally:
+        service.lock.release()
+    waiter.join(120)
+    try:
+        assert answers and answers[0][0] == 200 and answers[0][1]["choices"][0]["message"]["content"]
+        assert counted.contexts == [smollm2.chat_context(stayed_messages)]  # nothing generated for the leaver
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.mark.parametrize(
     ("body", "status", "param"),
     [
