@@ -60,6 +60,7 @@ from evalcore.judging.grading import (
     FAMILIES,
     GradingProtocols,
     family_of_one,
+    grade_bounds,
     grade_conversations,
     judge_references,
     load_grading_protocols,
@@ -292,7 +293,8 @@ def run_grade(args: argparse.Namespace) -> int:
     computed = sum(1 for r in rows if not r["cached"])
     _write_jsonl(out / "grades.jsonl", rows)
     categories = {q.question_id: q.category for q in questions if q.category}
-    summary = grade_summary(scores, categories=categories, rounds=args.rounds, seed=args.seed)
+    summary = grade_summary(scores, categories=categories, rounds=args.rounds, seed=args.seed,
+                            bounds=grade_bounds(family))  # fmt: skip
     cost = _cost(store, f"gradecost:{identity}:{family.sha256}:{args.reference_mode}", metered, computed)
     members = {role: {"name": p.name, "sha256": p.sha256, "verdict": p.verdict.as_dict(), "source": p.source}
                for role in ("single", "single_multi", "reference", "reference_multi")

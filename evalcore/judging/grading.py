@@ -300,6 +300,16 @@ class GradingProtocols:
         return category.strip().lower() in {c.strip().lower() for c in self.reference_categories}
 
 
+def grade_bounds(family: GradingProtocols) -> tuple[float, float] | None:
+    """The scale a family grades on (its members' lowest minimum and highest maximum: 1-10 for
+    MT-Bench's), to clip intervals to; None when a member keeps any number the judge writes
+    (FastChat's rule has no range check)."""
+    members = [p for p in (family.single, family.single_multi, family.reference, family.reference_multi) if p is not None]
+    if any(p.verdict.fastchat for p in members):
+        return None
+    return min(p.verdict.score_min for p in members), max(p.verdict.score_max for p in members)
+
+
 def load_grading_protocols(name: str | Path = "mt-bench") -> GradingProtocols:
     """A bundled family by name (``mt-bench``: ``mt-bench-single``, ``-single-multi``,
     ``-single-reference``, ``-single-reference-multi``), or one single-answer protocol (a bundled

@@ -41,8 +41,8 @@ from evalcore.judging.audit import rate
 from evalcore.judging.run import _rating_dict, _with_prior_fallback
 from evalcore.judging.scores import (
     LEVEL,
-    bootstrap_mean,
     checked_scores,
+    clustered_mean,
     item_key,
     json_safe,
     resampling_weights,
@@ -107,7 +107,8 @@ def panel_grades(per_judge: dict[str, dict[str, dict[str, float | None]]], *, ro
     Returns
     -------
     dict
-        ``method`` (``"mean of per-judge z-scores"``), ``models``: {model: {mean, ci_low, ci_high, n}}
+        ``method`` (``"mean of per-judge z-scores"``), ``models``: {model: {mean, ci_low, ci_high, n,
+        interval}} (the interval: Student's t with questions as clusters, as ``grade_summary``'s)
         (the panel score, in judge standard deviations; ``n`` = items with at least one grade),
         ``judges``: {judge: {n, failed, mean, sd, model_means: {model: raw mean or None},
         kendall_tau: {value, ci_low, ci_high, rounds_used, models},
@@ -189,13 +190,10 @@ def panel_grades(per_judge: dict[str, dict[str, dict[str, float | None]]], *, ro
     panel = panel_of(list(range(len(names))))
     result_models = {}
     for k, model in enumerate(models):
-        sums, counts = np.zeros(len(questions)), np.zeros(len(questions))
-        for n_item, item in enumerate(items):
-            value = panel[k * len(items) + n_item]
-            if np.isfinite(value):
-                sums[unit[split_turn(item)[0]]] += value
-                counts[unit[split_turn(item)[0]]] += 1
-        result_models[model] = bootstrap_mean(sums, counts, weights, notes=notes, what=f"model {model!r}")
+        graded = [(float(panel[k * len(items) + n]), split_turn(item)[0]) for n, item in enumerate(items)
+                  if np.isfinite(panel[k * len(items) + n])]  # fmt: skip
+        result_models[model] = clustered_mean([v for v, _ in graded], [q for _, q in graded], notes=notes,
+                                              what=f"model {model!r}")  # fmt: skip
 
     result_judges = {}
     ones = np.ones((1, len(cells)))

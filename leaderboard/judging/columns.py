@@ -32,11 +32,12 @@ def judge_fingerprint_sql() -> str:
 
 
 def grade_cell(run: JudgeRun) -> dict:
-    """A single-answer run's cell: the mean grade (1-10) with its 95% bootstrap interval."""
+    """A single-answer run's cell: the mean grade (1-10) with its 95% interval (cluster-robust t over
+    questions; ``bootstrap`` for runs stored before it replaced the percentile bootstrap)."""
     r = run.results or {}
     return {
         "value": r.get("score"), "ci_low": r.get("ci_low"), "ci_high": r.get("ci_high"), "lc": False, "run_id": run.pk,
-        "interval": "bootstrap", "win_rate_ci_low": None, "win_rate_ci_high": None, "kind": "single", "win_rate": None, "n": r.get("n", 0), "config_id": run.config_id, "standard_error": None,
+        "interval": r.get("interval", "bootstrap"), "win_rate_ci_low": None, "win_rate_ci_high": None, "kind": "single", "win_rate": None, "n": r.get("n", 0), "config_id": run.config_id, "standard_error": None,
         "lc_standard_error": None, "bradley_terry": None, "bradley_terry_style": None, "failed_pairs": r.get("failed", 0),
         "by_category": r.get("by_category") or {}, "by_turn": r.get("by_turn") or {}, "cost": r.get("cost"),
     }  # fmt: skip

@@ -23,7 +23,7 @@ from django.utils import timezone
 from evalcore.judging import JudgmentCache, judge_key
 from evalcore.judging.answering import answer_questions
 from evalcore.judging.cost import MeteredBackend, cost_per_1000
-from evalcore.judging.grading import grade_conversations, judge_references
+from evalcore.judging.grading import grade_bounds, grade_conversations, judge_references
 from evalcore.judging.questions import JudgeQuestion, questions_sha256
 from evalcore.judging.scores import grade_summary
 from leaderboard.judging.configs import (
@@ -40,8 +40,6 @@ from leaderboard.models import JudgeAnswer, JudgeGrade, JudgeRun
 
 log = logging.getLogger(__name__)
 
-ROUNDS = 1000  # bootstrap rounds over questions
-SEED = 0
 ANSWER_POLL_S = 2.0
 ANSWER_WAIT_MAX_S = 3600.0
 
@@ -128,16 +126,18 @@ def _grades_store(run_id: int, questions: list[JudgeQuestion], grades, reference
                                                   "prompt_sha256", "protocol_sha256", "logprob"])  # fmt: skip
 
 
-def grade_results(grades, questions: list[JudgeQuestion], model_name: str) -> dict:
-    """The run's figures from its grades: mean, 95% bootstrap interval, per category and per turn."""
+def grade_results(grades, questions: list[JudgeQuestion], model_name: str, family=None) -> dict:
+    """The run's figures from its grades: mean, 95% interval (cluster-robust t over questions, clipped
+    to the family's scale), per category and per turn."""
     scores = {model_name: {str(g.item_id): (g.score if g.status == "ok" else None) for g in grades}}
     categories = {q.question_id: q.category for q in questions if q.category}
-    summary = grade_summary(scores, categories=categories, rounds=ROUNDS, seed=SEED)[model_name]
+    bounds = grade_bounds(family) if family is not None else None
+    summary = grade_summary(scores, categories=categories, bounds=bounds)[model_name]
     return {
         "kind": "single", "score": summary.get("mean"), "ci_low": summary.get("ci_low"), "ci_high": summary.get("ci_high"),
+        "interval": summary.get("interval"), "bounds": list(bounds) if bounds else None,
         "n": summary.get("n", 0), "failed": summary.get("failed", 0), "by_category": summary.get("by_category", {}),
         "by_turn": summary.get("by_turn", {}), "notes": list(summary.get("notes", [])), "questions": len(questions),
-        "rounds": ROUNDS, "seed": SEED,
     }  # fmt: skip
 
 
@@ -178,7 +178,7 @@ def grade_run_execute(run_id: int) -> None:
     seconds = time.monotonic() - started
     fresh = sum(1 for g in grades if not g.cached)
     log.info("judge run %s: %d grades, %d computed, %d from the cache", run_id, len(grades), fresh, len(grades) - fresh)
-    results = grade_results(grades, questions, run.model.name)
+    results = grade_results(grades, questions, run.model.name, family)
     results["judgments_computed"] = fresh
     results["cost"] = cost_per_1000(seconds=seconds, judgments=fresh, prompt_tokens=metered.prompt_tokens,
                                     completion_tokens=metered.completion_tokens) if fresh else None  # fmt: skip

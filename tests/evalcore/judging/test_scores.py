@@ -1,4 +1,5 @@
-"""grade_summary: means of 1-10 grades with a paired bootstrap over questions, per category and turn."""
+"""grade_summary: means of 1-10 grades with Student's t intervals over questions (a question's turns one
+cluster), per category and turn, clipped to the grading scale when it is given."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from evalcore.judging.scores import grade_summary, json_safe, split_turn
 
@@ -26,22 +28,59 @@ def test_means_failed_counts_and_json():
     json.dumps(out, allow_nan=False)
 
 
-def test_the_same_resampled_questions_serve_every_model():
-    """b = a + 1 on every item: with paired resampling b's interval is a's shifted by exactly 1."""
+def test_a_shifted_model_gets_a_shifted_interval():
+    """b = a + 1 on every item: b's interval is a's shifted by exactly 1 (same spread, same questions)."""
     a = {f"q{i}": float(i % 7) for i in range(30)}
     out = grade_summary({"a": a, "b": {k: v + 1 for k, v in a.items()}}, rounds=300, seed=3)
     assert out["b"]["ci_low"] == pytest.approx(out["a"]["ci_low"] + 1)
     assert out["b"]["ci_high"] == pytest.approx(out["a"]["ci_high"] + 1)
 
 
-def test_deterministic_for_a_seed_and_seed_matters():
+def test_the_interval_is_cluster_robust_t_over_questions():
+    """Recomputed by hand: mean over graded turns, CR1 standard error with questions as clusters,
+    Student's t with questions - 1 degrees of freedom."""
+    row = SCORES["a"]  # q2/t2 failed: q2 is a cluster of one graded turn
+    got = grade_summary({"a": row})["a"]
+    values = {k: v for k, v in row.items() if v is not None}
+    x = np.array(list(values.values()), dtype=float)
+    mean = x.mean()
+    by_question = {}
+    for item, v in values.items():
+        by_question.setdefault(item.split("/")[0], []).append(v - mean)
+    g, n = len(by_question), len(x)
+    cr1 = g / (g - 1) * sum(sum(r) ** 2 for r in by_question.values()) / n**2
+    naive = x.var(ddof=1) / n
+    se = math.sqrt(max(cr1, naive))  # the design effect is held at 1 or more
+    half = stats.t.ppf(0.975, g - 1) * se
+    assert got["interval"] == "t-clustered"
+    assert (got["ci_low"], got["ci_high"]) == pytest.approx((mean - half, mean + half), abs=1e-9)
+    # Every item its own question: plain Student's t.
+    plain = grade_summary({"a": {"x": 2.0, "y": 5.0, "z": 9.0}})["a"]
+    half = stats.t.ppf(0.975, 2) * np.std([2, 5, 9], ddof=1) / math.sqrt(3)
+    assert plain["interval"] == "t" and plain["ci_low"] == pytest.approx(16 / 3 - half)
+
+
+def test_small_samples_are_wide_and_clipped_to_the_scale():
+    """At 4 questions the interval is as wide as the evidence says, never outside 1-10 when the scale is
+    given; the seed and rounds (a bootstrap's) change nothing."""
+    row = {"q1/t1": 9, "q1/t2": 3, "q2/t1": 10, "q2/t2": 8, "q3/t1": 2, "q3/t2": 7, "q4/t1": 10, "q4/t2": 9}
+    free = grade_summary({"a": row})["a"]
+    scaled = grade_summary({"a": row}, bounds=(1, 10), seed=9, rounds=5)["a"]
+    assert free["ci_high"] > 10 and scaled["ci_high"] == 10.0 and scaled["ci_low"] == pytest.approx(free["ci_low"])
+    assert scaled["ci_high"] - scaled["ci_low"] > 3
+    # values outside the scale (FastChat keeps an 11): the clip is not applied
+    odd = grade_summary({"a": {**row, "q4/t2": 11}}, bounds=(1, 10))["a"]
+    assert odd["ci_high"] > 10
+    with pytest.raises(ValueError, match="bounds"):
+        grade_summary({"a": row}, bounds=(10, 1))
+
+
+def test_deterministic_and_order_free():
     a = {f"q{i}": float((i * 37) % 10 + 1) for i in range(40)}
-    assert grade_summary({"a": a}, seed=5) == grade_summary({"a": a}, seed=5)
-    assert grade_summary({"a": a}, seed=5)["a"]["ci_low"] != grade_summary({"a": a}, seed=6)["a"]["ci_low"] or \
-        grade_summary({"a": a}, seed=5)["a"]["ci_high"] != grade_summary({"a": a}, seed=6)["a"]["ci_high"]
+    assert grade_summary({"a": a}, seed=5) == grade_summary({"a": a}, seed=6)
     # The order of the models or items in the dicts changes nothing.
     reordered = dict(reversed(list(a.items())))
-    assert grade_summary({"a": reordered}, seed=5)["a"] == grade_summary({"a": a}, seed=5)["a"]
+    assert grade_summary({"a": reordered})["a"] == grade_summary({"a": a})["a"]
 
 
 def test_categories_by_item_then_by_question_and_turns():
@@ -63,7 +102,7 @@ def test_degenerate_inputs_give_none_and_a_note():
     assert failed["mean"] is None and failed["ci_low"] is None and failed["failed"] == 2 and failed["notes"]
     one = grade_summary({"a": {"x": 7}})["a"]
     assert one["mean"] == 7.0 and one["ci_low"] is None and one["ci_high"] is None and one["notes"]
-    # Two turns of one question are one resampling unit: still no interval.
+    # Two turns of one question are one cluster: still no interval.
     turns = grade_summary({"a": {"q/t1": 7, "q/t2": 3}})["a"]
     assert turns["mean"] == 5.0 and turns["ci_low"] is None
     assert grade_summary({"a": {}})["a"]["mean"] is None
