@@ -34,6 +34,18 @@ def select_chat_template(tokenizer, name: str | None = None) -> str:
     return _choose(tokenizer, name)[0]
 
 
+def render_chat(tokenizer, messages: list[dict], name: str | None = None) -> str:
+    """``messages`` (validated) rendered with the tokenizer's template chosen by ``name``, ending with
+    the assistant's turn: a final assistant message (a task's ``gen_prefix``) is continued rather than
+    closed, as lm-eval's ``HFLM.apply_chat_template`` does; otherwise the generation prompt is added.
+    Every backend that renders chat prompts here (hf, vllm) calls this, so they agree."""
+    template = select_chat_template(tokenizer, name)
+    if messages and messages[-1]["role"] == "assistant":
+        return tokenizer.apply_chat_template(messages, tokenize=False, continue_final_message=True,
+                                             chat_template=template)  # fmt: skip
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, chat_template=template)
+
+
 def chat_template_choice(tokenizer, name: str | None = None) -> dict:
     """What a protocol records of the choice: the name asked for, the template used and its SHA-256.
 

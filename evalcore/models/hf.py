@@ -36,7 +36,7 @@ from evalcore.models.base import (
     validate_messages,
 )
 from evalcore.models.chat_templates import chat_template_choice as template_choice
-from evalcore.models.chat_templates import select_chat_template
+from evalcore.models.chat_templates import render_chat
 from evalcore.models.echo import prompt_token_logprobs
 from evalcore.models.generation import generate_batch, stream_tokens
 from evalcore.models.scoring import rolling_windows, score_pairs
@@ -281,13 +281,7 @@ class HFBackend(Backend):
         """The conversation rendered with the model's chat template, ending with the assistant's turn
         (a final assistant message, a task's ``gen_prefix``, is continued rather than closed).
         ``chat_template`` names one of the tokenizer's templates (:mod:`evalcore.models.chat_templates`)."""
-        messages = validate_messages(messages)
-        template = select_chat_template(self.tokenizer, chat_template)
-        if messages[-1]["role"] == "assistant":
-            return self.tokenizer.apply_chat_template(messages, tokenize=False, continue_final_message=True,
-                                                      chat_template=template)  # fmt: skip
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
-                                                  chat_template=template)  # fmt: skip
+        return render_chat(self.tokenizer, validate_messages(messages), chat_template)
 
     def chat_template_choice(self, name: str | None = None) -> dict:
         return template_choice(self.tokenizer, name)

@@ -44,7 +44,7 @@ from evalcore.models.base import (
     validate_messages,
 )
 from evalcore.models.chat_templates import chat_template_choice as template_choice
-from evalcore.models.chat_templates import select_chat_template
+from evalcore.models.chat_templates import render_chat
 from evalcore.models.hf import hash_files, local_checkpoint
 from evalcore.models.scoring import rolling_windows
 from evalcore.models.vllm_engine import EngineLoop, build_engine, engine_lock
@@ -359,12 +359,10 @@ class VLLMBackend(Backend):
         return results
 
     def chat_context(self, messages, *, chat_template: str | None = None) -> str:
-        """The conversation rendered with the model's chat template, ending with the assistant's turn;
+        """The conversation rendered with the model's chat template, ending with the assistant's turn (a
+        final assistant message, a task's ``gen_prefix``, is continued rather than closed, as on hf);
         ``chat_template`` names one of the tokenizer's templates (:mod:`evalcore.models.chat_templates`)."""
-        messages = validate_messages(messages)
-        template = select_chat_template(self.tokenizer, chat_template)
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
-                                                  chat_template=template)  # fmt: skip
+        return render_chat(self.tokenizer, validate_messages(messages), chat_template)
 
     def chat_template_choice(self, name: str | None = None) -> dict:
         return template_choice(self.tokenizer, name)

@@ -147,6 +147,21 @@ def test_the_name_reaches_the_vllm_rendering(backend, chatml):
         VLLMBackend.chat_context(stand_in, messages, chat_template="tool_use")
 
 
+def test_vllm_continues_a_final_assistant_message_as_hf_does(backend):
+    """A task's gen_prefix is a final assistant message: both backends continue it (no end-of-turn, no
+    new assistant header), so a chat benchmark reads the same prompt on hf and vllm."""
+    from evalcore.models.vllm_backend import VLLMBackend
+
+    stand_in = types.SimpleNamespace(tokenizer=backend.tokenizer)
+    asked = [{"role": "user", "content": "What is 2 + 2?"}]
+    prefixed = [*asked, {"role": "assistant", "content": "The answer is"}]
+    for messages in (asked, prefixed):
+        assert VLLMBackend.chat_context(stand_in, messages) == backend.chat_context(messages)
+    continued = VLLMBackend.chat_context(stand_in, prefixed)
+    assert continued.endswith("The answer is")
+    assert continued == backend.tokenizer.apply_chat_template(prefixed, tokenize=False, continue_final_message=True)
+
+
 def test_a_chat_endpoint_refuses_a_name_before_any_request(mc_task, tmp_path):
     (tmp_path / "g.yaml").write_text(textwrap.dedent(f"""
         task: g
