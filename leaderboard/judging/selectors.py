@@ -8,6 +8,7 @@ from arena.models import LanguageModel
 from arena.ratings import selectors as rating_selectors
 from common.urls import addresses_withheld
 from evalcore.judging import JudgeProtocol
+from evalcore.judging.fastchat import looks_like_fastchat
 from evalcore.stats.rank_correlation import spearman_interval
 from leaderboard.judging.columns import judge_cells
 from leaderboard.judging.configs import grading_protocols_of, protocol_of, questions_of
@@ -53,7 +54,18 @@ def hidden_model_ids(viewer=None) -> set[int]:
 
 
 def judge_configs() -> list[JudgeConfig]:
-    return list(JudgeConfig.objects.select_related("baseline", "judge_model").order_by("-active", "id"))
+    """Every judge config, active first, each with ``protocol_label``: the bundled name, "FastChat
+    prompts (NAME)" for pasted FastChat lines, or "custom YAML"."""
+    configs = list(JudgeConfig.objects.select_related("baseline", "judge_model").order_by("-active", "id"))
+    for config in configs:
+        if not config.protocol_yaml.strip():
+            config.protocol_label = config.protocol_name
+        elif looks_like_fastchat(config.protocol_yaml):
+            name = config.protocol_name.strip()
+            config.protocol_label = f"FastChat prompts ({name})" if name else "FastChat prompts"
+        else:
+            config.protocol_label = "custom YAML"
+    return configs
 
 
 def panels() -> list:

@@ -49,6 +49,9 @@ def test_fastchat_single_answer_judges_on_a_config_and_its_page(smollm2_dir, cli
         assert role in page and member.sha256 in page
     listing = client.get(reverse("leaderboard:judges")).content.decode()
     assert "FastChat prompts (single-v1)" in listing
+    saved.protocol_yaml = "\n  " + PASTED  # pasted with a blank line first: still FastChat's
+    saved.save()
+    assert client.get(reverse("leaderboard:judges")).content.decode().count("FastChat prompts (single-v1)") == 1
     api = client.get(f"/api/judges/{saved.pk}/").json()
     protocols = api.get("protocols") or api["config"]["protocols"]
     assert [(p["role"], p["name"], p["sha256"], p["verdict_parse"]) for p in protocols] == [
