@@ -55,6 +55,9 @@ class SyncReport:
     created: tuple[str, ...]
     updated: tuple[str, ...]
     retired: tuple[str, ...]
+    # retired before this sync (in the admin, or by an earlier file) and declared without ``retired``: back
+    # in the arena, each with the retirement it cleared ("name (was retired: reason)"), so none is silent
+    returned: tuple[str, ...] = ()
 
 
 def _fail(where: str, problem: str):
@@ -184,8 +187,10 @@ def catalogue_sync(entries: list[dict]) -> SyncReport:
     """Upsert the declared models into the arena. A model with ``retired`` stops battling and keeps its
     votes and rating; an arena model no longer declared leaves the arena and is retired too (no removal
     is silent: the public list of retirements shows it, with :data:`UNDECLARED_REASON`). ``retired`` in the
-    report names the models retired by this sync."""
-    created, updated, retired = [], [], []
+    report names the models retired by this sync; ``returned`` those it brought back (a retirement made
+    in the admin is cleared by a file that still declares the model without ``retired``: the report says
+    so, and the admin warns when such a model is retired)."""
+    created, updated, retired, returned = [], [], [], []
     for entry in entries:
         entry = dict(entry)
         existing = LanguageModel.objects.filter(name=entry["name"]).first()
@@ -197,6 +202,8 @@ def catalogue_sync(entries: list[dict]) -> SyncReport:
         (created if was_created else updated).append(model.name)
         if fields["retired_at"] is not None and (existing is None or existing.retired_at is None):
             retired.append(model.name)
+        if fields["retired_at"] is None and existing is not None and existing.retired_at is not None:
+            returned.append(f"{model.name} (was retired: {existing.retired_reason})")
     declared = [entry["name"] for entry in entries]
     leaving = LanguageModel.objects.filter(in_arena=True).exclude(name__in=declared)
     retired += leaving.values_list("name", flat=True)
@@ -204,4 +211,4 @@ def catalogue_sync(entries: list[dict]) -> SyncReport:
         retired_at=timezone.now(), retired_reason=UNDECLARED_REASON
     )
     leaving.update(in_arena=False)
-    return SyncReport(tuple(created), tuple(updated), tuple(retired))
+    return SyncReport(tuple(created), tuple(updated), tuple(retired), tuple(returned))

@@ -89,3 +89,25 @@ def test_missing_and_oversized_files(tmp_path):
         catalogue_parse(tmp_path / "missing.yaml")
     with pytest.raises(ValueError, match="larger than"):
         catalogue_parse(write(tmp_path, "#" * 1_000_001))
+
+
+@pytest.mark.django_db
+def test_a_retirement_made_in_the_admin_that_the_file_clears_is_reported(tmp_path, capsys):
+    """The file is the catalogue's truth, so a model it declares without ``retired`` is in the arena; when
+    that clears a retirement made in the admin, the sync says so (the command warns), never silently."""
+    from django.core.management import call_command
+
+    from arena.catalogue.services import models_retire
+
+    path = write(tmp_path, GOOD)
+    catalogue_sync(catalogue_parse(path))
+    models_retire([LanguageModel.objects.get(name="m-two").pk], reason="endpoint withdrawn")
+    assert LanguageModel.objects.get(name="m-two").retired_at is not None
+    report = catalogue_sync(catalogue_parse(path))
+    assert report.returned == ("m-two (was retired: endpoint withdrawn)",) and report.retired == ()
+    assert LanguageModel.objects.get(name="m-two").retired_at is None
+    assert catalogue_sync(catalogue_parse(path)).returned == ()  # nothing to bring back the second time
+    models_retire([LanguageModel.objects.get(name="m-one").pk], reason="superseded")
+    call_command("arena_models_sync", str(path))
+    assert "back in the arena (the file declares them without retired:): m-one (was retired: superseded)" in \
+        capsys.readouterr().err

@@ -19,4 +19,7 @@ class Command(BaseCommand):
         for label, names in (("created", report.created), ("updated", report.updated), ("retired", report.retired)):
             if names:
                 self.stdout.write(f"{label}: {', '.join(names)}")
+        if report.returned:  # a retirement made in the admin, cleared by this file: said, never silent
+            self.stderr.write(self.style.WARNING(
+                f"back in the arena (the file declares them without retired:): {'; '.join(report.returned)}"))
         self.stdout.write(f"{len(report.created) + len(report.updated)} arena models declared")
