@@ -54,7 +54,7 @@ from pathlib import Path
 from evalcore.boundary import boundedjson
 from evalcore.judging.grading import GradingProtocols
 from evalcore.judging.judge import FASTCHAT_LABELS, FASTCHAT_ONE_SCORE, FASTCHAT_TWO_SCORES, PairwiseProtocols
-from evalcore.judging.protocol import PLACEHOLDER, JudgeProtocol, protocol_from_dict
+from evalcore.judging.protocol import PLACEHOLDER, JudgeProtocol, protocol_from_dict, required_placeholders
 
 MAX_FILE_BYTES = 1024 * 1024
 MAX_PROMPTS = 200
@@ -286,11 +286,7 @@ def _converted_template(template: str, kind: str, where: str) -> tuple[str, int]
         if name:
             out.append("{" + mapping[name] + "}")
     user = "".join(out)
-    required = {("single", 1): ("question", "answer"), ("pairwise", 1): ("question", "answer_a", "answer_b"),
-                ("single", 2): ("question_1", "question_2", "answer_1", "answer_2"),
-                ("pairwise", 2): ("question_1", "question_2", "answer_a_1", "answer_a_2", "answer_b_1",
-                                  "answer_b_2")}[(kind, turns)]  # fmt: skip
-    missing = [f for f in required if f not in fields]
+    missing = [f for f in required_placeholders(kind, turns) if f not in fields]  # FastChat's names are Podium's
     if missing:
         raise ValueError(f"{where}: prompt_template never shows {{{missing[0]}}}, so the judge would not see it")
     return user, turns

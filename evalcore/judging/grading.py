@@ -40,7 +40,14 @@ from pathlib import Path
 
 from evalcore.judging.answering import answer_questions
 from evalcore.judging.cache import JudgmentCache
-from evalcore.judging.judge import cache_for, generate_texts, judge_key, parse_score, prompt_sha256
+from evalcore.judging.judge import (  # REFERENCE_CATEGORIES: MT-Bench's reference-guided categories
+    REFERENCE_CATEGORIES,
+    cache_for,
+    generate_texts,
+    judge_key,
+    parse_score,
+    prompt_sha256,
+)
 from evalcore.judging.protocol import JudgeProtocol, check_family, load_protocol
 from evalcore.judging.questions import JudgeQuestion
 from evalcore.models.base import Backend, LoglikelihoodRequest
@@ -53,7 +60,6 @@ FAMILIES = {
     "mt-bench-logprob": ("mt-bench-single-logprob", "mt-bench-single-multi-logprob",
                          "mt-bench-single-reference-logprob", "mt-bench-single-reference-multi-logprob"),
 }  # fmt: skip
-REFERENCE_CATEGORIES = ("math", "reasoning", "coding")  # MT-Bench's reference-guided categories
 MAX_ERROR_CHARS = 500
 
 

@@ -66,12 +66,14 @@ class ChatBatcher:
             return self._answer_in_engine(mine)
         with self.queue_lock:
             self.queue.append(mine)
+        self.service.notify()
         try:
             self.service.acquire(gone)
         except (RequestError, ClientGone):
             with self.queue_lock:
                 if mine in self.queue:  # nobody took it: leave the queue with the 503 (or unanswered)
                     self.queue.remove(mine)
+                    self.service.notify()
                     raise
             mine.done.wait()  # a batch holds it: its answer is coming
         else:
@@ -102,6 +104,7 @@ class ChatBatcher:
     def _run_batch(self) -> None:
         with self.queue_lock:
             taken, self.queue = self.queue[: self.max_batch], self.queue[self.max_batch :]
+        self.service.notify()
         left = [p for p in taken if p.gone is not None and p.gone()]
         for pending in left:  # their clients closed the connection while waiting: nobody would read it
             pending.error = ClientGone()

@@ -66,6 +66,7 @@ class ModelService:
         self.held_since = 0.0  # when the model lock was last taken (monotonic)
         self.typical_hold = 1.0  # seconds a turn at the model takes (moving average): the Retry-After
         self.waiting = threading.BoundedSemaphore(MAX_WAITING)
+        self.changed = threading.Condition()  # notified whenever a request takes or leaves a place, or the queue moves
         self.created = int(time.time())
         batchable = callable(getattr(backend, "chat_prompt_ids", None)) and callable(
             getattr(backend, "chat_context", None)
@@ -91,11 +92,23 @@ class ModelService:
         """Seconds a refused client should wait before asking again: a turn at the model, as measured."""
         return max(1, min(MAX_RETRY_AFTER, math.ceil(self.typical_hold)))
 
+    def notify(self) -> None:
+        """Wake whoever waits in :meth:`wait_until`: a place was taken or left, or the queue moved."""
+        with self.changed:
+            self.changed.notify_all()
+
+    def wait_until(self, predicate, timeout: float) -> bool:
+        """Block until ``predicate()`` holds (checked at every :meth:`notify`) or ``timeout`` seconds pass;
+        whether it holds. How a test or a monitor waits for a state of the queue without polling."""
+        with self.changed:
+            return self.changed.wait_for(predicate, timeout)
+
     def _take_place(self) -> None:
         """One of the ``MAX_WAITING`` places for requests in flight or waiting; none free: 503 at once."""
         if not self.waiting.acquire(blocking=False):
             raise RequestError(503, "too many requests are waiting for the model; retry later", code="busy",
                                retry_after=self.retry_after())  # fmt: skip
+        self.notify()
 
     def acquire(self, gone=None) -> None:
         """Take the model lock behind at most ``MAX_WAITING`` others, waiting as long as the client does
@@ -121,6 +134,7 @@ class ModelService:
             self.held_since = time.monotonic()
         finally:
             self.waiting.release()
+            self.notify()
 
     def release(self) -> None:
         """Leave the model lock, noting how long the turn took (for Retry-After)."""

@@ -32,8 +32,8 @@ def test_a_shifted_model_gets_a_shifted_interval():
     """b = a + 1 on every item: b's interval is a's shifted by exactly 1 (same spread, same questions)."""
     a = {f"q{i}": float(i % 7) for i in range(30)}
     out = grade_summary({"a": a, "b": {k: v + 1 for k, v in a.items()}}, rounds=300, seed=3)
-    assert out["b"]["ci_low"] == pytest.approx(out["a"]["ci_low"] + 1)
-    assert out["b"]["ci_high"] == pytest.approx(out["a"]["ci_high"] + 1)
+    assert out["b"]["ci_low"] == pytest.approx(out["a"]["ci_low"] + 1, abs=1e-4)
+    assert out["b"]["ci_high"] == pytest.approx(out["a"]["ci_high"] + 1, abs=1e-4)
 
 
 def test_the_interval_is_cluster_robust_t_over_questions():
@@ -53,11 +53,11 @@ def test_the_interval_is_cluster_robust_t_over_questions():
     se = math.sqrt(max(cr1, naive))  # the design effect is held at 1 or more
     half = stats.t.ppf(0.975, g - 1) * se
     assert got["interval"] == "t-clustered"
-    assert (got["ci_low"], got["ci_high"]) == pytest.approx((mean - half, mean + half), abs=1e-9)
+    assert (got["ci_low"], got["ci_high"]) == pytest.approx((mean - half, mean + half), abs=1e-4)
     # Every item its own question: plain Student's t.
     plain = grade_summary({"a": {"x": 2.0, "y": 5.0, "z": 9.0}})["a"]
     half = stats.t.ppf(0.975, 2) * np.std([2, 5, 9], ddof=1) / math.sqrt(3)
-    assert plain["interval"] == "t" and plain["ci_low"] == pytest.approx(16 / 3 - half)
+    assert plain["interval"] == "t" and plain["ci_low"] == pytest.approx(16 / 3 - half, abs=1e-4)
 
 
 def test_small_samples_are_wide_and_clipped_to_the_scale():
@@ -66,7 +66,7 @@ def test_small_samples_are_wide_and_clipped_to_the_scale():
     row = {"q1/t1": 9, "q1/t2": 3, "q2/t1": 10, "q2/t2": 8, "q3/t1": 2, "q3/t2": 7, "q4/t1": 10, "q4/t2": 9}
     free = grade_summary({"a": row})["a"]
     scaled = grade_summary({"a": row}, bounds=(1, 10), seed=9, rounds=5)["a"]
-    assert free["ci_high"] > 10 and scaled["ci_high"] == 10.0 and scaled["ci_low"] == pytest.approx(free["ci_low"])
+    assert free["ci_high"] > 10 and scaled["ci_high"] == 10.0 and scaled["ci_low"] == pytest.approx(free["ci_low"], abs=1e-4)
     assert scaled["ci_high"] - scaled["ci_low"] > 3
     # values outside the scale (FastChat keeps an 11): the clip is not applied
     odd = grade_summary({"a": {**row, "q4/t2": 11}}, bounds=(1, 10))["a"]

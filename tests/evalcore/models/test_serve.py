@@ -223,14 +223,6 @@ class CountedRows:
         return self.backend.generate_until(requests, **kwargs)
 
 
-def _until(condition, what: str, limit: float = 60) -> None:
-    """Wait for ``condition`` (a state the server reaches, not a duration), failing after ``limit`` s."""
-    deadline = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.02)
-
-
 def test_a_client_that_leaves_while_waiting_frees_its_place_and_is_never_answered(smollm2):
     """A client that gives up while its request waits for the model (lm-eval's client times out and
     retries) leaves the queue: the model never generates an answer nobody reads, and the patient
@@ -250,7 +242,7 @@ def test_a_client_that_leaves_while_waiting_frees_its_place_and_is_never_answere
                 f"Content-Length: {len(body)}\r\n\r\n")  # fmt: skip
         with socket.create_connection(server.server_address, timeout=60) as sock:
             sock.sendall(head.encode() + body.encode())
-            _until(lambda: len(service.batcher.queue) == 1, "the first request waits in the queue")
+            assert service.wait_until(lambda: len(service.batcher.queue) == 1, 60), "the first request never queued"
         answers = []
 
         def patient():
@@ -263,8 +255,8 @@ def test_a_client_that_leaves_while_waiting_frees_its_place_and_is_never_answere
 
         waiter = threading.Thread(target=patient)
         waiter.start()
-        _until(lambda: [p.messages for p in service.batcher.queue] == [stayed_messages],
-               "the request whose client left leaves the queue; the patient one waits")  # fmt: skip
+        assert service.wait_until(lambda: [p.messages for p in service.batcher.queue] == [stayed_messages], 60), \
+            "the request whose client left never left the queue"  # (the patient one waits in it)
         assert service.waiting._value == MAX_WAITING - 1  # the leaver's place is free again
     finally:
         service.lock.release()
@@ -401,8 +393,7 @@ def test_by_default_a_request_waits_for_its_turn_however_long():
 
     waiter = threading.Thread(target=wait_for_turn)
     waiter.start()
-    while service.waiting._value == MAX_WAITING and waiter.is_alive():  # until it waits in the queue
-        time.sleep(0.01)
+    assert service.wait_until(lambda: service.waiting._value < MAX_WAITING, 60)  # it waits in the queue
     waiter.join(0.5)  # it keeps waiting: a time-out would have answered by now
     assert outcome == []
     service.release()
