@@ -16,7 +16,9 @@ Rules, all stated in ``docs/judging.md`` ("Scores of graded answers"):
   turns are one cluster; any other id is its own question. It replaced a percentile bootstrap over
   questions, which covered 0.46-0.78 at 2-4 questions and 0.88-0.90 at 8 (the bundled sample set's
   size); this interval covers 0.96-0.99 there and 0.95-0.97 from 16 (``bench/grade_intervals.py``,
-  docs/judging.md "Scores of graded answers"). Each figure names its method in ``interval``;
+  docs/judging.md "Scores of graded answers"). When every grade is equal and the scale is known, the
+  bounded mean's interval (``mid-p-effective``, questions as clusters) is used instead, which does not
+  collapse to a point. Each figure names its method in ``interval``;
 - a category is looked up by the item id first, then (for an id ``"<q>/t<N>"``) by its question part
   ``"<q>"``; an item without a category is left out of ``by_category`` and counted in a note;
 - ``by_turn`` (keys ``"t1"``, ``"t2"``, ...) appears when any item id carries a turn;
@@ -34,7 +36,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from evalcore.boundary.validation import check_integer, check_level
-from evalcore.stats.estimates import t_mean
+from evalcore.stats.estimates import bounded_mean, t_mean
 
 TURN_ID = re.compile(r"^(?P<question>.+)/t(?P<turn>[1-9][0-9]*)$")
 LEVEL = 0.95
@@ -128,6 +130,16 @@ def clustered_mean(values, clusters, *, bounds: tuple[float, float] | None = Non
             notes.append(f"{what}: grades from one question only, no interval")
         return {"mean": float(x.mean()), "ci_low": None, "ci_high": None, "n": n, "interval": None}
     inside = bounds is not None and bool(np.all((x >= bounds[0]) & (x <= bounds[1])))
+    if np.all(x == x[0]):
+        # Every grade equal: Student's t has no spread to measure and would claim certainty from a few
+        # questions. On a known scale the bounded mean's interval at the clusters' effective size does not
+        # collapse (4 questions all graded 9 on 1-10: 4.2-10); without a scale, say it has no width.
+        if inside:
+            estimate = bounded_mean(x, low=bounds[0], high=bounds[1], clusters=list(clusters), level=level)
+            return {"mean": estimate.value, "ci_low": estimate.ci_low, "ci_high": estimate.ci_high, "n": n,
+                    "interval": estimate.method}  # fmt: skip
+        if notes is not None:
+            notes.append(f"{what}: every grade is {x[0]:g}, so the interval has no width (no spread to measure)")
     estimate = t_mean(x, clusters=list(clusters), bounds=bounds if inside else None, level=level)
     return {"mean": estimate.value, "ci_low": estimate.ci_low, "ci_high": estimate.ci_high, "n": n,
             "interval": estimate.method}  # fmt: skip

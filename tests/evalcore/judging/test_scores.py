@@ -68,6 +68,11 @@ def test_small_samples_are_wide_and_clipped_to_the_scale():
     scaled = grade_summary({"a": row}, bounds=(1, 10), seed=9, rounds=5)["a"]
     assert free["ci_high"] > 10 and scaled["ci_high"] == 10.0 and scaled["ci_low"] == pytest.approx(free["ci_low"], abs=1e-4)
     assert scaled["ci_high"] - scaled["ci_low"] > 3
+    # Every grade equal (a judge that gives 9 to everything): on the scale, no collapse to a point
+    same = grade_summary({"a": {f"q{i}/t{t}": 9 for i in range(4) for t in (1, 2)}}, bounds=(1, 10))["a"]
+    assert same["interval"] == "mid-p-effective" and same["ci_low"] < 6 and same["ci_high"] > 9.9
+    unscaled = grade_summary({"a": {f"q{i}/t{t}": 9 for i in range(4) for t in (1, 2)}})["a"]
+    assert unscaled["ci_low"] == unscaled["ci_high"] == 9.0 and any("no width" in n for n in unscaled["notes"])
     # values outside the scale (FastChat keeps an 11): the clip is not applied
     odd = grade_summary({"a": {**row, "q4/t2": 11}}, bounds=(1, 10))["a"]
     assert odd["ci_high"] > 10
