@@ -15,7 +15,7 @@ Rules, all stated in ``docs/judging.md`` ("Scores of graded answers"):
   ``"q81/t2"`` (one turn of a two-turn question) belongs to the question ``"q81"``, and a question's
   turns are one cluster; any other id is its own question. It replaced a percentile bootstrap over
   questions, which covered 0.46-0.78 at 2-4 questions and 0.88-0.90 at 8 (the bundled sample set's
-  size); this interval covers 0.96-0.99 there and 0.95-0.97 from 16 (``bench/grade_intervals.py``,
+  size); this interval covers 0.97-1.00 there and 0.94-0.97 from 8 (``bench/grade_intervals.py``,
   docs/judging.md "Scores of graded answers"). When every grade is equal and the scale is known, the
   bounded mean's interval (``mid-p-effective``, questions as clusters) is used instead, which does not
   collapse to a point. Each figure names its method in ``interval``;
